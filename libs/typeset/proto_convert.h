@@ -1,0 +1,15 @@
+#pragma once
+
+// Typeset records in their wire form (proto/reverser/v1/catalog.proto).
+
+#include "libs/typeset/model.h"
+#include "proto/reverser/v1/catalog.pb.h"
+
+namespace reverser::typeset {
+
+reverser::v1::FollowVerdict ToProto(Verdict verdict);
+// TypeIdentity of a record (scope UNSPECIFIED when discovery did not say).
+reverser::v1::TypeIdentity IdentityToProto(const TypeRecord& record);
+reverser::v1::TypeRecord ToProto(const TypeRecord& record);
+
+}  // namespace reverser::typeset
