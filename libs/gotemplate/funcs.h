@@ -1,0 +1,29 @@
+#pragma once
+
+// The built-in functions of the supported text/template subset.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libs/gotemplate/value.h"
+
+namespace reverser::gotemplate {
+
+// True if `name` is a function the subset provides.
+bool IsBuiltinFunction(absl::string_view name);
+
+// Calls a built-in (`and`/`or` arrive with all arguments evaluated; the subset has no side
+// effects, so Go's short-circuiting is not observable). Errors are InvalidArgument with Go's
+// wording where there is one.
+absl::StatusOr<Value> CallBuiltin(absl::string_view name, const std::vector<Value>& args);
+
+// fmt.Sprintf for the verbs %s %d %v %q %t %% with `-`/`0` flags and a width; mismatches are
+// rendered the way Go renders them (`%!d(string=x)`, `%!s(MISSING)`, `%!(EXTRA int=1)`).
+std::string Sprintf(absl::string_view format, const std::vector<Value>& args);
+
+// fmt.Sprint: operands joined, with a space between two operands when neither is a string.
+std::string Sprint(const std::vector<Value>& args);
+
+}  // namespace reverser::gotemplate

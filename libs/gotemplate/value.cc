@@ -1,0 +1,57 @@
+#include "libs/gotemplate/value.h"
+
+namespace reverser::gotemplate {
+
+bool Value::Truthy() const {
+  switch (kind()) {
+    case Kind::kNull: return false;
+    case Kind::kString: return !str().empty();
+    case Kind::kInt: return integer() != 0;
+    case Kind::kBool: return boolean();
+    case Kind::kList: return !list().empty();
+    case Kind::kMap: return !map().empty();
+  }
+  return false;
+}
+
+std::string Value::ToString() const {
+  switch (kind()) {
+    case Kind::kNull: return "<nil>";
+    case Kind::kString: return str();
+    case Kind::kInt: return std::to_string(integer());
+    case Kind::kBool: return boolean() ? "true" : "false";
+    case Kind::kList: {
+      std::string out = "[";
+      for (size_t i = 0; i < list().size(); ++i) {
+        if (i > 0) out += " ";
+        out += list()[i].ToString();
+      }
+      return out + "]";
+    }
+    case Kind::kMap: {
+      std::string out = "map[";
+      bool first = true;
+      for (const auto& [key, value] : map()) {
+        if (!first) out += " ";
+        first = false;
+        out += key + ":" + value.ToString();
+      }
+      return out + "]";
+    }
+  }
+  return "";
+}
+
+const char* Value::TypeName() const {
+  switch (kind()) {
+    case Kind::kNull: return "<nil>";
+    case Kind::kString: return "string";
+    case Kind::kInt: return "int";
+    case Kind::kBool: return "bool";
+    case Kind::kList: return "[]interface {}";
+    case Kind::kMap: return "map[string]interface {}";
+  }
+  return "?";
+}
+
+}  // namespace reverser::gotemplate

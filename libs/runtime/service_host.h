@@ -1,0 +1,106 @@
+#pragma once
+
+// What every reverser service process shares: common flags, structured logs, the CAF actor
+// system, a gRPC server (standard health checking, reflection, the service's admin API), an HTTP
+// server with /healthz, /readyz and /metrics, readiness of named components, and an orderly
+// shutdown on SIGTERM/SIGINT within the configured grace.
+
+#include <caf/all.hpp>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "libs/runtime/http_server.h"
+#include "libs/runtime/metrics.h"
+#include "proto/reverser/v1/admin.pb.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace reverser::runtime {
+
+// Settings every service takes from its command line (see flags.h for the flag names).
+struct ServiceHostOptions {
+  std::string service;            // catalog, materializer, splicer, gitworker
+  std::string listen_address = "0.0.0.0";
+  int grpc_port = 9090;           // 0: pick a free port (logged, and written to endpoints_file)
+  int http_port = 8080;
+  std::string endpoints_file;     // if set: JSON {"grpc_port":..,"http_port":..} once listening
+  std::string instance;           // replica identity; default: hostname
+  absl::Duration shutdown_grace = absl::Seconds(5);
+  size_t actor_threads = 2;
+};
+
+class ServiceHost {
+ public:
+  explicit ServiceHost(ServiceHostOptions options);
+  ~ServiceHost();
+  ServiceHost(const ServiceHost&) = delete;
+  ServiceHost& operator=(const ServiceHost&) = delete;
+
+  caf::actor_system& actors() { return *actor_system_; }
+  MetricsRegistry& metrics() { return MetricsRegistry::Global(); }
+  const ServiceHostOptions& options() const { return options_; }
+
+  // Services to serve on the gRPC port, registered before Start(). Not owned.
+  void AddGrpcService(grpc::Service* service);
+  // The HTTP server, to add routes before Start().
+  HttpServer& http() { return http_; }
+
+  // Starts listening. The service is live (/healthz) from here; ready (/readyz, gRPC health
+  // SERVING) once every registered component reports ready.
+  absl::Status Start();
+
+  // Declares a component whose readiness gates /readyz (initially not ready).
+  void SetComponent(const std::string& name, bool ready, const std::string& detail = "");
+  bool Ready() const;
+  // Service-specific key/values shown by the admin Status call.
+  void SetDetail(const std::string& key, const std::string& value);
+
+  // The admin Status answer.
+  reverser::v1::ServiceStatus Status() const;
+
+  // Blocks until SIGTERM or SIGINT (see BlockShutdownSignals), or RequestShutdown().
+  void WaitForShutdown();
+  void RequestShutdown();
+  // Stops serving and the actor system; bounded by shutdown_grace.
+  void Shutdown();
+
+  int grpc_port() const { return grpc_port_; }
+  int http_port() const { return http_port_; }
+
+ private:
+  void UpdateHealthServing();
+
+  ServiceHostOptions options_;
+  std::unique_ptr<caf::actor_system_config> actor_config_;
+  std::unique_ptr<caf::actor_system> actor_system_;
+  caf::actor process_monitor_;
+  std::vector<grpc::Service*> grpc_services_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  HttpServer http_;
+  int grpc_port_ = 0;
+  int http_port_ = 0;
+  absl::Time started_at_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, reverser::v1::ComponentStatus> components_;
+  std::map<std::string, std::string> details_;
+  bool shutdown_requested_ = false;
+  bool shut_down_ = false;
+};
+
+// Blocks SIGTERM/SIGINT in the calling thread and all threads it later creates, so the host can
+// wait for them synchronously. Call first thing in main(), before any thread starts.
+void BlockShutdownSignals();
+
+// The build's version string.
+const char* Version();
+
+}  // namespace reverser::runtime

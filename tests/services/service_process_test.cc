@@ -1,0 +1,116 @@
+#include <grpcpp/grpcpp.h>
+#include <sys/wait.h>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/health/v1/health.grpc.pb.h"
+#include "proto/reverser/v1/catalog.grpc.pb.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "proto/reverser/v1/materializer.grpc.pb.h"
+#include "proto/reverser/v1/splicer.grpc.pb.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/service_process.h"
+
+namespace reverser {
+namespace {
+
+using testing::ServiceProcess;
+
+struct ServiceCase {
+  std::string name;
+  // Calls the service's admin Status over gRPC.
+  std::function<grpc::Status(grpc::Channel*, v1::ServiceStatus*)> status;
+};
+
+template <typename Admin>
+std::function<grpc::Status(grpc::Channel*, v1::ServiceStatus*)> AdminStatusCall() {
+  return [](grpc::Channel* channel, v1::ServiceStatus* out) {
+    auto stub = Admin::NewStub(std::shared_ptr<grpc::Channel>(channel, [](grpc::Channel*) {}));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return stub->Status(&context, v1::StatusRequest(), out);
+  };
+}
+
+class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {};
+
+TEST_P(ServiceProcessTest, ServesHealthMetricsAdminAndStopsOnSigterm) {
+  const ServiceCase& c = GetParam();
+  auto service = ServiceProcess::Start(c.name, testing::RunfilePath("services/" + c.name + "/" + c.name), {"--log_level=debug"});
+  ASSERT_TRUE(service.ok()) << service.status();
+  ServiceProcess& s = **service;
+  ASSERT_TRUE(s.WaitReady().ok());
+
+  // HTTP: liveness, readiness, Prometheus metrics.
+  auto healthz = s.HttpGet("/healthz");
+  ASSERT_TRUE(healthz.ok());
+  EXPECT_EQ(healthz->first, 200);
+  auto metrics = s.HttpGet("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->first, 200);
+  EXPECT_TRUE(absl::StrContains(metrics->second, "# TYPE process_start_time_seconds gauge"));
+  EXPECT_TRUE(absl::StrContains(
+      metrics->second, "reverser_build_info{service=\"" + c.name + "\",version=\"0.1.0\"} 1"));
+  EXPECT_EQ(s.HttpGet("/nope")->first, 404);
+
+  // gRPC: standard health check and the admin Status call.
+  auto channel = grpc::CreateChannel(s.grpc_target(), grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status rpc = health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
+  ASSERT_TRUE(rpc.ok()) << rpc.error_message();
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  v1::ServiceStatus status;
+  rpc = c.status(channel.get(), &status);
+  ASSERT_TRUE(rpc.ok()) << rpc.error_message();
+  EXPECT_EQ(status.service(), c.name);
+  EXPECT_TRUE(status.ready());
+  EXPECT_EQ(status.grpc_port(), static_cast<uint32_t>(s.grpc_port()));
+  EXPECT_EQ(status.http_port(), static_cast<uint32_t>(s.http_port()));
+
+  // The chosen ports are logged as a structured line.
+  EXPECT_TRUE(absl::StrContains(s.Logs(), "\"msg\":\"listening\",\"grpc_port\":" +
+                                              std::to_string(s.grpc_port())));
+
+  // SIGTERM: orderly exit with status 0 inside the 5 s budget.
+  auto exit_status = s.process().Terminate(absl::Seconds(5));
+  ASSERT_TRUE(exit_status.ok()) << exit_status.status();
+  EXPECT_TRUE(WIFEXITED(*exit_status));
+  EXPECT_EQ(WEXITSTATUS(*exit_status), 0);
+  EXPECT_TRUE(absl::StrContains(s.Logs(), "\"msg\":\"stopped\"")) << s.Logs();
+}
+
+TEST_P(ServiceProcessTest, HelpListsFlags) {
+  const ServiceCase& c = GetParam();
+  auto result =
+      testing::RunCommand({testing::RunfilePath("services/" + c.name + "/" + c.name), "--help"});
+  ASSERT_TRUE(result.ok());
+  std::string text = result->out + result->err;
+  for (const char* flag : {"--grpc_port", "--http_port", "--listen_address", "--log_level"}) {
+    EXPECT_TRUE(absl::StrContains(text, flag)) << flag << " missing from:\n" << text;
+  }
+  EXPECT_TRUE(absl::StrContains(text, "Usage: " + c.name));
+}
+
+TEST_P(ServiceProcessTest, RejectsUnknownFlag) {
+  const ServiceCase& c = GetParam();
+  auto result = testing::RunCommand(
+      {testing::RunfilePath("services/" + c.name + "/" + c.name), "--no_such_flag=1"});
+  ASSERT_TRUE(result.ok());
+  EXPECT_NE(result->exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(result->err, "no_such_flag")) << result->err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllServices, ServiceProcessTest,
+    ::testing::Values(ServiceCase{"catalog", AdminStatusCall<v1::CatalogAdmin>()},
+                      ServiceCase{"materializer", AdminStatusCall<v1::MaterializerAdmin>()},
+                      ServiceCase{"splicer", AdminStatusCall<v1::SplicerAdmin>()},
+                      ServiceCase{"gitworker", AdminStatusCall<v1::GitWorkerAdmin>()}),
+    [](const ::testing::TestParamInfo<ServiceCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace reverser

@@ -1,0 +1,102 @@
+#pragma once
+
+// kube-sim: a protocol-accurate Kubernetes API server for tests, run in-process or as a binary.
+//
+//   KubeSimOptions options;                  // port 0: any free port
+//   ASSIGN_OR_RETURN(auto sim, KubeSim::Start(options));
+//   sim->WriteKubeconfig(dir + "/kubeconfig");   // for kubectl / client libraries
+//   sim->faults().Add({.action = FaultRule::Action::kTooManyRequests, .verb = "list", .times = 1});
+//   sim->Compact();                           // older resourceVersions now get 410 Expired
+//   sim->DropWatches();                       // cut every open watch connection
+//
+// Wire behaviour follows ../shared/reference/kubernetes-protocol.md §2–§4.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "tools/kube-sim/api_error.h"
+#include "tools/kube-sim/audit.h"
+#include "tools/kube-sim/auth.h"
+#include "tools/kube-sim/discovery.h"
+#include "tools/kube-sim/faults.h"
+#include "tools/kube-sim/resource_types.h"
+#include "tools/kube-sim/store.h"
+
+namespace reverser::kubesim {
+
+struct KubeSimOptions {
+  std::string bind_address = "127.0.0.1";
+  int port = 0;  // 0: pick a free port (see KubeSim::port())
+  Profile profile = Profile::kModern;
+  // Compaction window: how many write events are kept. Watches and lists at an older
+  // resourceVersion get 410 Expired.
+  size_t history_limit = 10000;
+  size_t max_request_body_bytes = 3 * 1024 * 1024;  // kube-apiserver's 3 MiB
+  absl::Duration bookmark_interval = absl::Minutes(1);
+  absl::Duration default_watch_timeout = absl::Minutes(30);  // when timeoutSeconds is absent
+  absl::Duration too_large_rv_wait = absl::Seconds(3);
+  int worker_threads = 64;  // each open watch holds one
+  // TLS (both set: serve HTTPS).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Audit: events go to the webhook when set, under `audit_policy` (default: RequestResponse
+  // for everything, RequestReceived omitted).
+  std::optional<AuditWebhookOptions> audit_webhook;
+  std::optional<AuditPolicy> audit_policy;
+  // Serve /_sim/* admin endpoints (faults, compaction, dropping watches).
+  bool admin_endpoints = true;
+};
+
+class KubeSim {
+ public:
+  static absl::StatusOr<std::unique_ptr<KubeSim>> Start(KubeSimOptions options);
+  ~KubeSim();
+  KubeSim(const KubeSim&) = delete;
+  KubeSim& operator=(const KubeSim&) = delete;
+
+  // Stops listening, ends open watches cleanly, flushes audit. Idempotent.
+  void Stop();
+
+  int port() const;
+  std::string url() const;  // "http://127.0.0.1:PORT"
+  // A kubeconfig pointing at this server (token: a bearer token to send; empty: none).
+  std::string Kubeconfig(const std::string& token = "") const;
+  absl::Status WriteKubeconfig(const std::string& path, const std::string& token = "") const;
+
+  // Test controls.
+  FaultInjector& faults();
+  Authenticator& authenticator();
+  Authorizer& authorizer();
+  Store& store();
+  TypeRegistry& types();
+  void Compact();
+  void DropWatches();
+  int64_t CurrentResourceVersion() const;
+  // Null unless audit_webhook was configured.
+  AuditWebhookBackend* audit();
+  // "METHOD /path?query" of every request served, in order (for asserting client behaviour).
+  std::vector<std::string> RequestLog() const;
+
+  // Serves one request in-process, as the default (admin) user unless headers say otherwise.
+  // Returns {status code, body}. Handy to seed objects without an HTTP client.
+  struct Response {
+    int status = 0;
+    std::string body;
+    std::string content_type;
+  };
+  Response Call(const std::string& method, const std::string& path_and_query,
+                const std::string& body = "", const std::string& content_type = "application/json");
+
+  class Impl;
+
+ private:
+  explicit KubeSim(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace reverser::kubesim

@@ -1,0 +1,207 @@
+#include "tools/kube-sim/managed_fields.h"
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "tools/kube-sim/patch.h"
+
+namespace reverser::kubesim {
+namespace {
+
+constexpr char kSep = '\x1f';
+constexpr char kSelf[] = ".";
+
+// Maps whose keys are data, not schema: the map node itself is owned ("." marker).
+bool IsDataMap(const std::string& field) {
+  static const std::set<std::string> kMaps = {"labels",      "annotations", "data",
+                                              "stringData",  "binaryData",  "matchLabels",
+                                              "nodeSelector"};
+  return kMaps.count(field) > 0;
+}
+
+// Flattens to path -> leaf value. Paths are FieldsV1 keys joined with kSep; markers end in ".".
+void Flatten(const Json& node, const std::string& field, const std::string& prefix,
+             std::map<std::string, Json>& out) {
+  auto child = [&](const std::string& key) {
+    return prefix.empty() ? key : absl::StrCat(prefix, std::string(1, kSep), key);
+  };
+  if (node.is_object() && !node.empty()) {
+    if (IsDataMap(field)) out[child(kSelf)] = kSelf;
+    for (const auto& [k, v] : node.items()) Flatten(v, k, child(absl::StrCat("f:", k)), out);
+    return;
+  }
+  if (node.is_array() && !node.empty()) {
+    if (field == "finalizers") {
+      out[child(kSelf)] = kSelf;
+      for (const auto& v : node) out[child(absl::StrCat("v:", v.dump()))] = v;
+      return;
+    }
+    std::string key = MergeKeyFor(field, node[0]);
+    if (!key.empty()) {
+      for (const auto& e : node) {
+        if (!e.is_object() || !e.contains(key)) continue;
+        std::string k = child(absl::StrCat("k:", Json{{key, e[key]}}.dump()));
+        out[absl::StrCat(k, std::string(1, kSep), kSelf)] = kSelf;
+        for (const auto& [ek, ev] : e.items()) {
+          Flatten(ev, ek, absl::StrCat(k, std::string(1, kSep), "f:", ek), out);
+        }
+      }
+      return;
+    }
+  }
+  out[prefix] = node;  // leaf (scalar, empty container, or atomic list)
+}
+
+std::map<std::string, Json> FlattenObject(const Json& object, bool include_status) {
+  std::map<std::string, Json> out;
+  if (!object.is_object()) return out;
+  for (const auto& [k, v] : object.items()) {
+    if (k == "apiVersion" || k == "kind") continue;
+    if (k == "status" && !include_status) continue;
+    if (k == "metadata") {
+      if (!v.is_object()) continue;
+      for (const auto& [mk, mv] : v.items()) {
+        if (mk == "labels" || mk == "annotations" || mk == "finalizers" ||
+            mk == "ownerReferences") {
+          Flatten(mv, mk, absl::StrCat("f:metadata", std::string(1, kSep), "f:", mk), out);
+        }
+      }
+      continue;
+    }
+    Flatten(v, k, absl::StrCat("f:", k), out);
+  }
+  return out;
+}
+
+Json ToFieldsV1(const std::set<std::string>& paths) {
+  Json root = Json::object();
+  for (const auto& path : paths) {
+    Json* cur = &root;
+    for (absl::string_view part : absl::StrSplit(path, kSep)) {
+      Json& next = (*cur)[std::string(part)];
+      if (next.is_null()) next = Json::object();
+      cur = &next;
+    }
+  }
+  return root;
+}
+
+void FromFieldsV1(const Json& node, const std::string& prefix, std::set<std::string>& out) {
+  if (!node.is_object()) return;
+  if (node.empty() && !prefix.empty()) {
+    out.insert(prefix);
+    return;
+  }
+  for (const auto& [k, v] : node.items()) {
+    FromFieldsV1(v, prefix.empty() ? k : absl::StrCat(prefix, std::string(1, kSep), k), out);
+  }
+}
+
+std::set<std::string> Keys(const std::map<std::string, Json>& m) {
+  std::set<std::string> s;
+  for (const auto& [k, v] : m) s.insert(k);
+  return s;
+}
+
+}  // namespace
+
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
+std::string Rfc3339Micro(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+}
+
+Json FieldsV1Of(const Json& object) { return ToFieldsV1(Keys(FlattenObject(object, true))); }
+
+Json UpdateManagedFields(const Json& previous, const Json& updated, const Json& applied,
+                         const ManagerWrite& write) {
+  bool status = write.subresource == "status";
+  std::map<std::string, Json> now = FlattenObject(updated, status);
+  std::map<std::string, Json> before =
+      previous.is_null() ? std::map<std::string, Json>() : FlattenObject(previous, status);
+  if (status) {
+    // A status write owns only status fields.
+    for (auto it = now.begin(); it != now.end();) {
+      it = it->first.rfind("f:status", 0) == 0 ? std::next(it) : now.erase(it);
+    }
+    for (auto it = before.begin(); it != before.end();) {
+      it = it->first.rfind("f:status", 0) == 0 ? std::next(it) : before.erase(it);
+    }
+  }
+  std::set<std::string> changed;
+  for (const auto& [k, v] : now) {
+    auto b = before.find(k);
+    if (b == before.end() || b->second != v) changed.insert(k);
+  }
+  std::set<std::string> present = Keys(now);
+  std::set<std::string> mine;
+  if (!applied.is_null()) {
+    for (const auto& k : Keys(FlattenObject(applied, status))) {
+      if (present.count(k)) mine.insert(k);
+    }
+  }
+
+  Json entries = Json::array();
+  Json old_entries = updated.value("metadata", Json::object()).value("managedFields", Json::array());
+  bool found = false;
+  for (const auto& e : old_entries) {
+    if (!e.is_object()) continue;
+    std::set<std::string> owned;
+    FromFieldsV1(e.value("fieldsV1", Json::object()), "", owned);
+    bool same = e.value("manager", "") == write.manager &&
+                e.value("operation", "") == write.operation &&
+                e.value("subresource", "") == write.subresource;
+    std::set<std::string> next;
+    Json entry = e;
+    if (same) {
+      found = true;
+      if (applied.is_null()) {
+        for (const auto& k : owned) {
+          if (present.count(k)) next.insert(k);
+        }
+        next.insert(changed.begin(), changed.end());
+      } else {
+        next = mine;
+      }
+      entry["time"] = Rfc3339(write.time);
+    } else {
+      for (const auto& k : owned) {
+        if (present.count(k) && !changed.count(k) && !mine.count(k)) next.insert(k);
+      }
+      if (next == owned) {
+        entries.push_back(e);
+        continue;
+      }
+    }
+    if (next.empty()) continue;
+    entry["fieldsV1"] = ToFieldsV1(next);
+    entries.push_back(entry);
+  }
+  if (!found) {
+    std::set<std::string> next = applied.is_null() ? changed : mine;
+    if (!next.empty()) {
+      Json entry = {{"manager", write.manager},
+                    {"operation", write.operation},
+                    {"apiVersion", write.api_version},
+                    {"time", Rfc3339(write.time)},
+                    {"fieldsType", "FieldsV1"},
+                    {"fieldsV1", ToFieldsV1(next)}};
+      if (!write.subresource.empty()) entry["subresource"] = write.subresource;
+      entries.push_back(entry);
+    }
+  }
+  Json result = updated;
+  if (entries.empty()) {
+    result["metadata"].erase("managedFields");
+  } else {
+    result["metadata"]["managedFields"] = entries;
+  }
+  return result;
+}
+
+}  // namespace reverser::kubesim
