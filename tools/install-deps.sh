@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages reverser needs to build, test and run its local stack.
+# Idempotent: when everything is installed it returns at once without touching apt.
+set -euo pipefail
+
+packages=(
+  g++ pkg-config git python3 ca-certificates openssl curl
+  bazel-bootstrap
+  libcaf-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgit2-dev libhiredis-dev libabsl-dev libgtest-dev libgmock-dev
+  libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev
+  redis-server python3-kubernetes python3-yaml age
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# kubectl binaries (1.27..1.33) are used by the end-to-end tests when present; they are not
+# Debian packages. Say so instead of failing: the tests that need them report it.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "install-deps: note: no kubectl on PATH; kubectl-driven tests will fail" >&2
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test (installing what is needed first) and prints one closing line:
+#   N passed, N failed
+# counted from the individual test cases Bazel ran. Exit status is non-zero if any test failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/install-deps.sh || exit 1
+
+# Shared reference data lives beside the checkout (../shared); tests find it through this.
+if [ -z "${REVERSER_SHARED_DIR:-}" ] && [ -d ../shared/testdata ]; then
+  export REVERSER_SHARED_DIR="$(cd ../shared && pwd)"
+fi
+
+targets=$(bazel query 'tests(//...)' 2>/dev/null | sort)
+if [ -z "$targets" ]; then
+  echo "test.sh: bazel query found no tests" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# Test results are never taken from the cache: every run really runs every test.
+bazel test --keep_going --nocache_test_results "$@" //... 2>&1 | tee /tmp/reverser-test.log |
+  grep -E '^(//|FAIL|ERROR|INFO: (Elapsed|Build))' || true
+bazel_rc=${PIPESTATUS[0]}
+
+python3 tools/ci/summarize_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" $targets
+summary_rc=$?
+if [ $bazel_rc -ne 0 ] || [ $summary_rc -ne 0 ]; then exit 1; fi
+exit 0
