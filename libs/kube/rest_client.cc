@@ -96,7 +96,10 @@ std::string UrlEncode(absl::string_view text) {
     if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
       out.push_back(static_cast<char>(c));
     } else {
-      absl::StrAppend(&out, "%", absl::AsciiStrToUpper(absl::Hex(c, absl::kZeroPad2)));
+      constexpr char kHexDigits[] = "0123456789ABCDEF";
+      out.push_back('%');
+      out.push_back(kHexDigits[c >> 4]);
+      out.push_back(kHexDigits[c & 0xF]);
     }
   }
   return out;
