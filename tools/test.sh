@@ -24,7 +24,7 @@ bazel test --keep_going --nocache_test_results "$@" //... 2>&1 | tee /tmp/revers
   grep -E '^(//|FAIL|ERROR|INFO: (Elapsed|Build))' || true
 bazel_rc=${PIPESTATUS[0]}
 
-python3 tools/ci/summarize_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" $targets
+python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" "$(bazel info bazel-testlogs 2>/dev/null)" $targets
 summary_rc=$?
 if [ $bazel_rc -ne 0 ] || [ $summary_rc -ne 0 ]; then exit 1; fi
 exit 0

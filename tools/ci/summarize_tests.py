@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Counts test cases from Bazel's test.xml files and prints `N passed, N failed`.
 
-Usage: summarize_tests.py <bazel-testlogs dir> <test target>...
-A target without a test.xml (it did not build or did not run) counts as one failure.
+Usage: summarize_tests.py --bazel-exit N <bazel-testlogs dir> <test target>...
+A target without a test.xml (it did not build or did not run) counts as one failure, and so does
+a failed build (Bazel exit 1) of anything, test or not.
 Exit status 1 when anything failed.
 """
 import os
@@ -33,12 +34,20 @@ def count(xml_path):
 
 
 def main():
-    if len(sys.argv) < 2:
-        print("usage: summarize_tests.py <bazel-testlogs> <targets...>", file=sys.stderr)
+    args = sys.argv[1:]
+    bazel_exit = 0
+    if len(args) >= 2 and args[0] == "--bazel-exit":
+        bazel_exit = int(args[1])
+        args = args[2:]
+    if not args:
+        print("usage: summarize_tests.py --bazel-exit N <bazel-testlogs> <targets...>", file=sys.stderr)
         return 2
-    logs = sys.argv[1]
+    logs = args[0]
     passed = failed = skipped = 0
-    for target in sys.argv[2:]:
+    if bazel_exit == 1:
+        print("FAILED: the build failed (see the log above)", file=sys.stderr)
+        failed += 1
+    for target in args[1:]:
         rel = target.lstrip("/").replace(":", "/")
         xml_path = os.path.join(logs, rel, "test.xml")
         if not os.path.exists(xml_path):
