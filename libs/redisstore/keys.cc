@@ -1,0 +1,164 @@
+#include "libs/redisstore/keys.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace reverser::redisstore {
+namespace {
+
+constexpr absl::string_view kGlobChars = "*?[]\\";
+
+std::string AuthorAuditBase(const KeyPrefix& prefix, absl::string_view group_resource) {
+  return absl::StrCat(prefix.value(), ":author:v1:audit:", group_resource);
+}
+
+}  // namespace
+
+absl::StatusOr<KeyPrefix> KeyPrefix::Parse(absl::string_view raw) {
+  absl::string_view trimmed = raw;
+  while (absl::ConsumeSuffix(&trimmed, ":")) {
+  }
+  if (trimmed.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis key prefix \"", raw, "\" is empty after trimming trailing ':'"));
+  }
+  for (char c : trimmed) {
+    if (kGlobChars.find(c) != absl::string_view::npos || c == '%') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "redis key prefix \"", raw, "\" contains '", std::string(1, c),
+          "': glob characters (*?[]\\) and '%' are not allowed"));
+    }
+    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "redis key prefix \"", absl::CEscape(raw), "\" contains whitespace or a control byte"));
+    }
+  }
+  return KeyPrefix(std::string(trimmed));
+}
+
+std::string EscapeKeySegment(absl::string_view segment) {
+  std::string out;
+  out.reserve(segment.size());
+  for (char c : segment) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == ':') {
+      out += "%3A";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string EscapeGlob(absl::string_view literal) {
+  std::string out;
+  out.reserve(literal.size());
+  for (char c : literal) {
+    if (kGlobChars.find(c) != absl::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string GroupResourceSegment(absl::string_view group, absl::string_view resource) {
+  return group.empty() ? std::string(resource) : absl::StrCat(group, "/", resource);
+}
+
+std::string ScopeSegment(const core::WatchScope& scope) {
+  return scope.IsCluster() ? std::string("cluster")
+                           : absl::StrCat("ns:", EscapeKeySegment(scope.namespace_));
+}
+
+MaterializationKeys MaterializationKeys::For(const KeyPrefix& prefix,
+                                             const core::GroupVersionResource& gvr,
+                                             const core::WatchScope& scope) {
+  MaterializationKeys keys;
+  keys.index_member = absl::StrCat(GroupResourceSegment(gvr), ":", ScopeSegment(scope));
+  keys.base = absl::StrCat(prefix.value(), ":mat:v1:", keys.index_member);
+  keys.stream = absl::StrCat(keys.base, ":stream");
+  keys.checkpoint_items = absl::StrCat(keys.base, ":ckpt:items");
+  keys.checkpoint_rv = absl::StrCat(keys.base, ":ckpt:rv");
+  keys.state = absl::StrCat(keys.base, ":state");
+  keys.counts = absl::StrCat(keys.base, ":counts");
+  return keys;
+}
+
+std::string MaterializationKeys::CheckpointStaging(absl::string_view generation) const {
+  return absl::StrCat(checkpoint_items, ":next:", EscapeKeySegment(generation));
+}
+
+std::string MaterializationIndexKey(const KeyPrefix& prefix) {
+  return absl::StrCat(prefix.value(), ":mat:v1:index");
+}
+
+absl::StatusOr<IndexMember> ParseIndexMember(absl::string_view member) {
+  size_t colon = member.find(':');
+  if (colon == absl::string_view::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("materialization index member \"", member, "\" is not <GR>:<scope>"));
+  }
+  absl::string_view scope_text = member.substr(colon + 1);
+  IndexMember parsed;
+  parsed.group_resource = std::string(member.substr(0, colon));
+  if (scope_text == "cluster") {
+    parsed.scope = core::WatchScope::Cluster();
+    return parsed;
+  }
+  // Namespaces are DNS labels (never escaped in practice); validate like the core parser.
+  auto scope = core::WatchScope::ParseKeySegment(scope_text);
+  if (!scope.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("materialization index member \"", member,
+                                                   "\": ", scope.status().message()));
+  }
+  parsed.scope = *scope;
+  return parsed;
+}
+
+std::string SpliceAckedKey(const KeyPrefix& prefix, absl::string_view target_uid,
+                           const core::GroupVersionResource& gvr, const core::WatchScope& scope) {
+  return absl::StrCat(prefix.value(), ":splice:v1:", EscapeKeySegment(target_uid), ":",
+                      GroupResourceSegment(gvr), ":", ScopeSegment(scope), ":acked");
+}
+
+std::string SpliceAckedPattern(const KeyPrefix& prefix, absl::string_view target_uid) {
+  return absl::StrCat(prefix.value(), ":splice:v1:", EscapeGlob(EscapeKeySegment(target_uid)),
+                      ":*:acked");
+}
+
+std::string AuthorFactExactKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                               absl::string_view uid, absl::string_view rv) {
+  return absl::StrCat(AuthorAuditBase(prefix, group_resource), ":object:", EscapeKeySegment(uid),
+                      ":", EscapeKeySegment(rv));
+}
+
+std::string AuthorFactLastKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                              absl::string_view uid) {
+  return absl::StrCat(AuthorAuditBase(prefix, group_resource), ":object:", EscapeKeySegment(uid),
+                      ":last");
+}
+
+std::string AuthorFactRvKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                            absl::string_view rv) {
+  return absl::StrCat(AuthorAuditBase(prefix, group_resource), ":rv:", EscapeKeySegment(rv));
+}
+
+std::string AuthorFactPattern(const KeyPrefix& prefix) {
+  return absl::StrCat(prefix.value(), ":author:v1:audit:*");
+}
+
+std::string CommandAuthorKey(const KeyPrefix& prefix, absl::string_view commit_request_uid) {
+  return absl::StrCat(prefix.value(), ":author:v1:command:", EscapeKeySegment(commit_request_uid));
+}
+
+std::string WatchCursorKey(const KeyPrefix& prefix, absl::string_view target_uid,
+                           const core::GroupVersionResource& gvr, const core::WatchScope& scope) {
+  std::string scope_part = scope.IsCluster()
+                               ? std::string("cluster")
+                               : absl::StrCat("namespace:", EscapeKeySegment(scope.namespace_));
+  return absl::StrCat(prefix.value(), ":watch:v1:target:", EscapeKeySegment(target_uid), ":",
+                      GroupResourceSegment(gvr), ":", scope_part, ":last-rv");
+}
+
+}  // namespace reverser::redisstore

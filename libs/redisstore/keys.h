@@ -1,0 +1,105 @@
+#pragma once
+
+// Every Redis key name this project reads or writes, in one place (documented in
+// docs/redis-keys.md). `P` is the validated prefix; `GR` is `resource` for the core group and
+// `group/resource` otherwise (never `resource.group`); scope is `cluster` or `ns:<namespace>`.
+// The author-fact and watch-cursor families are byte-compatible with gitops-reverser v0.36.0
+// (../shared/reference/gitops-reverser.md §2A.6): uid, rv and namespace segments are escaped
+// one-way (`%` -> `%25`, `:` -> `%3A`) so a segment can never forge a key boundary.
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libs/core/types.h"
+
+namespace reverser::redisstore {
+
+// The key prefix (`--redis-key-prefix`). Trailing `:` are trimmed; glob characters (`*?[]\`)
+// and `%` are rejected, so a prefix can be used in SCAN MATCH patterns verbatim.
+class KeyPrefix {
+ public:
+  static constexpr absl::string_view kDefault = "reverser";
+
+  static absl::StatusOr<KeyPrefix> Parse(absl::string_view raw);
+  static KeyPrefix Default() { return KeyPrefix(std::string(kDefault)); }
+  const std::string& value() const { return value_; }
+  bool operator==(const KeyPrefix&) const = default;
+
+ private:
+  explicit KeyPrefix(std::string value) : value_(std::move(value)) {}
+  std::string value_;
+};
+
+// `%` -> `%25`, `:` -> `%3A` (reference escaping for uid, rv and namespace segments).
+std::string EscapeKeySegment(absl::string_view segment);
+// Escapes glob metacharacters for a SCAN MATCH pattern.
+std::string EscapeGlob(absl::string_view literal);
+
+// `resource` (core) or `group/resource`.
+std::string GroupResourceSegment(absl::string_view group, absl::string_view resource);
+inline std::string GroupResourceSegment(const core::GroupVersionResource& gvr) {
+  return GroupResourceSegment(gvr.group, gvr.resource);
+}
+// `cluster` or `ns:<escaped namespace>`.
+std::string ScopeSegment(const core::WatchScope& scope);
+
+// ---- Materialization (this project's own family) ----
+
+// The keys of one (GR, scope) materialization.
+struct MaterializationKeys {
+  static MaterializationKeys For(const KeyPrefix& prefix, const core::GroupVersionResource& gvr,
+                                 const core::WatchScope& scope);
+
+  std::string base;              // P:mat:v1:<GR>:<scope>
+  std::string stream;            // …:stream       STREAM, IDs <rv>-<seq>
+  std::string checkpoint_items;  // …:ckpt:items   HASH identity -> object JSON
+  std::string checkpoint_rv;     // …:ckpt:rv      STRING checkpoint position <rv>-<seq>
+  std::string state;             // …:state        STRING JSON
+  std::string counts;            // …:counts       HASH appended / diverted:<reason> counters
+  std::string index_member;      // <GR>:<scope>, the member of P:mat:v1:index
+
+  // …:ckpt:items:next:<generation>: where a new checkpoint generation is written before the
+  // swap (expires if the writer dies before swapping).
+  std::string CheckpointStaging(absl::string_view generation) const;
+};
+
+// P:mat:v1:index — SET of index members (`<GR>:<scope>`) of every materialization.
+std::string MaterializationIndexKey(const KeyPrefix& prefix);
+
+// An index member split back into its parts.
+struct IndexMember {
+  std::string group_resource;  // `resource` or `group/resource`
+  core::WatchScope scope;
+};
+absl::StatusOr<IndexMember> ParseIndexMember(absl::string_view member);
+
+// ---- Delivery cursors (splicer) ----
+
+// P:splice:v1:<targetUID>:<GR>:<scope>:acked — STRING stream position.
+std::string SpliceAckedKey(const KeyPrefix& prefix, absl::string_view target_uid,
+                           const core::GroupVersionResource& gvr, const core::WatchScope& scope);
+// SCAN MATCH pattern for every acked key of one target (GitTarget deletion).
+std::string SpliceAckedPattern(const KeyPrefix& prefix, absl::string_view target_uid);
+
+// ---- Reference-compatible families (gitops-reverser v0.36.0 §2A.6) ----
+
+// P:author:v1:audit:<GR>:object:<uid>:<rv>
+std::string AuthorFactExactKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                               absl::string_view uid, absl::string_view rv);
+// P:author:v1:audit:<GR>:object:<uid>:last
+std::string AuthorFactLastKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                              absl::string_view uid);
+// P:author:v1:audit:<GR>:rv:<rv>
+std::string AuthorFactRvKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                            absl::string_view rv);
+// P:author:v1:audit:* (the reference's telemetry SCAN pattern).
+std::string AuthorFactPattern(const KeyPrefix& prefix);
+// P:author:v1:command:<commitRequestUID>
+std::string CommandAuthorKey(const KeyPrefix& prefix, absl::string_view commit_request_uid);
+// P:watch:v1:target:<uid>:<GR>:namespace:<ns>:last-rv or …:<GR>:cluster:last-rv
+std::string WatchCursorKey(const KeyPrefix& prefix, absl::string_view target_uid,
+                           const core::GroupVersionResource& gvr, const core::WatchScope& scope);
+
+}  // namespace reverser::redisstore

@@ -1,0 +1,143 @@
+#pragma once
+
+// The one place where this project talks to Redis: a synchronous hiredis 0.14 connection with
+// connect/command timeouts, lazy reconnect, binary-safe argv commands, pipelines, MULTI/EXEC
+// and Lua scripts (EVALSHA with EVAL fallback). Every failure is an absl::Status:
+//   Unavailable       connection refused/lost (the next call reconnects), server LOADING/BUSY
+//   DeadlineExceeded  the command timed out (the connection is dropped: its reply may still come)
+//   Aborted           EXEC discarded by WATCH
+//   FailedPrecondition/InvalidArgument/Internal  error replies (WRONGTYPE, ERR ...)
+//
+// A connection is NOT thread-safe (hiredis contexts are not): use one per actor or thread.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+struct redisContext;
+
+namespace reverser::redisstore {
+
+struct RedisOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string password;  // AUTH after connecting when non-empty
+  int database = 0;      // SELECT after connecting when non-zero
+  absl::Duration connect_timeout = absl::Seconds(2);
+  absl::Duration command_timeout = absl::Seconds(5);
+
+  // Parses "host:port" (the --redis-address flag form).
+  static absl::StatusOr<RedisOptions> FromAddress(absl::string_view address);
+};
+
+// An owned copy of one RESP2 reply (hiredis replies are freed right after conversion).
+class RedisReply {
+ public:
+  enum class Type { kNil, kString, kStatus, kInteger, kArray, kError };
+
+  static RedisReply Nil() { return RedisReply(Type::kNil); }
+  static RedisReply String(std::string s) { return RedisReply(Type::kString, std::move(s)); }
+  static RedisReply StatusReply(std::string s) { return RedisReply(Type::kStatus, std::move(s)); }
+  static RedisReply Error(std::string s) { return RedisReply(Type::kError, std::move(s)); }
+  static RedisReply Integer(int64_t v);
+  static RedisReply Array(std::vector<RedisReply> elements);
+
+  Type type() const { return type_; }
+  bool IsNil() const { return type_ == Type::kNil; }
+  bool IsError() const { return type_ == Type::kError; }
+  bool IsArray() const { return type_ == Type::kArray; }
+  // Raw payload of a string, status or error reply.
+  const std::string& str() const { return str_; }
+  int64_t integer() const { return integer_; }
+  const std::vector<RedisReply>& elements() const { return elements_; }
+
+  // Typed accessors: a clear InvalidArgument error when the reply has another shape.
+  absl::StatusOr<std::string> AsString() const;                  // bulk or status string
+  absl::StatusOr<std::optional<std::string>> AsOptionalString() const;  // nil -> nullopt
+  absl::StatusOr<int64_t> AsInteger() const;
+  absl::StatusOr<std::vector<std::string>> AsStringArray() const;  // nil elements rejected
+  // A flat [k1, v1, k2, v2, ...] array (HGETALL, stream entry fields) as a map.
+  absl::StatusOr<absl::flat_hash_map<std::string, std::string>> AsStringMap() const;
+  // The error reply as a Status (OK for non-error replies).
+  absl::Status ErrorStatus() const;
+
+  std::string DebugString() const;
+
+ private:
+  explicit RedisReply(Type type, std::string s = {}) : type_(type), str_(std::move(s)) {}
+  Type type_;
+  std::string str_;
+  int64_t integer_ = 0;
+  std::vector<RedisReply> elements_;
+};
+
+// Maps a Redis error reply ("WRONGTYPE ...", "NOSCRIPT ...", "ERR ...") to a Status code.
+absl::Status RedisErrorToStatus(absl::string_view message);
+
+using RedisCommand = std::vector<std::string>;
+
+// A Lua script run by SHA1 (EVALSHA), loaded with EVAL on NOSCRIPT (after a Redis restart).
+class LuaScript {
+ public:
+  explicit LuaScript(std::string source);
+  const std::string& source() const { return source_; }
+  const std::string& sha1() const { return sha1_; }
+
+ private:
+  std::string source_;
+  std::string sha1_;  // lower-case hex
+};
+
+class RedisConnection {
+ public:
+  // Connects (with options.connect_timeout) and authenticates; Unavailable if unreachable.
+  static absl::StatusOr<std::unique_ptr<RedisConnection>> Connect(RedisOptions options);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Runs one command; arguments are binary-safe. An error reply becomes a non-OK Status.
+  absl::StatusOr<RedisReply> Command(const RedisCommand& argv);
+  // Same, with a longer socket timeout for blocking commands (XREAD BLOCK, BLPOP): the socket
+  // timeout becomes `block + options.command_timeout` for this call only.
+  absl::StatusOr<RedisReply> BlockingCommand(const RedisCommand& argv, absl::Duration block);
+  // Sends all commands in one round trip; per-command error replies are returned as kError
+  // replies (not as a failed Status), so callers can inspect each.
+  absl::StatusOr<std::vector<RedisReply>> Pipeline(const std::vector<RedisCommand>& commands);
+  // MULTI, commands..., EXEC in one round trip: all or nothing. Returns EXEC's replies (an
+  // element may be a kError reply for a runtime error such as WRONGTYPE). Aborted if EXEC was
+  // discarded (WATCH), FailedPrecondition if a command was rejected while queueing.
+  absl::StatusOr<std::vector<RedisReply>> Transaction(const std::vector<RedisCommand>& commands);
+  // EVALSHA, falling back to EVAL when the server does not know the script yet.
+  absl::StatusOr<RedisReply> Eval(const LuaScript& script, const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& args);
+
+  // Drops the current socket and connects again now.
+  absl::Status Reconnect();
+  bool connected() const { return context_ != nullptr; }
+  const RedisOptions& options() const { return options_; }
+
+ private:
+  explicit RedisConnection(RedisOptions options) : options_(std::move(options)) {}
+  absl::Status EnsureConnected();
+  absl::Status SetSocketTimeout(absl::Duration timeout);
+  // Appends commands, then reads one reply per command. Connection-level failures drop the
+  // context (so the next call reconnects) and return Unavailable/DeadlineExceeded.
+  absl::StatusOr<std::vector<RedisReply>> RoundTrip(const std::vector<RedisCommand>& commands);
+  absl::Status ConnectionFailure(absl::string_view during);
+  void Drop();
+
+  RedisOptions options_;
+  redisContext* context_ = nullptr;
+};
+
+}  // namespace reverser::redisstore
