@@ -39,7 +39,8 @@ YAML::Node At(const YAML::Node& root, const std::string& path) {
   while (std::getline(parts, part, '.')) {
     bool items = part.size() > 2 && part.substr(part.size() - 2) == "[]";
     if (items) part = part.substr(0, part.size() - 2);
-    if (!node.IsMap() || !node["properties"].IsMap() || !node["properties"][part]) return YAML::Node(YAML::NodeType::Undefined);
+    if (!node.IsMap() || !node["properties"].IsMap() || !node["properties"][part])
+      return YAML::Node(YAML::NodeType::Undefined);
     node.reset(node["properties"][part]);
     if (items) node.reset(node["items"]);
   }
@@ -145,8 +146,8 @@ TEST(CrdsTest, GitTarget) {
   YAML::Node spec = At(Schema(crd), "spec");
   EXPECT_EQ(Strings(spec["required"]), (std::set<std::string>{"branch", "path", "providerRef"}));
   EXPECT_EQ(CelRules(spec), (std::vector<std::string>{"self.providerRef == oldSelf.providerRef",
-                                                       "self.branch == oldSelf.branch",
-                                                       "self.path == oldSelf.path"}));
+                                                      "self.branch == oldSelf.branch",
+                                                      "self.path == oldSelf.path"}));
   EXPECT_EQ(At(spec, "providerRef.group")["default"].as<std::string>(), "configbutler.ai");
   EXPECT_EQ(At(spec, "providerRef.kind")["default"].as<std::string>(), "GitProvider");
   EXPECT_EQ(At(spec, "branch")["minLength"].as<int>(), 1);
@@ -159,9 +160,9 @@ TEST(CrdsTest, GitTarget) {
     EXPECT_TRUE(At(Schema(crd), std::string("status.streams.") + field)) << field;
   }
   EXPECT_TRUE(At(Schema(crd), "status.lastPushTime"));
-  EXPECT_EQ(ColumnNames(crd, false), (std::vector<std::string>{"Provider", "Branch", "Path",
-                                                               "Ready", "Reason", "Streams",
-                                                               "Age"}));
+  EXPECT_EQ(ColumnNames(crd, false),
+            (std::vector<std::string>{"Provider", "Branch", "Path", "Ready", "Reason", "Streams",
+                                      "Age"}));
   EXPECT_EQ(ColumnNames(crd, true), (std::vector<std::string>{"GitPathAccepted", "StreamsRunning",
                                                               "Status", "Encryption"}));
 }

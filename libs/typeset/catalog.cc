@@ -85,7 +85,8 @@ CatalogSnapshot Normalize(const DiscoveryScan& scan) {
       auto [it, inserted] = top.emplace(r.name, e);
       if (!inserted) {
         CatalogEntry& existing = it->second;
-        if (existing.gvk != e.gvk || existing.scope != e.scope) existing.conflicting_listings = true;
+        if (existing.gvk != e.gvk || existing.scope != e.scope)
+          existing.conflicting_listings = true;
         existing.verbs.insert(existing.verbs.end(), e.verbs.begin(), e.verbs.end());
         SortUnique(existing.verbs);
       }

@@ -46,9 +46,9 @@ struct CatalogEntry {
 struct CatalogSnapshot {
   uint64_t generation = 0;  // 0: no scan yet
   bool complete = false;
-  std::vector<CatalogEntry> entries;    // sorted by GVR
-  std::vector<GroupVersion> scanned;    // sorted
-  std::vector<GroupVersion> degraded;   // failed group/versions, sorted
+  std::vector<CatalogEntry> entries;         // sorted by GVR
+  std::vector<GroupVersion> scanned;         // sorted
+  std::vector<GroupVersion> degraded;        // failed group/versions, sorted
   std::vector<std::string> degraded_errors;  // parallel to `degraded`, for operators
 };
 

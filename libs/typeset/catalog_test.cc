@@ -45,12 +45,15 @@ TEST(CatalogTest, NormalizesEntriesSortedWithSubresourcesFolded) {
 
 TEST(CatalogTest, InfersOriginFromGroupAndCrdEvidence) {
   DiscoveryScan scan = Basic();
-  scan.group_versions.push_back({"metrics.example.io", "v1beta1", true, Origin::kAggregated,
+  scan.group_versions.push_back({"metrics.example.io",
+                                 "v1beta1",
+                                 true,
+                                 Origin::kAggregated,
                                  {Res("nodes", "NodeMetrics", core::Scope::kCluster)}});
-  scan.group_versions.push_back({"mystery.example.org", "v1", true, Origin::kUnknown,
-                                 {Res("things", "Thing")}});
-  scan.group_versions.push_back({"gateway.networking.k8s.io", "v1", true, Origin::kUnknown,
-                                 {Res("gateways", "Gateway")}});
+  scan.group_versions.push_back(
+      {"mystery.example.org", "v1", true, Origin::kUnknown, {Res("things", "Thing")}});
+  scan.group_versions.push_back(
+      {"gateway.networking.k8s.io", "v1", true, Origin::kUnknown, {Res("gateways", "Gateway")}});
   scan.crd_group_resources.push_back("gateway.networking.k8s.io/gateways");
   CatalogSnapshot s = Normalize(scan);
   EXPECT_EQ(Find(s, "", "configmaps")->origin, Origin::kBuiltin);
@@ -62,12 +65,11 @@ TEST(CatalogTest, InfersOriginFromGroupAndCrdEvidence) {
 }
 
 TEST(CatalogTest, FlagsSubresourceOnlyAndIdentityProblems) {
-  DiscoveryScan scan =
-      ScanBuilder()
-          .Group("odd.example.com", "v1",
-                 {Sub("ghosts/status", "Ghost"), Res("as", "Same"), Res("bs", "Same"),
-                  Res("dups", "Dup"), Res("dups", "Other")})
-          .Build();
+  DiscoveryScan scan = ScanBuilder()
+                           .Group("odd.example.com", "v1",
+                                  {Sub("ghosts/status", "Ghost"), Res("as", "Same"),
+                                   Res("bs", "Same"), Res("dups", "Dup"), Res("dups", "Other")})
+                           .Build();
   CatalogSnapshot s = Normalize(scan);
   EXPECT_TRUE(Find(s, "odd.example.com", "ghosts")->subresource_only);
   EXPECT_EQ(Find(s, "odd.example.com", "as")->kind_shared_with, (std::vector<std::string>{"bs"}));

@@ -52,25 +52,24 @@ Followability Evaluate(const FunnelInput& in) {
   auto& checks = out.checks;
 
   if (f.subresource_only) {
-    checks.push_back(Fail(requirement::kServed, reason::kSubresourceOnly,
-                          absl::StrCat("served only as subresources: ",
-                                       absl::StrJoin(f.subresources, ", "))));
+    checks.push_back(
+        Fail(requirement::kServed, reason::kSubresourceOnly,
+             absl::StrCat("served only as subresources: ", absl::StrJoin(f.subresources, ", "))));
   } else if (!in.present) {
     checks.push_back(Fail(requirement::kServed, reason::kNotServed, "not served by discovery"));
   } else {
     checks.push_back(Pass(requirement::kServed));
   }
 
-  checks.push_back(in.trusted ? Pass(requirement::kTrusted)
-                              : Fail(requirement::kTrusted, reason::kDiscoveryDegraded,
-                                     absl::StrCat("discovery failed for ",
-                                                  GroupVersion{f.gvr.group, f.gvr.version}
-                                                      .ToString())));
+  checks.push_back(in.trusted
+                       ? Pass(requirement::kTrusted)
+                       : Fail(requirement::kTrusted, reason::kDiscoveryDegraded,
+                              absl::StrCat("discovery failed for ",
+                                           GroupVersion{f.gvr.group, f.gvr.version}.ToString())));
 
-  checks.push_back(in.absence_expired
-                       ? Fail(requirement::kStable, reason::kAbsenceExpired,
-                              "absent from discovery beyond the removal grace")
-                       : Pass(requirement::kStable));
+  checks.push_back(in.absence_expired ? Fail(requirement::kStable, reason::kAbsenceExpired,
+                                             "absent from discovery beyond the removal grace")
+                                      : Pass(requirement::kStable));
 
   if (f.conflicting_listings) {
     checks.push_back(Fail(requirement::kIdentity, reason::kGvrNotUnique,
@@ -86,10 +85,9 @@ Followability Evaluate(const FunnelInput& in) {
     checks.push_back(Pass(requirement::kIdentity));
   }
 
-  checks.push_back(f.scope.has_value() ? Pass(requirement::kScope, std::string(
-                                                                       core::ScopeName(*f.scope)))
-                                       : Fail(requirement::kScope, reason::kScopeUnknown,
-                                              "scope unknown"));
+  checks.push_back(f.scope.has_value()
+                       ? Pass(requirement::kScope, std::string(core::ScopeName(*f.scope)))
+                       : Fail(requirement::kScope, reason::kScopeUnknown, "scope unknown"));
 
   std::vector<std::string> missing;
   for (absl::string_view verb : kRequiredVerbs) {
@@ -97,20 +95,19 @@ Followability Evaluate(const FunnelInput& in) {
       missing.emplace_back(verb);
     }
   }
-  checks.push_back(missing.empty()
-                       ? Pass(requirement::kVerbs)
-                       : Fail(requirement::kVerbs, reason::kMissingVerb,
-                              absl::StrCat("missing required verb: ", absl::StrJoin(missing, ", "))));
+  checks.push_back(missing.empty() ? Pass(requirement::kVerbs)
+                                   : Fail(requirement::kVerbs, reason::kMissingVerb,
+                                          absl::StrCat("missing required verb: ",
+                                                       absl::StrJoin(missing, ", "))));
 
   checks.push_back(f.origin != Origin::kUnknown
                        ? Pass(requirement::kOrigin, std::string(OriginName(f.origin)))
                        : Fail(requirement::kOrigin, reason::kOriginUnknown,
                               "origin unknown (not built-in, no CRD or APIService evidence)"));
 
-  checks.push_back(in.excluded_by_policy
-                       ? Fail(requirement::kPolicy, reason::kDeniedByPolicy,
-                              "excluded by GitOps Reverser default watch policy")
-                       : Pass(requirement::kPolicy));
+  checks.push_back(in.excluded_by_policy ? Fail(requirement::kPolicy, reason::kDeniedByPolicy,
+                                                "excluded by GitOps Reverser default watch policy")
+                                         : Pass(requirement::kPolicy));
 
   checks.push_back(in.sensitive && !in.sensitive_supported
                        ? Fail(requirement::kSensitivity, reason::kSensitiveUnsupported,

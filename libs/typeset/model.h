@@ -81,8 +81,8 @@ struct Followability {
 // What the funnel judges: the last-known facts plus the registry's view of their freshness.
 struct FunnelInput {
   const CatalogEntry* facts = nullptr;
-  bool present = true;         // listed by the latest scan of its group/version
-  bool trusted = true;         // its group/version's discovery succeeded
+  bool present = true;  // listed by the latest scan of its group/version
+  bool trusted = true;  // its group/version's discovery succeeded
   bool absence_expired = false;
   bool excluded_by_policy = false;
   bool sensitive = false;

@@ -41,8 +41,9 @@ absl::StatusOr<SensitivePolicy> SensitivePolicy::Create(
   for (const std::string& raw : additional) {
     std::string entry(absl::StripAsciiWhitespace(raw));
     std::vector<std::string> parts = absl::StrSplit(entry, '/');
-    bool ok = !entry.empty() && parts.size() <= 2 &&
-              std::none_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); });
+    bool ok =
+        !entry.empty() && parts.size() <= 2 &&
+        std::none_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); });
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
           "invalid sensitive resource \"", raw, "\": want \"resource\" or \"group/resource\""));

@@ -11,12 +11,12 @@ TEST(TypesetProtoTest, RecordCarriesIdentityVerdictAndChecks) {
   core::FakeClock clock;
   Registry registry(clock);
   ApiResourceCatalog catalog;
-  registry.UpdateFromScan(catalog.Update(
-      testing::ScanBuilder()
-          .Group("apps", "v1",
-                 {testing::Res("deployments", "Deployment"),
-                  testing::Res("controllerrevisions", "ControllerRevision")})
-          .Build()));
+  registry.UpdateFromScan(
+      catalog.Update(testing::ScanBuilder()
+                         .Group("apps", "v1",
+                                {testing::Res("deployments", "Deployment"),
+                                 testing::Res("controllerrevisions", "ControllerRevision")})
+                         .Build()));
   reverser::v1::TypeRecord d = ToProto(*registry.ByGVR({"apps", "v1", "deployments"}));
   EXPECT_EQ(d.identity().gvk().kind(), "Deployment");
   EXPECT_EQ(d.identity().gvr().resource(), "deployments");

@@ -150,8 +150,8 @@ void Registry::Judge(Entry& e, absl::Time now, std::vector<LifecycleEvent>& even
 
   const Verdict to = next.verdict();
   auto emit = [&](LifecycleEventType type, Verdict from) {
-    events.push_back({type, next.gvk, next.gvr, from, to, DecidingReason(next.followability),
-                      0, now});
+    events.push_back(
+        {type, next.gvk, next.gvr, from, to, DecidingReason(next.followability), 0, now});
   };
   switch (to) {
     case Verdict::kFollowable:

@@ -85,9 +85,9 @@ TEST_F(RegistryTest, ActivatesOnlyAfterTheSettleWindow) {
   Advance(Registry::kSettleWindow - absl::Milliseconds(1));
   EXPECT_TRUE(TakeEvents().empty());
   Advance(absl::Milliseconds(1));
-  EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"activated v1/configmaps",
-                                                     "activated v1/secrets",
-                                                     "activated example.com/v1/widgets"}));
+  EXPECT_EQ(TakeEvents(),
+            (std::vector<std::string>{"activated v1/configmaps", "activated v1/secrets",
+                                      "activated example.com/v1/widgets"}));
   EXPECT_TRUE(registry_.ByGVR(kConfigMaps)->activated);
   EXPECT_TRUE(registry_.ByGVR({"", "v1", "secrets"})->sensitive);
   EXPECT_FALSE(registry_.NextDeadline().has_value());
@@ -102,8 +102,8 @@ TEST_F(RegistryTest, FlapsInsideTheSettleWindowCoalesce) {
   Advance(absl::Seconds(1));
   Scan(Cluster().Build());  // back: a fresh window starts now
   Advance(absl::Seconds(2));
-  EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"activated v1/configmaps",
-                                                     "activated v1/secrets"}));
+  EXPECT_EQ(TakeEvents(),
+            (std::vector<std::string>{"activated v1/configmaps", "activated v1/secrets"}));
   Advance(absl::Seconds(3));
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"activated example.com/v1/widgets"}));
 }
@@ -144,18 +144,18 @@ TEST_F(RegistryTest, ReturnInsideTheGraceRecovers) {
   Advance(absl::Seconds(30));
   Scan(Cluster().Build());
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"wobbling example.com/v1/widgets",
-                                                     "recovered example.com/v1/widgets"}));
+                                                    "recovered example.com/v1/widgets"}));
   EXPECT_TRUE(registry_.ByGVR(kWidgets)->activated);
   EXPECT_FALSE(registry_.ByGVR(kWidgets)->absent_since.has_value());
 }
 
 TEST_F(RegistryTest, FailedDiscoveryRetainsWithoutTimeLimit) {
   Settle(Cluster().Build());
-  DiscoveryScan failing = ScanBuilder()
-                              .Core({Res("configmaps", "ConfigMap"), Res("secrets", "Secret"),
-                                     Res("pods", "Pod")})
-                              .Failed("example.com", "v1", "the server is currently unable")
-                              .Build();
+  DiscoveryScan failing =
+      ScanBuilder()
+          .Core({Res("configmaps", "ConfigMap"), Res("secrets", "Secret"), Res("pods", "Pod")})
+          .Failed("example.com", "v1", "the server is currently unable")
+          .Build();
   Scan(failing);
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"wobbling example.com/v1/widgets"}));
   for (int i = 0; i < 60; ++i) {
@@ -176,11 +176,11 @@ TEST_F(RegistryTest, FailedDiscoveryRetainsWithoutTimeLimit) {
 
 TEST_F(RegistryTest, IncompleteScanCarriesUnscannedGroupsForward) {
   Settle(Cluster().Build());
-  DiscoveryScan partial = ScanBuilder()
-                              .Core({Res("configmaps", "ConfigMap"), Res("secrets", "Secret"),
-                                     Res("pods", "Pod")})
-                              .Incomplete()
-                              .Build();
+  DiscoveryScan partial =
+      ScanBuilder()
+          .Core({Res("configmaps", "ConfigMap"), Res("secrets", "Secret"), Res("pods", "Pod")})
+          .Incomplete()
+          .Build();
   Scan(partial);
   EXPECT_EQ(VerdictOf(kWidgets), Verdict::kFollowable);
   EXPECT_TRUE(TakeEvents().empty());

@@ -1,0 +1,85 @@
+#include "libs/rules/claims.h"
+
+#include "gtest/gtest.h"
+#include "libs/rules/table_store.h"
+#include "libs/rules/test_registry.h"
+
+namespace reverser::rules {
+namespace {
+
+using testing::ClusterWatchRuleJson;
+using testing::Must;
+using testing::RuleJson;
+using testing::Target;
+using testing::TestRegistry;
+using testing::WatchRuleJson;
+
+std::vector<std::string> Names(const std::vector<Claim>& claims) {
+  std::vector<std::string> out;
+  for (const Claim& c : claims) out.push_back(c.gvr.ToString() + " " + c.scope.KeySegment());
+  return out;
+}
+
+class ClaimsTest : public ::testing::Test {
+ protected:
+  ClaimsTest() : source_(registry_.registry()) {
+    for (const char* ns : {"team-a", "team-b"}) store_.UpsertTarget(Target(ns, "t"));
+    store_.UpsertTarget(Target("ops", "all"));
+  }
+  void Rule(const std::string& ns, const std::string& name, std::vector<std::string> resources) {
+    store_.UpsertRule(Must(ParseWatchRule(WatchRuleJson(
+        ns, name, "t", {RuleJson(std::move(resources), {{"apiGroups", {"", "apps"}}})}))));
+  }
+  bool Update() {
+    store_.Refresh(source_);
+    return tracker_.Update(store_.Tables());
+  }
+
+  TestRegistry registry_;
+  RegistrySource source_{registry_.registry()};
+  TableStore store_;
+  ClaimTracker tracker_;
+};
+
+TEST_F(ClaimsTest, UnionOverTablesWithGenerationOnChangeOnly) {
+  EXPECT_FALSE(Update());
+  EXPECT_EQ(tracker_.generation(), 0u);
+  Rule("team-a", "r1", {"configmaps", "deployments"});
+  Rule("team-b", "r1", {"configmaps"});
+  EXPECT_TRUE(Update());
+  EXPECT_EQ(tracker_.generation(), 1u);
+  EXPECT_EQ(Names(tracker_.claims()),
+            (std::vector<std::string>{"v1/configmaps ns:team-a", "v1/configmaps ns:team-b",
+                                      "apps/v1/deployments ns:team-a"}));
+  EXPECT_EQ(tracker_.claims()[0].gvk.kind, "ConfigMap");
+
+  // Another rule needing an already-claimed (type, scope) changes nothing.
+  Rule("team-a", "r2", {"configmaps"});
+  EXPECT_FALSE(Update());
+  EXPECT_EQ(tracker_.generation(), 1u);
+}
+
+TEST_F(ClaimsTest, ClusterClaimCoversNamespaceClaims) {
+  Rule("team-a", "r1", {"configmaps"});
+  Rule("team-b", "r1", {"configmaps", "services"});
+  Update();
+  store_.UpsertRule(Must(ParseClusterWatchRule(ClusterWatchRuleJson(
+      "everything", "ops", "all",
+      {RuleJson({"configmaps"}, {{"apiGroups", {""}}, {"scope", "Namespaced"}}),
+       RuleJson({"namespaces"}, {{"apiGroups", {""}}, {"scope", "Cluster"}})}))));
+  EXPECT_TRUE(Update());
+  EXPECT_EQ(Names(tracker_.claims()),
+            (std::vector<std::string>{"v1/configmaps cluster", "v1/namespaces cluster",
+                                      "v1/services ns:team-b"}));
+  EXPECT_EQ(tracker_.claims()[1].type_scope, core::Scope::kCluster);
+
+  store_.RemoveRule({true, "", "everything"});
+  EXPECT_TRUE(Update());
+  EXPECT_EQ(Names(tracker_.claims()),
+            (std::vector<std::string>{"v1/configmaps ns:team-a", "v1/configmaps ns:team-b",
+                                      "v1/services ns:team-b"}));
+  EXPECT_EQ(tracker_.generation(), 3u);
+}
+
+}  // namespace
+}  // namespace reverser::rules

@@ -1,0 +1,150 @@
+#include "libs/rules/rule.h"
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "libs/rules/test_registry.h"
+
+namespace reverser::rules {
+namespace {
+
+using nlohmann::json;
+using testing::ClusterWatchRuleJson;
+using testing::RuleJson;
+using testing::WatchRuleJson;
+
+TEST(OperationSetTest, ParsesSentinelEmptyAndExplicitLists) {
+  EXPECT_EQ(*OperationSet::Parse({}), OperationSet::All());
+  EXPECT_EQ(*OperationSet::Parse({"*"}), OperationSet::All());
+  EXPECT_EQ(*OperationSet::Parse({"CREATE", "*"}), OperationSet::All());
+  EXPECT_EQ(*OperationSet::Parse({"CREATE", "UPDATE", "DELETE"}), OperationSet::All());
+  auto some = *OperationSet::Parse({"DELETE", "CREATE", "CREATE"});
+  EXPECT_FALSE(some.all);
+  EXPECT_TRUE(some.Contains(Operation::kCreate));
+  EXPECT_FALSE(some.Contains(Operation::kUpdate));
+  EXPECT_EQ(some.ToString(), "CREATE,DELETE");
+  EXPECT_EQ(OperationSet::All().ToString(), "*");
+  auto bad = OperationSet::Parse({"create"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OperationSetTest, MergeIsAUnionThatCollapsesToAll) {
+  OperationSet a = *OperationSet::Parse({"CREATE"});
+  a.Merge(*OperationSet::Parse({"UPDATE"}));
+  EXPECT_EQ(a.ToString(), "CREATE,UPDATE");
+  a.Merge(*OperationSet::Parse({"DELETE"}));
+  EXPECT_EQ(a, OperationSet::All());
+  OperationSet b = *OperationSet::Parse({"CREATE"});
+  b.Merge(OperationSet::All());
+  EXPECT_TRUE(b.all);
+}
+
+TEST(ParseWatchRuleTest, ParsesAFullObject) {
+  json object = WatchRuleJson(
+      "team-a", "r1", "t1",
+      {RuleJson({"configmaps"}, {{"apiGroups", {""}}, {"operations", {"CREATE", "UPDATE"}}}),
+       RuleJson({"deployments"}, {{"apiGroups", {"apps"}}, {"apiVersions", {"v1"}}})});
+  object["metadata"]["generation"] = 7;
+  auto rule = ParseRuleObject(object.dump());
+  ASSERT_TRUE(rule.ok()) << rule.status();
+  EXPECT_FALSE(rule->key.cluster);
+  EXPECT_EQ(rule->key.ToString(), "WatchRule team-a/r1");
+  EXPECT_EQ(rule->uid, "r1-uid");
+  EXPECT_EQ(rule->generation, 7);
+  EXPECT_EQ(rule->target.ToString(), "team-a/t1");
+  ASSERT_EQ(rule->rules.size(), 2u);
+  EXPECT_EQ(rule->rules[0].operations.ToString(), "CREATE,UPDATE");
+  EXPECT_EQ(rule->rules[0].api_groups, std::vector<std::string>{""});
+  EXPECT_TRUE(rule->rules[0].api_versions.empty());
+  EXPECT_TRUE(rule->rules[1].operations.all);
+  EXPECT_EQ(rule->rules[1].api_versions, std::vector<std::string>{"v1"});
+  EXPECT_FALSE(rule->rules[1].scope.has_value());
+}
+
+TEST(ParseWatchRuleTest, OmittedApiGroupsStayUnset) {
+  auto rule = ParseWatchRule(WatchRuleJson("ns", "r", "t", {RuleJson({"widgets"})}));
+  ASSERT_TRUE(rule.ok());
+  EXPECT_FALSE(rule->rules[0].api_groups.has_value());
+  auto empty = ParseWatchRule(
+      WatchRuleJson("ns", "r", "t", {RuleJson({"widgets"}, {{"apiGroups", json::array()}})}));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->rules[0].api_groups.has_value());
+}
+
+TEST(ParseWatchRuleTest, RejectsInvalidRulesWithTheFieldPath) {
+  struct Case {
+    json object;
+    std::string message;
+  };
+  json no_ns = WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"})});
+  no_ns["metadata"].erase("namespace");
+  json other_ns = WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"})});
+  other_ns["spec"]["targetRef"]["namespace"] = "elsewhere";
+  json wrong_kind = WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"})});
+  wrong_kind["spec"]["targetRef"]["kind"] = "GitProvider";
+  json no_target = WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"})});
+  no_target["spec"].erase("targetRef");
+  json not_list = WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"})});
+  not_list["spec"]["rules"][0]["resources"] = "configmaps";
+  std::vector<Case> cases = {
+      {WatchRuleJson("ns", "r", "t", {}), "spec.rules: must list at least one rule"},
+      {WatchRuleJson("ns", "r", "t", {RuleJson({})}),
+       "spec.rules[0].resources: must list at least one resource"},
+      {WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"}), RuleJson({"deployments/status"})}),
+       "spec.rules[1].resources[0]: \"deployments/status\" names a subresource"},
+      {WatchRuleJson("ns", "r", "t", {RuleJson({"config*"})}),
+       "spec.rules[0].resources[0]: \"config*\": only an exact plural or \"*\""},
+      {WatchRuleJson("ns", "r", "t", {RuleJson({"configmaps"}, {{"operations", {"PATCH"}}})}),
+       "spec.rules[0].operations: \"PATCH\" is not one of CREATE, UPDATE, DELETE, *"},
+      {no_ns, "metadata.namespace: is required"},
+      {other_ns, "spec.targetRef.namespace: a WatchRule can only target a GitTarget in its own"},
+      {wrong_kind, "spec.targetRef.kind: must be GitTarget"},
+      {no_target, "spec.targetRef: is required"},
+      {not_list, "spec.rules[0].resources: must be a list of strings"},
+  };
+  for (const Case& c : cases) {
+    auto rule = ParseWatchRule(c.object);
+    ASSERT_FALSE(rule.ok()) << c.message;
+    EXPECT_EQ(rule.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StartsWith(rule.status().message(), c.message)) << rule.status();
+  }
+}
+
+TEST(ParseClusterWatchRuleTest, NeedsScopeAndTargetNamespace) {
+  auto ok = ParseClusterWatchRule(ClusterWatchRuleJson(
+      "c1", "team-a", "t1",
+      {RuleJson({"clusterroles"},
+                {{"scope", "Cluster"}, {"apiGroups", {"rbac.authorization.k8s.io"}}}),
+       RuleJson({"configmaps"}, {{"scope", "Namespaced"}})}));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->key.cluster);
+  EXPECT_EQ(ok->key.ToString(), "ClusterWatchRule c1");
+  EXPECT_EQ(ok->target.ToString(), "team-a/t1");
+  EXPECT_EQ(ok->rules[0].scope, ClusterRuleScope::kCluster);
+  EXPECT_EQ(ok->rules[1].scope, ClusterRuleScope::kNamespaced);
+
+  auto no_scope =
+      ParseClusterWatchRule(ClusterWatchRuleJson("c1", "team-a", "t1", {RuleJson({"x"})}));
+  EXPECT_EQ(no_scope.status().message(),
+            "spec.rules[0].scope: is required (Cluster or Namespaced)");
+  auto bad_scope = ParseClusterWatchRule(
+      ClusterWatchRuleJson("c1", "team-a", "t1", {RuleJson({"x"}, {{"scope", "Everywhere"}})}));
+  EXPECT_FALSE(bad_scope.ok());
+  json no_ns =
+      ClusterWatchRuleJson("c1", "team-a", "t1", {RuleJson({"x"}, {{"scope", "Cluster"}})});
+  no_ns["spec"]["targetRef"].erase("namespace");
+  EXPECT_EQ(ParseClusterWatchRule(no_ns).status().message(),
+            "spec.targetRef.namespace: is required");
+}
+
+TEST(ParseRuleObjectTest, BadJsonAndUnknownKindsAreErrorsNotCrashes) {
+  for (const char* text : {"", "{", "[]", "42", "{\"kind\":\"Pod\"}", "{\"kind\":1}",
+                           "{\"kind\":\"WatchRule\"}", "{\"kind\":\"WatchRule\",\"metadata\":[]}",
+                           "{\"kind\":\"WatchRule\",\"metadata\":{\"name\":5}}"}) {
+    auto rule = ParseRuleObject(text);
+    EXPECT_FALSE(rule.ok()) << text;
+    EXPECT_EQ(rule.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
+}  // namespace
+}  // namespace reverser::rules
