@@ -74,8 +74,14 @@ std::string ScopeSegment(const core::WatchScope& scope) {
 MaterializationKeys MaterializationKeys::For(const KeyPrefix& prefix,
                                              const core::GroupVersionResource& gvr,
                                              const core::WatchScope& scope) {
+  return ForIndexMember(prefix,
+                        absl::StrCat(GroupResourceSegment(gvr), ":", ScopeSegment(scope)));
+}
+
+MaterializationKeys MaterializationKeys::ForIndexMember(const KeyPrefix& prefix,
+                                                        absl::string_view member) {
   MaterializationKeys keys;
-  keys.index_member = absl::StrCat(GroupResourceSegment(gvr), ":", ScopeSegment(scope));
+  keys.index_member = std::string(member);
   keys.base = absl::StrCat(prefix.value(), ":mat:v1:", keys.index_member);
   keys.stream = absl::StrCat(keys.base, ":stream");
   keys.checkpoint_items = absl::StrCat(keys.base, ":ckpt:items");

@@ -51,6 +51,8 @@ std::string ScopeSegment(const core::WatchScope& scope);
 struct MaterializationKeys {
   static MaterializationKeys For(const KeyPrefix& prefix, const core::GroupVersionResource& gvr,
                                  const core::WatchScope& scope);
+  // The same keys from an index member (`<GR>:<scope>`), for boot-time enumeration.
+  static MaterializationKeys ForIndexMember(const KeyPrefix& prefix, absl::string_view member);
 
   std::string base;              // P:mat:v1:<GR>:<scope>
   std::string stream;            // …:stream       STREAM, IDs <rv>-<seq>

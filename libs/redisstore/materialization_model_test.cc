@@ -1,0 +1,208 @@
+// Model-based test: random appends (new, same-RV, older, RV-less, non-numeric), compactions,
+// LIST-style checkpoint swaps and stale swaps against a real redis-server, checked after every
+// step against an in-memory model of the object set and of where each append must land.
+// A lagging tail reader (ReadAfter, re-splicing when it falls behind the checkpoint) must
+// converge to the same object set.
+
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "libs/redisstore/materialization_store.h"
+#include "tests/fixtures/redis_server.h"
+
+namespace reverser::redisstore {
+namespace {
+
+using core::StreamPosition;
+
+struct Model {
+  ObjectMap objects;  // what checkpoint + tail must fold to
+  StreamPosition top;  // last generated stream ID (zero: none)
+  std::optional<StreamPosition> checkpoint;
+  int64_t appended = 0;
+
+  // Where an append lands, mirroring the store's rule; nullopt = diverted.
+  std::optional<StreamPosition> Place(std::optional<uint64_t> rv) const {
+    if (!rv) {
+      if (top.IsZero()) return std::nullopt;
+      rv = top.rv();
+    }
+    if (*rv < top.rv()) return std::nullopt;
+    StreamPosition candidate = *rv > top.rv() ? StreamPosition(*rv, 0)
+                                              : StreamPosition(*rv, top.seq() + 1);
+    if (checkpoint && candidate <= *checkpoint) return std::nullopt;
+    return candidate;
+  }
+};
+
+// A splicer-like follower: splice once, then tail; splice again when behind the checkpoint.
+struct Follower {
+  ObjectMap objects;
+  StreamPosition position;
+  int resplices = 0;
+
+  void CatchUp(MaterializationStore& store) {
+    for (;;) {
+      auto batch = store.ReadAfter(position, 7);
+      ASSERT_TRUE(batch.ok()) << batch.status();
+      if (batch->behind_checkpoint) {
+        auto view = store.Load();
+        ASSERT_TRUE(view.ok()) << view.status();
+        ASSERT_TRUE(view->checkpoint.has_value());
+        objects = view->Fold();
+        position = view->CoverageHead();
+        ++resplices;
+        continue;
+      }
+      if (batch->entries.empty()) return;
+      for (const StreamEntry& entry : batch->entries) ApplyEntry(entry, objects);
+      position = batch->last_scanned;
+    }
+  }
+};
+
+class MaterializationModelTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
+  auto server = testing::RedisServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  RedisOptions options;
+  options.host = (*server)->host();
+  options.port = (*server)->port();
+  auto redis = RedisConnection::Connect(options);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  MaterializationStore store(redis->get(), KeyPrefix::Default(), {"apps", "v1", "deployments"},
+                             core::WatchScope::Namespace("team-a"));
+
+  std::mt19937 rng(GetParam());
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Model model;
+  Follower follower;
+
+  // Start like a materializer: an empty LIST at some RV.
+  uint64_t list_rv = uniform(1, 20);
+  auto first = store.ReplaceCheckpoint({}, StreamPosition::EndOf(list_rv));
+  ASSERT_TRUE(first.ok()) << first.status();
+  model.checkpoint = StreamPosition::EndOf(list_rv);
+  uint64_t rv_clock = list_rv;  // the "API server" RV, ahead of or at the stream top
+
+  constexpr int kSteps = 400;
+  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    int dice = uniform(0, 99);
+    if (dice < 72) {
+      StreamEntry entry;
+      entry.name = "obj-" + std::to_string(uniform(0, 7));
+      entry.namespace_ = "team-a";
+      entry.uid = "uid-" + entry.name;
+      entry.op = uniform(0, 4) == 0 ? ChangeOp::kDeleted : ChangeOp::kModified;
+      if (entry.op != ChangeOp::kDeleted) entry.object_json = "{\"step\":" + std::to_string(step) + "}";
+      std::optional<uint64_t> rv;
+      int kind = uniform(0, 99);
+      if (kind < 65) {
+        rv_clock += uniform(1, 3);
+        rv = rv_clock;
+      } else if (kind < 78) {
+        rv = std::max<uint64_t>(model.top.rv(), 1);  // same RV as the top
+      } else if (kind < 88) {
+        rv = model.top.rv() > 3 ? model.top.rv() - uniform(1, 3) : 1;  // late
+      } else if (kind < 95) {
+        rv = std::nullopt;  // RV-less: attach to the top
+      } else {
+        entry.resource_version = "v" + std::to_string(step);  // non-numeric
+      }
+      if (rv) entry.resource_version = std::to_string(*rv);
+      std::optional<StreamPosition> expected =
+          entry.resource_version.empty() || rv ? model.Place(rv) : std::nullopt;
+      auto result = store.Append(entry);
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_EQ(result->appended, expected.has_value()) << "step " << step;
+      if (expected) {
+        ASSERT_EQ(result->position, *expected) << "step " << step;
+        model.top = *expected;
+        rv_clock = std::max(rv_clock, expected->rv());
+        ApplyEntry(entry, model.objects);
+        ++model.appended;
+      } else {
+        ++diverts;
+      }
+    } else if (dice < 84) {
+      // Compact up to a random point at or after the checkpoint.
+      StreamPosition through = model.top;
+      if (uniform(0, 1) == 0 && model.top.rv() > model.checkpoint->rv()) {
+        through = StreamPosition::EndOf(uniform(model.checkpoint->rv(), model.top.rv()));
+      }
+      auto view = store.Load();
+      ASSERT_TRUE(view.ok());
+      std::optional<StreamPosition> last;
+      for (const StreamEntry& e : view->tail) {
+        if (e.position <= through) last = e.position;
+      }
+      auto result = store.Compact(through);
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_EQ(result->compacted, last.has_value()) << "step " << step;
+      if (last) {
+        ASSERT_EQ(result->position, *last);
+        model.checkpoint = *last;
+        ++compactions;
+      }
+    } else if (dice < 96) {
+      // A fresh LIST: the current object set at an RV at or beyond the stream top.
+      rv_clock += uniform(0, 2);
+      StreamPosition position = StreamPosition::EndOf(std::max(rv_clock, model.top.rv()));
+      auto result = store.ReplaceCheckpoint(model.objects, position);
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_EQ(result->swapped, position >= *model.checkpoint);
+      if (result->swapped) {
+        model.checkpoint = position;
+        ++swaps;
+      }
+    } else if (model.checkpoint->rv() > 1) {
+      // A stale writer offers an older generation with wrong contents: refused.
+      auto result = store.ReplaceCheckpoint({{"team-a/bogus", "{}"}},
+                                            StreamPosition(model.checkpoint->rv() - 1, 0));
+      ASSERT_TRUE(result.ok()) << result.status();
+      ASSERT_FALSE(result->swapped);
+      ++stale_swaps;
+    }
+
+    auto view = store.Load();
+    ASSERT_TRUE(view.ok()) << view.status();
+    ASSERT_EQ(view->checkpoint, model.checkpoint) << "step " << step;
+    ASSERT_EQ(view->malformed, 0u);
+    ASSERT_EQ(view->Fold(), model.objects) << "step " << step;
+    StreamPosition expected_head =
+        model.top > *model.checkpoint ? model.top : *model.checkpoint;
+    ASSERT_EQ(view->CoverageHead(), expected_head) << "step " << step;
+    for (const StreamEntry& e : view->tail) ASSERT_GT(e.position, *model.checkpoint);
+
+    if (uniform(0, 9) == 0) {
+      follower.CatchUp(store);
+      ASSERT_EQ(follower.objects, model.objects) << "follower at step " << step;
+    }
+  }
+  follower.CatchUp(store);
+  EXPECT_EQ(follower.objects, model.objects);
+  auto counts = store.ReadCounts();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->appended, model.appended);
+  int64_t diverted_total = 0;
+  for (const auto& [reason, n] : counts->diverted) diverted_total += n;
+  EXPECT_EQ(diverted_total, diverts);
+  // The mix really exercised every path.
+  EXPECT_GT(compactions, 0);
+  EXPECT_GT(swaps, 0);
+  EXPECT_GT(diverts, 0);
+  RecordProperty("compactions", compactions);
+  RecordProperty("swaps", swaps);
+  RecordProperty("stale_swaps", stale_swaps);
+  RecordProperty("resplices", follower.resplices);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, MaterializationModelTest, ::testing::Values(1u, 7u, 42u, 2026u));
+
+}  // namespace
+}  // namespace reverser::redisstore

@@ -1,0 +1,534 @@
+#include "libs/redisstore/materialization_store.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "libs/core/status.h"
+#include "libs/redisstore/lua_positions.h"
+#include "nlohmann/json.hpp"
+
+namespace reverser::redisstore {
+namespace {
+
+using core::StreamPosition;
+
+// Check-and-append in one step: compute where XADD `<rv>-*` would land and divert unless it is
+// above both the stream top (last generated ID, which survives trimming) and the checkpoint.
+// KEYS: stream, ckpt:rv, counts. ARGV: rv ("" = attach to the top's RV), field, value, ...
+const LuaScript& AppendScript() {
+  static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
+local stream, ckpt_key, counts = KEYS[1], KEYS[2], KEYS[3]
+local rv = ARGV[1]
+local top = '0-0'
+if redis.call('EXISTS', stream) == 1 then
+  local info = redis.call('XINFO', 'STREAM', stream)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then top = info[i + 1] end
+  end
+end
+local function divert(reason)
+  redis.call('HINCRBY', counts, 'diverted:' .. reason, 1)
+  return {'diverted', reason}
+end
+local top_rv, top_seq = split(top)
+if rv == '' then
+  if top == '0-0' then return divert('rvless_empty_stream') end
+  rv = top_rv
+end
+local c = cmpnum(rv, top_rv)
+if c < 0 then return divert('older_than_stream_top') end
+local ckpt = redis.call('GET', ckpt_key)
+if ckpt then
+  local ck_rv, ck_seq = split(ckpt)
+  local cc = cmpnum(rv, ck_rv)
+  -- same RV as the checkpoint: the new seq is 0 (new RV) or top_seq+1; covered if <= ck_seq
+  if cc < 0 or (cc == 0 and (c > 0 or cmpnum(top_seq, ck_seq) < 0)) then
+    return divert('covered_by_checkpoint')
+  end
+end
+local fields = {}
+for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
+local id = redis.pcall('XADD', stream, rv .. '-*', unpack(fields))
+if type(id) == 'table' and id.err then return divert('older_than_stream_top') end
+redis.call('HINCRBY', counts, 'appended', 1)
+return {'appended', id}
+)lua"));
+  return *script;
+}
+
+// KEYS: stream, ckpt:rv. ARGV: inclusive start ID ("" = nothing can follow), count.
+const LuaScript& ReadAfterScript() {
+  static const LuaScript* script = new LuaScript(R"lua(
+local ckpt = redis.call('GET', KEYS[2]) or ''
+local entries = {}
+if ARGV[1] ~= '' then
+  entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
+end
+return {ckpt, entries}
+)lua");
+  return *script;
+}
+
+// KEYS: stream, ckpt:rv, ckpt:items.
+const LuaScript& LoadScript() {
+  static const LuaScript* script = new LuaScript(R"lua(
+local ckpt = redis.call('GET', KEYS[2])
+if not ckpt then return {''} end
+return {ckpt, redis.call('HGETALL', KEYS[3]), redis.call('XRANGE', KEYS[1], '(' .. ckpt, '+')}
+)lua");
+  return *script;
+}
+
+// The swap: refuse an older generation, install the staged items and the position together,
+// register the index, then trim what the new checkpoint covers.
+// KEYS: ckpt:items, staging, ckpt:rv, stream, index.
+// ARGV: position, trim MINID ("" = none), expected item count, index member.
+const LuaScript& SwapScript() {
+  static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
+local cur = redis.call('GET', KEYS[3])
+if cur and cmpid(ARGV[1], cur) < 0 then
+  redis.call('DEL', KEYS[2])
+  return {'stale', cur, 0}
+end
+local expected = tonumber(ARGV[3])
+if redis.call('HLEN', KEYS[2]) ~= expected then
+  redis.call('DEL', KEYS[2])
+  return {'incomplete', '', 0}
+end
+if expected > 0 then
+  redis.call('RENAME', KEYS[2], KEYS[1])
+  redis.call('PERSIST', KEYS[1])
+else
+  redis.call('DEL', KEYS[1])
+end
+redis.call('SET', KEYS[3], ARGV[1])
+redis.call('SADD', KEYS[5], ARGV[4])
+local trimmed = 0
+if ARGV[2] ~= '' then trimmed = redis.call('XTRIM', KEYS[4], 'MINID', ARGV[2]) end
+return {'swapped', ARGV[1], trimmed}
+)lua"));
+  return *script;
+}
+
+// An abandoned staging hash (writer died before the swap) disappears on its own.
+constexpr int kStagingTtlSeconds = 3600;
+// HSET batch limits while staging a checkpoint.
+constexpr size_t kStagingFieldsPerCommand = 512;
+constexpr size_t kStagingBytesPerCommand = 4 << 20;
+
+// The smallest position strictly after `p`; nullopt when `p` is the very last one.
+std::optional<StreamPosition> Next(StreamPosition p) {
+  if (p.seq() != UINT64_MAX) return StreamPosition(p.rv(), p.seq() + 1);
+  if (p.rv() != UINT64_MAX) return StreamPosition(p.rv() + 1, 0);
+  return std::nullopt;
+}
+
+std::string GenerationId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrCat(absl::Hex(rng(), absl::kZeroPad16));
+}
+
+// Parses XRANGE/XREAD entries ([[id, [f, v, ...]], ...]) into `batch`, skipping malformed ones.
+absl::Status ParseEntries(const RedisReply& reply, StreamBatch& batch) {
+  if (reply.IsNil()) return absl::OkStatus();
+  if (!reply.IsArray()) {
+    return absl::InternalError(absl::StrCat("stream read: unexpected reply ",
+                                            reply.DebugString().substr(0, 200)));
+  }
+  for (const RedisReply& item : reply.elements()) {
+    if (!item.IsArray() || item.elements().size() != 2) {
+      ++batch.malformed;
+      continue;
+    }
+    auto id = item.elements()[0].AsString();
+    if (!id.ok()) {
+      ++batch.malformed;
+      continue;
+    }
+    if (auto position = StreamPosition::Parse(*id); position.ok()) batch.last_scanned = *position;
+    auto fields = item.elements()[1].AsStringArray();
+    if (!fields.ok()) {
+      ++batch.malformed;
+      continue;
+    }
+    auto entry = DecodeEntry(*id, *fields);
+    if (!entry.ok()) {
+      ++batch.malformed;
+      continue;
+    }
+    batch.entries.push_back(std::move(*entry));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateForAppend(const StreamEntry& entry) {
+  if (entry.name.empty()) return absl::InvalidArgumentError("stream entry: no object name");
+  if (entry.op != ChangeOp::kDeleted && entry.object_json.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream entry ", entry.Identity(), ": an upsert needs an object body"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view DivertReasonName(DivertReason reason) {
+  switch (reason) {
+    case DivertReason::kOlderThanStreamTop: return "older_than_stream_top";
+    case DivertReason::kCoveredByCheckpoint: return "covered_by_checkpoint";
+    case DivertReason::kNonNumericRv: return "non_numeric_rv";
+    case DivertReason::kRvlessEmptyStream: return "rvless_empty_stream";
+  }
+  return "unknown";
+}
+
+ObjectMap MaterializationView::Fold(StreamPosition through) const {
+  ObjectMap objects = checkpoint_items;
+  for (const StreamEntry& entry : tail) {
+    if (entry.position > through) break;
+    ApplyEntry(entry, objects);
+  }
+  return objects;
+}
+
+StreamPosition MaterializationView::CoverageHead() const {
+  if (!tail.empty()) return tail.back().position;
+  return checkpoint.value_or(StreamPosition::Zero());
+}
+
+std::string MaterializationState::ToJson() const {
+  nlohmann::json j = {
+      {"phase", phase},
+      {"group", gvr.group},
+      {"version", gvr.version},
+      {"resource", gvr.resource},
+      {"scope", scope.KeySegment()},
+      {"objectCount", object_count},
+      {"checkpoint", checkpoint},
+      {"updatedAt", absl::FormatTime(absl::RFC3339_full, updated_at, absl::UTCTimeZone())},
+      {"message", message},
+  };
+  return j.dump();
+}
+
+absl::StatusOr<MaterializationState> MaterializationState::FromJson(absl::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("materialization state is not a JSON object");
+  }
+  MaterializationState state;
+  auto text = [&](const char* field) -> std::string {
+    auto it = j.find(field);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  state.phase = text("phase");
+  state.gvr = {text("group"), text("version"), text("resource")};
+  if (state.gvr.resource.empty()) {
+    return absl::InvalidArgumentError("materialization state has no resource");
+  }
+  auto scope = core::WatchScope::ParseKeySegment(text("scope"));
+  if (!scope.ok()) return core::Annotate(scope.status(), "materialization state");
+  state.scope = *scope;
+  if (auto it = j.find("objectCount"); it != j.end() && it->is_number_integer()) {
+    state.object_count = it->get<int64_t>();
+  }
+  state.checkpoint = text("checkpoint");
+  std::string updated = text("updatedAt");
+  std::string error;
+  if (!updated.empty() &&
+      !absl::ParseTime(absl::RFC3339_full, updated, &state.updated_at, &error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("materialization state updatedAt \"", updated, "\": ", error));
+  }
+  state.message = text("message");
+  return state;
+}
+
+MaterializationStore::MaterializationStore(RedisConnection* redis, KeyPrefix prefix,
+                                           core::GroupVersionResource gvr, core::WatchScope scope)
+    : redis_(redis),
+      prefix_(std::move(prefix)),
+      gvr_(std::move(gvr)),
+      scope_(std::move(scope)),
+      keys_(MaterializationKeys::For(prefix_, gvr_, scope_)),
+      index_key_(MaterializationIndexKey(prefix_)) {}
+
+absl::StatusOr<AppendResult> MaterializationStore::Divert(DivertReason reason) {
+  RETURN_IF_ERROR(redis_
+                      ->Command({"HINCRBY", keys_.counts,
+                                 absl::StrCat("diverted:", DivertReasonName(reason)), "1"})
+                      .status());
+  AppendResult result;
+  result.diverted = reason;
+  return result;
+}
+
+absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& entry) {
+  RETURN_IF_ERROR(ValidateForAppend(entry));
+  std::string rv;
+  if (!entry.resource_version.empty()) {
+    auto parsed = core::ParseResourceVersion(entry.resource_version);
+    if (!parsed.ok()) return Divert(DivertReason::kNonNumericRv);
+    rv = absl::StrCat(*parsed);  // canonical: no leading zeros
+  }
+  std::vector<std::string> args = {rv};
+  std::vector<std::string> fields = EncodeEntryFields(entry);
+  args.insert(args.end(), fields.begin(), fields.end());
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Eval(AppendScript(),
+                                                  {keys_.stream, keys_.checkpoint_rv,
+                                                   keys_.counts},
+                                                  args));
+  ASSIGN_OR_RETURN(std::vector<std::string> parts, reply.AsStringArray());
+  AppendResult result;
+  if (parts.size() == 2 && parts[0] == "appended") {
+    ASSIGN_OR_RETURN(result.position, StreamPosition::Parse(parts[1]));
+    result.appended = true;
+    return result;
+  }
+  if (parts.size() == 2 && parts[0] == "diverted") {
+    for (DivertReason reason :
+         {DivertReason::kOlderThanStreamTop, DivertReason::kCoveredByCheckpoint,
+          DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream}) {
+      if (DivertReasonName(reason) == parts[1]) result.diverted = reason;
+    }
+    if (result.diverted) return result;
+  }
+  return absl::InternalError(absl::StrCat("append script: unexpected reply ", reply.DebugString()));
+}
+
+absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after,
+                                                            size_t max_entries) {
+  if (max_entries == 0) return absl::InvalidArgumentError("ReadAfter: max_entries must be > 0");
+  std::optional<StreamPosition> start = Next(after);
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Eval(ReadAfterScript(), {keys_.stream, keys_.checkpoint_rv},
+                                {start ? start->ToString() : "", absl::StrCat(max_entries)}));
+  if (!reply.IsArray() || reply.elements().size() != 2) {
+    return absl::InternalError(absl::StrCat("read script: unexpected reply ", reply.DebugString()));
+  }
+  StreamBatch batch;
+  batch.last_scanned = after;
+  ASSIGN_OR_RETURN(std::string ckpt, reply.elements()[0].AsString());
+  if (!ckpt.empty()) {
+    auto position = StreamPosition::Parse(ckpt);
+    if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
+    batch.behind_checkpoint = after < *position;
+  }
+  RETURN_IF_ERROR(ParseEntries(reply.elements()[1], batch));
+  return batch;
+}
+
+absl::StatusOr<StreamBatch> MaterializationStore::WaitAfter(StreamPosition after,
+                                                            size_t max_entries,
+                                                            absl::Duration block) {
+  ASSIGN_OR_RETURN(StreamBatch batch, ReadAfter(after, max_entries));
+  if (!batch.entries.empty() || batch.behind_checkpoint || batch.malformed > 0 ||
+      block <= absl::ZeroDuration()) {
+    return batch;
+  }
+  int64_t block_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(block));
+  ASSIGN_OR_RETURN(RedisReply woke,
+                   redis_->BlockingCommand({"XREAD", "COUNT", "1", "BLOCK", absl::StrCat(block_ms),
+                                            "STREAMS", keys_.stream, after.ToString()},
+                                           block));
+  if (woke.IsNil()) return batch;
+  // Re-read through the atomic path, which also re-checks the checkpoint.
+  return ReadAfter(after, max_entries);
+}
+
+absl::StatusOr<std::optional<StreamPosition>> MaterializationStore::StreamTop() {
+  ASSIGN_OR_RETURN(RedisReply exists, redis_->Command({"EXISTS", keys_.stream}));
+  if (exists.integer() == 0) return std::optional<StreamPosition>();
+  ASSIGN_OR_RETURN(RedisReply info, redis_->Command({"XINFO", "STREAM", keys_.stream}));
+  const auto& elements = info.elements();
+  for (size_t i = 0; i + 1 < elements.size(); i += 2) {
+    if (elements[i].str() == "last-generated-id") {
+      ASSIGN_OR_RETURN(std::string id, elements[i + 1].AsString());
+      ASSIGN_OR_RETURN(StreamPosition top, StreamPosition::Parse(id));
+      if (top.IsZero()) return std::optional<StreamPosition>();
+      return std::optional<StreamPosition>(top);
+    }
+  }
+  return absl::InternalError("XINFO STREAM reply has no last-generated-id");
+}
+
+absl::StatusOr<std::optional<StreamPosition>> MaterializationStore::CheckpointPosition() {
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"GET", keys_.checkpoint_rv}));
+  ASSIGN_OR_RETURN(std::optional<std::string> text, reply.AsOptionalString());
+  if (!text) return std::optional<StreamPosition>();
+  auto position = StreamPosition::Parse(*text);
+  if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
+  return std::optional<StreamPosition>(*position);
+}
+
+absl::StatusOr<MaterializationView> MaterializationStore::Load() {
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Eval(LoadScript(),
+                                {keys_.stream, keys_.checkpoint_rv, keys_.checkpoint_items}, {}));
+  MaterializationView view;
+  if (!reply.IsArray() || reply.elements().empty()) {
+    return absl::InternalError(absl::StrCat("load script: unexpected reply ", reply.DebugString()));
+  }
+  ASSIGN_OR_RETURN(std::string ckpt, reply.elements()[0].AsString());
+  if (ckpt.empty()) return view;
+  if (reply.elements().size() != 3) {
+    return absl::InternalError(absl::StrCat("load script: unexpected reply ", reply.DebugString()));
+  }
+  auto position = StreamPosition::Parse(ckpt);
+  if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
+  view.checkpoint = *position;
+  ASSIGN_OR_RETURN(auto items, reply.elements()[1].AsStringMap());
+  view.checkpoint_items.insert(items.begin(), items.end());
+  StreamBatch tail;
+  RETURN_IF_ERROR(ParseEntries(reply.elements()[2], tail));
+  view.tail = std::move(tail.entries);
+  view.malformed = tail.malformed;
+  return view;
+}
+
+absl::StatusOr<CheckpointSwap> MaterializationStore::ReplaceCheckpoint(
+    const ObjectMap& items, StreamPosition covered_through) {
+  const std::string staging = keys_.CheckpointStaging(GenerationId());
+  // 1. Write the new generation beside the live one (readers keep seeing the old one).
+  std::vector<RedisCommand> writes;
+  RedisCommand hset = {"HSET", staging};
+  size_t batch_bytes = 0;
+  auto flush = [&] {
+    if (hset.size() <= 2) return;
+    writes.push_back(std::move(hset));
+    if (writes.size() == 1) {
+      writes.push_back({"EXPIRE", staging, absl::StrCat(kStagingTtlSeconds)});
+    }
+    hset = {"HSET", staging};
+    batch_bytes = 0;
+  };
+  for (const auto& [identity, json] : items) {
+    hset.push_back(identity);
+    hset.push_back(json);
+    batch_bytes += identity.size() + json.size();
+    if ((hset.size() - 2) / 2 >= kStagingFieldsPerCommand ||
+        batch_bytes >= kStagingBytesPerCommand) {
+      flush();
+    }
+  }
+  flush();
+  ASSIGN_OR_RETURN(std::vector<RedisReply> written, redis_->Pipeline(writes));
+  for (const RedisReply& reply : written) {
+    if (reply.IsError()) {
+      (void)redis_->Command({"DEL", staging});
+      return core::Annotate(reply.ErrorStatus(), "staging a checkpoint");
+    }
+  }
+  // 2. Swap it in with its position, then trim what it covers.
+  std::optional<StreamPosition> min_id = Next(covered_through);
+  ASSIGN_OR_RETURN(
+      RedisReply reply,
+      redis_->Eval(SwapScript(),
+                   {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream,
+                    index_key_},
+                   {covered_through.ToString(), min_id ? min_id->ToString() : "",
+                    absl::StrCat(items.size()), keys_.index_member}));
+  if (!reply.IsArray() || reply.elements().size() != 3) {
+    return absl::InternalError(absl::StrCat("swap script: unexpected reply ", reply.DebugString()));
+  }
+  ASSIGN_OR_RETURN(std::string outcome, reply.elements()[0].AsString());
+  if (outcome == "incomplete") {
+    return absl::AbortedError(
+        absl::StrCat("checkpoint staging hash ", staging, " lost items before the swap"));
+  }
+  CheckpointSwap swap;
+  swap.swapped = outcome == "swapped";
+  ASSIGN_OR_RETURN(std::string position, reply.elements()[1].AsString());
+  ASSIGN_OR_RETURN(swap.position, StreamPosition::Parse(position));
+  ASSIGN_OR_RETURN(swap.trimmed, reply.elements()[2].AsInteger());
+  return swap;
+}
+
+absl::StatusOr<CompactionResult> MaterializationStore::Compact(StreamPosition through) {
+  ASSIGN_OR_RETURN(MaterializationView view, Load());
+  if (!view.checkpoint) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(keys_.base, ": no checkpoint to compact onto"));
+  }
+  CompactionResult result;
+  result.position = *view.checkpoint;
+  ObjectMap objects = std::move(view.checkpoint_items);
+  for (const StreamEntry& entry : view.tail) {
+    if (entry.position > through) break;
+    ApplyEntry(entry, objects);
+    result.position = entry.position;
+    ++result.folded;
+  }
+  if (result.folded == 0) return result;
+  ASSIGN_OR_RETURN(CheckpointSwap swap, ReplaceCheckpoint(objects, result.position));
+  result.compacted = swap.swapped;
+  result.position = swap.position;
+  result.trimmed = swap.trimmed;
+  return result;
+}
+
+absl::Status MaterializationStore::WriteState(const MaterializationState& state) {
+  return redis_->Transaction({{"SET", keys_.state, state.ToJson()},
+                              {"SADD", index_key_, keys_.index_member}})
+      .status();
+}
+
+absl::StatusOr<std::optional<MaterializationState>> MaterializationStore::ReadState() {
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"GET", keys_.state}));
+  ASSIGN_OR_RETURN(std::optional<std::string> json, reply.AsOptionalString());
+  if (!json) return std::optional<MaterializationState>();
+  ASSIGN_OR_RETURN(MaterializationState state, MaterializationState::FromJson(*json));
+  return std::optional<MaterializationState>(std::move(state));
+}
+
+absl::StatusOr<MaterializationCounts> MaterializationStore::ReadCounts() {
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"HGETALL", keys_.counts}));
+  ASSIGN_OR_RETURN(auto fields, reply.AsStringMap());
+  MaterializationCounts counts;
+  for (const auto& [field, value] : fields) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(value, &n)) continue;
+    absl::string_view name = field;
+    if (name == "appended") {
+      counts.appended = n;
+    } else if (absl::ConsumePrefix(&name, "diverted:")) {
+      counts.diverted[std::string(name)] = n;
+    }
+  }
+  return counts;
+}
+
+absl::Status MaterializationStore::Release() {
+  return redis_
+      ->Transaction({{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv,
+                      keys_.state, keys_.counts},
+                     {"SREM", index_key_, keys_.index_member}})
+      .status();
+}
+
+absl::StatusOr<std::vector<IndexedMaterialization>> ListMaterializations(RedisConnection& redis,
+                                                                         const KeyPrefix& prefix) {
+  ASSIGN_OR_RETURN(RedisReply reply, redis.Command({"SMEMBERS", MaterializationIndexKey(prefix)}));
+  ASSIGN_OR_RETURN(std::vector<std::string> members, reply.AsStringArray());
+  std::sort(members.begin(), members.end());
+  std::vector<IndexedMaterialization> out;
+  std::vector<RedisCommand> reads;
+  for (const std::string& member : members) {
+    auto parsed = ParseIndexMember(member);
+    if (!parsed.ok()) continue;
+    out.push_back({*parsed, std::nullopt});
+    reads.push_back({"GET", MaterializationKeys::ForIndexMember(prefix, member).state});
+  }
+  ASSIGN_OR_RETURN(std::vector<RedisReply> states, redis.Pipeline(reads));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (states[i].type() != RedisReply::Type::kString) continue;
+    auto state = MaterializationState::FromJson(states[i].str());
+    if (state.ok()) out[i].state = std::move(*state);
+  }
+  return out;
+}
+
+}  // namespace reverser::redisstore

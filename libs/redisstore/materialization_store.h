@@ -1,0 +1,169 @@
+#pragma once
+
+// The Redis materialization of one (GVR, scope): an RV-ordered change stream plus a checkpoint
+// (design §3). Invariants kept here, atomically, so no caller can break them:
+//   * every stream entry lies strictly above the stream top AND above the checkpoint position;
+//     an entry that would not is diverted (not written) and counted, never reordered;
+//   * the checkpoint (items + position) is replaced in one step: a new generation is written to
+//     a staging hash, then swapped in (RENAME) together with the new position, and only then is
+//     the stream trimmed below it;
+//   * checkpoint + the stream entries after its position == the current object set.
+//
+// Positions: the stream ID `<rv>-<seq>` (seq orders entries sharing an RV). The checkpoint
+// position (`ckpt:rv`) is a full position too: a LIST at resourceVersion R covers everything up
+// to `EndOf(R)` = `<R>-<max>`; a compaction covers exactly the last entry it folded.
+//
+// Not thread-safe (it borrows one RedisConnection): one store per actor.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "libs/core/stream_position.h"
+#include "libs/core/types.h"
+#include "libs/redisstore/keys.h"
+#include "libs/redisstore/redis_connection.h"
+#include "libs/redisstore/stream_entry.h"
+
+namespace reverser::redisstore {
+
+enum class DivertReason {
+  kOlderThanStreamTop,   // RV below the stream top
+  kCoveredByCheckpoint,  // position at or below the checkpoint (already folded in)
+  kNonNumericRv,         // resourceVersion is not an unsigned decimal
+  kRvlessEmptyStream,    // no RV and no stream top to attach to
+};
+absl::string_view DivertReasonName(DivertReason reason);  // "older_than_stream_top", ...
+
+struct AppendResult {
+  bool appended = false;
+  core::StreamPosition position;        // the entry's stream ID when appended
+  std::optional<DivertReason> diverted;  // set when not appended
+};
+
+// Entries read from the stream.
+struct StreamBatch {
+  std::vector<StreamEntry> entries;
+  // The last stream ID looked at (including malformed entries, which are skipped and counted):
+  // resume the next read after it. Equals the `after` argument when nothing was read.
+  core::StreamPosition last_scanned;
+  size_t malformed = 0;
+  // The reader's position is below the checkpoint: entries it has not seen may have been
+  // trimmed. The reader must splice again (checkpoint + tail) instead of tailing.
+  bool behind_checkpoint = false;
+};
+
+// Checkpoint + tail, read atomically.
+struct MaterializationView {
+  std::optional<core::StreamPosition> checkpoint;  // nullopt: no checkpoint (fail closed)
+  ObjectMap checkpoint_items;
+  std::vector<StreamEntry> tail;  // entries after the checkpoint position, in stream order
+  size_t malformed = 0;
+
+  // The fold of checkpoint_items and tail (entries up to `through`, all by default).
+  ObjectMap Fold(core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX)) const;
+  // The last tail entry's position, or the checkpoint position when the tail is empty.
+  core::StreamPosition CoverageHead() const;
+};
+
+struct CheckpointSwap {
+  bool swapped = false;  // false: a newer checkpoint was already in place (nothing changed)
+  core::StreamPosition position;  // the checkpoint position now in place
+  int64_t trimmed = 0;            // stream entries removed (all at or below the position)
+};
+
+struct CompactionResult {
+  bool compacted = false;  // false: nothing to fold, or a newer checkpoint won the race
+  core::StreamPosition position;
+  size_t folded = 0;
+  int64_t trimmed = 0;
+};
+
+// The durable, human-readable state of a materialization (`…:state`).
+struct MaterializationState {
+  std::string phase;  // e.g. "syncing", "synced", "failing", "removed" (owner's vocabulary)
+  core::GroupVersionResource gvr;
+  core::WatchScope scope;
+  int64_t object_count = 0;
+  std::string checkpoint;  // position string, "" if none
+  absl::Time updated_at = absl::UnixEpoch();
+  std::string message;
+
+  std::string ToJson() const;
+  static absl::StatusOr<MaterializationState> FromJson(absl::string_view json);
+};
+
+struct MaterializationCounts {
+  int64_t appended = 0;
+  std::map<std::string, int64_t> diverted;  // reason name -> count
+};
+
+class MaterializationStore {
+ public:
+  MaterializationStore(RedisConnection* redis, KeyPrefix prefix, core::GroupVersionResource gvr,
+                       core::WatchScope scope);
+
+  const MaterializationKeys& keys() const { return keys_; }
+  const core::GroupVersionResource& gvr() const { return gvr_; }
+  const core::WatchScope& scope() const { return scope_; }
+
+  // Appends at `<rv>-<next seq>` (an RV-less entry at the stream top's RV), or diverts.
+  // InvalidArgument for an entry without a name, or an upsert without a body.
+  absl::StatusOr<AppendResult> Append(const StreamEntry& entry);
+
+  // Up to `max_entries` entries strictly after `after` (XRANGE with exclusive start).
+  absl::StatusOr<StreamBatch> ReadAfter(core::StreamPosition after, size_t max_entries);
+  // Like ReadAfter, but when nothing is there yet waits up to `block` for new entries (XREAD
+  // BLOCK); returns an empty batch if none came.
+  absl::StatusOr<StreamBatch> WaitAfter(core::StreamPosition after, size_t max_entries,
+                                        absl::Duration block);
+  // The highest ID ever generated in the stream (survives trimming); nullopt if none.
+  absl::StatusOr<std::optional<core::StreamPosition>> StreamTop();
+
+  absl::StatusOr<std::optional<core::StreamPosition>> CheckpointPosition();
+  // The checkpoint and the stream after it, in one atomic read.
+  absl::StatusOr<MaterializationView> Load();
+  // Installs `items` as the checkpoint covering the stream through `covered_through`, then
+  // trims stream entries at or below it. A checkpoint is never replaced by an older one: if
+  // the current position is higher, nothing changes (swapped=false). Registers the index.
+  absl::StatusOr<CheckpointSwap> ReplaceCheckpoint(const ObjectMap& items,
+                                                   core::StreamPosition covered_through);
+  // Folds the checkpoint and the stream entries up to `through` into a new checkpoint at the
+  // last folded entry (no API call). FailedPrecondition when there is no checkpoint.
+  absl::StatusOr<CompactionResult> Compact(
+      core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX));
+
+  absl::Status WriteState(const MaterializationState& state);  // also registers the index
+  absl::StatusOr<std::optional<MaterializationState>> ReadState();
+  absl::StatusOr<MaterializationCounts> ReadCounts();
+
+  // Deletes every key of this materialization and its index membership (a released claim).
+  // Delivery cursors belong to the splicer (DeliveryCursorStore).
+  absl::Status Release();
+
+ private:
+  absl::StatusOr<AppendResult> Divert(DivertReason reason);
+
+  RedisConnection* redis_;
+  KeyPrefix prefix_;
+  core::GroupVersionResource gvr_;
+  core::WatchScope scope_;
+  MaterializationKeys keys_;
+  std::string index_key_;
+};
+
+// A materialization listed in the index, with its state when readable.
+struct IndexedMaterialization {
+  IndexMember member;
+  std::optional<MaterializationState> state;  // nullopt: missing or malformed state
+};
+// Every materialization in `P:mat:v1:index` (boot restore). Malformed members are skipped.
+absl::StatusOr<std::vector<IndexedMaterialization>> ListMaterializations(RedisConnection& redis,
+                                                                         const KeyPrefix& prefix);
+
+}  // namespace reverser::redisstore

@@ -1,0 +1,345 @@
+#include "libs/redisstore/materialization_store.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/fixtures/redis_server.h"
+
+namespace reverser::redisstore {
+namespace {
+
+using core::StreamPosition;
+
+const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
+
+class MaterializationStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = testing::RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    redis_ = Connect();
+    ASSERT_NE(redis_, nullptr);
+    store_ = std::make_unique<MaterializationStore>(redis_.get(), KeyPrefix::Default(), kConfigMaps,
+                                                    core::WatchScope::Cluster());
+  }
+
+  std::unique_ptr<RedisConnection> Connect() {
+    RedisOptions options;
+    options.host = server_->host();
+    options.port = server_->port();
+    auto connection = RedisConnection::Connect(options);
+    EXPECT_TRUE(connection.ok()) << connection.status();
+    return connection.ok() ? std::move(*connection) : nullptr;
+  }
+
+  static StreamEntry Change(ChangeOp op, std::string name, std::string rv,
+                            std::string body = "") {
+    StreamEntry entry;
+    entry.op = op;
+    entry.uid = "uid-" + name;
+    entry.namespace_ = "default";
+    entry.name = std::move(name);
+    entry.resource_version = std::move(rv);
+    if (op != ChangeOp::kDeleted) {
+      entry.object_json = body.empty() ? "{\"rv\":\"" + entry.resource_version + "\"}" : body;
+    }
+    return entry;
+  }
+
+  AppendResult MustAppend(const StreamEntry& entry) {
+    auto result = store_->Append(entry);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : AppendResult{};
+  }
+
+  std::unique_ptr<testing::RedisServer> server_;
+  std::unique_ptr<RedisConnection> redis_;
+  std::unique_ptr<MaterializationStore> store_;
+};
+
+TEST_F(MaterializationStoreTest, AppendAssignsRvSeqAndDivertsWithoutReordering) {
+  // No stream top yet: an RV-less entry has nothing to attach to.
+  auto rvless = MustAppend(Change(ChangeOp::kDeleted, "x", ""));
+  EXPECT_FALSE(rvless.appended);
+  EXPECT_EQ(rvless.diverted, DivertReason::kRvlessEmptyStream);
+
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kAdded, "a", "10")).position, StreamPosition(10, 0));
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kAdded, "b", "10")).position, StreamPosition(10, 1));
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kModified, "a", "0012")).position, StreamPosition(12, 0));
+  auto older = MustAppend(Change(ChangeOp::kModified, "b", "11"));
+  EXPECT_FALSE(older.appended);
+  EXPECT_EQ(older.diverted, DivertReason::kOlderThanStreamTop);
+  auto bad = MustAppend(Change(ChangeOp::kModified, "b", "12abc"));
+  EXPECT_EQ(bad.diverted, DivertReason::kNonNumericRv);
+  // An RV-less delete attaches to the top RV, after the entries already there.
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kDeleted, "b", "")).position, StreamPosition(12, 1));
+
+  auto top = store_->StreamTop();
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ(**top, StreamPosition(12, 1));
+  auto counts = store_->ReadCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->appended, 4);
+  EXPECT_EQ(counts->diverted["older_than_stream_top"], 1);
+  EXPECT_EQ(counts->diverted["non_numeric_rv"], 1);
+  EXPECT_EQ(counts->diverted["rvless_empty_stream"], 1);
+
+  // Stream order is exactly append order; the diverted entries are not there.
+  auto batch = store_->ReadAfter(StreamPosition::Zero(), 100);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ(batch->entries.size(), 4u);
+  EXPECT_EQ(batch->entries[2].name, "a");
+  EXPECT_EQ(batch->entries[2].resource_version, "0012");  // as the source said it
+  EXPECT_EQ(batch->entries[3].op, ChangeOp::kDeleted);
+  EXPECT_EQ(batch->entries[3].resource_version, "");
+}
+
+TEST_F(MaterializationStoreTest, InvalidEntriesAreRejected) {
+  StreamEntry nameless = Change(ChangeOp::kAdded, "a", "1");
+  nameless.name.clear();
+  EXPECT_EQ(store_->Append(nameless).status().code(), absl::StatusCode::kInvalidArgument);
+  StreamEntry bodiless = Change(ChangeOp::kModified, "a", "1");
+  bodiless.object_json.clear();
+  EXPECT_EQ(store_->Append(bodiless).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(MaterializationStoreTest, ReadAfterIsExclusiveAndPages) {
+  for (int rv = 1; rv <= 5; ++rv) MustAppend(Change(ChangeOp::kAdded, "o", std::to_string(rv)));
+  MustAppend(Change(ChangeOp::kModified, "o", "5"));  // 5-1
+  auto page = store_->ReadAfter(StreamPosition(2, 0), 2);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->entries.size(), 2u);
+  EXPECT_EQ(page->entries[0].position, StreamPosition(3, 0));
+  EXPECT_EQ(page->last_scanned, StreamPosition(4, 0));
+  auto rest = store_->ReadAfter(page->last_scanned, 10);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->entries.size(), 2u);
+  EXPECT_EQ(rest->entries[1].position, StreamPosition(5, 1));
+  // The end of RV 5 is after both 5-0 and 5-1.
+  auto none = store_->ReadAfter(StreamPosition::EndOf(5), 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->entries.empty());
+  EXPECT_EQ(none->last_scanned, StreamPosition::EndOf(5));
+  EXPECT_EQ(store_->ReadAfter(StreamPosition::Zero(), 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(MaterializationStoreTest, MalformedEntriesAreSkippedAndCounted) {
+  MustAppend(Change(ChangeOp::kAdded, "a", "1"));
+  ASSERT_TRUE(redis_->Command({"XADD", store_->keys().stream, "2-0", "op", "EXPLODED"}).ok());
+  MustAppend(Change(ChangeOp::kAdded, "b", "3"));
+  auto batch = store_->ReadAfter(StreamPosition::Zero(), 10);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->entries.size(), 2u);
+  EXPECT_EQ(batch->malformed, 1u);
+  EXPECT_EQ(batch->last_scanned, StreamPosition(3, 0));
+}
+
+TEST_F(MaterializationStoreTest, CheckpointSwapTrimsAndDivertsCoveredEntries) {
+  // No checkpoint: a splice must fail closed.
+  auto empty = store_->Load();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->checkpoint.has_value());
+
+  for (int rv = 1; rv <= 5; ++rv) {
+    MustAppend(Change(ChangeOp::kAdded, "o" + std::to_string(rv), std::to_string(rv)));
+  }
+  ObjectMap items = {{"default/o1", "{\"rv\":\"1\"}"}, {"default/o2", "{\"rv\":\"2\"}"},
+                     {"default/o3", "{\"rv\":\"3\"}"}};
+  auto swap = store_->ReplaceCheckpoint(items, StreamPosition::EndOf(3));
+  ASSERT_TRUE(swap.ok()) << swap.status();
+  EXPECT_TRUE(swap->swapped);
+  EXPECT_EQ(swap->trimmed, 3);
+
+  auto view = store_->Load();
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(*view->checkpoint, StreamPosition::EndOf(3));
+  EXPECT_EQ(view->checkpoint_items, items);
+  ASSERT_EQ(view->tail.size(), 2u);
+  EXPECT_EQ(view->tail[0].position, StreamPosition(4, 0));
+  EXPECT_EQ(view->Fold().size(), 5u);
+  EXPECT_EQ(view->CoverageHead(), StreamPosition(5, 0));
+
+  // A reader that is behind the checkpoint is told to splice again.
+  auto behind = store_->ReadAfter(StreamPosition(2, 0), 10);
+  ASSERT_TRUE(behind.ok());
+  EXPECT_TRUE(behind->behind_checkpoint);
+  auto current = store_->ReadAfter(StreamPosition(4, 0), 10);
+  ASSERT_TRUE(current.ok());
+  EXPECT_FALSE(current->behind_checkpoint);
+  EXPECT_EQ(current->entries.size(), 1u);
+
+  // An older checkpoint never replaces a newer one.
+  auto stale = store_->ReplaceCheckpoint({}, StreamPosition(2, 0));
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_FALSE(stale->swapped);
+  EXPECT_EQ(stale->position, StreamPosition::EndOf(3));
+  auto after_stale = store_->Load();
+  ASSERT_TRUE(after_stale.ok());
+  EXPECT_EQ(after_stale->checkpoint_items, items);
+  // The refused generation's staging hash is gone.
+  auto staged = redis_->Command({"KEYS", "*:ckpt:items:next:*"});
+  ASSERT_TRUE(staged.ok());
+  EXPECT_TRUE(staged->elements().empty());
+}
+
+TEST_F(MaterializationStoreTest, ListCheckpointAboveStreamTopDivertsWhatItCovers) {
+  MustAppend(Change(ChangeOp::kAdded, "a", "5"));
+  auto swap = store_->ReplaceCheckpoint({{"default/a", "{}"}, {"default/b", "{}"}},
+                                        StreamPosition::EndOf(100));
+  ASSERT_TRUE(swap.ok());
+  EXPECT_EQ(swap->trimmed, 1);
+  // A late watch event at or below the LIST's RV is already in the checkpoint.
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kModified, "a", "90")).diverted,
+            DivertReason::kCoveredByCheckpoint);
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kModified, "a", "100")).diverted,
+            DivertReason::kCoveredByCheckpoint);
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kModified, "a", "101")).position, StreamPosition(101, 0));
+  // Attached RV-less entries land after the top, which is above the checkpoint now.
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kDeleted, "b", "")).position, StreamPosition(101, 1));
+  auto view = store_->Load();
+  ASSERT_TRUE(view.ok());
+  ObjectMap folded = view->Fold();
+  EXPECT_EQ(folded.size(), 1u);
+  EXPECT_EQ(folded.at("default/a"), "{\"rv\":\"101\"}");
+}
+
+TEST_F(MaterializationStoreTest, SameRvEntriesAroundACompactionPosition) {
+  MustAppend(Change(ChangeOp::kAdded, "a", "7"));   // 7-0
+  MustAppend(Change(ChangeOp::kAdded, "b", "7"));   // 7-1
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, StreamPosition(6, 0)).ok());
+  auto compacted = store_->Compact(StreamPosition(7, 0));
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  EXPECT_TRUE(compacted->compacted);
+  EXPECT_EQ(compacted->position, StreamPosition(7, 0));
+  EXPECT_EQ(compacted->folded, 1u);
+  EXPECT_EQ(compacted->trimmed, 1);
+  // 7-1 survives the trim and is still part of the view; the next same-RV entry is 7-2.
+  auto view = store_->Load();
+  ASSERT_TRUE(view.ok());
+  ASSERT_EQ(view->tail.size(), 1u);
+  EXPECT_EQ(view->tail[0].position, StreamPosition(7, 1));
+  EXPECT_EQ(MustAppend(Change(ChangeOp::kModified, "a", "7")).position, StreamPosition(7, 2));
+}
+
+TEST_F(MaterializationStoreTest, CompactionFoldsLastWriterWinsAndDropsDeletes) {
+  EXPECT_EQ(store_->Compact().status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store_->ReplaceCheckpoint({{"default/keep", "k"}, {"default/gone", "g"}},
+                                        StreamPosition::EndOf(1))
+                  .ok());
+  MustAppend(Change(ChangeOp::kModified, "keep", "2", "k2"));
+  MustAppend(Change(ChangeOp::kDeleted, "gone", "3"));
+  MustAppend(Change(ChangeOp::kAdded, "new", "4", "n4"));
+  MustAppend(Change(ChangeOp::kModified, "keep", "5", "k5"));
+  auto result = store_->Compact(StreamPosition(4, 0));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->compacted);
+  EXPECT_EQ(result->folded, 3u);
+  EXPECT_EQ(result->position, StreamPosition(4, 0));
+  auto view = store_->Load();
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->checkpoint_items,
+            (ObjectMap{{"default/keep", "k2"}, {"default/new", "n4"}}));
+  ASSERT_EQ(view->tail.size(), 1u);
+  EXPECT_EQ(view->Fold(), (ObjectMap{{"default/keep", "k5"}, {"default/new", "n4"}}));
+  // Nothing left below the bound: a no-op.
+  auto again = store_->Compact(StreamPosition(4, 0));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->compacted);
+  // Everything: the checkpoint holds the full state and the stream is empty.
+  auto all = store_->Compact();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->position, StreamPosition(5, 0));
+  auto final_view = store_->Load();
+  ASSERT_TRUE(final_view.ok());
+  EXPECT_TRUE(final_view->tail.empty());
+  EXPECT_EQ(final_view->CoverageHead(), StreamPosition(5, 0));
+  EXPECT_EQ(final_view->checkpoint_items.at("default/keep"), "k5");
+}
+
+TEST_F(MaterializationStoreTest, LargeCheckpointIsStagedInBatches) {
+  ObjectMap items;
+  std::string body(3000, 'x');
+  for (int i = 0; i < 5000; ++i) items["ns/obj-" + std::to_string(i)] = body;
+  auto swap = store_->ReplaceCheckpoint(items, StreamPosition::EndOf(9));
+  ASSERT_TRUE(swap.ok()) << swap.status();
+  auto view = store_->Load();
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->checkpoint_items.size(), 5000u);
+  auto ttl = redis_->Command({"TTL", store_->keys().checkpoint_items});
+  ASSERT_TRUE(ttl.ok());
+  EXPECT_EQ(ttl->integer(), -1);  // the live checkpoint never expires
+}
+
+TEST_F(MaterializationStoreTest, WaitAfterWakesOnAnAppendFromAnotherConnection) {
+  MustAppend(Change(ChangeOp::kAdded, "a", "1"));
+  auto idle = store_->WaitAfter(StreamPosition(1, 0), 10, absl::Milliseconds(20));
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  EXPECT_TRUE(idle->entries.empty());
+
+  std::unique_ptr<RedisConnection> writer_connection = Connect();
+  std::thread writer([&] {
+    MaterializationStore writer_store(writer_connection.get(), KeyPrefix::Default(), kConfigMaps,
+                                      core::WatchScope::Cluster());
+    auto appended = writer_store.Append(Change(ChangeOp::kModified, "a", "2"));
+    EXPECT_TRUE(appended.ok() && appended->appended);
+  });
+  // Whether the append lands before or during the wait, the reader gets it.
+  auto woke = store_->WaitAfter(StreamPosition(1, 0), 10, absl::Seconds(30));
+  writer.join();
+  ASSERT_TRUE(woke.ok()) << woke.status();
+  ASSERT_EQ(woke->entries.size(), 1u);
+  EXPECT_EQ(woke->entries[0].position, StreamPosition(2, 0));
+}
+
+TEST_F(MaterializationStoreTest, StateIndexAndRelease) {
+  MaterializationState state;
+  state.phase = "synced";
+  state.gvr = kConfigMaps;
+  state.scope = core::WatchScope::Cluster();
+  state.object_count = 3;
+  state.checkpoint = "9-0";
+  state.updated_at = absl::FromUnixMillis(1'700'000'000'123);
+  ASSERT_TRUE(store_->WriteState(state).ok());
+  auto read = store_->ReadState();
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->gvr, kConfigMaps);
+  EXPECT_EQ((*read)->updated_at, state.updated_at);
+  EXPECT_EQ((*read)->object_count, 3);
+
+  MaterializationStore deployments(redis_.get(), KeyPrefix::Default(),
+                                   {"apps", "v1", "deployments"},
+                                   core::WatchScope::Namespace("team-a"));
+  ASSERT_TRUE(deployments.ReplaceCheckpoint({}, StreamPosition::EndOf(1)).ok());
+  ASSERT_TRUE(redis_->Command({"SADD", "reverser:mat:v1:index", "garbage"}).ok());
+  auto listed = ListMaterializations(*redis_, KeyPrefix::Default());
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].member.group_resource, "apps/deployments");
+  EXPECT_EQ((*listed)[0].member.scope, core::WatchScope::Namespace("team-a"));
+  EXPECT_FALSE((*listed)[0].state.has_value());
+  EXPECT_EQ((*listed)[1].member.group_resource, "configmaps");
+  ASSERT_TRUE((*listed)[1].state.has_value());
+  EXPECT_EQ((*listed)[1].state->phase, "synced");
+
+  // A malformed state is an error for the reader, not a crash.
+  ASSERT_TRUE(redis_->Command({"SET", store_->keys().state, "{not json"}).ok());
+  EXPECT_EQ(store_->ReadState().status().code(), absl::StatusCode::kInvalidArgument);
+
+  MustAppend(Change(ChangeOp::kAdded, "a", "1"));
+  ASSERT_TRUE(store_->Release().ok());
+  auto keys = redis_->Command({"KEYS", "reverser:mat:v1:configmaps:*"});
+  ASSERT_TRUE(keys.ok());
+  EXPECT_TRUE(keys->elements().empty()) << keys->DebugString();
+  auto after = ListMaterializations(*redis_, KeyPrefix::Default());
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].member.group_resource, "apps/deployments");
+}
+
+}  // namespace
+}  // namespace reverser::redisstore
