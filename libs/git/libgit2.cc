@@ -1,0 +1,86 @@
+#include "libs/git/libgit2.h"
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+
+namespace reverser::git {
+namespace {
+
+absl::StatusCode CodeFor(int rc, int klass) {
+  switch (rc) {
+    case GIT_ENOTFOUND:
+      return absl::StatusCode::kNotFound;
+    case GIT_EEXISTS:
+      return absl::StatusCode::kAlreadyExists;
+    case GIT_EAUTH:
+      return absl::StatusCode::kUnauthenticated;
+    case GIT_ECERTIFICATE:
+      return absl::StatusCode::kPermissionDenied;
+    case GIT_ENONFASTFORWARD:
+    case GIT_EUNBORNBRANCH:
+    case GIT_EBAREREPO:
+      return absl::StatusCode::kFailedPrecondition;
+    case GIT_ELOCKED:
+    case GIT_EMODIFIED:
+    case GIT_EUSER:
+      return absl::StatusCode::kAborted;
+    case GIT_EINVALIDSPEC:
+    case GIT_EINVALID:
+    case GIT_EAMBIGUOUS:
+      return absl::StatusCode::kInvalidArgument;
+    default:
+      break;
+  }
+  switch (klass) {
+    case GIT_ERROR_NET:
+    case GIT_ERROR_SSH:
+    case GIT_ERROR_SSL:
+    case GIT_ERROR_HTTP:
+    case GIT_ERROR_OS:
+      // The network or the disk: worth retrying later.
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+}  // namespace
+
+void EnsureLibgit2Initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] { git_libgit2_init(); });
+}
+
+absl::Status GitStatus(int rc, absl::string_view context) {
+  if (rc >= 0) return absl::OkStatus();
+  const git_error* error = git_error_last();
+  std::string text = error && error->message ? error->message : "unknown libgit2 error";
+  int klass = error ? error->klass : GIT_ERROR_NONE;
+  git_error_clear();
+  return absl::Status(CodeFor(rc, klass), absl::StrCat(context, ": ", text));
+}
+
+StrArray::StrArray(std::vector<std::string> strings) : strings_(std::move(strings)) {
+  pointers_.reserve(strings_.size());
+  for (std::string& s : strings_) pointers_.push_back(s.data());
+  array_.strings = pointers_.data();
+  array_.count = pointers_.size();
+}
+
+std::string OidToHex(const git_oid& oid) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof(hex), &oid);
+  return std::string(hex, GIT_OID_HEXSZ);
+}
+
+absl::Status OidFromHex(absl::string_view hex, git_oid* out) {
+  if (hex.size() != GIT_OID_HEXSZ ||
+      git_oid_fromstrn(out, hex.data(), hex.size()) < 0) {
+    git_error_clear();
+    return absl::InvalidArgumentError(absl::StrCat("not a 40-digit object id: '", hex, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace reverser::git

@@ -1,0 +1,551 @@
+#include "libs/git/repository.h"
+
+#include <openssl/sha.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "libs/core/status.h"
+#include "libs/git/repo_path.h"
+#include "libs/git/transport.h"
+
+namespace reverser::git {
+namespace {
+
+constexpr char kRemoteName[] = "origin";
+constexpr char kTrackingPrefix[] = "refs/remotes/origin/";
+constexpr char kTrackingHead[] = "refs/remotes/origin/HEAD";
+// Source ref for smart pushes (libgit2 pushes refs, not bare object ids).
+constexpr char kPushScratchRef[] = "refs/reverser/push";
+
+absl::StatusOr<std::string> BranchRef(absl::string_view branch) {
+  std::string ref = absl::StrCat("refs/heads/", branch);
+  int valid = 0;
+  if (branch.empty() || git_reference_name_is_valid(&valid, ref.c_str()) < 0 || !valid ||
+      branch == "HEAD") {
+    git_error_clear();
+    return absl::InvalidArgumentError(absl::StrCat("invalid branch name '", branch, "'"));
+  }
+  return ref;
+}
+
+// The direct target of `ref`, or nullopt when it does not exist.
+absl::StatusOr<std::optional<git_oid>> ResolveRef(git_repository* repo, const std::string& ref) {
+  git_oid oid;
+  int rc = git_reference_name_to_id(&oid, repo, ref.c_str());
+  if (rc == GIT_ENOTFOUND) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("reading ", ref)));
+  return oid;
+}
+
+std::optional<std::string> ToHex(const std::optional<git_oid>& oid) {
+  if (!oid.has_value()) return std::nullopt;
+  return OidToHex(*oid);
+}
+
+// Connects `remote` in `direction` with the session's callbacks and reads the advertised refs.
+absl::StatusOr<RemoteRefs> ConnectAndList(git_remote* remote, git_direction direction,
+                                          RemoteSession& session,
+                                          git_remote_callbacks& callbacks) {
+  RETURN_IF_ERROR(GitStatus(
+      git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
+      absl::StrCat("connecting to ", git_remote_url(remote))));
+  const git_remote_head** heads = nullptr;
+  size_t count = 0;
+  RETURN_IF_ERROR(GitStatus(git_remote_ls(&heads, &count, remote), "listing remote refs"));
+  RemoteRefs refs;
+  for (size_t i = 0; i < count; ++i) {
+    if (absl::StartsWith(heads[i]->name, "refs/heads/")) {
+      refs.heads.emplace_back(heads[i]->name, OidToHex(heads[i]->oid));
+    }
+  }
+  GitBuf default_branch;
+  int rc = git_remote_default_branch(default_branch.get(), remote);
+  if (rc == 0) {
+    std::string name = default_branch.str();
+    absl::string_view short_name = name;
+    if (absl::ConsumePrefix(&short_name, "refs/heads/")) refs.default_branch = std::string(short_name);
+  } else {
+    git_error_clear();  // empty remote or HEAD not advertised: no default branch
+  }
+  return refs;
+}
+
+std::string RemoteUrl(git_remote* remote) {
+  const char* url = git_remote_url(remote);
+  return url ? url : "";
+}
+
+}  // namespace
+
+std::string LocalClonePath(absl::string_view root, absl::string_view provider_namespace,
+                           absl::string_view provider, absl::string_view branch,
+                           absl::string_view url) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(url.data()), url.size(), digest);
+  std::string hex = absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+  return absl::StrCat(root, "/", provider_namespace, "/", provider, "/", branch, "/repos/",
+                      hex.substr(0, 16));
+}
+
+std::optional<std::string> RemoteRefs::Tip(absl::string_view branch) const {
+  const std::string ref = absl::StrCat("refs/heads/", branch);
+  for (const auto& [name, commit] : heads) {
+    if (name == ref) return commit;
+  }
+  return std::nullopt;
+}
+
+absl::string_view PushOutcomeName(PushOutcome outcome) {
+  switch (outcome) {
+    case PushOutcome::kPushed:
+      return "pushed";
+    case PushOutcome::kUpToDate:
+      return "up-to-date";
+    case PushOutcome::kConflict:
+      return "conflict";
+    case PushOutcome::kRemoteMissing:
+      return "remote-missing";
+  }
+  return "unknown";
+}
+
+Repository::Repository(RepositoryOptions options, GitPtr<git_repository> repo)
+    : options_(std::move(options)), repo_(std::move(repo)) {}
+
+Repository::~Repository() = default;
+
+absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions options) {
+  EnsureLibgit2Initialized();
+  if (options.local_path.empty()) return absl::InvalidArgumentError("empty local_path");
+  if (options.remote_url.empty()) return absl::InvalidArgumentError("empty remote_url");
+
+  git_repository* raw = nullptr;
+  int rc = git_repository_open_bare(&raw, options.local_path.c_str());
+  if (rc == GIT_ENOTFOUND) {
+    git_error_clear();
+    git_repository_init_options init = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+    init.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+    rc = git_repository_init_ext(&raw, options.local_path.c_str(), &init);
+  }
+  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("opening clone at ", options.local_path)));
+  GitPtr<git_repository> repo(raw);
+
+  git_remote* remote = nullptr;
+  rc = git_remote_lookup(&remote, repo.get(), kRemoteName);
+  GitPtr<git_remote> owned(remote);
+  if (rc == GIT_ENOTFOUND) {
+    git_error_clear();
+    rc = git_remote_create_with_fetchspec(&remote, repo.get(), kRemoteName,
+                                          options.remote_url.c_str(),
+                                          "+refs/heads/*:refs/remotes/origin/*");
+    owned.reset(remote);
+  } else if (rc == 0 && RemoteUrl(remote) != options.remote_url) {
+    rc = git_remote_set_url(repo.get(), kRemoteName, options.remote_url.c_str());
+  }
+  RETURN_IF_ERROR(GitStatus(rc, "configuring remote origin"));
+  return std::unique_ptr<Repository>(new Repository(std::move(options), std::move(repo)));
+}
+
+absl::StatusOr<GitPtr<git_remote>> Repository::Origin() {
+  git_remote* remote = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_remote_lookup(&remote, repo_.get(), kRemoteName),
+                            "looking up remote origin"));
+  return GitPtr<git_remote>(remote);
+}
+
+absl::StatusOr<RemoteRefs> Repository::ListRemote() {
+  ASSIGN_OR_RETURN(GitPtr<git_remote> remote, Origin());
+  RemoteSession session(options_.remote_url, options_.credentials);
+  git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
+  session.Install(&callbacks);
+  absl::StatusOr<RemoteRefs> refs =
+      ConnectAndList(remote.get(), GIT_DIRECTION_FETCH, session, callbacks);
+  git_remote_disconnect(remote.get());
+  return refs;
+}
+
+absl::Status Repository::Fetch() {
+  ASSIGN_OR_RETURN(GitPtr<git_remote> remote, Origin());
+  RemoteSession session(options_.remote_url, options_.credentials);
+  git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
+  session.Install(&callbacks);
+  ASSIGN_OR_RETURN(RemoteRefs refs,
+                   ConnectAndList(remote.get(), GIT_DIRECTION_FETCH, session, callbacks));
+
+  git_fetch_options fetch = GIT_FETCH_OPTIONS_INIT;
+  fetch.callbacks = callbacks;
+  fetch.custom_headers = *session.headers();
+  fetch.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+  fetch.prune = GIT_FETCH_PRUNE;
+  fetch.update_fetchhead = 0;
+  RETURN_IF_ERROR(GitStatus(git_remote_download(remote.get(), nullptr, &fetch), "fetching"));
+  RETURN_IF_ERROR(GitStatus(git_remote_update_tips(remote.get(), &callbacks, 0,
+                                                   GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
+                            "updating remote-tracking refs"));
+  RETURN_IF_ERROR(GitStatus(git_remote_prune(remote.get(), &callbacks), "pruning"));
+  git_remote_disconnect(remote.get());
+
+  // Record the default branch as refs/remotes/origin/HEAD (like git clone does).
+  if (refs.default_branch.has_value() && refs.Tip(*refs.default_branch).has_value()) {
+    git_reference* head = nullptr;
+    RETURN_IF_ERROR(GitStatus(
+        git_reference_symbolic_create(&head, repo_.get(), kTrackingHead,
+                                      absl::StrCat(kTrackingPrefix, *refs.default_branch).c_str(),
+                                      /*force=*/1, "fetch: default branch"),
+        "recording the default branch"));
+    git_reference_free(head);
+  } else {
+    git_reference* head = nullptr;
+    if (git_reference_lookup(&head, repo_.get(), kTrackingHead) == 0) {
+      int rc = git_reference_delete(head);
+      git_reference_free(head);
+      RETURN_IF_ERROR(GitStatus(rc, "forgetting the default branch"));
+    }
+    git_error_clear();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> Repository::FetchedTip(absl::string_view branch) {
+  RETURN_IF_ERROR(BranchRef(branch).status());
+  ASSIGN_OR_RETURN(std::optional<git_oid> tip,
+                   ResolveRef(repo_.get(), absl::StrCat(kTrackingPrefix, branch)));
+  return ToHex(tip);
+}
+
+absl::StatusOr<std::optional<std::string>> Repository::FetchedDefaultBranch() {
+  git_reference* head = nullptr;
+  int rc = git_reference_lookup(&head, repo_.get(), kTrackingHead);
+  if (rc == GIT_ENOTFOUND) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  RETURN_IF_ERROR(GitStatus(rc, "reading the default branch"));
+  GitPtr<git_reference> owned(head);
+  const char* target = git_reference_symbolic_target(head);
+  if (target == nullptr) return std::nullopt;
+  absl::string_view name = target;
+  if (!absl::ConsumePrefix(&name, kTrackingPrefix)) return std::nullopt;
+  return std::string(name);
+}
+
+absl::StatusOr<BranchBase> Repository::ResolveBranchBase(absl::string_view branch) {
+  BranchBase base;
+  ASSIGN_OR_RETURN(base.commit, FetchedTip(branch));
+  if (base.commit.has_value()) return base;
+  ASSIGN_OR_RETURN(std::optional<std::string> default_branch, FetchedDefaultBranch());
+  if (!default_branch.has_value()) return base;  // empty remote: a first commit, no parent
+  ASSIGN_OR_RETURN(base.commit, FetchedTip(*default_branch));
+  base.from_default_branch = base.commit.has_value();
+  if (base.from_default_branch) base.from_branch = *default_branch;
+  return base;
+}
+
+absl::StatusOr<std::optional<std::string>> Repository::LocalTip(absl::string_view branch) {
+  ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  ASSIGN_OR_RETURN(std::optional<git_oid> tip, ResolveRef(repo_.get(), ref));
+  return ToHex(tip);
+}
+
+absl::Status Repository::ResetBranch(absl::string_view branch,
+                                     const std::optional<std::string>& commit) {
+  ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  if (!commit.has_value()) {
+    git_reference* existing = nullptr;
+    int rc = git_reference_lookup(&existing, repo_.get(), ref.c_str());
+    if (rc == GIT_ENOTFOUND) {
+      git_error_clear();
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("reading ", ref)));
+    rc = git_reference_delete(existing);
+    git_reference_free(existing);
+    return GitStatus(rc, absl::StrCat("deleting ", ref));
+  }
+  git_oid oid;
+  RETURN_IF_ERROR(OidFromHex(*commit, &oid));
+  git_commit* target = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&target, repo_.get(), &oid),
+                            absl::StrCat("reset target ", *commit)));
+  git_commit_free(target);
+  git_reference* updated = nullptr;
+  RETURN_IF_ERROR(GitStatus(
+      git_reference_create(&updated, repo_.get(), ref.c_str(), &oid, /*force=*/1, "reset"),
+      absl::StrCat("resetting ", ref)));
+  git_reference_free(updated);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> Repository::CommitOnBranch(absl::string_view branch,
+                                                                      const ChangeSet& changes,
+                                                                      const CommitSpec& spec) {
+  ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  ASSIGN_OR_RETURN(std::optional<git_oid> tip, ResolveRef(repo_.get(), ref));
+  ASSIGN_OR_RETURN(std::optional<std::string> commit,
+                   CreateCommit(repo_.get(), ToHex(tip), changes, spec));
+  if (!commit.has_value()) return std::nullopt;
+  git_oid oid;
+  RETURN_IF_ERROR(OidFromHex(*commit, &oid));
+  git_reference* updated = nullptr;
+  int rc = tip.has_value() ? git_reference_create_matching(&updated, repo_.get(), ref.c_str(),
+                                                           &oid, 1, &*tip, "commit")
+                           : git_reference_create(&updated, repo_.get(), ref.c_str(), &oid, 0,
+                                                  "commit (initial)");
+  git_reference_free(updated);
+  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("advancing ", ref)));
+  return commit;
+}
+
+absl::StatusOr<std::optional<std::string>> Repository::ReadFile(absl::string_view commit,
+                                                                absl::string_view path) {
+  RETURN_IF_ERROR(ValidateRepoPath(path));
+  git_oid oid;
+  RETURN_IF_ERROR(OidFromHex(commit, &oid));
+  git_commit* raw_commit = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw_commit, repo_.get(), &oid),
+                            absl::StrCat("reading commit ", commit)));
+  GitPtr<git_commit> owned_commit(raw_commit);
+  git_tree* raw_tree = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_commit_tree(&raw_tree, raw_commit), "reading tree"));
+  GitPtr<git_tree> tree(raw_tree);
+  git_tree_entry* raw_entry = nullptr;
+  const std::string path_str(path);
+  int rc = git_tree_entry_bypath(&raw_entry, tree.get(), path_str.c_str());
+  if (rc == GIT_ENOTFOUND) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("looking up ", path)));
+  GitPtr<git_tree_entry> entry(raw_entry);
+  if (git_tree_entry_type(raw_entry) != GIT_OBJECT_BLOB) {
+    return absl::FailedPreconditionError(absl::StrCat("'", path, "' is not a file"));
+  }
+  git_blob* raw_blob = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_blob_lookup(&raw_blob, repo_.get(), git_tree_entry_id(raw_entry)),
+                            absl::StrCat("reading ", path)));
+  GitPtr<git_blob> blob(raw_blob);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(raw_blob)),
+                     static_cast<size_t>(git_blob_rawsize(raw_blob)));
+}
+
+absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view commit,
+                                                               absl::string_view prefix) {
+  git_oid oid;
+  RETURN_IF_ERROR(OidFromHex(commit, &oid));
+  git_commit* raw_commit = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw_commit, repo_.get(), &oid),
+                            absl::StrCat("reading commit ", commit)));
+  GitPtr<git_commit> owned_commit(raw_commit);
+  git_tree* raw_tree = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_commit_tree(&raw_tree, raw_commit), "reading tree"));
+  GitPtr<git_tree> tree(raw_tree);
+
+  std::string root;
+  if (!prefix.empty()) {
+    RETURN_IF_ERROR(ValidateRepoPath(prefix));
+    root = std::string(prefix);
+    git_tree_entry* raw_entry = nullptr;
+    int rc = git_tree_entry_bypath(&raw_entry, tree.get(), root.c_str());
+    if (rc == GIT_ENOTFOUND) {
+      git_error_clear();
+      return std::vector<std::string>{};
+    }
+    RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("looking up ", prefix)));
+    GitPtr<git_tree_entry> entry(raw_entry);
+    if (git_tree_entry_type(raw_entry) != GIT_OBJECT_TREE) return std::vector<std::string>{};
+    RETURN_IF_ERROR(GitStatus(git_tree_lookup(&raw_tree, repo_.get(), git_tree_entry_id(raw_entry)),
+                              absl::StrCat("reading ", prefix)));
+    tree.reset(raw_tree);
+    root += "/";
+  }
+  struct Walk {
+    std::string root;
+    std::vector<std::string> files;
+  } walk{root, {}};
+  auto visit = [](const char* dir, const git_tree_entry* entry, void* payload) -> int {
+    if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
+      auto* w = static_cast<Walk*>(payload);
+      w->files.push_back(absl::StrCat(w->root, dir, git_tree_entry_name(entry)));
+    }
+    return 0;
+  };
+  RETURN_IF_ERROR(GitStatus(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &walk),
+                            "walking tree"));
+  return walk.files;
+}
+
+absl::Status Repository::SetTracking(absl::string_view branch, const git_oid& commit) {
+  git_reference* updated = nullptr;
+  int rc = git_reference_create(&updated, repo_.get(),
+                                absl::StrCat(kTrackingPrefix, branch).c_str(), &commit, 1,
+                                "push");
+  git_reference_free(updated);
+  return GitStatus(rc, "updating the remote-tracking ref");
+}
+
+absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
+                                            absl::string_view local_commit,
+                                            const std::optional<std::string>& expected_old) {
+  ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  git_oid local;
+  RETURN_IF_ERROR(OidFromHex(local_commit, &local));
+  git_commit* raw_commit = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw_commit, repo_.get(), &local),
+                            absl::StrCat("push source ", local_commit)));
+  git_commit_free(raw_commit);
+  std::optional<git_oid> expected;
+  if (expected_old.has_value()) {
+    git_oid old;
+    RETURN_IF_ERROR(OidFromHex(*expected_old, &old));
+    if (!git_oid_equal(&old, &local) && git_graph_descendant_of(repo_.get(), &local, &old) != 1) {
+      git_error_clear();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "commit ", local_commit, " does not descend from the expected remote tip ",
+          *expected_old));
+    }
+    expected = old;
+  }
+
+  ASSIGN_OR_RETURN(GitPtr<git_remote> remote, Origin());
+  RemoteSession session(options_.remote_url, options_.credentials);
+  git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
+  session.Install(&callbacks);
+  ASSIGN_OR_RETURN(RemoteRefs refs,
+                   ConnectAndList(remote.get(), GIT_DIRECTION_PUSH, session, callbacks));
+
+  // Decide from the advertisement before sending anything.
+  std::optional<std::string> advertised = refs.Tip(branch);
+  const std::string local_hex = OidToHex(local);
+  if (advertised == local_hex) return PushResult{PushOutcome::kUpToDate, advertised, ""};
+  if (expected.has_value() && !advertised.has_value()) {
+    return PushResult{PushOutcome::kRemoteMissing, std::nullopt,
+                      "remote branch went missing"};
+  }
+  if (advertised != ToHex(expected)) {
+    return PushResult{PushOutcome::kConflict, advertised, "remote received unknown updates"};
+  }
+
+  absl::StatusOr<PushResult> result;
+  if (IsLocalUrl(options_.remote_url)) {
+    git_remote_disconnect(remote.get());
+    result = PushLocal(ref, local, expected);
+  } else {
+    result = PushSmart(remote.get(), ref, local);
+    git_remote_disconnect(remote.get());
+  }
+  if (!result.ok()) return result;
+
+  if (result->outcome == PushOutcome::kPushed) {
+    RETURN_IF_ERROR(SetTracking(branch, local));
+    return result;
+  }
+  if (result->outcome != PushOutcome::kConflict || result->remote_tip.has_value()) {
+    return result;
+  }
+  // The remote refused the update: look again to tell a moved branch from any other refusal.
+  absl::StatusOr<RemoteRefs> now = ListRemote();
+  if (!now.ok()) {
+    return absl::UnavailableError(absl::StrCat("push rejected (", result->detail,
+                                               ") and the remote could not be re-read: ",
+                                               now.status().message()));
+  }
+  std::optional<std::string> tip = now->Tip(branch);
+  if (tip == local_hex) return PushResult{PushOutcome::kUpToDate, tip, result->detail};
+  if (tip != ToHex(expected)) {
+    if (expected.has_value() && !tip.has_value()) {
+      return PushResult{PushOutcome::kRemoteMissing, std::nullopt, result->detail};
+    }
+    return PushResult{PushOutcome::kConflict, tip, result->detail};
+  }
+  return absl::UnavailableError(absl::StrCat("push rejected by the remote: ", result->detail));
+}
+
+// libgit2's local transport updates the remote ref without checking its old value, so the
+// compare-and-swap is done here: write the pack into the remote's object store, then update the
+// ref under its lock only if it still holds the expected value (the same guarantee git's
+// receive-pack gives).
+absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const git_oid& local,
+                                                 const std::optional<git_oid>& expected) {
+  const std::string remote_path = LocalPathFromUrl(options_.remote_url);
+  git_repository* raw_remote = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_repository_open(&raw_remote, remote_path.c_str()),
+                            absl::StrCat("opening ", remote_path)));
+  GitPtr<git_repository> remote_repo(raw_remote);
+  if (!git_repository_is_bare(raw_remote)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot push to non-bare repository ", remote_path));
+  }
+
+  git_packbuilder* raw_pb = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_packbuilder_new(&raw_pb, repo_.get()), "packbuilder"));
+  GitPtr<git_packbuilder> pb(raw_pb);
+  git_revwalk* raw_walk = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_revwalk_new(&raw_walk, repo_.get()), "revwalk"));
+  GitPtr<git_revwalk> walk(raw_walk);
+  RETURN_IF_ERROR(GitStatus(git_revwalk_push(walk.get(), &local), "revwalk push"));
+  if (expected.has_value()) {
+    RETURN_IF_ERROR(GitStatus(git_revwalk_hide(walk.get(), &*expected), "revwalk hide"));
+  }
+  RETURN_IF_ERROR(GitStatus(git_packbuilder_insert_walk(pb.get(), walk.get()), "packing"));
+  if (git_packbuilder_object_count(pb.get()) > 0) {
+    const std::string pack_dir = absl::StrCat(git_repository_path(raw_remote), "objects/pack");
+    RETURN_IF_ERROR(GitStatus(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr,
+                                                    nullptr),
+                              "writing pack to the remote"));
+    // Reopen so the remote's object database sees the new pack.
+    remote_repo.reset();
+    RETURN_IF_ERROR(GitStatus(git_repository_open(&raw_remote, remote_path.c_str()),
+                              absl::StrCat("reopening ", remote_path)));
+    remote_repo.reset(raw_remote);
+  }
+
+  git_reference* updated = nullptr;
+  int rc = expected.has_value()
+               ? git_reference_create_matching(&updated, raw_remote, ref.c_str(), &local,
+                                               /*force=*/1, &*expected, "push")
+               : git_reference_create(&updated, raw_remote, ref.c_str(), &local, /*force=*/0,
+                                      "push");
+  git_reference_free(updated);
+  if (rc == 0) return PushResult{PushOutcome::kPushed, OidToHex(local), ""};
+  if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED || rc == GIT_ENOTFOUND) {
+    // Someone else updated (or holds) the ref: the caller re-reads the remote to classify.
+    absl::Status status = GitStatus(rc, "updating the remote ref");
+    return PushResult{PushOutcome::kConflict, std::nullopt, std::string(status.message())};
+  }
+  return GitStatus(rc, "updating the remote ref");
+}
+
+absl::StatusOr<PushResult> Repository::PushSmart(git_remote* remote, const std::string& ref,
+                                                 const git_oid& local) {
+  git_reference* scratch = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_reference_create(&scratch, repo_.get(), kPushScratchRef, &local,
+                                                 1, "push source"),
+                            "preparing the push"));
+  GitPtr<git_reference> owned_scratch(scratch);
+  // Reuse the callbacks of the connection the advertisement came from: that connection's
+  // advertised value is the old value the remote checks the update against.
+  RemoteSession session(options_.remote_url, options_.credentials);
+  git_push_options push = GIT_PUSH_OPTIONS_INIT;
+  session.Install(&push.callbacks);
+  push.custom_headers = *session.headers();
+  StrArray refspecs({absl::StrCat(kPushScratchRef, ":", ref)});
+  int rc = git_remote_upload(remote, refspecs.get(), &push);
+  git_reference_delete(scratch);
+  if (rc == GIT_ENONFASTFORWARD) {
+    absl::Status status = GitStatus(rc, "push");
+    return PushResult{PushOutcome::kConflict, std::nullopt, std::string(status.message())};
+  }
+  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("pushing to ", options_.remote_url)));
+  if (!session.push_rejections().empty()) {
+    return PushResult{PushOutcome::kConflict, std::nullopt, session.push_rejections().front()};
+  }
+  return PushResult{PushOutcome::kPushed, OidToHex(local), ""};
+}
+
+}  // namespace reverser::git

@@ -1,0 +1,136 @@
+#pragma once
+
+// The local side of one remote Git repository, as a gitworker branch actor uses it: a bare
+// repository (objects and refs only, no working tree) kept in step with the remote by fetch,
+// commits built from in-memory trees, and compare-and-swap pushes.
+//
+// Why bare: files are written straight into the object database (tree_editor.h), so there is no
+// checkout to keep consistent, a hard reset is just moving a ref, a crash can never leave a
+// half-written working tree, and symlinks in the repository are never materialised on disk, so
+// nothing can follow them.
+//
+// Not thread-safe: one Repository per thread (the branch actor is the only writer of its clone).
+
+#include <git2.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "libs/git/credentials.h"
+#include "libs/git/libgit2.h"
+#include "libs/git/tree_editor.h"
+
+namespace reverser::git {
+
+struct RepositoryOptions {
+  std::string local_path;  // where the bare clone lives (created if missing)
+  std::string remote_url;  // local path, file://, ssh:// / scp-like, http(s)://
+  GitCredentials credentials;
+};
+
+// Where a branch worker keeps its clone (reference §2A.12):
+// <root>/<provider namespace>/<provider>/<branch>/repos/<first 16 hex of SHA-256(url)>.
+std::string LocalClonePath(absl::string_view root, absl::string_view provider_namespace,
+                           absl::string_view provider, absl::string_view branch,
+                           absl::string_view url);
+
+// The refs a remote advertises right now (git ls-remote).
+struct RemoteRefs {
+  std::vector<std::pair<std::string, std::string>> heads;  // "refs/heads/x" → commit id
+  std::optional<std::string> default_branch;               // short name HEAD points at, if any
+  std::optional<std::string> Tip(absl::string_view branch) const;
+};
+
+// Where a branch starts from after a fetch.
+struct BranchBase {
+  std::optional<std::string> commit;  // nullopt: empty remote, the first commit has no parent
+  // True when the branch is missing on the remote and starts from the default branch's tip
+  // (`commit` is that tip; `from_branch` names the default branch).
+  bool from_default_branch = false;
+  std::string from_branch;
+};
+
+enum class PushOutcome {
+  kPushed,         // the remote branch now points at the local commit
+  kUpToDate,       // it already did; nothing was sent
+  kConflict,       // the remote branch moved away from the expected commit (or appeared)
+  kRemoteMissing,  // the remote branch was expected but is gone
+};
+absl::string_view PushOutcomeName(PushOutcome outcome);
+
+struct PushResult {
+  PushOutcome outcome;
+  std::optional<std::string> remote_tip;  // the remote branch as last seen (kConflict: its tip)
+  std::string detail;                     // the server's words on a rejection, if any
+};
+
+class Repository {
+ public:
+  // Opens the bare repository at options.local_path, or creates it (no network access); the
+  // remote "origin" is (re)pointed at options.remote_url.
+  static absl::StatusOr<std::unique_ptr<Repository>> Open(RepositoryOptions options);
+  ~Repository();
+
+  // Lists the remote's refs without downloading objects.
+  absl::StatusOr<RemoteRefs> ListRemote();
+  // Downloads every remote branch into refs/remotes/origin/* (pruning deleted ones) and records
+  // the remote's default branch. Errors: Unavailable (network), Unauthenticated, PermissionDenied
+  // (host key), NotFound (no repository at the URL) …
+  absl::Status Fetch();
+  // The remote branch tip as of the last Fetch (nullopt: absent on the remote).
+  absl::StatusOr<std::optional<std::string>> FetchedTip(absl::string_view branch);
+  // The remote default branch as of the last Fetch (nullopt: empty remote).
+  absl::StatusOr<std::optional<std::string>> FetchedDefaultBranch();
+  // After Fetch: where `branch` starts — its own remote tip, else the default branch's tip, else
+  // the tip of the only/first remote branch, else nothing (empty remote).
+  absl::StatusOr<BranchBase> ResolveBranchBase(absl::string_view branch);
+
+  // The local branch refs/heads/<branch> (nullopt: unborn).
+  absl::StatusOr<std::optional<std::string>> LocalTip(absl::string_view branch);
+  // Hard reset: points the local branch at `commit` (nullopt: makes it unborn again).
+  absl::Status ResetBranch(absl::string_view branch, const std::optional<std::string>& commit);
+
+  // Commits `changes` on top of the local branch tip and advances the branch. Returns the new
+  // commit id, or nullopt when nothing changed (no commit is made).
+  absl::StatusOr<std::optional<std::string>> CommitOnBranch(absl::string_view branch,
+                                                            const ChangeSet& changes,
+                                                            const CommitSpec& spec);
+  // Reads a file of a commit (nullopt: no such file). FailedPrecondition for a directory.
+  absl::StatusOr<std::optional<std::string>> ReadFile(absl::string_view commit,
+                                                      absl::string_view path);
+  // Every file path in a commit (recursively), optionally only those under `prefix`/.
+  absl::StatusOr<std::vector<std::string>> ListFiles(absl::string_view commit,
+                                                     absl::string_view prefix = "");
+
+  // Compare-and-swap push of `local_commit` to refs/heads/<branch>: only if the remote branch
+  // is still at `expected_old` (nullopt: only if it does not exist). Reads the advertised refs
+  // first (up-to-date / conflict / remote-missing are decided without sending anything), then
+  // pushes with the advertised value as the old value, so a concurrent update between the two
+  // is refused by the remote (server-side rejection → conflict when the remote moved).
+  // A non-OK status is a transient failure (network, auth, hook refusal with the remote
+  // unchanged): keep the local commits and retry later. On kPushed the remote-tracking ref is
+  // advanced too.
+  absl::StatusOr<PushResult> Push(absl::string_view branch, absl::string_view local_commit,
+                                  const std::optional<std::string>& expected_old);
+
+  git_repository* raw() { return repo_.get(); }
+  const std::string& path() const { return options_.local_path; }
+
+ private:
+  Repository(RepositoryOptions options, GitPtr<git_repository> repo);
+  absl::StatusOr<GitPtr<git_remote>> Origin();
+  absl::StatusOr<PushResult> PushLocal(const std::string& ref, const git_oid& local,
+                                       const std::optional<git_oid>& expected);
+  absl::StatusOr<PushResult> PushSmart(git_remote* remote, const std::string& ref,
+                                       const git_oid& local);
+  absl::Status SetTracking(absl::string_view branch, const git_oid& commit);
+
+  RepositoryOptions options_;
+  GitPtr<git_repository> repo_;
+};
+
+}  // namespace reverser::git
