@@ -26,6 +26,11 @@ reverser::v1::TypeIdentity Identity(const core::GroupVersionKind& gvk,
   return out;
 }
 
+core::Scope ScopeFromProto(reverser::v1::ResourceScope scope) {
+  return scope == reverser::v1::RESOURCE_SCOPE_CLUSTER ? core::Scope::kCluster
+                                                       : core::Scope::kNamespaced;
+}
+
 }  // namespace
 
 reverser::v1::OperationSet ToProto(const OperationSet& ops) {
@@ -80,6 +85,54 @@ reverser::v1::ClaimSet ToProto(const std::vector<Claim>& claims, uint64_t genera
   reverser::v1::ClaimSet out;
   out.set_generation(generation);
   for (const Claim& claim : claims) *out.add_claims() = ToProto(claim);
+  return out;
+}
+
+OperationSet FromProto(const reverser::v1::OperationSet& ops) {
+  if (ops.all()) return OperationSet::All();
+  OperationSet out;
+  for (int op : ops.operations()) {
+    if (op == reverser::v1::OPERATION_CREATE) out.operations.insert(Operation::kCreate);
+    if (op == reverser::v1::OPERATION_UPDATE) out.operations.insert(Operation::kUpdate);
+    if (op == reverser::v1::OPERATION_DELETE) out.operations.insert(Operation::kDelete);
+  }
+  if (out.operations.size() == 3) return OperationSet::All();
+  return out;
+}
+
+WatchedType FromProto(const reverser::v1::WatchedType& type) {
+  WatchedType out;
+  out.gvk = core::FromProto(type.type().gvk());
+  out.gvr = core::FromProto(type.type().gvr());
+  out.scope = ScopeFromProto(type.type().scope());
+  for (const auto& [ns, ops] : type.namespaces()) out.namespaces[ns] = FromProto(ops);
+  return out;
+}
+
+WatchedTypeTable FromProto(const reverser::v1::WatchedTypeTable& table) {
+  WatchedTypeTable out;
+  out.target.key = {table.target().namespace_(), table.target().name()};
+  out.target.uid = table.target().uid();
+  const auto& d = table.destination();
+  out.target.destination = {d.provider_namespace(), d.provider_name(), d.branch(), d.path()};
+  for (const auto& type : table.types()) {
+    WatchedType w = FromProto(type);
+    core::GroupVersionResource gvr = w.gvr;
+    out.types.insert_or_assign(std::move(gvr), std::move(w));
+  }
+  out.registry_revision = table.registry_generation();
+  out.plan_hash = table.plan_hash();
+  return out;
+}
+
+Claim FromProto(const reverser::v1::Claim& claim) {
+  return {core::FromProto(claim.type().gvk()), core::FromProto(claim.type().gvr()),
+          ScopeFromProto(claim.type().scope()), core::FromProto(claim.scope())};
+}
+
+std::vector<Claim> FromProto(const reverser::v1::ClaimSet& claims) {
+  std::vector<Claim> out;
+  for (const auto& claim : claims.claims()) out.push_back(FromProto(claim));
   return out;
 }
 

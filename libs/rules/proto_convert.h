@@ -16,4 +16,12 @@ reverser::v1::WatchedTypeTable ToProto(const WatchedTypeTable& table);
 reverser::v1::Claim ToProto(const Claim& claim);
 reverser::v1::ClaimSet ToProto(const std::vector<Claim>& claims, uint64_t generation);
 
+// The receiving side (materializers and splicers). Unknown operations and scopes are dropped /
+// read as namespaced; `unresolved` and `retained` are not on the wire.
+OperationSet FromProto(const reverser::v1::OperationSet& ops);
+WatchedType FromProto(const reverser::v1::WatchedType& type);
+WatchedTypeTable FromProto(const reverser::v1::WatchedTypeTable& table);
+Claim FromProto(const reverser::v1::Claim& claim);
+std::vector<Claim> FromProto(const reverser::v1::ClaimSet& claims);
+
 }  // namespace reverser::rules

@@ -42,6 +42,18 @@ TEST(RulesProtoTest, TableAndClaimsInWireForm) {
   EXPECT_EQ(claims.claims(0).type().gvr().resource(), "configmaps");
   EXPECT_EQ(claims.claims(0).scope().namespace_(), "team-a");
   EXPECT_TRUE(ToProto(OperationSet::All()).all());
+
+  // Round trips.
+  WatchedTypeTable back = FromProto(p);
+  EXPECT_EQ(back.target, table.target);
+  EXPECT_EQ(back.types, table.types);
+  EXPECT_EQ(back.plan_hash, table.plan_hash);
+  EXPECT_EQ(PlanHash(back), table.plan_hash);  // the receiver can recompute the digest
+  std::vector<Claim> claims_back = FromProto(claims);
+  ASSERT_EQ(claims_back.size(), 1u);
+  EXPECT_EQ(claims_back[0], ComputeClaims({&table})[0]);
+  EXPECT_EQ(claims_back[0].gvk.kind, "ConfigMap");
+  EXPECT_EQ(FromProto(ToProto(*OperationSet::Parse({"UPDATE"}))).ToString(), "UPDATE");
 }
 
 }  // namespace

@@ -259,6 +259,17 @@ OperationSet WatchedTypeTable::OperationsFor(const core::GroupVersionResource& g
   return out;
 }
 
+RuleResolution ResolutionOf(const WatchedTypeTable& table, const RuleKey& rule) {
+  std::vector<std::string> problems;
+  for (const UnresolvedResource& u : table.unresolved) {
+    if (u.rule == rule)
+      problems.push_back(absl::StrCat("rules[", u.rule_index, "] ", u.resource, ": ", u.message));
+  }
+  if (problems.empty()) return {true, "Resolved", "all resources resolved"};
+  return {false, "UnresolvedResources",
+          absl::StrCat(problems.size(), " unresolved: ", absl::StrJoin(problems, "; "))};
+}
+
 std::string PlanHash(const WatchedTypeTable& table) {
   const GitDestination& d = table.target.destination;
   std::string canonical = absl::StrCat("dest\x1f", d.provider_namespace, "\x1f", d.provider_name,

@@ -67,6 +67,14 @@ struct WatchedTypeTable {
                              const std::string& namespace_) const;
 };
 
+// A rule's ResourcesResolved condition: reason "Resolved" or "UnresolvedResources".
+struct RuleResolution {
+  bool resolved = true;
+  std::string reason;
+  std::string message;
+};
+RuleResolution ResolutionOf(const WatchedTypeTable& table, const RuleKey& rule);
+
 // Kubernetes version priority: GA before beta before alpha, higher numbers first
 // ("v2" < "v1" < "v1beta2" < "v1beta1" < "v1alpha1" < "foo" in this order of preference).
 bool VersionPreferred(absl::string_view a, absl::string_view b);

@@ -38,6 +38,7 @@ void TableStore::RemoveTarget(const TargetKey& key) {
 
 RefreshResult TableStore::Refresh(const TypeSource& source) {
   RefreshResult result;
+  if (!source.Ready()) return result;
   const uint64_t revision = source.Revision();
   const bool all = resolved_revision_ != revision;
   std::optional<std::vector<typeset::TypeRecord>> records;  // fetched only when needed

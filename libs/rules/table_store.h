@@ -25,6 +25,8 @@ class TypeSource {
   virtual ~TypeSource() = default;
   virtual std::vector<typeset::TypeRecord> Records() const = 0;
   virtual uint64_t Revision() const = 0;
+  // False until the first discovery scan: nothing is resolved (fail-closed, no empty plans).
+  virtual bool Ready() const { return true; }
 };
 
 // The live registry as a TypeSource.
@@ -33,6 +35,7 @@ class RegistrySource final : public TypeSource {
   explicit RegistrySource(const typeset::Registry& registry) : registry_(registry) {}
   std::vector<typeset::TypeRecord> Records() const override { return registry_.All(); }
   uint64_t Revision() const override { return registry_.revision(); }
+  bool Ready() const override { return registry_.Ready(); }
 
  private:
   const typeset::Registry& registry_;
@@ -53,7 +56,8 @@ class TableStore {
   void UpsertTarget(GitTargetInfo target);
   void RemoveTarget(const TargetKey& key);
 
-  // Recomputes the dirty tables (all of them when the source revision moved).
+  // Recomputes the dirty tables (all of them when the source revision moved). Does nothing
+  // while the source is not Ready(); the dirt waits.
   RefreshResult Refresh(const TypeSource& source);
 
   const WatchedTypeTable* Table(const TargetKey& key) const;

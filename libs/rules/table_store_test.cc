@@ -28,6 +28,7 @@ class CountingSource final : public TypeSource {
     return inner_.Records();
   }
   uint64_t Revision() const override { return inner_.Revision(); }
+  bool Ready() const override { return inner_.Ready(); }
   mutable int fetches = 0;
 
  private:
@@ -90,6 +91,26 @@ TEST_F(TableStoreTest, RegistryRevisionReResolvesAllButReportsOnlyRealChanges) {
   EXPECT_TRUE(r.changed.empty());  // configmaps-only plans are unaffected
   EXPECT_EQ(source_.fetches, 2);   // one fetch per refresh, not per table
   EXPECT_EQ(store_.Table({"team-a", "t1"})->registry_revision, registry_.registry().revision());
+}
+
+TEST(TableStoreReadyTest, NothingResolvesBeforeTheFirstScan) {
+  core::FakeClock clock;
+  typeset::Registry registry(clock);
+  RegistrySource source(registry);
+  TableStore store;
+  store.UpsertTarget(Target("team-a", "t1"));
+  store.UpsertRule(ConfigMapRule("team-a", "r1", "t1"));
+  RefreshResult r = store.Refresh(source);
+  EXPECT_EQ(r.resolved, 0u);
+  EXPECT_EQ(store.Table({"team-a", "t1"}), nullptr);
+
+  typeset::ApiResourceCatalog catalog;
+  registry.UpdateFromScan(catalog.Update(testing::ClusterScan()));
+  clock.Advance(typeset::Registry::kSettleWindow);
+  registry.Tick();
+  r = store.Refresh(source);
+  EXPECT_EQ(r.changed, (std::vector<TargetKey>{{"team-a", "t1"}}));
+  EXPECT_EQ(store.Table({"team-a", "t1"})->types.size(), 1u);
 }
 
 TEST_F(TableStoreTest, RetargetingARuleDirtiesBothTargets) {

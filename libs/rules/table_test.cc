@@ -119,6 +119,20 @@ TEST_F(ResolveTest, ExplicitRefusedOrMisscopedResourcesAreReported) {
                 "verb: watch, patch"}));
 }
 
+TEST_F(ResolveTest, ResolutionOfARule) {
+  auto t = ResolveWatchRule(
+      {RuleJson({"configmaps"}, {{"apiGroups", {""}}}), RuleJson({"pods"}, {{"apiGroups", {""}}})});
+  RuleResolution bad = ResolutionOf(t, {false, "team-a", "r1"});
+  EXPECT_FALSE(bad.resolved);
+  EXPECT_EQ(bad.reason, "UnresolvedResources");
+  EXPECT_EQ(bad.message,
+            "1 unresolved: rules[1] pods: v1/pods: not followable — excluded by GitOps Reverser "
+            "default watch policy");
+  RuleResolution other = ResolutionOf(t, {false, "team-a", "r2"});
+  EXPECT_TRUE(other.resolved);
+  EXPECT_EQ(other.reason, "Resolved");
+}
+
 TEST_F(ResolveTest, ClusterWatchRuleScopes) {
   auto t = ResolveClusterRule(
       {RuleJson({"namespaces"}, {{"apiGroups", {""}}, {"scope", "Cluster"}}),

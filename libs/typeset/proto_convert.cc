@@ -47,4 +47,49 @@ reverser::v1::TypeRecord ToProto(const TypeRecord& record) {
   return out;
 }
 
+Verdict FromProto(reverser::v1::FollowVerdict verdict) {
+  switch (verdict) {
+    case reverser::v1::FOLLOW_VERDICT_FOLLOWABLE:
+      return Verdict::kFollowable;
+    case reverser::v1::FOLLOW_VERDICT_RETAINED:
+      return Verdict::kRetained;
+    case reverser::v1::FOLLOW_VERDICT_REFUSED:
+      return Verdict::kRefused;
+    default:
+      return Verdict::kUnknown;
+  }
+}
+
+Origin OriginFromName(absl::string_view name) {
+  if (name == "builtin") return Origin::kBuiltin;
+  if (name == "crd") return Origin::kCrd;
+  if (name == "aggregated") return Origin::kAggregated;
+  return Origin::kUnknown;
+}
+
+TypeRecord FromProto(const reverser::v1::TypeRecord& record) {
+  TypeRecord out;
+  const auto& id = record.identity();
+  out.gvk = core::FromProto(id.gvk());
+  out.gvr = core::FromProto(id.gvr());
+  if (id.scope() == reverser::v1::RESOURCE_SCOPE_NAMESPACED) out.scope = core::Scope::kNamespaced;
+  if (id.scope() == reverser::v1::RESOURCE_SCOPE_CLUSTER) out.scope = core::Scope::kCluster;
+  out.origin = OriginFromName(record.origin());
+  out.preferred = record.preferred_version();
+  out.verbs.assign(record.verbs().begin(), record.verbs().end());
+  out.sensitive = record.sensitive();
+  out.followability.verdict = FromProto(record.verdict());
+  out.followability.summary = record.summary();
+  for (const auto& check : record.checks()) {
+    out.followability.checks.push_back(
+        {check.requirement(), check.passed(), check.reason(), check.detail()});
+  }
+  out.trusted = true;
+  for (const FollowCheck& c : out.followability.checks) {
+    if (c.requirement == requirement::kTrusted && !c.passed) out.trusted = false;
+  }
+  out.generation = record.generation();
+  return out;
+}
+
 }  // namespace reverser::typeset

@@ -12,4 +12,10 @@ reverser::v1::FollowVerdict ToProto(Verdict verdict);
 reverser::v1::TypeIdentity IdentityToProto(const TypeRecord& record);
 reverser::v1::TypeRecord ToProto(const TypeRecord& record);
 
+// The receiving side (materializers, splicers, gitworkers reading ListTypes / GetType). Unknown
+// enum values read as kUnknown; `activated` and `absent_since` are not on the wire.
+Verdict FromProto(reverser::v1::FollowVerdict verdict);
+Origin OriginFromName(absl::string_view name);
+TypeRecord FromProto(const reverser::v1::TypeRecord& record);
+
 }  // namespace reverser::typeset

@@ -32,6 +32,19 @@ TEST(TypesetProtoTest, RecordCarriesIdentityVerdictAndChecks) {
   EXPECT_EQ(c.checks(7).requirement(), "policy");
   EXPECT_EQ(c.checks(7).reason(), "denied-by-policy");
   EXPECT_FALSE(c.checks(7).passed());
+
+  // Round trip through the wire form.
+  TypeRecord back = FromProto(d);
+  TypeRecord original = *registry.ByGVR({"apps", "v1", "deployments"});
+  EXPECT_EQ(back.gvk, original.gvk);
+  EXPECT_EQ(back.gvr, original.gvr);
+  EXPECT_EQ(back.scope, original.scope);
+  EXPECT_EQ(back.origin, Origin::kBuiltin);
+  EXPECT_EQ(back.verbs, original.verbs);
+  EXPECT_EQ(back.followability, original.followability);
+  EXPECT_EQ(back.generation, original.generation);
+  EXPECT_EQ(FromProto(c).followability.FirstFailure()->reason, "denied-by-policy");
+  EXPECT_EQ(FromProto(reverser::v1::TypeRecord()).verdict(), Verdict::kUnknown);
 }
 
 }  // namespace
