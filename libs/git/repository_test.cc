@@ -1,0 +1,346 @@
+#include "libs/git/repository.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "tests/fixtures/git_repos.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/temp_dir.h"
+
+namespace reverser::git {
+namespace {
+
+using ::reverser::testing::Git;
+
+CommitSpec Spec(const std::string& message) {
+  CommitSpec spec;
+  spec.author = {"Jane Doe", "jane@example.com", absl::FromUnixSeconds(1700000000), 60};
+  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai",
+                    absl::FromUnixSeconds(1700000100), 0};
+  spec.message = message;
+  return spec;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class RepositoryTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Repository> OpenClone(const std::string& remote, const std::string& name) {
+    auto repo = Repository::Open({absl::StrCat(dir_.path(), "/", name), remote, {}});
+    EXPECT_TRUE(repo.ok()) << repo.status();
+    return repo.ok() ? std::move(*repo) : nullptr;
+  }
+  std::string RemoteTip(const std::string& remote, const std::string& branch) {
+    auto out = Git(remote, {"rev-parse", "--verify", "-q", "refs/heads/" + branch});
+    return out.ok() ? Trim(*out) : "";
+  }
+
+  testing::ScopedTempDir dir_{"gitrepo"};
+};
+
+TEST_F(RepositoryTest, CloneFetchAndReadSeededRemote) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto tip = repo->FetchedTip("main");
+  ASSERT_TRUE(tip.ok());
+  ASSERT_TRUE(tip->has_value());
+  EXPECT_EQ(**tip, RemoteTip(*remote, "main"));
+  auto default_branch = repo->FetchedDefaultBranch();
+  ASSERT_TRUE(default_branch.ok());
+  EXPECT_EQ(default_branch->value_or(""), "main");
+  auto readme = repo->ReadFile(**tip, "README.md");
+  ASSERT_TRUE(readme.ok());
+  EXPECT_EQ(readme->value_or(""), "# test remote\n");
+  auto missing = repo->ReadFile(**tip, "nope.yaml");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+
+  // Reopening the same clone works and keeps the fetched refs.
+  repo.reset();
+  auto again = OpenClone(*remote, "clone");
+  auto tip_again = again->FetchedTip("main");
+  ASSERT_TRUE(tip_again.ok());
+  EXPECT_EQ(*tip_again, *tip);
+}
+
+TEST_F(RepositoryTest, FileUrlWorksAndMissingRemoteIsAnError) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone("file://" + *remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto refs = repo->ListRemote();
+  ASSERT_TRUE(refs.ok());
+  EXPECT_EQ(refs->Tip("main").value_or(""), RemoteTip(*remote, "main"));
+
+  auto nowhere = OpenClone(dir_.path() + "/does-not-exist.git", "clone2");
+  absl::Status fetch = nowhere->Fetch();
+  EXPECT_FALSE(fetch.ok());
+  EXPECT_FALSE(fetch.message().empty());
+}
+
+TEST_F(RepositoryTest, CommitWritesFilesWithExplicitIdentities) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto base = repo->ResolveBranchBase("main");
+  ASSERT_TRUE(base.ok());
+  ASSERT_TRUE(repo->ResetBranch("main", base->commit).ok());
+
+  ChangeSet changes = {{"apps/ns1/configmaps/a.yaml", "a: 1\n"},
+                       {"apps/ns1/configmaps/b.yaml", "b: 2\n"},
+                       {"README.md", std::nullopt}};
+  auto commit = repo->CommitOnBranch("main", changes, Spec("[CREATE] v1/configmaps/a"));
+  ASSERT_TRUE(commit.ok()) << commit.status();
+  ASSERT_TRUE(commit->has_value());
+  auto push = repo->Push("main", **commit, base->commit);
+  ASSERT_TRUE(push.ok()) << push.status();
+  EXPECT_EQ(push->outcome, PushOutcome::kPushed);
+
+  // The real git CLI is the judge.
+  EXPECT_EQ(RemoteTip(*remote, "main"), **commit);
+  auto files = testing::ListFiles(*remote, "main");
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(*files, (std::vector<std::string>{"apps/ns1/configmaps/a.yaml",
+                                              "apps/ns1/configmaps/b.yaml"}));
+  EXPECT_EQ(testing::ShowFile(*remote, "main", "apps/ns1/configmaps/b.yaml").value_or(""),
+            "b: 2\n");
+  auto log = Git(*remote, {"log", "-1", "--format=%an|%ae|%at|%ai|%cn|%ce|%ct|%P|%s", "main"});
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(Trim(*log), absl::StrCat("Jane Doe|jane@example.com|1700000000|",
+                                     "2023-11-14 23:13:20 +0100|GitOps Reverser|",
+                                     "noreply@configbutler.ai|1700000100|", *base->commit,
+                                     "|[CREATE] v1/configmaps/a"));
+  EXPECT_TRUE(Git(*remote, {"fsck", "--strict"}).ok());
+
+  auto listed = repo->ListFiles(**commit, "apps/ns1");
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, (std::vector<std::string>{"apps/ns1/configmaps/a.yaml",
+                                               "apps/ns1/configmaps/b.yaml"}));
+}
+
+TEST_F(RepositoryTest, NoOpChangeSetCreatesNoCommit) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto base = repo->ResolveBranchBase("main");
+  ASSERT_TRUE(repo->ResetBranch("main", base->commit).ok());
+
+  // Same content as the tip, plus a delete of a file that does not exist.
+  ChangeSet same = {{"README.md", "# test remote\n"}, {"gone/x.yaml", std::nullopt}};
+  auto commit = repo->CommitOnBranch("main", same, Spec("nothing"));
+  ASSERT_TRUE(commit.ok()) << commit.status();
+  EXPECT_FALSE(commit->has_value());
+  EXPECT_EQ(repo->LocalTip("main").value(), base->commit);
+
+  auto empty = repo->CommitOnBranch("main", {}, Spec("nothing"));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->has_value());
+
+  // A real change, then the same change again: the second is a no-op.
+  auto first = repo->CommitOnBranch("main", {{"x.yaml", "x\n"}}, Spec("x"));
+  ASSERT_TRUE(first.ok() && first->has_value());
+  auto second = repo->CommitOnBranch("main", {{"x.yaml", "x\n"}}, Spec("x"));
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->has_value());
+}
+
+TEST_F(RepositoryTest, SymlinksInTheTreeAreNeverFollowed) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  // A user commits a directory symlink and a file symlink with the git CLI.
+  auto work = testing::CloneRepo(*remote, dir_.path(), "work");
+  ASSERT_TRUE(work.ok());
+  ASSERT_TRUE(testing::RunCommand({"mkdir", "-p", *work + "/real"}).ok());
+  ASSERT_TRUE(testing::WriteFile(*work + "/real/keep.yaml", "k\n").ok());
+  ASSERT_TRUE(testing::RunCommand({"ln", "-s", "real", *work + "/linkdir"}).ok());
+  ASSERT_TRUE(testing::RunCommand({"ln", "-s", "/etc/passwd", *work + "/linkfile.yaml"}).ok());
+  ASSERT_TRUE(testing::CommitAndPush(*work, "add symlinks").ok());
+
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto base = repo->ResolveBranchBase("main");
+  ASSERT_TRUE(repo->ResetBranch("main", base->commit).ok());
+
+  auto under_link = repo->CommitOnBranch("main", {{"linkdir/evil.yaml", "x"}}, Spec("evil"));
+  EXPECT_EQ(under_link.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(under_link.status().message().find("symlink"), absl::string_view::npos)
+      << under_link.status();
+  auto deep = repo->CommitOnBranch("main", {{"linkdir/a/b.yaml", "x"}}, Spec("evil"));
+  EXPECT_EQ(deep.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto onto_link = repo->CommitOnBranch("main", {{"linkfile.yaml", "x"}}, Spec("evil"));
+  EXPECT_EQ(onto_link.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto delete_under = repo->CommitOnBranch("main", {{"linkdir/keep.yaml", std::nullopt}},
+                                           Spec("evil"));
+  EXPECT_EQ(delete_under.status().code(), absl::StatusCode::kFailedPrecondition);
+  // Nothing was committed by the refusals.
+  EXPECT_EQ(repo->LocalTip("main").value(), base->commit);
+
+  // Removing the symlink entry itself follows nothing and is allowed.
+  auto unlink = repo->CommitOnBranch("main", {{"linkfile.yaml", std::nullopt}}, Spec("rm link"));
+  ASSERT_TRUE(unlink.ok()) << unlink.status();
+  ASSERT_TRUE(unlink->has_value());
+}
+
+TEST_F(RepositoryTest, InvalidPathsAndConflictingChangesAreRefused) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  ASSERT_TRUE(repo->ResetBranch("main", repo->ResolveBranchBase("main")->commit).ok());
+  for (const char* bad : {"../x.yaml", "/abs.yaml", ".git/config", "a/./b", "a/.git/x"}) {
+    auto commit = repo->CommitOnBranch("main", {{bad, "x"}}, Spec("bad"));
+    EXPECT_EQ(commit.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  auto both = repo->CommitOnBranch("main", {{"a", "file"}, {"a/b", "dir"}}, Spec("both"));
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  auto onto_file = repo->CommitOnBranch("main", {{"README.md/x", "x"}}, Spec("x"));
+  EXPECT_EQ(onto_file.status().code(), absl::StatusCode::kFailedPrecondition);
+  // Replacing a file by a directory in one change set is fine.
+  auto replace = repo->CommitOnBranch("main", {{"README.md", std::nullopt}, {"README.md/x", "x"}},
+                                      Spec("replace"));
+  ASSERT_TRUE(replace.ok()) << replace.status();
+  auto bad_identity = Spec("x");
+  bad_identity.author.email = "evil>@example.com";
+  auto commit = repo->CommitOnBranch("main", {{"y", "y"}}, bad_identity);
+  EXPECT_EQ(commit.status().code(), absl::StatusCode::kInvalidArgument) << commit.status();
+}
+
+TEST_F(RepositoryTest, MissingBranchStartsFromTheDefaultBranch) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto base = repo->ResolveBranchBase("feature/x");
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_TRUE(base->from_default_branch);
+  EXPECT_EQ(base->from_branch, "main");
+  EXPECT_EQ(base->commit.value_or(""), RemoteTip(*remote, "main"));
+
+  ASSERT_TRUE(repo->ResetBranch("feature/x", base->commit).ok());
+  auto commit = repo->CommitOnBranch("feature/x", {{"f.yaml", "f\n"}}, Spec("on feature"));
+  ASSERT_TRUE(commit.ok() && commit->has_value());
+  // The branch is absent on the remote: expected_old is "absent".
+  auto push = repo->Push("feature/x", **commit, std::nullopt);
+  ASSERT_TRUE(push.ok()) << push.status();
+  EXPECT_EQ(push->outcome, PushOutcome::kPushed);
+  EXPECT_EQ(RemoteTip(*remote, "feature/x"), **commit);
+  auto parent = Git(*remote, {"rev-parse", "feature/x^"});
+  EXPECT_EQ(Trim(parent.value_or("")), RemoteTip(*remote, "main"));
+  EXPECT_EQ(repo->FetchedTip("feature/x").value(), *commit);
+}
+
+TEST_F(RepositoryTest, EmptyRemoteGetsAFirstCommitWithoutParent) {
+  auto remote = testing::CreateBareRemote(dir_.path(), "empty.git", "main", /*seed=*/false);
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto base = repo->ResolveBranchBase("main");
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_FALSE(base->commit.has_value());
+  EXPECT_FALSE(base->from_default_branch);
+  ASSERT_TRUE(repo->ResetBranch("main", std::nullopt).ok());
+
+  auto nothing = repo->CommitOnBranch("main", {{"a.yaml", std::nullopt}}, Spec("nothing"));
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_FALSE(nothing->has_value());
+
+  auto commit = repo->CommitOnBranch("main", {{"a.yaml", "a\n"}}, Spec("first"));
+  ASSERT_TRUE(commit.ok() && commit->has_value()) << commit.status();
+  auto push = repo->Push("main", **commit, std::nullopt);
+  ASSERT_TRUE(push.ok()) << push.status();
+  EXPECT_EQ(push->outcome, PushOutcome::kPushed);
+  auto parents = Git(*remote, {"log", "--format=%P", "main"});
+  ASSERT_TRUE(parents.ok());
+  EXPECT_EQ(Trim(*parents), "");  // a root commit
+  auto count = Git(*remote, {"rev-list", "--count", "main"});
+  EXPECT_EQ(Trim(count.value_or("")), "1");
+  // A fresh clone by the git CLI sees it as the default branch.
+  auto cli = testing::CloneRepo(*remote, dir_.path(), "cli");
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(testing::ReadFile(*cli + "/a.yaml").value_or(""), "a\n");
+}
+
+TEST_F(RepositoryTest, PushOutcomesFromTheAdvertisement) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  std::string root = *repo->ResolveBranchBase("main")->commit;
+  ASSERT_TRUE(repo->ResetBranch("main", root).ok());
+  auto mine = repo->CommitOnBranch("main", {{"mine.yaml", "m\n"}}, Spec("mine"));
+  ASSERT_TRUE(mine.ok() && mine->has_value());
+
+  // Someone else pushes with the git CLI: the remote received unknown updates.
+  auto other = testing::CloneRepo(*remote, dir_.path(), "other");
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(testing::WriteFile(*other + "/theirs.yaml", "t\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*other, "theirs").ok());
+  const std::string theirs = RemoteTip(*remote, "main");
+
+  auto conflict = repo->Push("main", **mine, root);
+  ASSERT_TRUE(conflict.ok()) << conflict.status();
+  EXPECT_EQ(conflict->outcome, PushOutcome::kConflict);
+  EXPECT_EQ(conflict->remote_tip.value_or(""), theirs);
+  EXPECT_EQ(RemoteTip(*remote, "main"), theirs);  // nothing overwritten
+
+  // Expected absent but the branch exists: conflict too.
+  auto appeared = repo->Push("main", **mine, std::nullopt);
+  ASSERT_TRUE(appeared.ok());
+  EXPECT_EQ(appeared->outcome, PushOutcome::kConflict);
+
+  // Fetch, hard reset, replay: now it goes through.
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto base = repo->ResolveBranchBase("main");
+  ASSERT_EQ(base->commit.value_or(""), theirs);
+  ASSERT_TRUE(repo->ResetBranch("main", base->commit).ok());
+  auto replayed = repo->CommitOnBranch("main", {{"mine.yaml", "m\n"}}, Spec("mine"));
+  ASSERT_TRUE(replayed.ok() && replayed->has_value());
+  auto pushed = repo->Push("main", **replayed, theirs);
+  ASSERT_TRUE(pushed.ok());
+  EXPECT_EQ(pushed->outcome, PushOutcome::kPushed);
+  EXPECT_EQ(RemoteTip(*remote, "main"), **replayed);
+
+  // Pushing the same commit again: up to date.
+  auto again = repo->Push("main", **replayed, theirs);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, PushOutcome::kUpToDate);
+
+  // The branch is deleted on the remote: remote missing.
+  ASSERT_TRUE(Git(*remote, {"update-ref", "-d", "refs/heads/main"}).ok());
+  auto next = repo->CommitOnBranch("main", {{"n.yaml", "n\n"}}, Spec("next"));
+  ASSERT_TRUE(next.ok() && next->has_value());
+  auto missing = repo->Push("main", **next, **replayed);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->outcome, PushOutcome::kRemoteMissing);
+
+  // Input errors are refused before any network access.
+  EXPECT_EQ(repo->Push("bad..name", **next, std::nullopt).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(repo->Push("main", "not-a-sha", std::nullopt).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A commit that does not descend from expected_old is not pushed.
+  EXPECT_EQ(repo->Push("main", root, **next).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(LocalClonePathTest, FollowsTheReferenceLayout) {
+  std::string path = LocalClonePath("/tmp/gitops-reverser-workers", "team-a", "github", "main",
+                                    "git@github.com:o/r.git");
+  EXPECT_EQ(path.rfind("/tmp/gitops-reverser-workers/team-a/github/main/repos/", 0), 0u) << path;
+  std::string digest = path.substr(path.rfind('/') + 1);
+  EXPECT_EQ(digest.size(), 16u);
+  EXPECT_NE(LocalClonePath("/r", "n", "p", "b", "https://x/y.git"),
+            LocalClonePath("/r", "n", "p", "b", "https://x/z.git"));
+}
+
+}  // namespace
+}  // namespace reverser::git
