@@ -131,66 +131,17 @@ Actor EffectiveActor(const json& event) {
   return actor;
 }
 
-std::string AuthorFact::GroupResource() const {
-  return group.empty() ? resource : absl::StrCat(group, "/", resource);
-}
-
-json AuthorFact::ToJson() const {
-  json out = {{"groupResource", GroupResource()},
-              {"namespace", namespace_},
-              {"name", name},
-              {"uid", uid},
-              {"author", author},
-              {"verb", verb},
-              {"auditID", audit_id},
-              {"resourceVersion", resource_version},
-              {"stageTimestamp", stage_timestamp},
-              {"isServiceAccount", is_service_account}};
-  if (!display_name.empty()) out["displayName"] = display_name;
-  if (!email.empty()) out["email"] = email;
-  if (!subresource.empty()) out["subresource"] = subresource;
-  return out;
-}
-
-absl::StatusOr<AuthorFact> AuthorFact::FromJson(const json& value) {
-  if (!value.is_object()) return absl::InvalidArgumentError("author fact is not a JSON object");
-  AuthorFact fact;
-  std::string gr = Str(value, "groupResource");
-  size_t slash = gr.find('/');
-  if (slash == std::string::npos) {
-    fact.resource = gr;
-  } else {
-    fact.group = gr.substr(0, slash);
-    fact.resource = gr.substr(slash + 1);
-  }
-  fact.namespace_ = Str(value, "namespace");
-  fact.name = Str(value, "name");
-  fact.uid = Str(value, "uid");
-  fact.author = Str(value, "author");
-  fact.display_name = Str(value, "displayName");
-  fact.email = Str(value, "email");
-  fact.verb = Str(value, "verb");
-  fact.subresource = Str(value, "subresource");
-  fact.audit_id = Str(value, "auditID");
-  fact.resource_version = Str(value, "resourceVersion");
-  fact.stage_timestamp = Str(value, "stageTimestamp");
-  const json& sa = Member(value, "isServiceAccount");
-  fact.is_service_account = sa.is_boolean() && sa.get<bool>();
-  if (fact.author.empty()) return absl::InvalidArgumentError("author fact has no author");
-  return fact;
-}
-
-std::vector<AuthorFact> ExtractFacts(const json& event) {
-  std::vector<AuthorFact> facts;
+std::vector<redisstore::AuthorFact> ExtractFacts(const json& event) {
+  std::vector<redisstore::AuthorFact> facts;
   if (Classify(event) != Outcome::kQueued) return facts;
   const json& ref = Member(event, "objectRef");
   Actor actor = EffectiveActor(event);
   if (Str(ref, "resource").empty() || actor.username.empty()) return facts;
 
-  AuthorFact base;
-  base.group = Str(ref, "apiGroup");
-  base.version = Str(ref, "apiVersion");
-  base.resource = Str(ref, "resource");
+  redisstore::AuthorFact base;
+  std::string group = Str(ref, "apiGroup");
+  base.group_resource =
+      group.empty() ? Str(ref, "resource") : absl::StrCat(group, "/", Str(ref, "resource"));
   base.namespace_ = Str(ref, "namespace");
   base.author = actor.username;
   base.display_name = actor.display_name;
@@ -208,19 +159,18 @@ std::vector<AuthorFact> ExtractFacts(const json& event) {
     const json& items = Member(response, "items");
     if (!items.is_array()) return facts;
     for (const json& item : items) {
-      AuthorFact fact = base;
+      redisstore::AuthorFact fact = base;
       fact.name = MetadataField(item, "name");
       fact.uid = MetadataField(item, "uid");
       if (fact.namespace_.empty()) fact.namespace_ = MetadataField(item, "namespace");
       fact.resource_version = MetadataField(item, "resourceVersion");
-      fact.deletecollection_item = true;
       if (fact.name.empty() || fact.uid.empty()) continue;
       facts.push_back(std::move(fact));
     }
     return facts;
   }
 
-  AuthorFact fact = base;
+  redisstore::AuthorFact fact = base;
   // Identity backfill: create with generateName has no objectRef.name; the body has it. A delete
   // answers with the deleted object or a Status, so only an object's metadata is trusted.
   bool response_is_object = Str(response, "kind") != "Status";

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "libs/redisstore/author_fact_store.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::audit {
@@ -45,36 +46,10 @@ struct Actor {
 };
 Actor EffectiveActor(const nlohmann::json& event);
 
-// What the audit log says about one persisted write: the reference's AuthorFact.
-struct AuthorFact {
-  std::string group;  // "" for core
-  std::string version;
-  std::string resource;
-  std::string namespace_;
-  std::string name;
-  std::string uid;
-  std::string author;
-  std::string display_name;
-  std::string email;
-  std::string verb;
-  std::string subresource;
-  std::string audit_id;
-  std::string resource_version;  // post-write RV (response body), else objectRef's
-  std::string stage_timestamp;   // RFC3339Nano, UTC
-  bool is_service_account = false;
-  // True for the per-item facts of a deletecollection: stored only as `:last`.
-  bool deletecollection_item = false;
-
-  // "configmaps" for core, "apps/deployments" otherwise (the key segment `GR`).
-  std::string GroupResource() const;
-  // The reference's JSON value (field names as gitops-reverser writes them).
-  nlohmann::json ToJson() const;
-  static absl::StatusOr<AuthorFact> FromJson(const nlohmann::json& value);
-};
-
-// The facts an accepted (kQueued) event yields: one for a single-object write (none when the
-// object's resource, name or the username cannot be found), one per listed item for a
-// deletecollection (none for a hollow Status body).
-std::vector<AuthorFact> ExtractFacts(const nlohmann::json& event);
+// The facts (the reference's AuthorFact, as stored) an accepted (kQueued) event yields: one for a
+// single-object write (none when the object's resource, name or the username cannot be found),
+// one per listed item for a deletecollection (verb "deletecollection": stored as `:last` only;
+// none for a hollow Status body).
+std::vector<redisstore::AuthorFact> ExtractFacts(const nlohmann::json& event);
 
 }  // namespace reverser::audit

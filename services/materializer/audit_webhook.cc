@@ -55,7 +55,7 @@ AuditResponse AuditIntake::Handle(const std::string& method, const std::string& 
     return {200, StatusJson(200, "", "no events")};
   }
 
-  std::vector<audit::AuthorFact> facts;
+  std::vector<redisstore::AuthorFact> facts;
   std::vector<std::pair<const nlohmann::json*, audit::Outcome>> classified;
   for (const nlohmann::json& event : *items) {
     audit::Outcome outcome = audit::Classify(event);
@@ -102,7 +102,7 @@ AuditResponse AuditIntake::Handle(const std::string& method, const std::string& 
   }
   count_list("processed");
   size_t expanded = 0;
-  for (const auto& f : facts) expanded += f.deletecollection_item ? 1 : 0;
+  for (const auto& f : facts) expanded += f.verb == "deletecollection" ? 1 : 0;
   metrics_
       ->GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
                    {{"op", "written"}})

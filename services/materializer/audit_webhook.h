@@ -22,7 +22,7 @@ class FactSink {
  public:
   virtual ~FactSink() = default;
   // All or nothing from the caller's view: an error makes the webhook answer 500.
-  virtual absl::Status Write(const std::vector<audit::AuthorFact>& facts) = 0;
+  virtual absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) = 0;
 };
 
 struct AuditWebhookOptions {

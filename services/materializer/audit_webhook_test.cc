@@ -11,13 +11,13 @@ namespace {
 
 class RecordingSink : public FactSink {
  public:
-  absl::Status Write(const std::vector<audit::AuthorFact>& facts) override {
+  absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) override {
     if (fail) return absl::UnavailableError("redis down");
     written.insert(written.end(), facts.begin(), facts.end());
     return absl::OkStatus();
   }
   bool fail = false;
-  std::vector<audit::AuthorFact> written;
+  std::vector<redisstore::AuthorFact> written;
 };
 
 std::string EventList(const std::string& items) {
