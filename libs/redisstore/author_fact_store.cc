@@ -1,0 +1,216 @@
+#include "libs/redisstore/author_fact_store.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/status.h"
+#include "nlohmann/json.hpp"
+
+namespace reverser::redisstore {
+namespace {
+
+constexpr absl::string_view kDeleteCollection = "deletecollection";
+
+// Reads a string field; absent or null is "", any other type is an error.
+absl::Status ReadString(const nlohmann::json& j, const char* field, std::string& out) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat("author fact field ", field, " is not a string"));
+  }
+  out = it->get<std::string>();
+  return absl::OkStatus();
+}
+
+int64_t TtlSeconds(absl::Duration ttl) {
+  return std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1))));
+}
+
+}  // namespace
+
+std::string AuthorFact::ToJson() const {
+  nlohmann::json j = {
+      {"groupResource", group_resource},
+      {"namespace", namespace_},
+      {"name", name},
+      {"uid", uid},
+      {"author", author},
+      {"displayName", display_name},
+      {"email", email},
+      {"verb", verb},
+      {"subresource", subresource},
+      {"auditID", audit_id},
+      {"resourceVersion", resource_version},
+      {"stageTimestamp", stage_timestamp},
+      {"isServiceAccount", is_service_account},
+  };
+  return j.dump();
+}
+
+absl::StatusOr<AuthorFact> AuthorFact::FromJson(absl::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("author fact is not a JSON object");
+  }
+  AuthorFact fact;
+  RETURN_IF_ERROR(ReadString(j, "groupResource", fact.group_resource));
+  RETURN_IF_ERROR(ReadString(j, "namespace", fact.namespace_));
+  RETURN_IF_ERROR(ReadString(j, "name", fact.name));
+  RETURN_IF_ERROR(ReadString(j, "uid", fact.uid));
+  RETURN_IF_ERROR(ReadString(j, "author", fact.author));
+  RETURN_IF_ERROR(ReadString(j, "displayName", fact.display_name));
+  RETURN_IF_ERROR(ReadString(j, "email", fact.email));
+  RETURN_IF_ERROR(ReadString(j, "verb", fact.verb));
+  RETURN_IF_ERROR(ReadString(j, "subresource", fact.subresource));
+  RETURN_IF_ERROR(ReadString(j, "auditID", fact.audit_id));
+  RETURN_IF_ERROR(ReadString(j, "resourceVersion", fact.resource_version));
+  RETURN_IF_ERROR(ReadString(j, "stageTimestamp", fact.stage_timestamp));
+  if (auto it = j.find("isServiceAccount"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      return absl::InvalidArgumentError("author fact field isServiceAccount is not a boolean");
+    }
+    fact.is_service_account = it->get<bool>();
+  }
+  return fact;
+}
+
+absl::string_view AuthorResolutionCodeName(AuthorResolutionCode code) {
+  switch (code) {
+    case AuthorResolutionCode::kAbsent: return "absent";
+    case AuthorResolutionCode::kExactUser: return "exact_user";
+    case AuthorResolutionCode::kExactServiceAccount: return "exact_serviceaccount";
+    case AuthorResolutionCode::kWeak: return "weak";
+    case AuthorResolutionCode::kExactDeleteCollectionItem: return "exact_deletecollection_item";
+  }
+  return "absent";
+}
+
+AuthorFactStore::AuthorFactStore(RedisConnection* redis, KeyPrefix prefix, absl::Duration fact_ttl)
+    : redis_(redis), prefix_(std::move(prefix)), ttl_seconds_(TtlSeconds(fact_ttl)) {}
+
+absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
+  if (fact.author.empty()) return absl::InvalidArgumentError("author fact without an author");
+  if (fact.group_resource.empty()) {
+    return absl::InvalidArgumentError("author fact without a groupResource");
+  }
+  if (fact.uid.empty() && fact.resource_version.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("author fact for ", fact.group_resource, " ", fact.name,
+                     " has neither uid nor resourceVersion"));
+  }
+  const std::string json = fact.ToJson();
+  const std::string ttl = absl::StrCat(ttl_seconds_);
+  std::vector<RedisCommand> writes;
+  const bool item_of_collection = fact.verb == kDeleteCollection;
+  if (!fact.uid.empty()) {
+    if (!fact.resource_version.empty() && !item_of_collection) {
+      writes.push_back({"SET",
+                        AuthorFactExactKey(prefix_, fact.group_resource, fact.uid,
+                                           fact.resource_version),
+                        json, "EX", ttl});
+    }
+    writes.push_back(
+        {"SET", AuthorFactLastKey(prefix_, fact.group_resource, fact.uid), json, "EX", ttl});
+  } else {
+    writes.push_back({"SET", AuthorFactRvKey(prefix_, fact.group_resource, fact.resource_version),
+                      json, "EX", ttl});
+  }
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(writes));
+  for (const RedisReply& reply : replies) {
+    if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "recording an author fact");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AuthorResolution> AuthorFactStore::Lookup(const AuthorQuery& query) {
+  enum class Kind { kExact, kLast, kRvHatch };
+  std::vector<std::pair<Kind, std::string>> candidates;
+  if (!query.uid.empty() && !query.resource_version.empty()) {
+    candidates.push_back({Kind::kExact, AuthorFactExactKey(prefix_, query.group_resource,
+                                                           query.uid, query.resource_version)});
+  }
+  if (!query.exact_capable && !query.uid.empty()) {
+    candidates.push_back({Kind::kLast, AuthorFactLastKey(prefix_, query.group_resource, query.uid)});
+  }
+  if (!query.resource_version.empty()) {
+    candidates.push_back(
+        {Kind::kRvHatch, AuthorFactRvKey(prefix_, query.group_resource, query.resource_version)});
+  }
+  AuthorResolution resolution;
+  if (candidates.empty()) return resolution;
+  RedisCommand mget = {"MGET"};
+  for (const auto& [kind, key] : candidates) mget.push_back(key);
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Command(mget));
+  if (!reply.IsArray() || reply.elements().size() != candidates.size()) {
+    return absl::InternalError(absl::StrCat("MGET: unexpected reply ", reply.DebugString()));
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const RedisReply& value = reply.elements()[i];
+    if (value.type() != RedisReply::Type::kString) continue;
+    auto fact = AuthorFact::FromJson(value.str());
+    if (!fact.ok() || fact->author.empty()) continue;  // unreadable: as if absent
+    if (fact->verb == kDeleteCollection) {
+      resolution.code = AuthorResolutionCode::kExactDeleteCollectionItem;
+    } else if (candidates[i].first == Kind::kExact) {
+      resolution.code = fact->is_service_account ? AuthorResolutionCode::kExactServiceAccount
+                                                 : AuthorResolutionCode::kExactUser;
+    } else {
+      resolution.code = AuthorResolutionCode::kWeak;
+    }
+    resolution.fact = std::move(*fact);
+    return resolution;
+  }
+  return resolution;
+}
+
+absl::StatusOr<int64_t> AuthorFactStore::CountFacts() {
+  int64_t count = 0;
+  std::string cursor = "0";
+  do {
+    ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"SCAN", cursor, "MATCH",
+                                                        AuthorFactPattern(prefix_), "COUNT",
+                                                        "100"}));
+    if (!reply.IsArray() || reply.elements().size() != 2) {
+      return absl::InternalError(absl::StrCat("SCAN: unexpected reply ", reply.DebugString()));
+    }
+    ASSIGN_OR_RETURN(cursor, reply.elements()[0].AsString());
+    count += static_cast<int64_t>(reply.elements()[1].elements().size());
+  } while (cursor != "0");
+  return count;
+}
+
+absl::Status AuthorFactStore::RecordCommandAuthor(absl::string_view commit_request_uid,
+                                                  const CommandAuthor& author) {
+  if (commit_request_uid.empty() || author.author.empty()) {
+    return absl::InvalidArgumentError("command author needs a CommitRequest uid and an author");
+  }
+  nlohmann::json j = {{"author", author.author}, {"requestedAt", author.requested_at}};
+  if (!author.display_name.empty()) j["displayName"] = author.display_name;
+  if (!author.email.empty()) j["email"] = author.email;
+  return redis_
+      ->Command({"SET", CommandAuthorKey(prefix_, commit_request_uid), j.dump(), "EX",
+                 absl::StrCat(TtlSeconds(kCommandAuthorTtl))})
+      .status();
+}
+
+absl::StatusOr<std::optional<CommandAuthor>> AuthorFactStore::LookupCommandAuthor(
+    absl::string_view commit_request_uid) {
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Command({"GET", CommandAuthorKey(prefix_, commit_request_uid)}));
+  ASSIGN_OR_RETURN(std::optional<std::string> json, reply.AsOptionalString());
+  if (!json) return std::optional<CommandAuthor>();
+  nlohmann::json j = nlohmann::json::parse(*json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("command author is not a JSON object");
+  }
+  CommandAuthor author;
+  RETURN_IF_ERROR(ReadString(j, "author", author.author));
+  RETURN_IF_ERROR(ReadString(j, "displayName", author.display_name));
+  RETURN_IF_ERROR(ReadString(j, "email", author.email));
+  RETURN_IF_ERROR(ReadString(j, "requestedAt", author.requested_at));
+  if (author.author.empty()) return std::optional<CommandAuthor>();
+  return std::optional<CommandAuthor>(std::move(author));
+}
+
+}  // namespace reverser::redisstore

@@ -1,0 +1,114 @@
+#pragma once
+
+// Author facts from the audit webhook, byte-compatible with gitops-reverser v0.36.0
+// (../shared/reference/gitops-reverser.md §2A.6, §2A.16):
+//   P:author:v1:audit:<GR>:object:<uid>:<rv>  exact fact        (uid and rv known)
+//   P:author:v1:audit:<GR>:object:<uid>:last  last-writer copy  (every uid-bearing fact)
+//   P:author:v1:audit:<GR>:rv:<rv>            rv-only hatch     (rv known, no uid)
+//   P:author:v1:command:<commitRequestUID>    CommitRequest author (1 h)
+// All audit facts carry the fact TTL. There are no tombstones: an aged-out fact is absent.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "libs/redisstore/keys.h"
+#include "libs/redisstore/redis_connection.h"
+
+namespace reverser::redisstore {
+
+// Reference defaults: code default fact TTL 15 m (the chart passes 10 m), resolver grace 3 s
+// polled every 150 ms, command-author TTL 1 h.
+inline constexpr absl::Duration kDefaultAuthorFactTtl = absl::Minutes(15);
+inline constexpr absl::Duration kDefaultAttributionGrace = absl::Seconds(3);
+inline constexpr absl::Duration kAttributionPollInterval = absl::Milliseconds(150);
+inline constexpr absl::Duration kCommandAuthorTtl = absl::Hours(1);
+
+// The reference's `AuthorFact` JSON (field names are the JSON keys).
+struct AuthorFact {
+  std::string group_resource;  // groupResource: `resource` or `group/resource`
+  std::string namespace_;      // namespace
+  std::string name;            // name
+  std::string uid;             // uid
+  std::string author;          // author: effective username (impersonated user if present)
+  std::string display_name;    // displayName
+  std::string email;           // email
+  std::string verb;            // verb: create, update, patch, delete, deletecollection
+  std::string subresource;     // subresource ("" or "scale")
+  std::string audit_id;        // auditID
+  std::string resource_version;  // resourceVersion: the post-write RV
+  std::string stage_timestamp;   // stageTimestamp: RFC3339Nano UTC
+  bool is_service_account = false;  // isServiceAccount: `system:serviceaccount:` prefix
+
+  std::string ToJson() const;
+  // Tolerates missing fields; InvalidArgument for non-JSON or wrongly typed fields.
+  static absl::StatusOr<AuthorFact> FromJson(absl::string_view json);
+  bool operator==(const AuthorFact&) const = default;
+};
+
+// The reference's resolution codes.
+enum class AuthorResolutionCode {
+  kAbsent,
+  kExactUser,
+  kExactServiceAccount,
+  kWeak,
+  kExactDeleteCollectionItem,
+};
+absl::string_view AuthorResolutionCodeName(AuthorResolutionCode code);  // "exact_user", ...
+
+struct AuthorResolution {
+  AuthorResolutionCode code = AuthorResolutionCode::kAbsent;
+  std::optional<AuthorFact> fact;  // set unless absent
+};
+
+// What the resolver knows about the event being attributed.
+struct AuthorQuery {
+  std::string group_resource;  // GroupResourceSegment(gvr)
+  std::string uid;
+  std::string resource_version;
+  // ADDED/MODIFIED without deletionTimestamp. Exact-capable events never read `:last` (it may
+  // name an older author); removals (DELETED or deletionTimestamp set) may.
+  bool exact_capable = true;
+};
+
+// CommitRequest author captured at admission (`P:author:v1:command:<uid>`).
+struct CommandAuthor {
+  std::string author;
+  std::string display_name;  // optional
+  std::string email;         // optional
+  std::string requested_at;  // RFC3339
+};
+
+class AuthorFactStore {
+ public:
+  AuthorFactStore(RedisConnection* redis, KeyPrefix prefix,
+                  absl::Duration fact_ttl = kDefaultAuthorFactTtl);
+
+  // Writes a fact under every key it qualifies for, in one MULTI/EXEC, each with the fact TTL:
+  // uid+rv -> exact and `:last`; uid only -> `:last`; rv only -> `rv:`. A deletecollection item
+  // (verb "deletecollection") goes to `:last` only. InvalidArgument without author,
+  // groupResource, or both uid and rv.
+  absl::Status Record(const AuthorFact& fact);
+
+  // One lookup in the reference's order (exact uid:rv; `:last` only for removals; `rv:`),
+  // reading all candidate keys in one round trip. Unreadable or author-less facts are skipped.
+  absl::StatusOr<AuthorResolution> Lookup(const AuthorQuery& query);
+
+  // Number of audit fact keys (the reference's telemetry gauge; SCAN, batch 100).
+  absl::StatusOr<int64_t> CountFacts();
+
+  absl::Status RecordCommandAuthor(absl::string_view commit_request_uid,
+                                   const CommandAuthor& author);
+  absl::StatusOr<std::optional<CommandAuthor>> LookupCommandAuthor(
+      absl::string_view commit_request_uid);
+
+ private:
+  RedisConnection* redis_;
+  KeyPrefix prefix_;
+  int64_t ttl_seconds_;
+};
+
+}  // namespace reverser::redisstore

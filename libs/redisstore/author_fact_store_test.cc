@@ -1,0 +1,201 @@
+#include "libs/redisstore/author_fact_store.h"
+
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/fixtures/redis_server.h"
+
+namespace reverser::redisstore {
+namespace {
+
+class AuthorFactStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = testing::RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    RedisOptions options;
+    options.host = server_->host();
+    options.port = server_->port();
+    auto connection = RedisConnection::Connect(options);
+    ASSERT_TRUE(connection.ok()) << connection.status();
+    redis_ = std::move(*connection);
+    auto prefix = KeyPrefix::Parse("gitops-reverser");
+    ASSERT_TRUE(prefix.ok());
+    store_ = std::make_unique<AuthorFactStore>(redis_.get(), *prefix, absl::Minutes(10));
+  }
+
+  static AuthorFact Fact(std::string author, std::string uid, std::string rv,
+                         std::string verb = "update") {
+    AuthorFact fact;
+    fact.group_resource = "configmaps";
+    fact.namespace_ = "default";
+    fact.name = "cfg";
+    fact.uid = std::move(uid);
+    fact.author = std::move(author);
+    fact.verb = std::move(verb);
+    fact.resource_version = std::move(rv);
+    fact.audit_id = "audit-1";
+    fact.stage_timestamp = "2026-11-29T10:00:00.123456789Z";
+    fact.is_service_account = fact.author.rfind("system:serviceaccount:", 0) == 0;
+    return fact;
+  }
+
+  AuthorResolution MustLookup(AuthorQuery query) {
+    auto resolution = store_->Lookup(query);
+    EXPECT_TRUE(resolution.ok()) << resolution.status();
+    return resolution.ok() ? *resolution : AuthorResolution{};
+  }
+
+  int64_t Ttl(const std::string& key) {
+    auto ttl = redis_->Command({"TTL", key});
+    EXPECT_TRUE(ttl.ok());
+    return ttl.ok() ? ttl->integer() : -3;
+  }
+
+  std::unique_ptr<testing::RedisServer> server_;
+  std::unique_ptr<RedisConnection> redis_;
+  std::unique_ptr<AuthorFactStore> store_;
+};
+
+TEST_F(AuthorFactStoreTest, FactJsonUsesTheReferenceFieldNames) {
+  AuthorFact fact = Fact("alice", "u1", "5");
+  fact.display_name = "Alice";
+  fact.email = "alice@example.com";
+  fact.subresource = "scale";
+  auto parsed = AuthorFact::FromJson(fact.ToJson());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, fact);
+  for (const char* field : {"groupResource", "namespace", "name", "uid", "author", "displayName",
+                            "email", "verb", "subresource", "auditID", "resourceVersion",
+                            "stageTimestamp", "isServiceAccount"}) {
+    EXPECT_NE(fact.ToJson().find(std::string("\"") + field + "\":"), std::string::npos) << field;
+  }
+  // Written by another implementation: missing fields are fine, wrong types are not.
+  auto sparse = AuthorFact::FromJson(R"({"author":"bob","uid":"u"})");
+  ASSERT_TRUE(sparse.ok());
+  EXPECT_EQ(sparse->author, "bob");
+  EXPECT_FALSE(AuthorFact::FromJson(R"({"author":7})").ok());
+  EXPECT_FALSE(AuthorFact::FromJson(R"({"isServiceAccount":"yes"})").ok());
+  EXPECT_FALSE(AuthorFact::FromJson("[1,2]").ok());
+  EXPECT_FALSE(AuthorFact::FromJson("{").ok());
+}
+
+TEST_F(AuthorFactStoreTest, RecordWritesTheReferenceKeysWithTtl) {
+  ASSERT_TRUE(store_->Record(Fact("alice", "u:1", "100")).ok());
+  const std::string exact = "gitops-reverser:author:v1:audit:configmaps:object:u%3A1:100";
+  const std::string last = "gitops-reverser:author:v1:audit:configmaps:object:u%3A1:last";
+  auto stored = redis_->Command({"GET", exact});
+  ASSERT_TRUE(stored.ok());
+  ASSERT_FALSE(stored->IsNil());
+  EXPECT_EQ(AuthorFact::FromJson(stored->str())->author, "alice");
+  EXPECT_GT(Ttl(exact), 500);
+  EXPECT_LE(Ttl(exact), 600);
+  EXPECT_GT(Ttl(last), 500);
+  // A UID-bearing fact never writes the rv: hatch.
+  EXPECT_EQ(Ttl("gitops-reverser:author:v1:audit:configmaps:rv:100"), -2);
+
+  // A UID-less fact goes only to the rv: hatch.
+  ASSERT_TRUE(store_->Record(Fact("bob", "", "200")).ok());
+  EXPECT_GT(Ttl("gitops-reverser:author:v1:audit:configmaps:rv:200"), 500);
+  // A uid without an RV: only :last.
+  ASSERT_TRUE(store_->Record(Fact("carol", "u2", "")).ok());
+  EXPECT_GT(Ttl("gitops-reverser:author:v1:audit:configmaps:object:u2:last"), 500);
+  auto count = store_->CountFacts();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 4);
+
+  EXPECT_EQ(store_->Record(Fact("", "u", "1")).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Record(Fact("dave", "", "")).code(), absl::StatusCode::kInvalidArgument);
+  AuthorFact no_gr = Fact("dave", "u", "1");
+  no_gr.group_resource.clear();
+  EXPECT_EQ(store_->Record(no_gr).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(AuthorFactStoreTest, ExactMatchesNameUserOrServiceAccount) {
+  ASSERT_TRUE(store_->Record(Fact("alice", "u1", "10")).ok());
+  ASSERT_TRUE(store_->Record(Fact("system:serviceaccount:kube-system:ctrl", "u1", "11")).ok());
+  auto user = MustLookup({"configmaps", "u1", "10", true});
+  EXPECT_EQ(user.code, AuthorResolutionCode::kExactUser);
+  EXPECT_EQ(user.fact->author, "alice");
+  auto sa = MustLookup({"configmaps", "u1", "11", true});
+  EXPECT_EQ(sa.code, AuthorResolutionCode::kExactServiceAccount);
+  EXPECT_EQ(AuthorResolutionCodeName(sa.code), "exact_serviceaccount");
+  // Another type with the same uid and RV is a different key.
+  EXPECT_EQ(MustLookup({"secrets", "u1", "10", true}).code, AuthorResolutionCode::kAbsent);
+}
+
+TEST_F(AuthorFactStoreTest, ExactCapableEventsNeverReadLast) {
+  // :last names whoever wrote u1 last (bob at 11), not the author of RV 12.
+  ASSERT_TRUE(store_->Record(Fact("alice", "u1", "10")).ok());
+  ASSERT_TRUE(store_->Record(Fact("bob", "u1", "11")).ok());
+  auto modified = MustLookup({"configmaps", "u1", "12", true});
+  EXPECT_EQ(modified.code, AuthorResolutionCode::kAbsent);
+  EXPECT_FALSE(modified.fact.has_value());
+  // A removal may use :last (weak).
+  auto removal = MustLookup({"configmaps", "u1", "12", false});
+  EXPECT_EQ(removal.code, AuthorResolutionCode::kWeak);
+  EXPECT_EQ(removal.fact->author, "bob");
+  // An exact hit wins over :last even for removals.
+  auto exact_removal = MustLookup({"configmaps", "u1", "10", false});
+  EXPECT_EQ(exact_removal.code, AuthorResolutionCode::kExactUser);
+  EXPECT_EQ(exact_removal.fact->author, "alice");
+}
+
+TEST_F(AuthorFactStoreTest, RvHatchIsTheLastResortForAllEvents) {
+  ASSERT_TRUE(store_->Record(Fact("erin", "", "77")).ok());
+  auto hatch = MustLookup({"configmaps", "unknown-uid", "77", true});
+  EXPECT_EQ(hatch.code, AuthorResolutionCode::kWeak);
+  EXPECT_EQ(hatch.fact->author, "erin");
+  auto removal = MustLookup({"configmaps", "", "77", false});
+  EXPECT_EQ(removal.code, AuthorResolutionCode::kWeak);
+  EXPECT_EQ(MustLookup({"configmaps", "", "", false}).code, AuthorResolutionCode::kAbsent);
+}
+
+TEST_F(AuthorFactStoreTest, DeleteCollectionItemsCreditTheCollectionActor) {
+  ASSERT_TRUE(store_->Record(Fact("frank", "item-1", "300", "deletecollection")).ok());
+  // Only :last is written for an item.
+  EXPECT_EQ(Ttl("gitops-reverser:author:v1:audit:configmaps:object:item-1:300"), -2);
+  auto removal = MustLookup({"configmaps", "item-1", "301", false});
+  EXPECT_EQ(removal.code, AuthorResolutionCode::kExactDeleteCollectionItem);
+  EXPECT_EQ(AuthorResolutionCodeName(removal.code), "exact_deletecollection_item");
+  EXPECT_EQ(removal.fact->author, "frank");
+}
+
+TEST_F(AuthorFactStoreTest, UnreadableFactsAreSkippedNotFatal) {
+  ASSERT_TRUE(redis_
+                  ->Command({"SET", "gitops-reverser:author:v1:audit:configmaps:object:u9:5",
+                             "{garbage"})
+                  .ok());
+  ASSERT_TRUE(store_->Record(Fact("gina", "", "5")).ok());
+  auto resolution = MustLookup({"configmaps", "u9", "5", true});
+  EXPECT_EQ(resolution.code, AuthorResolutionCode::kWeak);
+  EXPECT_EQ(resolution.fact->author, "gina");
+}
+
+TEST_F(AuthorFactStoreTest, FactsAgeOut) {
+  auto short_lived = AuthorFactStore(redis_.get(), KeyPrefix::Default(), absl::Milliseconds(1));
+  ASSERT_TRUE(short_lived.Record(Fact("hank", "u", "1")).ok());
+  // TTL rounds up to one second (Redis EX granularity), never zero.
+  EXPECT_EQ(Ttl("reverser:author:v1:audit:configmaps:object:u:1"), 1);
+}
+
+TEST_F(AuthorFactStoreTest, CommandAuthorRoundTrip) {
+  EXPECT_FALSE(store_->LookupCommandAuthor("cr-1")->has_value());
+  CommandAuthor author{"alice", "Alice", "", "2026-11-29T10:00:00Z"};
+  ASSERT_TRUE(store_->RecordCommandAuthor("cr-1", author).ok());
+  auto stored = redis_->Command({"GET", "gitops-reverser:author:v1:command:cr-1"});
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->str(),
+            R"({"author":"alice","displayName":"Alice","requestedAt":"2026-11-29T10:00:00Z"})");
+  EXPECT_GT(Ttl("gitops-reverser:author:v1:command:cr-1"), 3500);
+  auto read = store_->LookupCommandAuthor("cr-1");
+  ASSERT_TRUE(read.ok());
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->display_name, "Alice");
+  EXPECT_FALSE(store_->RecordCommandAuthor("", author).ok());
+}
+
+}  // namespace
+}  // namespace reverser::redisstore

@@ -1,0 +1,140 @@
+#include "libs/redisstore/delivery_cursor_store.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/fixtures/redis_server.h"
+
+namespace reverser::redisstore {
+namespace {
+
+using core::StreamPosition;
+
+const core::GroupVersionResource kDeployments{"apps", "v1", "deployments"};
+const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
+const core::WatchScope kTeamA = core::WatchScope::Namespace("team-a");
+
+class DeliveryCursorStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = testing::RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    redis_ = Connect();
+    ASSERT_NE(redis_, nullptr);
+    store_ = std::make_unique<DeliveryCursorStore>(redis_.get(), KeyPrefix::Default());
+  }
+
+  std::unique_ptr<RedisConnection> Connect() {
+    RedisOptions options;
+    options.host = server_->host();
+    options.port = server_->port();
+    auto connection = RedisConnection::Connect(options);
+    EXPECT_TRUE(connection.ok()) << connection.status();
+    return connection.ok() ? std::move(*connection) : nullptr;
+  }
+
+  CursorOffer MustOffer(StreamPosition p, absl::string_view target = "t1") {
+    auto offer = store_->Offer(target, kDeployments, kTeamA, p);
+    EXPECT_TRUE(offer.ok()) << offer.status();
+    return offer.ok() ? *offer : CursorOffer{};
+  }
+
+  std::unique_ptr<testing::RedisServer> server_;
+  std::unique_ptr<RedisConnection> redis_;
+  std::unique_ptr<DeliveryCursorStore> store_;
+};
+
+TEST_F(DeliveryCursorStoreTest, OffersOnlyMoveForwardByFullPosition) {
+  auto none = store_->Read("t1", kDeployments, kTeamA);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  EXPECT_TRUE(MustOffer(StreamPosition(9, 5)).advanced);
+  // 10-0 > 9-5 although "10-0" < "9-5" as strings.
+  EXPECT_TRUE(MustOffer(StreamPosition(10, 0)).advanced);
+  // Same RV, lower seq: ignored; equal: ignored.
+  auto lower = MustOffer(StreamPosition(9, 18));
+  EXPECT_FALSE(lower.advanced);
+  EXPECT_EQ(lower.position, StreamPosition(10, 0));
+  EXPECT_FALSE(MustOffer(StreamPosition(10, 0)).advanced);
+  EXPECT_TRUE(MustOffer(StreamPosition(10, 1)).advanced);
+  // Positions beyond 2^53 (where Lua numbers lose precision) still compare exactly.
+  EXPECT_TRUE(MustOffer(StreamPosition::EndOf(10)).advanced);
+  EXPECT_FALSE(MustOffer(StreamPosition(10, UINT64_MAX - 1)).advanced);
+  EXPECT_TRUE(MustOffer(StreamPosition((1ull << 60) + 1, 0)).advanced);
+  EXPECT_FALSE(MustOffer(StreamPosition(1ull << 60, 7)).advanced);
+
+  auto stored = redis_->Command({"GET", "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked"});
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->str(), StreamPosition((1ull << 60) + 1, 0).ToString());
+  auto ttl = redis_->Command({"TTL", "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked"});
+  EXPECT_EQ(ttl->integer(), -1);  // no TTL
+}
+
+TEST_F(DeliveryCursorStoreTest, CursorsAreKeyedByTargetTypeAndScope) {
+  MustOffer(StreamPosition(5, 0), "t1");
+  MustOffer(StreamPosition(7, 0), "t2");
+  ASSERT_TRUE(store_->Offer("t1", kConfigMaps, core::WatchScope::Cluster(), StreamPosition(3, 0))
+                  .ok());
+  EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(5, 0));
+  EXPECT_EQ(**store_->Read("t2", kDeployments, kTeamA), StreamPosition(7, 0));
+  EXPECT_EQ(**store_->Read("t1", kConfigMaps, core::WatchScope::Cluster()), StreamPosition(3, 0));
+  EXPECT_FALSE(store_->Read("t1", kConfigMaps, kTeamA)->has_value());
+
+  ASSERT_TRUE(store_->Delete("t2", kDeployments, kTeamA).ok());
+  EXPECT_FALSE(store_->Read("t2", kDeployments, kTeamA)->has_value());
+  auto deleted = store_->DeleteTarget("t1");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 2);
+  EXPECT_FALSE(store_->Read("t1", kDeployments, kTeamA)->has_value());
+  EXPECT_EQ(store_->Offer("", kDeployments, kTeamA, StreamPosition(1, 0)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(DeliveryCursorStoreTest, GarbageIsReportedOnReadAndReplacedOnOffer) {
+  const std::string key = "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked";
+  ASSERT_TRUE(redis_->Command({"SET", key, "not-a-position"}).ok());
+  EXPECT_EQ(store_->Read("t1", kDeployments, kTeamA).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(MustOffer(StreamPosition(1, 0)).advanced);
+  EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(1, 0));
+}
+
+TEST_F(DeliveryCursorStoreTest, ConcurrentOffersKeepTheMaximum) {
+  constexpr int kThreads = 4;
+  constexpr int kOffers = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto connection = Connect();
+      ASSERT_NE(connection, nullptr);
+      DeliveryCursorStore store(connection.get(), KeyPrefix::Default());
+      // Interleaved, non-monotonic offers from every thread.
+      for (int i = 0; i < kOffers; ++i) {
+        uint64_t rv = (i * 7919 + t * 31) % 1000;
+        auto offer = store.Offer("t1", kDeployments, kTeamA, StreamPosition(rv, t));
+        ASSERT_TRUE(offer.ok()) << offer.status();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  uint64_t expected_rv = 0;
+  int expected_seq = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kOffers; ++i) {
+      StreamPosition p((i * 7919 + t * 31) % 1000, t);
+      if (p > StreamPosition(expected_rv, expected_seq)) {
+        expected_rv = p.rv();
+        expected_seq = t;
+      }
+    }
+  }
+  EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(expected_rv, expected_seq));
+}
+
+}  // namespace
+}  // namespace reverser::redisstore
