@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/typeset/policy.h"
 
 namespace reverser::typeset {
 namespace {
@@ -106,7 +107,7 @@ Followability Evaluate(const FunnelInput& in) {
                               "origin unknown (not built-in, no CRD or APIService evidence)"));
 
   checks.push_back(in.excluded_by_policy ? Fail(requirement::kPolicy, reason::kDeniedByPolicy,
-                                                "excluded by GitOps Reverser default watch policy")
+                                                std::string(WatchPolicy::kExclusionDetail))
                                          : Pass(requirement::kPolicy));
 
   checks.push_back(in.sensitive && !in.sensitive_supported

@@ -25,6 +25,7 @@
 #include "libs/core/clock.h"
 #include "libs/core/types.h"
 #include "libs/typeset/catalog.h"
+#include "libs/typeset/lookup.h"
 #include "libs/typeset/model.h"
 #include "libs/typeset/policy.h"
 
@@ -58,7 +59,7 @@ struct RegistryOptions {
   bool sensitive_supported = true;
 };
 
-class Registry {
+class Registry final : public TypeLookup {
  public:
   static constexpr absl::Duration kRemovalGrace = absl::Seconds(60);
   static constexpr absl::Duration kSettleWindow = absl::Seconds(5);
@@ -75,7 +76,7 @@ class Registry {
   std::optional<absl::Time> NextDeadline() const;
 
   // True once a scan has been applied; before that every lookup is `unknown`.
-  bool Ready() const { return ready_; }
+  bool Ready() const override { return ready_; }
   // Catalog generation of the last applied snapshot (moves when normalized facts change).
   uint64_t generation() const { return scan_generation_; }
   // Decision counter: moves whenever any record changes (facts, verdict, activation). Rule
@@ -83,8 +84,8 @@ class Registry {
   uint64_t revision() const { return revision_; }
 
   // Full records. Before Ready(), an unknown type yields an `unknown` record.
-  std::optional<TypeRecord> ByGVR(const core::GroupVersionResource& gvr) const;
-  std::optional<TypeRecord> ByGVK(const core::GroupVersionKind& gvk) const;
+  std::optional<TypeRecord> ByGVR(const core::GroupVersionResource& gvr) const override;
+  std::optional<TypeRecord> ByGVK(const core::GroupVersionKind& gvk) const override;
   // Every served version of a group/resource, sorted by version.
   std::vector<TypeRecord> ByGroupResource(absl::string_view group,
                                           absl::string_view resource) const;
