@@ -186,6 +186,14 @@ TEST(CrdsTest, WatchRule) {
   CheckResourceRule(At(spec, "rules[]"));
   EXPECT_FALSE(At(spec, "rules[].scope"));
   EXPECT_EQ(At(Schema(crd), "status.streams.pendingSample")["maxItems"].as<int>(), 5);
+  EXPECT_EQ(Strings(At(Schema(crd), "status.streams")["required"]),
+            (std::set<std::string>{"blocked", "ready", "replaying", "total"}));
+  EXPECT_EQ(At(spec, "targetRef.group")["default"].as<std::string>(), "configbutler.ai");
+  EXPECT_EQ(At(spec, "targetRef.kind")["default"].as<std::string>(), "GitTarget");
+  const std::vector<std::string> columns = {"Target",         "Ready",   "Reconciling", "Stalled",
+                                            "StreamsRunning", "Streams", "Reason",      "Age"};
+  EXPECT_EQ(ColumnNames(crd, false), columns);
+  EXPECT_EQ(ColumnNames(Load("clusterwatchrules"), false), columns);
 }
 
 TEST(CrdsTest, ClusterWatchRule) {

@@ -69,8 +69,12 @@ def secret_ref(description):
 
 
 def git_target_ref(description, with_namespace=False):
+    # As in the reference: only the ClusterWatchRule's group carries an enum.
+    group = s("Group of the referent.", default=GROUP)
+    if with_namespace:
+        group["enum"] = [GROUP]
     props = {
-        "group": s("Group of the referent.", default=GROUP, enum=[GROUP]),
+        "group": group,
         "kind": s("Kind of the referent.", default="GitTarget", enum=["GitTarget"]),
         "name": s("Name of the GitTarget.", minLength=1),
     }
@@ -98,7 +102,8 @@ def streams_status(with_pending_sample):
         props["pendingSample"] = {
             "type": "array", "maxItems": 5, "items": {"type": "string"},
             "description": 'Up to five not-ready streams, "group/version/resource[ ns]".'}
-    return obj("Bounded roll-up of the watch streams.", props)
+    return obj("Bounded roll-up of the watch streams.", props,
+               required=["blocked", "ready", "replaying", "total"])
 
 
 def condition_column(name, condition, field="status", wide=False):
@@ -303,11 +308,13 @@ def rule_status():
 
 def rule_columns():
     return [
-        column("GitTarget", ".spec.targetRef.name"),
+        column("Target", ".spec.targetRef.name"),
         condition_column("Ready", "Ready"),
-        condition_column("Reason", "Ready", "reason"),
+        condition_column("Reconciling", "Reconciling"),
+        condition_column("Stalled", "Stalled"),
+        condition_column("StreamsRunning", "StreamsRunning"),
         column("Streams", ".status.streams.summary"),
-        condition_column("Status", "Ready", "message", wide=True),
+        condition_column("Reason", "Ready", "reason"),
         AGE,
     ]
 
@@ -335,7 +342,6 @@ def cluster_watch_rule():
                                required=["resources", "scope"])},
     }, required=["rules", "targetRef"])
     columns = rule_columns()
-    columns.insert(1, column("Namespace", ".spec.targetRef.namespace"))
     return crd("ClusterWatchRule", "clusterwatchrules", "Cluster",
                "ClusterWatchRule mirrors cluster-scoped or all-namespace resources into a "
                "GitTarget.", spec, rule_status(), columns)

@@ -1,5 +1,6 @@
 #include "libs/rules/rule.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -90,6 +91,8 @@ absl::StatusOr<ResourceRule> ParseResourceRule(const json& item, absl::string_vi
   }
   ASSIGN_OR_RETURN(auto resources, OptStrings(item, "resources", path));
   rule.resources = resources.value_or(std::vector<std::string>{});
+  // Resource names match case-insensitively, as in the reference; plurals are lower case.
+  for (std::string& r : rule.resources) absl::AsciiStrToLower(&r);
   RETURN_IF_ERROR(ValidateResources(rule.resources, absl::StrCat(path, ".resources")));
 
   if (cluster) {

@@ -60,6 +60,12 @@ TEST(ParseWatchRuleTest, ParsesAFullObject) {
   EXPECT_FALSE(rule->rules[1].scope.has_value());
 }
 
+TEST(ParseWatchRuleTest, ResourceNamesAreCaseInsensitive) {
+  auto rule = ParseWatchRule(WatchRuleJson("ns", "r", "t", {RuleJson({"ConfigMaps", "*"})}));
+  ASSERT_TRUE(rule.ok());
+  EXPECT_EQ(rule->rules[0].resources, (std::vector<std::string>{"configmaps", "*"}));
+}
+
 TEST(ParseWatchRuleTest, OmittedApiGroupsStayUnset) {
   auto rule = ParseWatchRule(WatchRuleJson("ns", "r", "t", {RuleJson({"widgets"})}));
   ASSERT_TRUE(rule.ok());
