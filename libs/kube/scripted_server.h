@@ -21,9 +21,12 @@ class ScriptedServer {
  public:
   // Plain HTTP.
   ScriptedServer() : server_(std::make_unique<httplib::Server>()) { Init(); }
-  // HTTPS with the given PEM files.
-  ScriptedServer(const std::string& cert_file, const std::string& key_file)
-      : server_(std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str())),
+  // HTTPS with the given PEM files; with `client_ca_file`, client certificates are required.
+  ScriptedServer(const std::string& cert_file, const std::string& key_file,
+                 const std::string& client_ca_file = "")
+      : server_(std::make_unique<httplib::SSLServer>(
+            cert_file.c_str(), key_file.c_str(),
+            client_ca_file.empty() ? nullptr : client_ca_file.c_str())),
         tls_(true) {
     Init();
   }
