@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "libs/redisstore/materialization_store.h"
@@ -23,9 +24,10 @@ struct Model {
   StreamPosition top;  // last generated stream ID (zero: none)
   std::optional<StreamPosition> checkpoint;
   int64_t appended = 0;
+  std::vector<std::string> top_fields;  // the encoded top entry
 
   // Where an append lands, mirroring the store's rule; nullopt = diverted.
-  std::optional<StreamPosition> Place(std::optional<uint64_t> rv) const {
+  std::optional<StreamPosition> Place(std::optional<uint64_t> rv, const StreamEntry& entry) const {
     if (!rv) {
       if (top.IsZero()) return std::nullopt;
       rv = top.rv();
@@ -34,6 +36,11 @@ struct Model {
     StreamPosition candidate = *rv > top.rv() ? StreamPosition(*rv, 0)
                                               : StreamPosition(*rv, top.seq() + 1);
     if (checkpoint && candidate <= *checkpoint) return std::nullopt;
+    // A byte-identical repeat of the (untrimmed) top entry is absorbed.
+    bool top_in_stream = !checkpoint || top > *checkpoint;
+    if (*rv == top.rv() && top_in_stream && EncodeEntryFields(entry) == top_fields) {
+      return std::nullopt;
+    }
     return candidate;
   }
 };
@@ -90,7 +97,8 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
   uint64_t rv_clock = list_rv;  // the "API server" RV, ahead of or at the stream top
 
   constexpr int kSteps = 400;
-  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0;
+  std::optional<StreamEntry> last_appended;
+  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0, duplicates = 0;
   for (int step = 0; step < kSteps; ++step) {
     int dice = uniform(0, 99);
     if (dice < 72) {
@@ -115,19 +123,29 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
         entry.resource_version = "v" + std::to_string(step);  // non-numeric
       }
       if (rv) entry.resource_version = std::to_string(*rv);
+      if (last_appended && uniform(0, 19) == 0) entry = *last_appended;  // a retried append
+      if (!entry.resource_version.empty()) {
+        auto parsed = core::ParseResourceVersion(entry.resource_version);
+        rv = parsed.ok() ? std::optional<uint64_t>(*parsed) : std::nullopt;
+      } else {
+        rv = std::nullopt;
+      }
       std::optional<StreamPosition> expected =
-          entry.resource_version.empty() || rv ? model.Place(rv) : std::nullopt;
+          entry.resource_version.empty() || rv ? model.Place(rv, entry) : std::nullopt;
       auto result = store.Append(entry);
       ASSERT_TRUE(result.ok()) << result.status();
       ASSERT_EQ(result->appended, expected.has_value()) << "step " << step;
       if (expected) {
         ASSERT_EQ(result->position, *expected) << "step " << step;
         model.top = *expected;
+        model.top_fields = EncodeEntryFields(entry);
+        last_appended = entry;
         rv_clock = std::max(rv_clock, expected->rv());
         ApplyEntry(entry, model.objects);
         ++model.appended;
       } else {
         ++diverts;
+        if (result->diverted == DivertReason::kDuplicateOfStreamTop) ++duplicates;
       }
     } else if (dice < 84) {
       // Compact up to a random point at or after the checkpoint.
@@ -196,9 +214,11 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
   EXPECT_GT(compactions, 0);
   EXPECT_GT(swaps, 0);
   EXPECT_GT(diverts, 0);
+  EXPECT_GT(duplicates, 0);
   RecordProperty("compactions", compactions);
   RecordProperty("swaps", swaps);
   RecordProperty("stale_swaps", stale_swaps);
+  RecordProperty("duplicates", duplicates);
   RecordProperty("resplices", follower.resplices);
 }
 

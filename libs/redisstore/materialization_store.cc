@@ -49,6 +49,21 @@ if ckpt then
     return divert('covered_by_checkpoint')
   end
 end
+-- A byte-identical repeat of the top entry (a retried append whose reply was lost, a watch
+-- re-delivery) is absorbed: folding it again would change nothing.
+if c == 0 then
+  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+  if #last == 1 and last[1][1] == top and #last[1][2] == #ARGV - 1 then
+    local same = true
+    for i = 1, #last[1][2] do
+      if last[1][2][i] ~= ARGV[i + 1] then same = false break end
+    end
+    if same then
+      redis.call('HINCRBY', counts, 'diverted:duplicate_of_stream_top', 1)
+      return {'diverted', 'duplicate_of_stream_top', top}
+    end
+  end
+end
 local fields = {}
 for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
 local id = redis.pcall('XADD', stream, rv .. '-*', unpack(fields))
@@ -181,6 +196,7 @@ absl::string_view DivertReasonName(DivertReason reason) {
     case DivertReason::kCoveredByCheckpoint: return "covered_by_checkpoint";
     case DivertReason::kNonNumericRv: return "non_numeric_rv";
     case DivertReason::kRvlessEmptyStream: return "rvless_empty_stream";
+    case DivertReason::kDuplicateOfStreamTop: return "duplicate_of_stream_top";
   }
   return "unknown";
 }
@@ -288,11 +304,15 @@ absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& ent
     result.appended = true;
     return result;
   }
-  if (parts.size() == 2 && parts[0] == "diverted") {
+  if (parts.size() >= 2 && parts[0] == "diverted") {
     for (DivertReason reason :
          {DivertReason::kOlderThanStreamTop, DivertReason::kCoveredByCheckpoint,
-          DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream}) {
+          DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream,
+          DivertReason::kDuplicateOfStreamTop}) {
       if (DivertReasonName(reason) == parts[1]) result.diverted = reason;
+    }
+    if (parts.size() == 3) {
+      ASSIGN_OR_RETURN(result.position, StreamPosition::Parse(parts[2]));
     }
     if (result.diverted) return result;
   }

@@ -37,12 +37,15 @@ enum class DivertReason {
   kCoveredByCheckpoint,  // position at or below the checkpoint (already folded in)
   kNonNumericRv,         // resourceVersion is not an unsigned decimal
   kRvlessEmptyStream,    // no RV and no stream top to attach to
+  // Byte-identical to the stream's top entry (same RV): a retried append whose reply was lost,
+  // or a re-delivered watch event. `position` names the existing entry.
+  kDuplicateOfStreamTop,
 };
 absl::string_view DivertReasonName(DivertReason reason);  // "older_than_stream_top", ...
 
 struct AppendResult {
   bool appended = false;
-  core::StreamPosition position;        // the entry's stream ID when appended
+  core::StreamPosition position;  // the entry's stream ID (or the duplicated entry's)
   std::optional<DivertReason> diverted;  // set when not appended
 };
 
@@ -113,6 +116,7 @@ class MaterializationStore {
   const core::WatchScope& scope() const { return scope_; }
 
   // Appends at `<rv>-<next seq>` (an RV-less entry at the stream top's RV), or diverts.
+  // Retrying after a lost reply is safe: the repeat is diverted as kDuplicateOfStreamTop.
   // InvalidArgument for an entry without a name, or an upsert without a body.
   absl::StatusOr<AppendResult> Append(const StreamEntry& entry);
 

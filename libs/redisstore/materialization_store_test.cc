@@ -97,6 +97,23 @@ TEST_F(MaterializationStoreTest, AppendAssignsRvSeqAndDivertsWithoutReordering) 
   EXPECT_EQ(batch->entries[3].resource_version, "");
 }
 
+TEST_F(MaterializationStoreTest, RetriedAppendIsAbsorbedAsDuplicate) {
+  StreamEntry entry = Change(ChangeOp::kModified, "a", "20");
+  EXPECT_EQ(MustAppend(entry).position, StreamPosition(20, 0));
+  // The same bytes again (a retry after a lost reply, or a re-delivered watch event).
+  auto again = MustAppend(entry);
+  EXPECT_FALSE(again.appended);
+  EXPECT_EQ(again.diverted, DivertReason::kDuplicateOfStreamTop);
+  EXPECT_EQ(again.position, StreamPosition(20, 0));
+  // Different content at the same RV is a distinct entry.
+  StreamEntry other = entry;
+  other.user = "bob";
+  EXPECT_EQ(MustAppend(other).position, StreamPosition(20, 1));
+  auto counts = store_->ReadCounts();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->diverted["duplicate_of_stream_top"], 1);
+}
+
 TEST_F(MaterializationStoreTest, InvalidEntriesAreRejected) {
   StreamEntry nameless = Change(ChangeOp::kAdded, "a", "1");
   nameless.name.clear();
