@@ -2,10 +2,14 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "libs/core/status.h"
 #include "libs/git/repo_path.h"
 #include "libs/git/transport.h"
@@ -505,13 +509,22 @@ absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const g
     remote_repo.reset(raw_remote);
   }
 
-  git_reference* updated = nullptr;
-  int rc = expected.has_value()
-               ? git_reference_create_matching(&updated, raw_remote, ref.c_str(), &local,
-                                               /*force=*/1, &*expected, "push")
-               : git_reference_create(&updated, raw_remote, ref.c_str(), &local, /*force=*/0,
-                                      "push");
-  git_reference_free(updated);
+  // A concurrent pusher may hold the ref's lock file for a moment; like git's
+  // core.filesRefLockTimeout, retry briefly before reporting the contention.
+  int rc = GIT_ELOCKED;
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
+  for (absl::Duration backoff = absl::Milliseconds(1);; backoff = std::min(backoff * 2, absl::Milliseconds(50))) {
+    git_reference* updated = nullptr;
+    rc = expected.has_value()
+             ? git_reference_create_matching(&updated, raw_remote, ref.c_str(), &local,
+                                             /*force=*/1, &*expected, "push")
+             : git_reference_create(&updated, raw_remote, ref.c_str(), &local, /*force=*/0,
+                                    "push");
+    git_reference_free(updated);
+    if (rc != GIT_ELOCKED || absl::Now() >= deadline) break;
+    git_error_clear();
+    absl::SleepFor(backoff);
+  }
   if (rc == 0) return PushResult{PushOutcome::kPushed, OidToHex(local), ""};
   if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED || rc == GIT_ENOTFOUND) {
     // Someone else updated (or holds) the ref: the caller re-reads the remote to classify.
