@@ -100,11 +100,12 @@ return {ckpt, redis.call('HGETALL', KEYS[3]), redis.call('XRANGE', KEYS[1], '(' 
 // The swap: refuse an older generation, install the staged items and the position together,
 // register the index, then trim what the new checkpoint covers.
 // KEYS: ckpt:items, staging, ckpt:rv, stream, index.
-// ARGV: position, trim MINID ("" = none), expected item count, index member.
+// ARGV: position, trim MINID ("" = none), expected item count, index member,
+//       base ("" = any; else the checkpoint the new one was folded from must still be live).
 const LuaScript& SwapScript() {
   static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
 local cur = redis.call('GET', KEYS[3])
-if cur and cmpid(ARGV[1], cur) < 0 then
+if (cur and cmpid(ARGV[1], cur) < 0) or (ARGV[5] ~= '' and (not cur or cmpid(cur, ARGV[5]) ~= 0)) then
   redis.call('DEL', KEYS[2])
   return {'stale', cur, 0}
 end
@@ -411,6 +412,12 @@ absl::StatusOr<MaterializationView> MaterializationStore::Load() {
 
 absl::StatusOr<CheckpointSwap> MaterializationStore::ReplaceCheckpoint(
     const ObjectMap& items, StreamPosition covered_through) {
+  return Swap(items, covered_through, std::nullopt);
+}
+
+absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(
+    const ObjectMap& items, StreamPosition covered_through,
+    std::optional<StreamPosition> base) {
   const std::string staging = keys_.CheckpointStaging(GenerationId());
   // 1. Write the new generation beside the live one (readers keep seeing the old one).
   std::vector<RedisCommand> writes;
@@ -450,7 +457,8 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::ReplaceCheckpoint(
                    {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream,
                     index_key_},
                    {covered_through.ToString(), min_id ? min_id->ToString() : "",
-                    absl::StrCat(items.size()), keys_.index_member}));
+                    absl::StrCat(items.size()), keys_.index_member,
+                    base ? base->ToString() : ""}));
   if (!reply.IsArray() || reply.elements().size() != 3) {
     return absl::InternalError(absl::StrCat("swap script: unexpected reply ", reply.DebugString()));
   }
@@ -483,7 +491,9 @@ absl::StatusOr<CompactionResult> MaterializationStore::Compact(StreamPosition th
     ++result.folded;
   }
   if (result.folded == 0) return result;
-  ASSIGN_OR_RETURN(CheckpointSwap swap, ReplaceCheckpoint(objects, result.position));
+  // Only onto the checkpoint we folded from: a LIST that replaced it meanwhile may have healed
+  // a gap the stream never saw, and must not be overwritten by this fold.
+  ASSIGN_OR_RETURN(CheckpointSwap swap, Swap(objects, result.position, view.checkpoint));
   result.compacted = swap.swapped;
   result.position = swap.position;
   result.trimmed = swap.trimmed;
@@ -527,6 +537,28 @@ absl::Status MaterializationStore::Release() {
                       keys_.state, keys_.counts},
                      {"SREM", index_key_, keys_.index_member}})
       .status();
+}
+
+absl::StatusOr<std::vector<std::string>> WaitForAnyStream(
+    RedisConnection& redis,
+    const std::vector<std::pair<std::string, StreamPosition>>& streams, absl::Duration block) {
+  if (streams.empty()) return absl::InvalidArgumentError("WaitForAnyStream: no streams");
+  int64_t block_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(block));
+  RedisCommand xread = {"XREAD", "COUNT", "1", "BLOCK", absl::StrCat(block_ms), "STREAMS"};
+  for (const auto& [key, position] : streams) xread.push_back(key);
+  for (const auto& [key, position] : streams) xread.push_back(position.ToString());
+  ASSIGN_OR_RETURN(RedisReply reply, redis.BlockingCommand(xread, block));
+  std::vector<std::string> ready;
+  if (reply.IsNil()) return ready;
+  if (!reply.IsArray()) {
+    return absl::InternalError(absl::StrCat("XREAD: unexpected reply ", reply.DebugString()));
+  }
+  for (const RedisReply& stream : reply.elements()) {
+    if (!stream.IsArray() || stream.elements().empty()) continue;
+    ASSIGN_OR_RETURN(std::string key, stream.elements()[0].AsString());
+    ready.push_back(std::move(key));
+  }
+  return ready;
 }
 
 absl::StatusOr<std::vector<IndexedMaterialization>> ListMaterializations(RedisConnection& redis,

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -75,7 +76,7 @@ struct MaterializationView {
 };
 
 struct CheckpointSwap {
-  bool swapped = false;  // false: a newer checkpoint was already in place (nothing changed)
+  bool swapped = false;  // false: a newer (or, for compaction, another) checkpoint is in place
   core::StreamPosition position;  // the checkpoint position now in place
   int64_t trimmed = 0;            // stream entries removed (all at or below the position)
 };
@@ -138,7 +139,8 @@ class MaterializationStore {
   absl::StatusOr<CheckpointSwap> ReplaceCheckpoint(const ObjectMap& items,
                                                    core::StreamPosition covered_through);
   // Folds the checkpoint and the stream entries up to `through` into a new checkpoint at the
-  // last folded entry (no API call). FailedPrecondition when there is no checkpoint.
+  // last folded entry (no API call). The swap happens only if the checkpoint it folded from is
+  // still the live one (else compacted=false). FailedPrecondition when there is no checkpoint.
   absl::StatusOr<CompactionResult> Compact(
       core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX));
 
@@ -152,6 +154,10 @@ class MaterializationStore {
 
  private:
   absl::StatusOr<AppendResult> Divert(DivertReason reason);
+  // Stages `items` and swaps them in at `covered_through`; with `base`, only if the live
+  // checkpoint is still exactly `base`.
+  absl::StatusOr<CheckpointSwap> Swap(const ObjectMap& items, core::StreamPosition covered_through,
+                                      std::optional<core::StreamPosition> base);
 
   RedisConnection* redis_;
   KeyPrefix prefix_;
@@ -160,6 +166,14 @@ class MaterializationStore {
   MaterializationKeys keys_;
   std::string index_key_;
 };
+
+// Waits until at least one of `streams` (stream key, reader position) has an entry after its
+// position, or `block` passes; returns the keys that have (empty on timeout). One XREAD for many
+// streams, so one connection can wake many tail readers; read the entries with ReadAfter.
+absl::StatusOr<std::vector<std::string>> WaitForAnyStream(
+    RedisConnection& redis,
+    const std::vector<std::pair<std::string, core::StreamPosition>>& streams,
+    absl::Duration block);
 
 // A materialization listed in the index, with its state when readable.
 struct IndexedMaterialization {

@@ -3,6 +3,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/fixtures/redis_server.h"
@@ -310,6 +312,30 @@ TEST_F(MaterializationStoreTest, WaitAfterWakesOnAnAppendFromAnotherConnection) 
   ASSERT_TRUE(woke.ok()) << woke.status();
   ASSERT_EQ(woke->entries.size(), 1u);
   EXPECT_EQ(woke->entries[0].position, StreamPosition(2, 0));
+}
+
+TEST_F(MaterializationStoreTest, OneWaitServesManyStreams) {
+  MaterializationStore secrets(redis_.get(), KeyPrefix::Default(), {"", "v1", "secrets"},
+                               core::WatchScope::Namespace("team-a"));
+  MustAppend(Change(ChangeOp::kAdded, "a", "1"));
+  std::vector<std::pair<std::string, StreamPosition>> tails = {
+      {store_->keys().stream, StreamPosition(1, 0)}, {secrets.keys().stream, StreamPosition::Zero()}};
+  auto idle = WaitForAnyStream(*redis_, tails, absl::Milliseconds(20));
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  EXPECT_TRUE(idle->empty());
+
+  std::unique_ptr<RedisConnection> writer_connection = Connect();
+  std::thread writer([&] {
+    MaterializationStore writer_store(writer_connection.get(), KeyPrefix::Default(),
+                                      {"", "v1", "secrets"}, core::WatchScope::Namespace("team-a"));
+    auto appended = writer_store.Append(Change(ChangeOp::kAdded, "s", "7"));
+    EXPECT_TRUE(appended.ok() && appended->appended);
+  });
+  auto ready = WaitForAnyStream(*redis_, tails, absl::Seconds(30));
+  writer.join();
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(*ready, std::vector<std::string>{secrets.keys().stream});
+  EXPECT_FALSE(WaitForAnyStream(*redis_, {}, absl::Milliseconds(1)).ok());
 }
 
 TEST_F(MaterializationStoreTest, StateIndexAndRelease) {
