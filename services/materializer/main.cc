@@ -1,22 +1,167 @@
-// The materializer service binary.
+// The materializer service binary: per claimed (type, scope) a Redis stream + checkpoint fed by
+// the watch, and the audit webhook that records who made each change.
 
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
 #include "libs/runtime/admin_status.h"
+#include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
+#include "services/materializer/audit_webhook.h"
+#include "services/materializer/claims_client.h"
+#include "services/materializer/redis_fact_sink.h"
+#include "services/materializer/supervisor.h"
+
+ABSL_FLAG(std::string, kubeconfig, "", "Path to a kubeconfig; empty: $KUBECONFIG, then in-cluster.");
+ABSL_FLAG(std::string, redis_address, "127.0.0.1:6379", "Redis host:port.");
+ABSL_FLAG(std::string, redis_key_prefix, "reverser", "Prefix of every Redis key.");
+ABSL_FLAG(std::string, catalog_address, "",
+          "gRPC address of the catalog to follow claims from (host:port).");
+ABSL_FLAG(std::string, static_claims, "",
+          "Instead of the catalog: comma-separated group/version/resource[@namespace] to "
+          "materialize (core as version/resource, e.g. v1/configmaps,apps/v1/deployments@team).");
+ABSL_FLAG(int64_t, compact_after_entries, 10000,
+          "Fold a stream into a new checkpoint once it holds more entries than this.");
+ABSL_FLAG(bool, use_watch_list, true, "Use WatchList (sendInitialEvents) when the server serves it.");
+ABSL_FLAG(bool, audit_webhook, true, "Serve the audit webhook (author attribution).");
+ABSL_FLAG(int, audit_port, 9444, "Audit webhook port; 0 picks a free one.");
+ABSL_FLAG(std::string, audit_tls_cert, "", "Audit webhook server certificate (PEM).");
+ABSL_FLAG(std::string, audit_tls_key, "", "Audit webhook server key (PEM).");
+ABSL_FLAG(std::string, audit_client_ca, "",
+          "CA bundle that signs the API server's client certificate (mTLS, required).");
+ABSL_FLAG(bool, audit_insecure, false,
+          "Serve the audit webhook over plain HTTP without client certificates (development only).");
+ABSL_FLAG(int64_t, audit_max_body_bytes, 10 * 1024 * 1024, "Largest accepted audit request body.");
+ABSL_FLAG(absl::Duration, author_fact_ttl, absl::Minutes(15), "TTL of author facts in Redis.");
 
 namespace reverser::materializer {
 namespace {
 
+class AdminService final
+    : public runtime::AdminStatusService<reverser::v1::MaterializerAdmin> {
+ public:
+  AdminService(runtime::ServiceHost* host, caf::actor* supervisor)
+      : AdminStatusService(host), supervisor_(supervisor) {}
+
+  grpc::ServerUnaryReactor* ListMaterializations(
+      grpc::CallbackServerContext* context, const reverser::v1::ListMaterializationsRequest*,
+      reverser::v1::ListMaterializationsResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    caf::scoped_actor self{host()->actors()};
+    grpc::Status status = grpc::Status::OK;
+    self->request(*supervisor_, std::chrono::seconds(5), list_atom::value)
+        .receive([&](const std::string& serialized) { response->ParseFromString(serialized); },
+                 [&](caf::error& err) {
+                   status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                         host()->actors().render(err));
+                 });
+    reactor->Finish(status);
+    return reactor;
+  }
+
+ private:
+  caf::actor* supervisor_;
+};
+
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    admin_ = std::make_unique<runtime::AdminStatusService<reverser::v1::MaterializerAdmin>>(&host);
+    auto redis = redisstore::RedisOptions::FromAddress(absl::GetFlag(FLAGS_redis_address));
+    if (!redis.ok()) return redis.status();
+    auto prefix = redisstore::KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix));
+    if (!prefix.ok()) return prefix.status();
+    std::string catalog = absl::GetFlag(FLAGS_catalog_address);
+    std::string static_claims = absl::GetFlag(FLAGS_static_claims);
+    if (catalog.empty() == static_claims.empty()) {
+      return absl::InvalidArgumentError("set exactly one of --catalog_address and --static_claims");
+    }
+    auto cluster = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig));
+    if (!cluster.ok()) return cluster.status();
+    auto transport = kube::HttplibTransport::Create(*cluster);
+    if (!transport.ok()) return transport.status();
+    client_ = std::make_shared<kube::RestClient>(std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+
+    SupervisorOptions options;
+    auto metrics = &host.metrics();
+    auto client = client_;
+    TypeMaterializerOptions base;
+    base.redis = *redis;
+    base.prefix = *prefix;
+    base.compact_after_entries = absl::GetFlag(FLAGS_compact_after_entries);
+    base.use_watch_list = absl::GetFlag(FLAGS_use_watch_list);
+    options.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
+                                                  const core::WatchScope& scope) {
+      TypeMaterializerOptions o = base;
+      o.gvr = gvr;
+      o.scope = scope;
+      return std::make_unique<TypeMaterializer>(client, o, metrics);
+    };
+    runtime::ServiceHost* h = &host;
+    options.on_applied = [h](size_t workers) {
+      h->SetComponent("claims", true, absl::StrCat(workers, " materialization(s)"));
+    };
+    supervisor_ = SpawnSupervisor(host.actors(), std::move(options));
+    host.SetComponent("claims", false, "waiting for the first claim set");
+
+    if (!static_claims.empty()) {
+      auto set = ParseStaticClaims(static_claims);
+      if (!set.ok()) return set.status();
+      caf::anon_send(supervisor_, claims_atom::value, set->SerializeAsString());
+    } else {
+      caf::actor supervisor = supervisor_;
+      claims_ = std::make_unique<ClaimsClient>(catalog, host.options().instance,
+                                               [supervisor](const reverser::v1::ClaimSet& set) {
+                                                 caf::anon_send(supervisor, claims_atom::value,
+                                                                set.SerializeAsString());
+                                               });
+    }
+
+    if (absl::GetFlag(FLAGS_audit_webhook)) {
+      fact_sink_ = std::make_unique<RedisFactSink>(*redis, *prefix, absl::GetFlag(FLAGS_author_fact_ttl));
+      intake_ = std::make_unique<AuditIntake>(fact_sink_.get(), &host.metrics());
+      AuditWebhookOptions audit;
+      audit.listen_address = host.options().listen_address;
+      audit.port = absl::GetFlag(FLAGS_audit_port);
+      audit.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_audit_max_body_bytes));
+      audit.tls = {absl::GetFlag(FLAGS_audit_tls_cert), absl::GetFlag(FLAGS_audit_tls_key),
+                   absl::GetFlag(FLAGS_audit_client_ca)};
+      audit.insecure = absl::GetFlag(FLAGS_audit_insecure);
+      webhook_ = std::make_unique<AuditWebhookServer>(audit, intake_.get());
+    }
+
+    admin_ = std::make_unique<AdminService>(&host, &supervisor_);
     host.AddGrpcService(admin_.get());
     return absl::OkStatus();
   }
 
+  absl::Status Run(runtime::ServiceHost& host) override {
+    if (webhook_) {
+      auto port = webhook_->Start();
+      if (!port.ok()) return port.status();
+      host.SetDetail("audit_port", std::to_string(*port));
+      runtime::LogInfo("audit webhook listening",
+                       {{"audit_port", *port}, {"tls", !absl::GetFlag(FLAGS_audit_insecure)}});
+    }
+    if (claims_) claims_->Start();
+    return absl::OkStatus();
+  }
+
+  void Stop() override {
+    if (claims_) claims_->Stop();
+    if (webhook_) webhook_->Stop();
+    if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
+  }
+
  private:
-  std::unique_ptr<runtime::AdminStatusService<reverser::v1::MaterializerAdmin>> admin_;
+  std::shared_ptr<kube::RestClient> client_;
+  caf::actor supervisor_;
+  std::unique_ptr<ClaimsClient> claims_;
+  std::unique_ptr<RedisFactSink> fact_sink_;
+  std::unique_ptr<AuditIntake> intake_;
+  std::unique_ptr<AuditWebhookServer> webhook_;
+  std::unique_ptr<AdminService> admin_;
 };
 
 std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>(); }
@@ -27,6 +172,9 @@ std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>();
 int main(int argc, char** argv) {
   return reverser::runtime::RunServiceMain(
       argc, argv,
-      {"materializer", "reverser materializer — per-type Redis materialization (stream + checkpoint) and the audit webhook intake.\n\nUsage: materializer [flags]"},
+      {"materializer",
+       "reverser materializer — per-type Redis materialization (stream + checkpoint) and the "
+       "audit webhook intake.\n\nUsage: materializer --kubeconfig=... --redis_address=host:port "
+       "(--catalog_address=host:port | --static_claims=...) [flags]"},
       &reverser::materializer::MakeApp);
 }

@@ -9,7 +9,10 @@
 #include "proto/reverser/v1/materializer.grpc.pb.h"
 #include "proto/reverser/v1/splicer.grpc.pb.h"
 #include "tests/fixtures/process.h"
+#include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
+#include "tests/fixtures/temp_dir.h"
+#include "tools/kube-sim/kube_sim.h"
 
 namespace reverser {
 namespace {
@@ -32,11 +35,51 @@ std::function<grpc::Status(grpc::Channel*, v1::ServiceStatus*)> AdminStatusCall(
   };
 }
 
-class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {};
+// What a service needs around it: a cluster (kube-sim) and Redis.
+class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::ScopedTempDir("svc");
+    auto redis = testing::RedisServer::Start();
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = redis->release();
+    auto sim = kubesim::KubeSim::Start({});
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    sim_ = sim->release();
+    ASSERT_TRUE(sim_->WriteKubeconfig(dir_->path() + "/kubeconfig").ok());
+  }
+  static void TearDownTestSuite() {
+    delete sim_;
+    delete redis_;
+    delete dir_;
+  }
+
+  // The flags each service needs to start against the suite's cluster and Redis.
+  static std::vector<std::string> ArgsFor(const std::string& service) {
+    std::vector<std::string> args = {"--log_level=debug"};
+    if (service == "materializer") {
+      args.push_back("--kubeconfig=" + dir_->path() + "/kubeconfig");
+      args.push_back("--redis_address=" + redis_->address());
+      args.push_back("--static_claims=v1/configmaps");
+      args.push_back("--audit_insecure");
+      args.push_back("--audit_port=0");
+    }
+    return args;
+  }
+
+  static testing::ScopedTempDir* dir_;
+  static testing::RedisServer* redis_;
+  static kubesim::KubeSim* sim_;
+};
+
+testing::ScopedTempDir* ServiceProcessTest::dir_ = nullptr;
+testing::RedisServer* ServiceProcessTest::redis_ = nullptr;
+kubesim::KubeSim* ServiceProcessTest::sim_ = nullptr;
 
 TEST_P(ServiceProcessTest, ServesHealthMetricsAdminAndStopsOnSigterm) {
   const ServiceCase& c = GetParam();
-  auto service = ServiceProcess::Start(c.name, testing::RunfilePath("services/" + c.name + "/" + c.name), {"--log_level=debug"});
+  auto service = ServiceProcess::Start(
+      c.name, testing::RunfilePath("services/" + c.name + "/" + c.name), ArgsFor(c.name));
   ASSERT_TRUE(service.ok()) << service.status();
   ServiceProcess& s = **service;
   ASSERT_TRUE(s.WaitReady().ok());

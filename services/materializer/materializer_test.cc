@@ -1,0 +1,266 @@
+// The materializer against real parts: kube-sim (in-process, real HTTP), a real redis-server,
+// and for the binary test the real materializer process.
+
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
+#include "libs/redisstore/author_fact_store.h"
+#include "libs/redisstore/materialization_store.h"
+#include "services/materializer/supervisor.h"
+#include "services/materializer/type_materializer.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/redis_server.h"
+#include "tests/fixtures/service_process.h"
+#include "tests/fixtures/temp_dir.h"
+#include "tools/kube-sim/kube_sim.h"
+
+namespace reverser::materializer {
+namespace {
+
+using nlohmann::json;
+
+const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
+
+class MaterializerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto redis = testing::RedisServer::Start();
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = std::move(*redis);
+    auto sim = kubesim::KubeSim::Start({});
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    sim_ = std::move(*sim);
+    auto config = kube::ParseKubeconfig(sim_->Kubeconfig(), "");
+    ASSERT_TRUE(config.ok()) << config.status();
+    auto transport = kube::HttplibTransport::Create(*config);
+    ASSERT_TRUE(transport.ok()) << transport.status();
+    client_ = std::make_shared<kube::RestClient>(
+        std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+    ASSERT_EQ(sim_->Call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"team"}})").status, 201);
+  }
+
+  TypeMaterializerOptions Options() {
+    TypeMaterializerOptions o;
+    o.gvr = kConfigMaps;
+    o.scope = core::WatchScope::Namespace("team");
+    o.redis.host = redis_->host();
+    o.redis.port = redis_->port();
+    return o;
+  }
+
+  void PutConfigMap(const std::string& name, const std::string& value) {
+    std::string path = "/api/v1/namespaces/team/configmaps/" + name;
+    json body = {{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata", {{"name", name}, {"namespace", "team"}}},
+                 {"data", {{"k", value}}}};
+    auto got = sim_->Call("GET", path);
+    if (got.status == 404) {
+      ASSERT_EQ(sim_->Call("POST", "/api/v1/namespaces/team/configmaps", body.dump()).status, 201);
+    } else {
+      ASSERT_EQ(sim_->Call("PUT", path, body.dump()).status, 200);
+    }
+  }
+
+  void DeleteConfigMap(const std::string& name) {
+    ASSERT_EQ(sim_->Call("DELETE", "/api/v1/namespaces/team/configmaps/" + name).status, 200);
+  }
+
+  // name -> data.k, as the API server has it.
+  std::map<std::string, std::string> ClusterState() {
+    auto list = json::parse(sim_->Call("GET", "/api/v1/namespaces/team/configmaps").body);
+    std::map<std::string, std::string> out;
+    for (const auto& item : list["items"]) {
+      out[item["metadata"]["name"]] = item["data"]["k"];
+    }
+    return out;
+  }
+
+  // name -> data.k, as checkpoint + stream fold to.
+  std::map<std::string, std::string> MaterializedState() {
+    auto conn = redisstore::RedisConnection::Connect(Options().redis);
+    if (!conn.ok()) return {};
+    redisstore::MaterializationStore store(conn->get(), redisstore::KeyPrefix::Default(),
+                                           kConfigMaps, core::WatchScope::Namespace("team"));
+    auto view = store.Load();
+    if (!view.ok() || !view->checkpoint.has_value()) return {{"<no checkpoint>", ""}};
+    std::map<std::string, std::string> out;
+    for (const auto& [identity, body] : view->Fold()) {
+      auto object = json::parse(body);
+      EXPECT_FALSE(object["metadata"].contains("managedFields"));
+      out[object["metadata"]["name"]] = object["data"]["k"];
+    }
+    return out;
+  }
+
+  bool Converged() { return MaterializedState() == ClusterState(); }
+
+  int WatchRequests() {
+    int n = 0;
+    for (const auto& line : sim_->RequestLog()) {
+      if (absl::StrContains(line, "/configmaps") && absl::StrContains(line, "watch=")) ++n;
+    }
+    return n;
+  }
+
+  std::unique_ptr<testing::RedisServer> redis_;
+  std::unique_ptr<kubesim::KubeSim> sim_;
+  std::shared_ptr<kube::RestClient> client_;
+  runtime::MetricsRegistry metrics_;
+};
+
+TEST_F(MaterializerTest, CheckpointAndStreamHoldExactlyTheClusterState) {
+  PutConfigMap("a", "1");
+  PutConfigMap("b", "1");
+  TypeMaterializer worker(client_, Options(), &metrics_);
+  worker.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  EXPECT_EQ(MaterializedState(), (std::map<std::string, std::string>{{"a", "1"}, {"b", "1"}}));
+  PutConfigMap("a", "2");
+  PutConfigMap("c", "1");
+  DeleteConfigMap("b");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)))
+      << "cluster and materialization differ";
+  EXPECT_EQ(worker.Status().appended, 3);
+  EXPECT_EQ(worker.Status().replays, 1);
+  worker.Stop();
+}
+
+TEST_F(MaterializerTest, RestartResumesWithoutReplayAndCatchesUp) {
+  PutConfigMap("a", "1");
+  {
+    TypeMaterializer worker(client_, Options(), &metrics_);
+    worker.Start();
+    ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+    worker.Stop();
+  }
+  // Changes while no materializer runs.
+  PutConfigMap("a", "2");
+  PutConfigMap("d", "1");
+  TypeMaterializer restarted(client_, Options(), &metrics_);
+  restarted.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  EXPECT_EQ(restarted.Status().replays, 0) << "a resume must not replay";
+  restarted.Stop();
+}
+
+TEST_F(MaterializerTest, ExpiredResourceVersionRebuildsTheCheckpoint) {
+  PutConfigMap("a", "1");
+  TypeMaterializer worker(client_, Options(), &metrics_);
+  worker.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  worker.Stop();
+  for (int i = 0; i < 5; ++i) PutConfigMap("x" + std::to_string(i), "1");
+  sim_->Compact();  // the worker's cursor is now too old: 410 on resume
+  TypeMaterializer resumed(client_, Options(), &metrics_);
+  resumed.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return resumed.Status().replays == 1 && Converged(); },
+                               absl::Seconds(20)));
+  resumed.Stop();
+}
+
+TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes) {
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  std::atomic<size_t> workers{0};
+  SupervisorOptions options;
+  auto base = Options();
+  auto client = client_;
+  auto* metrics = &metrics_;
+  options.make_worker = [=](const core::GroupVersionResource& gvr, const core::WatchScope& scope) {
+    TypeMaterializerOptions o = base;
+    o.gvr = gvr;
+    o.scope = scope;
+    return std::make_unique<TypeMaterializer>(client, o, metrics);
+  };
+  options.on_applied = [&](size_t n) { workers = n; };
+  caf::actor supervisor = SpawnSupervisor(system, options);
+  // Two GitTargets claiming the same type yield one claim: one worker, one watch.
+  auto claims = ParseStaticClaims("v1/configmaps@team,v1/configmaps@team");
+  ASSERT_TRUE(claims.ok());
+  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  ASSERT_TRUE(testing::WaitFor([&] { return workers == 1 && Converged(); }, absl::Seconds(20)));
+  ASSERT_TRUE(testing::WaitFor([&] { return WatchRequests() >= 1; }, absl::Seconds(10)));
+  EXPECT_EQ(WatchRequests(), 1);
+  EXPECT_EQ(*redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}), "1\n");
+  // Withdrawn: the worker stops and the keys go.
+  caf::anon_send(supervisor, claims_atom::value, reverser::v1::ClaimSet().SerializeAsString());
+  ASSERT_TRUE(testing::WaitFor([&] { return workers == 0; }, absl::Seconds(20)));
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return *redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}) == "0\n"; },
+      absl::Seconds(10)));
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+}
+
+TEST(StaticClaimsTest, ParsesAndRejects) {
+  auto set = ParseStaticClaims("v1/configmaps, apps/v1/deployments@team");
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_EQ(set->claims_size(), 2);
+  EXPECT_TRUE(set->claims(0).scope().cluster());
+  EXPECT_EQ(set->claims(1).type().gvr().group(), "apps");
+  EXPECT_EQ(set->claims(1).scope().namespace_(), "team");
+  EXPECT_FALSE(ParseStaticClaims("configmaps").ok());
+  EXPECT_FALSE(ParseStaticClaims("v1/configmaps@Bad_NS").ok());
+  EXPECT_FALSE(ParseStaticClaims("a/b/c/d").ok());
+}
+
+// The binary: watches into Redis and records author facts from the audit webhook.
+TEST_F(MaterializerTest, BinaryMaterializesAndRecordsAuthorFacts) {
+  testing::ScopedTempDir dir("mat");
+  ASSERT_TRUE(sim_->WriteKubeconfig(dir.path() + "/kubeconfig").ok());
+  auto audit_port = testing::PickFreePort();
+  ASSERT_TRUE(audit_port.ok());
+  auto service = testing::ServiceProcess::Start(
+      "materializer", testing::RunfilePath("services/materializer/materializer"),
+      {"--kubeconfig=" + dir.path() + "/kubeconfig", "--redis_address=" + redis_->address(),
+       "--static_claims=v1/configmaps@team", "--audit_insecure",
+       "--audit_port=" + std::to_string(*audit_port)});
+  ASSERT_TRUE(service.ok()) << service.status();
+  ASSERT_TRUE((*service)->WaitReady().ok());
+  PutConfigMap("web", "1");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+
+  std::string uid = json::parse(sim_->Call("GET", "/api/v1/namespaces/team/configmaps/web").body)
+                        ["metadata"]["uid"];
+  json event_list = {
+      {"kind", "EventList"},
+      {"apiVersion", "audit.k8s.io/v1"},
+      {"items",
+       {{{"auditID", "x"},
+         {"stage", "ResponseComplete"},
+         {"verb", "update"},
+         {"requestURI", "/api/v1/namespaces/team/configmaps/web"},
+         {"user", {{"username", "alice"}}},
+         {"objectRef",
+          {{"resource", "configmaps"}, {"namespace", "team"}, {"name", "web"}, {"uid", uid}, {"apiVersion", "v1"}}},
+         {"responseStatus", {{"code", 200}}},
+         {"responseObject",
+          {{"kind", "ConfigMap"}, {"metadata", {{"name", "web"}, {"uid", uid}, {"resourceVersion", "77"}}}}}}}}};
+  httplib::Client webhook("127.0.0.1", *audit_port);
+  auto res = webhook.Post("/audit-webhook", event_list.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  auto fact = redis_->Cli({"GET", "reverser:author:v1:audit:configmaps:object:" + uid + ":77"});
+  ASSERT_TRUE(fact.ok());
+  EXPECT_TRUE(absl::StrContains(*fact, "\"author\":\"alice\"")) << *fact;
+  auto metrics = (*service)->HttpGet("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_TRUE(absl::StrContains(metrics->second, "gitopsreverser_audit_events_total{outcome=\"queued\""));
+  EXPECT_TRUE(absl::StrContains(metrics->second, "reverser_materializer_stream_appends_total"));
+
+  // A malformed body gets a clear 400 and the service keeps serving.
+  auto bad = webhook.Post("/audit-webhook", "{oops", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ((*service)->HttpGet("/healthz")->first, 200);
+  auto stopped = (*service)->process().Terminate();
+  ASSERT_TRUE(stopped.ok());
+}
+
+}  // namespace
+}  // namespace reverser::materializer

@@ -1,0 +1,47 @@
+#pragma once
+
+// The materializer's supervisor actor: owns one TypeMaterializer per claimed (type, scope),
+// starting workers for new claims and stopping (and releasing) them for withdrawn ones. Claim
+// sets arrive as full replacements (catalog WatchClaims, or --static_claims).
+
+#include <caf/all.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "libs/kube/rest_client.h"
+#include "proto/reverser/v1/catalog.pb.h"
+#include "proto/reverser/v1/materializer.pb.h"
+#include "services/materializer/type_materializer.h"
+
+namespace reverser::materializer {
+
+using claims_atom = caf::atom_constant<caf::atom("claims")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+
+// Builds a worker for a claim (injectable for tests).
+using WorkerFactory =
+    std::function<std::unique_ptr<TypeMaterializer>(const core::GroupVersionResource&,
+                                                    const core::WatchScope&)>;
+
+struct SupervisorOptions {
+  WorkerFactory make_worker;
+  // Delete Redis keys of withdrawn claims (off keeps them for a later re-claim to resume).
+  bool release_withdrawn = true;
+  // Called after every applied claim set with the number of active workers.
+  std::function<void(size_t workers)> on_applied;
+};
+
+// Messages:
+//   (claims_atom, std::string serialized reverser.v1.ClaimSet) -> void
+//   (list_atom) -> std::string serialized reverser.v1.ListMaterializationsResponse
+caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options);
+
+// Spawns the supervisor on its own thread (it joins worker threads when claims go away).
+caf::actor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options);
+
+// Parses --static_claims: comma-separated `group/version/resource[@namespace]` (core types as
+// `v1/configmaps`).
+absl::StatusOr<reverser::v1::ClaimSet> ParseStaticClaims(absl::string_view text);
+
+}  // namespace reverser::materializer
