@@ -42,7 +42,8 @@ std::optional<std::tuple<int, int, int>> ParseKubeVersion(absl::string_view v) {
   return std::make_tuple(major, stability, minor);
 }
 
-bool Eligible(const TypeRecord& r) { return r.Followable() && r.activated && r.scope; }
+// Settled and still live: new types wait out the settle window once; wobbles never drop them.
+bool Eligible(const TypeRecord& r) { return r.Followable() && r.settled && r.scope; }
 
 bool Contains(const std::vector<std::string>& values, absl::string_view v) {
   return std::find(values.begin(), values.end(), v) != values.end();

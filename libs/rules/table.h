@@ -80,7 +80,7 @@ RuleResolution ResolutionOf(const WatchedTypeTable& table, const RuleKey& rule);
 bool VersionPreferred(absl::string_view a, absl::string_view b);
 
 // Resolves `rules` (all naming `target`) against registry records (typeset::Registry::All()).
-// A record is eligible when it is followable or retained and activated (settled); a fully
+// A record is eligible when it is live (followable or retained) and settled; a fully
 // specified group/version/resource needs only a non-refused record (no settle wait).
 // Resolution is fail-closed: wildcard and version-less rules expand over eligible records only,
 // an omitted apiGroups must match exactly one group, and everything explicitly named that

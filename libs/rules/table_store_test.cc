@@ -113,6 +113,29 @@ TEST(TableStoreReadyTest, NothingResolvesBeforeTheFirstScan) {
   EXPECT_EQ(store.Table({"team-a", "t1"})->types.size(), 1u);
 }
 
+TEST_F(TableStoreTest, AWobbleKeepsThePlanAndFlagsRetention) {
+  store_.UpsertRule(Must(ParseWatchRule(
+      WatchRuleJson("team-a", "r1", "t1",
+                    {RuleJson({"configmaps", "widgets"}, {{"apiGroups", {"", "example.com"}}})}))));
+  store_.Refresh(source_);
+  const std::string plan = store_.Table({"team-a", "t1"})->plan_hash;
+  const core::GroupVersionResource widgets{"example.com", "v1", "widgets"};
+
+  registry_.Scan(testing::ClusterScan(/*with_widgets=*/false), /*settle=*/false);
+  RefreshResult r = store_.Refresh(source_);
+  EXPECT_EQ(r.changed, (std::vector<TargetKey>{{"team-a", "t1"}}));  // retention is news
+  EXPECT_EQ(store_.Table({"team-a", "t1"})->plan_hash, plan);
+  EXPECT_TRUE(store_.Table({"team-a", "t1"})->types.at(widgets).retained);
+
+  registry_.Scan(testing::ClusterScan(), /*settle=*/false);  // back before re-activation
+  r = store_.Refresh(source_);
+  EXPECT_EQ(store_.Table({"team-a", "t1"})->plan_hash, plan);
+  EXPECT_FALSE(store_.Table({"team-a", "t1"})->HasRetained());
+  registry_.Advance(typeset::Registry::kSettleWindow);  // re-activation changes no plan
+  r = store_.Refresh(source_);
+  EXPECT_TRUE(r.changed.empty());
+}
+
 TEST_F(TableStoreTest, RetargetingARuleDirtiesBothTargets) {
   store_.UpsertRule(ConfigMapRule("team-a", "r1", "t3"));
   RefreshResult r = store_.Refresh(source_);

@@ -106,9 +106,12 @@ struct TypeRecord {
   bool sensitive = false;
   bool trusted = true;
   Followability followability;
-  // Continuously followable for the settle window (TypeActivated was sent); stays true while
-  // the type wobbles (retained) and resets when it is refused.
+  // The current followable streak has lasted the settle window (TypeActivated was sent). A
+  // wobble ends the streak; the recovery starts a new one.
   bool activated = false;
+  // Has settled once since it last became live, and is still live (followable or retained).
+  // Tables follow settled types, so a wobble never churns a plan; refusal or removal resets it.
+  bool settled = false;
   std::optional<absl::Time> absent_since;
   uint64_t generation = 0;  // registry revision of the record's last change
 

@@ -11,7 +11,7 @@ bool SameDecision(const TypeRecord& a, const TypeRecord& b) {
          a.preferred == b.preferred && a.verbs == b.verbs && a.subresources == b.subresources &&
          a.sensitive == b.sensitive && a.trusted == b.trusted &&
          a.followability == b.followability && a.activated == b.activated &&
-         a.absent_since == b.absent_since;
+         a.settled == b.settled && a.absent_since == b.absent_since;
 }
 
 // The reason code that decided a verdict: the first permanent failure for refused, the first
@@ -99,7 +99,7 @@ std::optional<absl::Time> Registry::NextDeadline() const {
   };
   for (const auto& [gvr, e] : entries_) {
     if (!e.expired && e.absent_since) consider(*e.absent_since + kRemovalGrace);
-    if (!e.record.activated && e.followable_since) consider(*e.followable_since + kSettleWindow);
+    if (e.followable_since) consider(*e.followable_since + kSettleWindow);
   }
   return next;
 }
@@ -147,8 +147,10 @@ void Registry::Judge(Entry& e, absl::Time now, std::vector<LifecycleEvent>& even
   next.absent_since = e.absent_since;
   next.activated = e.record.activated;
   next.generation = e.record.generation;
+  next.settled = e.record.settled;
 
   const Verdict to = next.verdict();
+  const bool was_live = old == Verdict::kFollowable || old == Verdict::kRetained;
   auto emit = [&](LifecycleEventType type, Verdict from) {
     events.push_back(
         {type, next.gvk, next.gvr, from, to, DecidingReason(next.followability), 0, now});
@@ -156,32 +158,32 @@ void Registry::Judge(Entry& e, absl::Time now, std::vector<LifecycleEvent>& even
   switch (to) {
     case Verdict::kFollowable:
       if (old != Verdict::kFollowable) {
-        if (next.activated) {
-          emit(LifecycleEventType::kRecovered, old);
-        } else {
-          e.followable_since = now;
-          e.activation_from = old;
-        }
+        // A new followable streak.
+        if (old == Verdict::kRetained) emit(LifecycleEventType::kRecovered, old);
+        e.followable_since = now;
+        e.activation_from = old;
+        next.activated = false;
       }
       if (!next.activated && e.followable_since && now - *e.followable_since >= kSettleWindow) {
         next.activated = true;
+        next.settled = true;
         e.followable_since.reset();
         emit(LifecycleEventType::kActivated, e.activation_from);
       }
       break;
     case Verdict::kRetained:
-      if (old == Verdict::kFollowable && next.activated) emit(LifecycleEventType::kWobbling, old);
-      // Not yet activated: the flap coalesces into a fresh settle window later.
-      if (!next.activated) e.followable_since.reset();
+      if (old == Verdict::kFollowable) emit(LifecycleEventType::kWobbling, old);
+      e.followable_since.reset();
+      next.activated = false;
       break;
     case Verdict::kRefused:
     case Verdict::kUnknown:
-      e.followable_since.reset();
-      if (old != Verdict::kRefused) {
-        bool removed = e.expired && old == Verdict::kRetained;
-        emit(removed ? LifecycleEventType::kRemoved : LifecycleEventType::kRefused, old);
+      if (was_live) {
+        emit(e.expired ? LifecycleEventType::kRemoved : LifecycleEventType::kRefused, old);
       }
+      e.followable_since.reset();
       next.activated = false;
+      next.settled = false;
       break;
   }
   e.record = std::move(next);

@@ -9,7 +9,8 @@
 //  - an incomplete scan carries unscanned group/versions forward unjudged, and never
 //    resurrects a record that is mid-grace;
 //  - a type is activated only after kSettleWindow of continuous followability, so flaps
-//    inside the window coalesce.
+//    inside the window coalesce into one later activation; a recovery starts a new window.
+// Lifecycle events concern live types only: a type refused from its first sight is silent.
 // Time comes from an injected clock; call Tick() at NextDeadline() (or on any timer) so grace
 // and settle deadlines are judged without a new scan.
 //
@@ -32,11 +33,11 @@
 namespace reverser::typeset {
 
 enum class LifecycleEventType {
-  kActivated,  // * -> followable, after the settle window
-  kWobbling,   // followable -> retained (activated types only)
-  kRecovered,  // retained -> followable (activated types only)
-  kRemoved,    // retained -> refused (absence-expired)
-  kRefused,    // * -> refused for a permanent reason
+  kActivated,  // followable for the settle window (once per followable streak)
+  kWobbling,   // followable -> retained
+  kRecovered,  // retained -> followable (a new streak: kActivated follows after the window)
+  kRemoved,    // live -> refused because the removal grace expired (absence-expired)
+  kRefused,    // live (followable or retained) -> refused for a permanent reason
 };
 
 absl::string_view LifecycleEventName(LifecycleEventType type);  // "activated", ...

@@ -76,8 +76,8 @@ TEST_F(RegistryTest, ActivatesOnlyAfterTheSettleWindow) {
   Scan(Cluster().Build());
   EXPECT_EQ(VerdictOf(kConfigMaps), Verdict::kFollowable);
   EXPECT_FALSE(registry_.ByGVR(kConfigMaps)->activated);
-  // pods are refused by the default policy right away.
-  EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"refused v1/pods"}));
+  // pods are refused by the default policy right away; a never-live type is silent.
+  EXPECT_TRUE(TakeEvents().empty());
   EXPECT_EQ(registry_.ByGVR(kPods)->followability.summary,
             "not followable — excluded by GitOps Reverser default watch policy");
   EXPECT_EQ(registry_.NextDeadline(), clock_.Now() + Registry::kSettleWindow);
@@ -89,6 +89,8 @@ TEST_F(RegistryTest, ActivatesOnlyAfterTheSettleWindow) {
             (std::vector<std::string>{"activated v1/configmaps", "activated v1/secrets",
                                       "activated example.com/v1/widgets"}));
   EXPECT_TRUE(registry_.ByGVR(kConfigMaps)->activated);
+  EXPECT_TRUE(registry_.ByGVR(kConfigMaps)->settled);
+  EXPECT_FALSE(registry_.ByGVR(kPods)->settled);
   EXPECT_TRUE(registry_.ByGVR({"", "v1", "secrets"})->sensitive);
   EXPECT_FALSE(registry_.NextDeadline().has_value());
 }
@@ -99,8 +101,11 @@ TEST_F(RegistryTest, FlapsInsideTheSettleWindowCoalesce) {
   Advance(absl::Seconds(2));
   Scan(Cluster(/*with_widgets=*/false).Build());  // widgets vanish before activation
   EXPECT_EQ(VerdictOf(kWidgets), Verdict::kRetained);
+  EXPECT_FALSE(registry_.ByGVR(kWidgets)->settled);
   Advance(absl::Seconds(1));
   Scan(Cluster().Build());  // back: a fresh window starts now
+  EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"wobbling example.com/v1/widgets",
+                                                    "recovered example.com/v1/widgets"}));
   Advance(absl::Seconds(2));
   EXPECT_EQ(TakeEvents(),
             (std::vector<std::string>{"activated v1/configmaps", "activated v1/secrets"}));
@@ -115,6 +120,8 @@ TEST_F(RegistryTest, RemovalGraceRetainsThenRemoves) {
   auto r = registry_.ByGVR(kWidgets);
   EXPECT_EQ(r->verdict(), Verdict::kRetained);
   EXPECT_TRUE(r->Followable());
+  EXPECT_FALSE(r->activated);
+  EXPECT_TRUE(r->settled);
   EXPECT_EQ(r->followability.FirstFailure()->reason, "not-served");
   EXPECT_EQ(registry_.NextDeadline(), clock_.Now() + Registry::kRemovalGrace);
 
@@ -128,7 +135,7 @@ TEST_F(RegistryTest, RemovalGraceRetainsThenRemoves) {
   EXPECT_EQ(r->verdict(), Verdict::kRefused);
   EXPECT_EQ(r->followability.summary,
             "not followable — absent from discovery beyond the removal grace");
-  EXPECT_FALSE(r->activated);
+  EXPECT_FALSE(r->settled);
   EXPECT_EQ(events_.size(), 0u);
 
   // It comes back: a new type, activated after a new settle window.
@@ -145,8 +152,25 @@ TEST_F(RegistryTest, ReturnInsideTheGraceRecovers) {
   Scan(Cluster().Build());
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"wobbling example.com/v1/widgets",
                                                     "recovered example.com/v1/widgets"}));
-  EXPECT_TRUE(registry_.ByGVR(kWidgets)->activated);
+  // The recovery starts a new streak: settled all along, activated again after the window.
+  EXPECT_FALSE(registry_.ByGVR(kWidgets)->activated);
+  EXPECT_TRUE(registry_.ByGVR(kWidgets)->settled);
   EXPECT_FALSE(registry_.ByGVR(kWidgets)->absent_since.has_value());
+  Advance(Registry::kSettleWindow);
+  EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"activated example.com/v1/widgets"}));
+}
+
+TEST_F(RegistryTest, NeverLiveTypesAreSilent) {
+  Scan(Cluster().Build());
+  Scan(ScanBuilder()
+           .Core({Res("configmaps", "ConfigMap"), Res("secrets", "Secret")})
+           .Group("example.com", "v1", {Res("widgets", "Widget")})
+           .Crd("example.com/widgets")
+           .Build());
+  Advance(Registry::kRemovalGrace);  // pods (refused) absent past the grace: no event
+  EXPECT_EQ(TakeEvents(),
+            (std::vector<std::string>{"activated v1/configmaps", "activated v1/secrets",
+                                      "activated example.com/v1/widgets"}));
 }
 
 TEST_F(RegistryTest, FailedDiscoveryRetainsWithoutTimeLimit) {
@@ -267,10 +291,12 @@ TEST_F(RegistryTest, UnsubscribedObserversHearNothing) {
   int calls = 0;
   int id = registry_.Subscribe([&calls](const LifecycleEvent&) { ++calls; });
   Scan(Cluster().Build());
-  EXPECT_EQ(calls, 1);  // refused pods
-  registry_.Unsubscribe(id);
   Advance(Registry::kSettleWindow);
-  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(calls, 3);  // configmaps, secrets, widgets activated
+  registry_.Unsubscribe(id);
+  Scan(Cluster(false).Build());
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(events_.size(), 4u);  // the fixture's observer still hears the wobble
 }
 
 TEST(RegistryOptionsTest, SensitiveUnsupportedRefusesSecrets) {
