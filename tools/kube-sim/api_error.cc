@@ -57,7 +57,23 @@ nlohmann::ordered_json ApiError::ToOrderedStatus() const {
   if (!d.is_null()) {
     nlohmann::ordered_json od = nlohmann::ordered_json::object();
     for (const char* k : {"name", "group", "kind", "uid", "causes", "retryAfterSeconds"}) {
-      if (d.contains(k)) od[k] = nlohmann::ordered_json::parse(d[k].dump());
+      if (!d.contains(k)) continue;
+      if (std::string(k) == "causes" && d[k].is_array()) {
+        // StatusCause marshals as reason, message, field (each omitempty).
+        nlohmann::ordered_json causes = nlohmann::ordered_json::array();
+        for (const auto& c : d[k]) {
+          nlohmann::ordered_json oc = nlohmann::ordered_json::object();
+          for (const char* ck : {"reason", "message", "field"}) {
+            if (c.contains(ck) && !(c[ck].is_string() && c[ck].get<std::string>().empty())) {
+              oc[ck] = c[ck].get<std::string>();
+            }
+          }
+          causes.push_back(oc);
+        }
+        od[k] = causes;
+      } else {
+        od[k] = nlohmann::ordered_json::parse(d[k].dump());
+      }
     }
     s["details"] = od;
   }

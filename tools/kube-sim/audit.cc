@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/time/clock.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"

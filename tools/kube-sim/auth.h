@@ -58,7 +58,7 @@ class Authenticator {
  private:
   mutable std::mutex mu_;
   std::map<std::string, UserInfo> tokens_;
-  UserInfo default_user_{"kubernetes-admin", "", {"system:masters", "system:authenticated"}, {}};
+  UserInfo default_user_{"system:admin", "", {"system:masters", "system:authenticated"}, {}};
 };
 
 class Authorizer {

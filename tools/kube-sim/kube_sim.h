@@ -48,6 +48,9 @@ struct KubeSimOptions {
   // for everything, RequestReceived omitted).
   std::optional<AuditWebhookOptions> audit_webhook;
   std::optional<AuditPolicy> audit_policy;
+  // Serve a minimal /openapi/v2 (protobuf). Default: only in the legacy profile. kubectl 1.27
+  // fetches v2 (not v3) for `apply` validation and fails on 404; 1.28+ use v3.
+  std::optional<bool> openapi_v2;
   // Serve /_sim/* admin endpoints (faults, compaction, dropping watches).
   bool admin_endpoints = true;
 };

@@ -3,6 +3,7 @@
 #include <random>
 #include <regex>
 
+#include "absl/time/clock.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -265,9 +266,14 @@ Json PrepareForUpdate(const ResourceType& type, const Json& current, Json next,
 bool SameContent(const Json& a, const Json& b) {
   Json x = a, y = b;
   for (Json* j : {&x, &y}) {
-    if (j->contains("metadata") && (*j)["metadata"].is_object()) {
-      (*j)["metadata"].erase("managedFields");
-      (*j)["metadata"].erase("resourceVersion");
+    if (!j->contains("metadata") || !(*j)["metadata"].is_object()) continue;
+    Json& meta = (*j)["metadata"];
+    meta.erase("resourceVersion");
+    // Ownership changes are real writes; only the entries' timestamps are not.
+    if (meta.contains("managedFields") && meta["managedFields"].is_array()) {
+      for (auto& e : meta["managedFields"]) {
+        if (e.is_object()) e.erase("time");
+      }
     }
   }
   return x == y;

@@ -31,7 +31,7 @@ Json ApplyDefaults(const ResourceType& type, Json object);
 Json PrepareForUpdate(const ResourceType& type, const Json& current, Json next,
                       const std::string& subresource);
 
-// Whole objects equal except for managedFields and resourceVersion (a no-op write).
+// Objects equal except for resourceVersion and managedFields timestamps (a no-op write).
 bool SameContent(const Json& a, const Json& b);
 
 }  // namespace reverser::kubesim

@@ -1,0 +1,565 @@
+#include "tools/kube-sim/kube_sim.h"
+
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tools/kube-sim/test_support.h"
+
+namespace reverser::kubesim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::StreamReader;
+
+class KubeSimTest : public ::testing::Test {
+ protected:
+  void StartSim(KubeSimOptions options = {}) {
+    auto sim = KubeSim::Start(std::move(options));
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    sim_ = std::move(*sim);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", sim_->port());
+  }
+  void SetUp() override { StartSim(); }
+
+  httplib::Result Post(const std::string& path, const Json& body,
+                       const std::string& type = "application/json") {
+    return client_->Post(path.c_str(), body.dump(), type.c_str());
+  }
+  Json CreateConfigMap(const std::string& name, const Json& data = {{"k", "v"}},
+                       const std::string& ns = "default") {
+    auto res = Post("/api/v1/namespaces/" + ns + "/configmaps",
+                    {{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"metadata", {{"name", name}}},
+                     {"data", data}});
+    EXPECT_EQ(res->status, 201) << res->body;
+    return Json::parse(res->body);
+  }
+  static Json Body(const httplib::Result& res) { return Json::parse(res->body, nullptr, false); }
+
+  std::unique_ptr<KubeSim> sim_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+// ----- discovery
+
+TEST_F(KubeSimTest, VersionAndLegacyDiscoveryShapes) {
+  Json version = Body(client_->Get("/version"));
+  EXPECT_EQ(version["major"], "1");
+  EXPECT_EQ(version["minor"], "34");
+
+  Json api = Body(client_->Get("/api"));
+  EXPECT_EQ(api["kind"], "APIVersions");
+  EXPECT_FALSE(api.contains("apiVersion"));  // real quirk
+  EXPECT_EQ(api["versions"], Json({"v1"}));
+
+  Json core = Body(client_->Get("/api/v1"));
+  EXPECT_EQ(core["kind"], "APIResourceList");
+  EXPECT_FALSE(core.contains("apiVersion"));
+  bool found_cm = false;
+  for (const auto& r : core["resources"]) {
+    if (r["name"] == "configmaps") {
+      found_cm = true;
+      EXPECT_EQ(r["shortNames"], Json({"cm"}));
+      EXPECT_EQ(r["namespaced"], true);
+    }
+  }
+  EXPECT_TRUE(found_cm);
+
+  Json apps = Body(client_->Get("/apis/apps/v1"));
+  EXPECT_EQ(apps["apiVersion"], "v1");
+  bool found_scale = false;
+  for (const auto& r : apps["resources"]) {
+    if (r["name"] == "deployments/scale") {
+      found_scale = true;
+      EXPECT_EQ(r["group"], "autoscaling");
+      EXPECT_EQ(r["kind"], "Scale");
+      EXPECT_EQ(r["singularName"], "");
+    }
+  }
+  EXPECT_TRUE(found_scale);
+  Json group = Body(client_->Get("/apis/apps"));
+  EXPECT_EQ(group["kind"], "APIGroup");
+  EXPECT_EQ(group["preferredVersion"]["groupVersion"], "apps/v1");
+  EXPECT_EQ(client_->Get("/apis/nope.example.com/v1")->status, 404);
+}
+
+TEST_F(KubeSimTest, AggregatedDiscoveryByAcceptHeaderWithEtag) {
+  const char* accept =
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/"
+      "json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+  auto res = client_->Get("/apis", {{"Accept", accept}});
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"),
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+  EXPECT_EQ(res->get_header_value("Vary"), "Accept");
+  std::string etag = res->get_header_value("ETag");
+  EXPECT_EQ(etag.size(), 128u + 2);
+  Json list = Body(res);
+  EXPECT_EQ(list["kind"], "APIGroupDiscoveryList");
+  EXPECT_EQ(list["items"][0]["metadata"]["name"], "apps");
+  const Json& deploy = list["items"][0]["versions"][0]["resources"][0];
+  EXPECT_EQ(deploy["resource"], "deployments");
+  EXPECT_EQ(deploy["responseKind"], Json({{"group", ""}, {"version", ""}, {"kind", "Deployment"}}));
+  EXPECT_EQ(client_->Get("/apis", {{"Accept", accept}, {"If-None-Match", etag}})->status, 304);
+
+  Json core = Body(client_->Get("/api", {{"Accept", accept}}));
+  EXPECT_EQ(core["items"][0]["metadata"], Json::object());  // >= 1.34: no creationTimestamp
+  // Without the aggregated Accept: the legacy document.
+  auto legacy = client_->Get("/apis");
+  EXPECT_EQ(legacy->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(Body(legacy)["kind"], "APIGroupList");
+}
+
+TEST_F(KubeSimTest, OpenApiV3ServesRealDocumentsAndV2Is404) {
+  Json root = Body(client_->Get("/openapi/v3"));
+  std::string url = root["paths"]["api/v1"]["serverRelativeURL"];
+  EXPECT_THAT(url, HasSubstr("/openapi/v3/api/v1?hash="));
+  Json doc = Body(client_->Get(url.c_str()));
+  EXPECT_EQ(doc["info"]["version"], "v1.27.0");
+  EXPECT_TRUE(doc["paths"].contains("/api/v1/namespaces/{namespace}/configmaps/{name}"));
+  std::string rbac = root["paths"]["apis/rbac.authorization.k8s.io/v1"]["serverRelativeURL"];
+  Json minimal = Body(client_->Get(rbac.c_str()));
+  EXPECT_TRUE(minimal["paths"].contains(
+      "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/{name}"));
+  EXPECT_EQ(client_->Get("/openapi/v2")->status, 404);
+}
+
+// ----- CRUD and errors
+
+TEST_F(KubeSimTest, CreateFillsServerFieldsAndGetReturnsIt) {
+  Json cm = CreateConfigMap("demo");
+  EXPECT_EQ(cm["kind"], "ConfigMap");
+  EXPECT_EQ(cm["metadata"]["uid"].get<std::string>().size(), 36u);
+  EXPECT_FALSE(cm["metadata"]["resourceVersion"].get<std::string>().empty());
+  EXPECT_FALSE(cm["metadata"].contains("generation"));  // ConfigMaps have none
+  EXPECT_EQ(cm["metadata"]["managedFields"][0]["manager"], "cpp-httplib");
+  EXPECT_EQ(cm["metadata"]["managedFields"][0]["fieldsV1"],
+            Json::parse(R"({"f:data":{".":{},"f:k":{}}})"));
+  Json got = Body(client_->Get("/api/v1/namespaces/default/configmaps/demo"));
+  EXPECT_EQ(got, cm);
+}
+
+TEST_F(KubeSimTest, GenerateNameAndDeploymentGeneration) {
+  auto res = Post("/apis/apps/v1/namespaces/default/deployments",
+                  {{"metadata", {{"generateName", "web-"}}},
+                   {"spec",
+                    {{"selector", {{"matchLabels", {{"app", "web"}}}}},
+                     {"template",
+                      {{"metadata", {{"labels", {{"app", "web"}}}}},
+                       {"spec", {{"containers", {{{"name", "c"}, {"image", "nginx:1"}}}}}}}}}}});
+  ASSERT_EQ(res->status, 201) << res->body;
+  Json d = Body(res);
+  std::string name = d["metadata"]["name"];
+  EXPECT_EQ(name.size(), 9u);
+  EXPECT_EQ(name.substr(0, 4), "web-");
+  EXPECT_EQ(d["metadata"]["generation"], 1);
+  EXPECT_EQ(d["spec"]["replicas"], 1);
+  // Scale through the subresource: generation moves, Scale is autoscaling/v1.
+  auto scaled = client_->Patch(("/apis/apps/v1/namespaces/default/deployments/" + name + "/scale").c_str(),
+                               R"({"spec":{"replicas":3}})", "application/merge-patch+json");
+  ASSERT_EQ(scaled->status, 200) << scaled->body;
+  EXPECT_EQ(Body(scaled)["apiVersion"], "autoscaling/v1");
+  EXPECT_EQ(Body(scaled)["spec"]["replicas"], 3);
+  Json after = Body(client_->Get(("/apis/apps/v1/namespaces/default/deployments/" + name).c_str()));
+  EXPECT_EQ(after["spec"]["replicas"], 3);
+  EXPECT_EQ(after["metadata"]["generation"], 2);
+  // A status write does not move generation.
+  Json status = after;
+  status["status"] = {{"replicas", 3}};
+  auto st = client_->Put(("/apis/apps/v1/namespaces/default/deployments/" + name + "/status").c_str(),
+                         status.dump(), "application/json");
+  ASSERT_EQ(st->status, 200) << st->body;
+  EXPECT_EQ(Body(st)["metadata"]["generation"], 2);
+  EXPECT_EQ(Body(st)["status"]["replicas"], 3);
+}
+
+TEST_F(KubeSimTest, RealErrorBodies) {
+  CreateConfigMap("a");
+  auto dup = Post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "a"}}}});
+  EXPECT_EQ(dup->status, 409);
+  EXPECT_EQ(dup->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"a\" already exists","reason":"AlreadyExists","details":{"name":"a","kind":"configmaps"},"code":409})");
+  auto missing = client_->Get("/api/v1/namespaces/default/configmaps/missing");
+  EXPECT_EQ(missing->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"missing\" not found","reason":"NotFound","details":{"name":"missing","kind":"configmaps"},"code":404})");
+  auto grouped = client_->Get("/apis/apps/v1/namespaces/default/deployments/missing");
+  EXPECT_EQ(grouped->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"missing\" not found","reason":"NotFound","details":{"name":"missing","group":"apps","kind":"deployments"},"code":404})");
+  auto path = client_->Get("/api/v1/nothings");
+  EXPECT_EQ(path->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404})");
+  // Optimistic concurrency.
+  Json stale = Body(client_->Get("/api/v1/namespaces/default/configmaps/a"));
+  Json fresh = stale;
+  fresh["data"]["k"] = "v2";
+  ASSERT_EQ(client_->Put("/api/v1/namespaces/default/configmaps/a", fresh.dump(), "application/json")->status, 200);
+  stale["data"]["k"] = "v3";
+  auto conflict = client_->Put("/api/v1/namespaces/default/configmaps/a", stale.dump(), "application/json");
+  EXPECT_EQ(conflict->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"a","kind":"configmaps"},"code":409})");
+}
+
+TEST_F(KubeSimTest, BadInputGetsStatusAndServerKeepsServing) {
+  auto malformed = client_->Post("/api/v1/namespaces/default/configmaps", "{not json", "application/json");
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_EQ(Body(malformed)["reason"], "BadRequest");
+  auto wrong_type = client_->Post("/api/v1/namespaces/default/configmaps", "a=b", "text/plain");
+  EXPECT_EQ(wrong_type->status, 415);
+  EXPECT_EQ(Body(wrong_type)["reason"], "UnsupportedMediaType");
+  EXPECT_EQ(Body(wrong_type)["message"],
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf");
+  std::string huge(4 * 1024 * 1024, 'x');
+  auto too_big = client_->Post("/api/v1/namespaces/default/configmaps", huge, "application/json");
+  ASSERT_TRUE(too_big);
+  EXPECT_EQ(too_big->status, 413);
+  EXPECT_EQ(Body(too_big)["reason"], "RequestEntityTooLarge");
+  auto bad_name = Post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "Bad_Name"}}}});
+  EXPECT_EQ(bad_name->status, 422);
+  EXPECT_EQ(
+      Body(bad_name)["message"],
+      "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase "
+      "RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+      "must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+      "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+  EXPECT_EQ(Body(bad_name)["details"]["causes"][0]["field"], "metadata.name");
+  auto bad_ns = Post("/api/v1/namespaces", {{"metadata", {{"name", "a.b"}}}});
+  EXPECT_EQ(bad_ns->status, 422);
+  EXPECT_THAT(Body(bad_ns)["message"].get<std::string>(), HasSubstr("RFC 1123 label"));
+  auto patch_type = client_->Patch("/api/v1/namespaces/default/configmaps/x", "{}", "text/plain");
+  EXPECT_EQ(patch_type->status, 415);
+  auto no_ns = Post("/api/v1/namespaces/nope/configmaps", {{"metadata", {{"name", "a"}}}});
+  EXPECT_EQ(no_ns->status, 404);
+  EXPECT_EQ(Body(no_ns)["message"], "namespaces \"nope\" not found");
+  // Still serving.
+  CreateConfigMap("after-errors");
+}
+
+TEST_F(KubeSimTest, PatchFlavoursAndNoOpDoesNotBumpResourceVersion) {
+  CreateConfigMap("p", {{"a", "1"}, {"b", "2"}});
+  const std::string path = "/api/v1/namespaces/default/configmaps/p";
+  auto merge = client_->Patch(path.c_str(), R"({"data":{"b":null,"c":"3"}})", "application/merge-patch+json");
+  EXPECT_EQ(Body(merge)["data"], Json({{"a", "1"}, {"c", "3"}}));
+  auto json_patch = client_->Patch(path.c_str(), R"([{"op":"replace","path":"/data/a","value":"9"}])",
+                                   "application/json-patch+json");
+  EXPECT_EQ(Body(json_patch)["data"]["a"], "9");
+  std::string rv = Body(json_patch)["metadata"]["resourceVersion"];
+  int64_t global = sim_->CurrentResourceVersion();
+  auto noop = client_->Patch(path.c_str(), R"({"data":{"a":"9"}})", "application/strategic-merge-patch+json");
+  EXPECT_EQ(Body(noop)["metadata"]["resourceVersion"], rv);
+  EXPECT_EQ(sim_->CurrentResourceVersion(), global);
+  auto bad = client_->Patch(path.c_str(), R"([{"op":"remove","path":"/data/zzz"}])", "application/json-patch+json");
+  EXPECT_EQ(bad->status, 422);
+  // Server-side apply creates, then a second manager's apply is a real (ownership) write.
+  auto ssa = client_->Patch("/api/v1/namespaces/default/configmaps/s?fieldManager=tool&force=false",
+                            R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"},"data":{"x":"1"}})",
+                            "application/apply-patch+yaml");
+  ASSERT_EQ(ssa->status, 201) << ssa->body;
+  EXPECT_EQ(Body(ssa)["metadata"]["managedFields"][0]["operation"], "Apply");
+  std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\ndata:\n  x: \"1\"\n";
+  auto again = client_->Patch("/api/v1/namespaces/default/configmaps/s?fieldManager=tool", yaml,
+                              "application/apply-patch+yaml");
+  EXPECT_EQ(Body(again)["metadata"]["resourceVersion"], Body(ssa)["metadata"]["resourceVersion"]);
+}
+
+TEST_F(KubeSimTest, StrategicMergeOnContainersByName) {
+  auto res = Post("/api/v1/namespaces/default/pods",
+                  {{"metadata", {{"name", "p"}}},
+                   {"spec", {{"containers", {{{"name", "a"}, {"image", "x:1"}},
+                                             {{"name", "b"}, {"image", "y:1"}}}}}}});
+  ASSERT_EQ(res->status, 201) << res->body;
+  auto patched = client_->Patch("/api/v1/namespaces/default/pods/p",
+                                R"({"spec":{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}],"containers":[{"name":"b","image":"y:2"}]}})",
+                                "application/strategic-merge-patch+json");
+  Json containers = Body(patched)["spec"]["containers"];
+  ASSERT_EQ(containers.size(), 2u);
+  EXPECT_EQ(containers[0]["image"], "x:1");
+  EXPECT_EQ(containers[1]["image"], "y:2");
+}
+
+TEST_F(KubeSimTest, DryRunStoresNothing) {
+  int64_t rv = sim_->CurrentResourceVersion();
+  auto res = Post("/api/v1/namespaces/default/configmaps?dryRun=All", {{"metadata", {{"name", "dry"}}}});
+  EXPECT_EQ(res->status, 201);
+  EXPECT_EQ(Body(res)["metadata"]["name"], "dry");
+  EXPECT_EQ(sim_->CurrentResourceVersion(), rv);
+  EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps/dry")->status, 404);
+}
+
+// ----- lists
+
+TEST_F(KubeSimTest, PagingWithContinueSharesTheFirstPageResourceVersion) {
+  for (const char* n : {"a", "b", "c"}) CreateConfigMap(n);
+  Json page1 = Body(client_->Get("/api/v1/namespaces/default/configmaps?limit=2"));
+  ASSERT_EQ(page1["items"].size(), 2u);
+  EXPECT_FALSE(page1["items"][0].contains("kind"));  // items carry no kind
+  EXPECT_EQ(page1["metadata"]["remainingItemCount"], 1);
+  std::string token = page1["metadata"]["continue"];
+  CreateConfigMap("d");  // after the first page: not in the paginated result
+  Json page2 = Body(client_->Get(("/api/v1/namespaces/default/configmaps?limit=2&continue=" + token).c_str()));
+  ASSERT_EQ(page2["items"].size(), 1u);
+  EXPECT_EQ(page2["items"][0]["metadata"]["name"], "c");
+  EXPECT_EQ(page2["metadata"]["resourceVersion"], page1["metadata"]["resourceVersion"]);
+  EXPECT_FALSE(page2["metadata"].contains("continue"));
+  // Once compacted, the token is too old: 410 with an inconsistent-continue token.
+  sim_->Compact();
+  auto expired = client_->Get(("/api/v1/namespaces/default/configmaps?limit=2&continue=" + token).c_str());
+  EXPECT_EQ(expired->status, 410);
+  EXPECT_EQ(Body(expired)["reason"], "Expired");
+  EXPECT_TRUE(Body(expired)["metadata"].contains("continue"));
+}
+
+TEST_F(KubeSimTest, ListOptionValidationAndTooLargeResourceVersion) {
+  auto res = client_->Get("/api/v1/configmaps?resourceVersionMatch=NotOlderThan");
+  EXPECT_EQ(res->status, 422);
+  EXPECT_EQ(Body(res)["details"]["kind"], "ListOptions");
+  sim_->Compact();
+  auto old = client_->Get("/api/v1/configmaps?resourceVersion=1&resourceVersionMatch=Exact");
+  EXPECT_EQ(old->status, 410);
+  EXPECT_EQ(Body(old)["message"], "The resourceVersion for the provided list is too old.");
+}
+
+// ----- watch
+
+TEST_F(KubeSimTest, WatchStreamsIncrementallyFromResourceVersion) {
+  Json first = CreateConfigMap("w1");
+  std::string rv = first["metadata"]["resourceVersion"];
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  ASSERT_EQ(watch.status(), 200);
+  EXPECT_EQ(watch.content_type(), "application/json");
+  CreateConfigMap("w2");
+  Json added = watch.NextJson();
+  EXPECT_EQ(added["type"], "ADDED");
+  EXPECT_EQ(added["object"]["metadata"]["name"], "w2");
+  EXPECT_EQ(added["object"]["kind"], "ConfigMap");
+  client_->Patch("/api/v1/namespaces/default/configmaps/w2", R"({"data":{"k":"new"}})",
+                 "application/merge-patch+json");
+  Json modified = watch.NextJson();
+  EXPECT_EQ(modified["type"], "MODIFIED");
+  EXPECT_EQ(modified["object"]["data"]["k"], "new");
+  auto del = client_->Delete("/api/v1/namespaces/default/configmaps/w2");
+  EXPECT_EQ(Body(del)["status"], "Success");
+  Json deleted = watch.NextJson();
+  EXPECT_EQ(deleted["type"], "DELETED");
+  // The DELETED object carries the deletion's own new resourceVersion.
+  EXPECT_EQ(deleted["object"]["metadata"]["resourceVersion"],
+            std::to_string(sim_->CurrentResourceVersion()));
+}
+
+TEST_F(KubeSimTest, WatchWithoutResourceVersionSendsInitialAdds) {
+  CreateConfigMap("x1");
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=true");
+  Json e = watch.NextJson();
+  EXPECT_EQ(e["type"], "ADDED");
+  EXPECT_EQ(e["object"]["metadata"]["name"], "x1");
+}
+
+TEST_F(KubeSimTest, WatchListEndsInitialEventsWithAnnotatedBookmark) {
+  CreateConfigMap("l1");
+  CreateConfigMap("l2");
+  std::string rv = std::to_string(sim_->CurrentResourceVersion());
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&"
+                     "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+  EXPECT_EQ(watch.NextJson()["type"], "ADDED");
+  EXPECT_EQ(watch.NextJson()["type"], "ADDED");
+  Json bookmark = watch.NextJson();
+  EXPECT_EQ(bookmark,
+            Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
+                        rv + R"(","annotations":{"k8s.io/initial-events-end":"true"}}}})"));
+}
+
+TEST_F(KubeSimTest, LegacyProfileRejectsWatchListWithReal422) {
+  StartSim(KubeSimOptions{.profile = Profile::kLegacy});
+  auto res = client_->Get("/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+  EXPECT_EQ(res->status, 422);
+  EXPECT_EQ(res->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","details":{"group":"meta.k8s.io","kind":"ListOptions","causes":[{"reason":"FieldValueForbidden","message":"Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","field":"sendInitialEvents"}]},"code":422})");
+}
+
+TEST_F(KubeSimTest, ModernRejectsSendInitialEventsWithoutMatch) {
+  auto res = client_->Get("/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true");
+  EXPECT_EQ(res->status, 422);
+  EXPECT_EQ(Body(res)["message"],
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: "
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+}
+
+TEST_F(KubeSimTest, WatchFromCompactedResourceVersionGets410ErrorEvent) {
+  Json cm = CreateConfigMap("old");
+  std::string rv = cm["metadata"]["resourceVersion"];
+  CreateConfigMap("newer");
+  sim_->Compact();
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  EXPECT_EQ(watch.status(), 200);
+  Json e = watch.NextJson();
+  EXPECT_EQ(e["type"], "ERROR");
+  EXPECT_EQ(e["object"]["code"], 410);
+  EXPECT_EQ(e["object"]["reason"], "Expired");
+  EXPECT_EQ(e["object"]["message"], "too old resource version: " + rv + " (" +
+                                        std::to_string(sim_->CurrentResourceVersion()) + ")");
+  EXPECT_TRUE(watch.WaitEnd());
+}
+
+TEST_F(KubeSimTest, HistoryWindowExpiresOldResourceVersions) {
+  StartSim(KubeSimOptions{.history_limit = 2});
+  Json cm = CreateConfigMap("h0");
+  std::string rv = cm["metadata"]["resourceVersion"];
+  for (const char* n : {"h1", "h2", "h3"}) CreateConfigMap(n);
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  EXPECT_EQ(watch.NextJson()["object"]["code"], 410);
+}
+
+TEST_F(KubeSimTest, BookmarksAndTimeoutSeconds) {
+  StartSim(KubeSimOptions{.bookmark_interval = absl::Milliseconds(100)});
+  std::string rv = std::to_string(sim_->CurrentResourceVersion());
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=True&allowWatchBookmarks=True&timeoutSeconds=1&resourceVersion=" + rv);
+  Json b = watch.NextJson();
+  EXPECT_EQ(b, Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" + rv + R"("}}})"));
+  EXPECT_TRUE(watch.WaitEnd());
+  EXPECT_TRUE(watch.clean_end());
+}
+
+TEST_F(KubeSimTest, FinalizerDeleteShowsModifiedThenDeleted) {
+  auto res = Post("/api/v1/namespaces/default/configmaps",
+                  {{"metadata", {{"name", "hold"}, {"finalizers", {"example.com/hold"}}}}});
+  ASSERT_EQ(res->status, 201);
+  std::string rv = Body(res)["metadata"]["resourceVersion"];
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  auto del = client_->Delete("/api/v1/namespaces/default/configmaps/hold");
+  EXPECT_EQ(del->status, 202);
+  Json m = watch.NextJson();
+  EXPECT_EQ(m["type"], "MODIFIED");
+  EXPECT_TRUE(m["object"]["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(m["object"]["metadata"]["deletionGracePeriodSeconds"], 0);
+  client_->Patch("/api/v1/namespaces/default/configmaps/hold", R"({"metadata":{"finalizers":null}})",
+                 "application/merge-patch+json");
+  Json d = watch.NextJson();
+  EXPECT_EQ(d["type"], "DELETED");
+  EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps/hold")->status, 404);
+}
+
+TEST_F(KubeSimTest, DeleteCollectionEmitsOneDeletedPerObject) {
+  for (const char* n : {"a", "b", "c"}) CreateConfigMap(n);
+  std::string rv = std::to_string(sim_->CurrentResourceVersion());
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  auto res = client_->Delete("/api/v1/namespaces/default/configmaps");
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(Body(res)["items"].size(), 3u);
+  for (const char* n : {"a", "b", "c"}) {
+    Json e = watch.NextJson();
+    EXPECT_EQ(e["type"], "DELETED");
+    EXPECT_EQ(e["object"]["metadata"]["name"], n);
+  }
+}
+
+TEST_F(KubeSimTest, DropWatchesCutsTheStream) {
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
+                                       std::to_string(sim_->CurrentResourceVersion()));
+  ASSERT_EQ(watch.status(), 200);
+  sim_->DropWatches();
+  EXPECT_TRUE(watch.WaitEnd());
+  EXPECT_FALSE(watch.clean_end());
+}
+
+// ----- CRDs
+
+TEST_F(KubeSimTest, CrdAddsTypeToDiscoveryAndRemovesItOnDelete) {
+  Json crd = {{"apiVersion", "apiextensions.k8s.io/v1"},
+              {"kind", "CustomResourceDefinition"},
+              {"metadata", {{"name", "widgets.example.com"}}},
+              {"spec",
+               {{"group", "example.com"},
+                {"scope", "Namespaced"},
+                {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
+                {"versions",
+                 {{{"name", "v1"},
+                   {"served", true},
+                   {"storage", true},
+                   {"subresources", {{"status", Json::object()}}},
+                   {"schema", {{"openAPIV3Schema", {{"type", "object"}}}}}}}}}}};
+  ASSERT_EQ(Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)->status, 201);
+  Json list = Body(client_->Get("/apis/example.com/v1"));
+  EXPECT_EQ(list["resources"][0]["name"], "widgets");
+  auto w = Post("/apis/example.com/v1/namespaces/default/widgets",
+                {{"apiVersion", "example.com/v1"}, {"kind", "Widget"},
+                 {"metadata", {{"name", "w"}}}, {"spec", {{"size", 1}}}, {"status", {{"ok", true}}}});
+  ASSERT_EQ(w->status, 201) << w->body;
+  EXPECT_FALSE(Body(w).contains("status"));  // status subresource: dropped on create
+  EXPECT_EQ(Body(w)["metadata"]["generation"], 1);
+  auto smp = client_->Patch("/apis/example.com/v1/namespaces/default/widgets/w", "{}",
+                            "application/strategic-merge-patch+json");
+  EXPECT_EQ(smp->status, 415);
+  ASSERT_EQ(client_->Delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")->status, 200);
+  EXPECT_EQ(client_->Get("/apis/example.com/v1")->status, 404);
+  EXPECT_EQ(client_->Get("/apis/example.com/v1/namespaces/default/widgets/w")->status, 404);
+}
+
+// ----- auth and faults
+
+TEST_F(KubeSimTest, TokensRbacAndImpersonation) {
+  sim_->authenticator().AddToken("admin-token", {"admin", "", {"system:masters"}, {}});
+  sim_->authenticator().AddToken("reader-token", {"system:serviceaccount:mirror:reverser", "", {}, {}});
+  sim_->authorizer().AddRule({{"system:serviceaccount:mirror:reverser"}, {}, {"get", "list"}, {""}, {"configmaps"}, {}});
+  auto bad = client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer nope"}});
+  EXPECT_EQ(bad->status, 401);
+  auto ok = client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer reader-token"}});
+  EXPECT_EQ(ok->status, 200);
+  auto forbidden = client_->Get("/api/v1/namespaces/default/configmaps?watch=1",
+                                {{"Authorization", "Bearer reader-token"}});
+  EXPECT_EQ(forbidden->status, 403);
+  EXPECT_EQ(Body(forbidden)["message"],
+            "configmaps is forbidden: User \"system:serviceaccount:mirror:reverser\" cannot watch "
+            "resource \"configmaps\" in API group \"\" in the namespace \"default\"");
+  auto cluster = client_->Get("/apis/apps/v1/deployments", {{"Authorization", "Bearer reader-token"}});
+  EXPECT_EQ(Body(cluster)["message"],
+            "deployments.apps is forbidden: User \"system:serviceaccount:mirror:reverser\" cannot "
+            "list resource \"deployments\" in API group \"apps\" at the cluster scope");
+  // The admin may impersonate; the result is judged as the impersonated user.
+  auto as = client_->Get("/apis/apps/v1/deployments", {{"Authorization", "Bearer admin-token"},
+                                                       {"Impersonate-User", "system:serviceaccount:mirror:reverser"}});
+  EXPECT_EQ(as->status, 403);
+  auto reader_as = client_->Get("/api/v1/namespaces/default/configmaps",
+                                {{"Authorization", "Bearer reader-token"}, {"Impersonate-User", "admin"}});
+  EXPECT_EQ(reader_as->status, 403);
+  EXPECT_THAT(Body(reader_as)["message"].get<std::string>(),
+              HasSubstr("cannot impersonate resource \"users\""));
+}
+
+TEST_F(KubeSimTest, FaultInjectionViaApiAndAdminEndpoint) {
+  sim_->faults().Add({.action = FaultRule::Action::kTooManyRequests, .verb = "list",
+                      .retry_after_seconds = 2, .times = 1});
+  auto limited = client_->Get("/api/v1/namespaces/default/configmaps");
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_EQ(limited->get_header_value("Retry-After"), "2");
+  EXPECT_EQ(limited->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(limited->body, "Too many requests, please try again later.\n");
+  EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps")->status, 200);  // times=1
+
+  auto added = client_->Post("/_sim/faults", R"({"action":"503","resource":"secrets","retryAfterSeconds":1})",
+                             "application/json");
+  ASSERT_EQ(added->status, 200) << added->body;
+  auto unavailable = client_->Get("/api/v1/namespaces/default/secrets");
+  EXPECT_EQ(unavailable->status, 503);
+  EXPECT_EQ(unavailable->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(Body(unavailable)["reason"], "ServiceUnavailable");
+  EXPECT_EQ(client_->Delete("/_sim/faults")->status, 200);
+  EXPECT_EQ(client_->Get("/api/v1/namespaces/default/secrets")->status, 200);
+  EXPECT_EQ(client_->Post("/_sim/faults", R"({"action":"boom"})", "application/json")->status, 400);
+}
+
+TEST_F(KubeSimTest, StopEndsOpenWatchesCleanly) {
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
+                                       std::to_string(sim_->CurrentResourceVersion()));
+  ASSERT_EQ(watch.status(), 200);
+  sim_->Stop();
+  EXPECT_TRUE(watch.WaitEnd());
+}
+
+}  // namespace
+}  // namespace reverser::kubesim
