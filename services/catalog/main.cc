@@ -1,8 +1,29 @@
-// The catalog service binary.
+// The catalog service binary: API discovery, the type registry, rules, watched-type tables,
+// claims and CRD status. See catalog_service.h for the parts and docs/architecture.md for the
+// protocol.
 
-#include "libs/runtime/admin_status.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
+#include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
-#include "proto/reverser/v1/catalog.grpc.pb.h"
+#include "services/catalog/catalog_service.h"
+
+ABSL_FLAG(std::string, kubeconfig, "",
+          "Path to a kubeconfig file. Empty: $KUBECONFIG, else the in-cluster service account, "
+          "else ~/.kube/config.");
+ABSL_FLAG(std::string, kube_context, "", "kubeconfig context to use (empty: current-context).");
+ABSL_FLAG(std::vector<std::string>, additional_sensitive_resources, {},
+          "Comma-separated extra sensitive types (\"resource\" for the core group, "
+          "\"group/resource\" otherwise); core secrets are always sensitive.");
+ABSL_FLAG(absl::Duration, discovery_refresh_period, absl::Seconds(30),
+          "How often API discovery is re-read (CRD changes trigger a pass at once).");
 
 namespace reverser::catalog {
 namespace {
@@ -10,13 +31,55 @@ namespace {
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    admin_ = std::make_unique<runtime::AdminStatusService<reverser::v1::CatalogAdmin>>(&host);
-    host.AddGrpcService(admin_.get());
+    kube::KubeconfigOptions kube_options;
+    kube_options.context = absl::GetFlag(FLAGS_kube_context);
+    auto config = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig), kube_options);
+    if (!config.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no Kubernetes API configuration: ", config.status().message()));
+    }
+    auto transport = kube::HttplibTransport::Create(*config);
+    if (!transport.ok()) return transport.status();
+    (*transport)->set_user_agent("reverser-catalog/0.1");
+
+    std::vector<std::string> sensitive;
+    for (const std::string& entry : absl::GetFlag(FLAGS_additional_sensitive_resources)) {
+      if (!entry.empty()) sensitive.push_back(entry);
+    }
+    auto sensitive_policy = typeset::SensitivePolicy::Create(sensitive);
+    if (!sensitive_policy.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--additional_sensitive_resources: ",
+                                                     sensitive_policy.status().message()));
+    }
+    absl::Duration period = absl::GetFlag(FLAGS_discovery_refresh_period);
+    if (period < absl::Seconds(1)) {
+      return absl::InvalidArgumentError("--discovery_refresh_period must be at least 1s");
+    }
+
+    CatalogServiceOptions options;
+    options.client = std::make_shared<kube::RestClient>(
+        std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+    options.state.registry.sensitive_policy = *sensitive_policy;
+    // Generations start at the start time in microseconds: they keep increasing across restarts.
+    options.state.generation_epoch = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
+    options.discovery_period = period;
+    runtime::LogInfo("kubernetes api", {{"server", config->server}, {"context", config->context}});
+    service_ = std::make_unique<CatalogService>(host, std::move(options));
+    service_->Register();
     return absl::OkStatus();
   }
 
+  absl::Status Run(runtime::ServiceHost& /*host*/) override {
+    service_->Start();
+    return absl::OkStatus();
+  }
+
+  void Stop() override {
+    if (service_) service_->Stop();
+  }
+
  private:
-  std::unique_ptr<runtime::AdminStatusService<reverser::v1::CatalogAdmin>> admin_;
+  std::unique_ptr<CatalogService> service_;
 };
 
 std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>(); }
@@ -27,6 +90,8 @@ std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>();
 int main(int argc, char** argv) {
   return reverser::runtime::RunServiceMain(
       argc, argv,
-      {"catalog", "reverser catalog — API discovery, the type registry, rules, watched-type tables, claims and CRD status.\n\nUsage: catalog [flags]"},
+      {"catalog",
+       "reverser catalog — API discovery, the type registry, rules, watched-type tables, claims "
+       "and CRD status.\n\nUsage: catalog [flags]"},
       &reverser::catalog::MakeApp);
 }

@@ -1,0 +1,224 @@
+#include "services/catalog/catalog_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "libs/kube/api_error.h"
+#include "libs/runtime/log.h"
+
+namespace reverser::catalog {
+namespace {
+
+constexpr char kDiscovery[] = "discovery";
+constexpr char kWatches[] = "watches";
+constexpr char kCatalog[] = "catalog";
+
+std::vector<double> RefreshBuckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
+}  // namespace
+
+CatalogService::CatalogService(runtime::ServiceHost& host, CatalogServiceOptions options)
+    : host_(host), options_(std::move(options)), grpc_(this), admin_(&host, this) {
+  if (!options_.reachable) {
+    options_.reachable = [](const RemoteEndpoint& e) { return CheckReachable(e, absl::Seconds(5)); };
+  }
+}
+
+CatalogService::~CatalogService() { Stop(); }
+
+void CatalogService::Register() {
+  host_.AddGrpcService(&grpc_);
+  host_.AddGrpcService(&admin_);
+  host_.SetComponent(kDiscovery, false, "no discovery pass yet");
+  host_.SetComponent(kWatches, false, "not listed yet");
+  host_.SetComponent(kCatalog, false, "waiting for discovery and the first listings");
+}
+
+void CatalogService::Start() {
+  if (started_) return;
+  started_ = true;
+  actor_ = SpawnCatalogActor(host_.actors(), {options_.clock, options_.state, this});
+  inbox_ = std::make_unique<ActorInbox>(actor_);
+  status_queue_.Start();
+  probe_queue_.Start();
+  discovery_ = std::make_unique<DiscoveryLoop>(*options_.client, *inbox_,
+                                               options_.discovery_period);
+  watches_ = std::make_unique<ObjectWatches>(*options_.client, *inbox_,
+                                             [this] { discovery_->Kick(); });
+  discovery_->Start();
+  watches_->Start();
+}
+
+void CatalogService::Stop() {
+  if (!started_) return;
+  started_ = false;
+  // Producers first, then the actor, then the workers it feeds.
+  watches_->Stop();
+  discovery_->Stop();
+  caf::scoped_actor self{host_.actors()};
+  self->send_exit(actor_, caf::exit_reason::user_shutdown);
+  self->wait_for(actor_);
+  status_queue_.Stop();
+  probe_queue_.Stop();
+}
+
+void CatalogService::Tick() {
+  if (inbox_) inbox_->Tick();
+}
+
+void CatalogService::ReportStreamSummary(reverser::v1::StreamSummary summary) {
+  if (inbox_) inbox_->Post(SummaryInput{std::move(summary)});
+}
+
+void CatalogService::Rescan(RescanCallback done) {
+  if (!discovery_) {
+    done(absl::UnavailableError("the catalog has not started"));
+    return;
+  }
+  discovery_->Kick(std::move(done));
+}
+
+void CatalogService::Publish(const CatalogState& state, const CatalogChanges& changes) {
+  auto& metrics = host_.metrics();
+  if (changes.types_changed || !types_.Current()->ready) {
+    auto snapshot = std::make_shared<TypeSnapshot>();
+    const auto& current = state.catalog().current();
+    snapshot->generation = current.generation;
+    snapshot->revision = state.registry().revision();
+    snapshot->ready = state.registry().Ready();
+    snapshot->records = state.TypeRecords(false);
+    for (const auto& gv : current.degraded) snapshot->degraded_group_versions.push_back(gv.ToString());
+    types_.Publish(std::move(snapshot));
+  }
+  if (changes.tables) tables_.Publish(*changes.tables, state.AllTables());
+  if (changes.claims) {
+    claims_.Publish(*changes.claims);
+    std::set<core::GroupVersionResource> types;
+    for (const auto& c : changes.claims->claims()) {
+      types.insert({c.type().gvr().group(), c.type().gvr().version(), c.type().gvr().resource()});
+    }
+    metrics.GetGauge("gitopsreverser_watched_types", "Distinct types claimed by some GitTarget.")
+        .Set(types.size());
+    metrics.GetGauge("reverser_catalog_claims", "Claims (type, scope) published.")
+        .Set(changes.claims->claims_size());
+    metrics.GetGauge("reverser_catalog_claims_generation", "Generation of the claim set.")
+        .Set(changes.claims->generation());
+  }
+  if (changes.tables_resolved > 0) {
+    metrics.GetCounter("reverser_catalog_table_resolutions_total",
+                       "Watched-type tables recomputed.")
+        .Increment(changes.tables_resolved);
+  }
+  for (const StatusWrite& write : changes.status_writes) WriteStatus(write);
+  for (const ProbeRequest& request : changes.probes) {
+    ObjectKey key = request.key;
+    nlohmann::json provider = request.provider;
+    probe_queue_.Submit(key.ToString(), [this, key, provider] {
+      ProviderProbe probe =
+          ProbeProvider(*options_.client, provider, options_.reachable, options_.clock->Now());
+      inbox_->Post(ProbeInput{key, std::move(probe)});
+    });
+  }
+
+  const auto stats = state.catalog().stats();
+  metrics.GetGauge("gitopsreverser_api_catalog_resources", "Types in the API resource catalog.")
+      .Set(stats.entries);
+  metrics.GetGauge("gitopsreverser_api_catalog_group_versions",
+                   "Group/versions in the API resource catalog.")
+      .Set(stats.group_versions);
+  metrics.GetGauge("gitopsreverser_api_catalog_generation", "API resource catalog generation.")
+      .Set(stats.generation);
+  metrics.GetGauge("reverser_catalog_degraded_group_versions",
+                   "Group/versions whose discovery failed in the last pass.")
+      .Set(stats.degraded_group_versions);
+  metrics.GetGauge("reverser_catalog_watched_type_tables", "GitTargets with a watched-type table.")
+      .Set(state.table_store().Tables().size());
+  host_.SetDetail("claims", std::to_string(state.claim_count()));
+  host_.SetDetail("tables", std::to_string(state.table_store().Tables().size()));
+  host_.SetDetail("tables_generation", std::to_string(state.tables_generation()));
+  host_.SetDetail("catalog_generation", std::to_string(stats.generation));
+  host_.SetDetail("registry_revision", std::to_string(state.registry().revision()));
+  host_.SetComponent(kCatalog, state.primed(),
+                     state.primed() ? "publishing claims and tables"
+                                    : "waiting for discovery and the first listings");
+  UpdateWatchComponent(state);
+}
+
+void CatalogService::WriteStatus(const StatusWrite& write) {
+  StatusWrite w = write;
+  status_queue_.Submit(w.key.ToString(), [this, w] {
+    nlohmann::json patch = {{"status", w.status}};
+    kube::PatchOptions options;
+    options.subresource = "status";
+    auto result = options_.client->Patch(GvrOf(w.key.kind), w.key.namespace_, w.key.name,
+                                         kube::PatchType::kMerge, patch, options);
+    std::string kind(KindName(w.key.kind));
+    std::string outcome = result.ok() ? "ok" : kube::IsApiNotFound(result.status()) ? "gone" : "error";
+    host_.metrics()
+        .GetCounter("reverser_catalog_status_writes_total", "Status subresource writes.",
+                    {{"kind", kind}, {"outcome", outcome}})
+        .Increment();
+    if (!result.ok() && outcome == "error") {
+      runtime::LogWarning("status write failed", {{"object", w.key.ToString()},
+                                                  {"error", std::string(result.status().message())}});
+      inbox_->Post(StatusFailedInput{w.key});
+    }
+  });
+}
+
+void CatalogService::ScanApplied(const CatalogState& state, ScanInput& scan) {
+  auto& metrics = host_.metrics();
+  metrics.GetCounter("gitopsreverser_api_catalog_refresh_total", "Discovery passes.").Increment();
+  metrics
+      .GetHistogram("gitopsreverser_api_catalog_refresh_duration_seconds",
+                    "Duration of a discovery pass.", {}, RefreshBuckets())
+      .Observe(absl::ToDoubleSeconds(scan.took));
+  const auto& current = state.catalog().current();
+  std::vector<std::string> degraded;
+  for (const auto& gv : current.degraded) degraded.push_back(gv.ToString());
+  if (scan.scan.ok()) {
+    host_.SetComponent(kDiscovery, true,
+                       degraded.empty() ? std::string("complete")
+                                        : absl::StrCat("degraded: ", absl::StrJoin(degraded, ", ")));
+  } else {
+    metrics.GetCounter("reverser_catalog_refresh_failures_total", "Failed discovery passes.")
+        .Increment();
+    host_.SetComponent(kDiscovery, state.registry().Ready(),
+                       absl::StrCat("last pass failed: ", scan.scan.status().message()));
+  }
+  for (auto& done : scan.callbacks) {
+    if (!scan.scan.ok()) {
+      done(scan.scan.status());
+      continue;
+    }
+    reverser::v1::RescanResponse response;
+    response.set_generation(current.generation);
+    response.set_types(current.entries.size());
+    for (const auto& gv : degraded) response.add_degraded_group_versions(gv);
+    done(response);
+  }
+}
+
+void CatalogService::WatchHealth(const CatalogState& state, ObjectKind kind,
+                                 const absl::Status& status) {
+  watch_health_[kind] = status;
+  UpdateWatchComponent(state);
+}
+
+void CatalogService::UpdateWatchComponent(const CatalogState& state) {
+  std::vector<std::string> problems;
+  for (ObjectKind kind : kAllObjectKinds) {
+    auto health = watch_health_.find(kind);
+    if (health != watch_health_.end() && !health->second.ok()) {
+      problems.push_back(absl::StrCat(KindName(kind), ": ", health->second.message()));
+    } else if (!state.synced(kind)) {
+      problems.push_back(absl::StrCat(KindName(kind), ": not listed yet"));
+    }
+  }
+  host_.SetComponent(kWatches, problems.empty(),
+                     problems.empty() ? "all kinds listed and watched"
+                                      : absl::StrJoin(problems, "; "));
+}
+
+}  // namespace reverser::catalog

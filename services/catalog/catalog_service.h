@@ -1,0 +1,85 @@
+#pragma once
+
+// The catalog service assembled: the catalog actor, discovery, watches, the status and probe
+// workers, the feeds and the two gRPC services, registered on a runtime::ServiceHost.
+//
+//   CatalogService catalog(host, options);
+//   catalog.Register();   // before host.Start(): gRPC services and readiness components
+//   host.Start();
+//   catalog.Start();      // actor, discovery loop, watches
+//   ...
+//   catalog.Stop();       // before host.Shutdown()
+//
+// Readiness components: `discovery` (the last pass succeeded), `watches` (every watched kind
+// listed and its watch healthy), `catalog` (primed: claims and tables are being published).
+
+#include <map>
+#include <memory>
+
+#include "libs/core/clock.h"
+#include "libs/kube/rest_client.h"
+#include "libs/runtime/service_host.h"
+#include "services/catalog/catalog_actor.h"
+#include "services/catalog/catalog_grpc.h"
+#include "services/catalog/feeds.h"
+#include "services/catalog/kube_io.h"
+#include "services/catalog/provider_probe.h"
+
+namespace reverser::catalog {
+
+struct CatalogServiceOptions {
+  std::shared_ptr<kube::RestClient> client;
+  const core::Clock* clock = &core::Clock::Real();
+  CatalogStateOptions state;
+  absl::Duration discovery_period = absl::Seconds(30);
+  // How a GitProvider's remote is checked; default: CheckReachable with a 5 s timeout.
+  ReachabilityCheck reachable;
+};
+
+class CatalogService final : public CatalogBackend, private CatalogOutputs {
+ public:
+  CatalogService(runtime::ServiceHost& host, CatalogServiceOptions options);
+  ~CatalogService() override;
+
+  void Register();
+  void Start();
+  void Stop();
+
+  // Re-judges registry deadlines now (tests driving a FakeClock).
+  void Tick();
+
+  // CatalogBackend.
+  ClaimFeed& claim_feed() override { return claims_; }
+  TableFeed& table_feed() override { return tables_; }
+  TypeFeed& type_feed() override { return types_; }
+  void ReportStreamSummary(reverser::v1::StreamSummary summary) override;
+  void Rescan(RescanCallback done) override;
+
+ private:
+  // CatalogOutputs (actor thread).
+  void Publish(const CatalogState& state, const CatalogChanges& changes) override;
+  void ScanApplied(const CatalogState& state, ScanInput& scan) override;
+  void WatchHealth(const CatalogState& state, ObjectKind kind,
+                   const absl::Status& status) override;
+
+  void WriteStatus(const StatusWrite& write);
+  void UpdateWatchComponent(const CatalogState& state);
+
+  runtime::ServiceHost& host_;
+  CatalogServiceOptions options_;
+  ClaimFeed claims_;
+  TableFeed tables_;
+  TypeFeed types_;
+  CatalogGrpcService grpc_;
+  CatalogAdminGrpcService admin_;
+  caf::actor actor_;
+  std::unique_ptr<ActorInbox> inbox_;
+  std::unique_ptr<DiscoveryLoop> discovery_;
+  std::unique_ptr<ObjectWatches> watches_;
+  TaskQueue status_queue_{"status"};
+  TaskQueue probe_queue_{"probe"};
+  std::map<ObjectKind, absl::Status> watch_health_;  // actor thread only
+  bool started_ = false;
+};
+
+}  // namespace reverser::catalog

@@ -1,0 +1,368 @@
+#include "services/catalog/catalog_state.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include "absl/strings/str_cat.h"
+#include "libs/commitmeta/messages.h"
+#include "libs/rules/proto_convert.h"
+#include "libs/typeset/proto_convert.h"
+
+namespace reverser::catalog {
+namespace {
+
+bool IsRule(ObjectKind kind) {
+  return kind == ObjectKind::kWatchRule || kind == ObjectKind::kClusterWatchRule;
+}
+
+rules::RuleKey RuleKeyOf(const ObjectKey& key) {
+  return {key.kind == ObjectKind::kClusterWatchRule, key.namespace_, key.name};
+}
+
+// True when every field `desired` sets already has that value in `existing`: fields other
+// writers own (e.g. status.lastPushTime) do not force a write.
+bool Covers(const nlohmann::json& existing, const nlohmann::json& desired) {
+  if (!existing.is_object()) return false;
+  for (auto it = desired.begin(); it != desired.end(); ++it) {
+    auto found = existing.find(it.key());
+    if (found == existing.end() || *found != it.value()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+CatalogState::CatalogState(const core::Clock& clock, CatalogStateOptions options)
+    : clock_(clock),
+      options_(std::move(options)),
+      registry_(clock, options_.registry),
+      tables_generation_(options_.generation_epoch) {}
+
+bool CatalogState::primed() const {
+  if (!registry_.Ready()) return false;
+  for (ObjectKind kind : kAllObjectKinds) {
+    if (!synced(kind)) return false;
+  }
+  return true;
+}
+
+void CatalogState::ApplyScan(const typeset::DiscoveryScan& scan) {
+  registry_.UpdateFromScan(catalog_.Update(scan));
+}
+
+void CatalogState::Tick() { registry_.Tick(); }
+
+void CatalogState::ReplaceObjects(ObjectKind kind, const std::vector<nlohmann::json>& objects) {
+  std::set<ObjectKey> listed;
+  for (const auto& object : objects) listed.insert(KeyOf(kind, object));
+  std::vector<ObjectKey> gone;
+  for (const auto& [key, object] : objects_) {
+    if (key.kind == kind && listed.count(key) == 0) gone.push_back(key);
+  }
+  for (const ObjectKey& key : gone) ForgetObject(key);
+  for (const auto& object : objects) UpsertObject(kind, object);
+  synced_.insert(kind);
+}
+
+void CatalogState::UpsertObject(ObjectKind kind, const nlohmann::json& object) {
+  ObjectKey key = KeyOf(kind, object);
+  if (key.name.empty()) return;  // not an object we can address
+  auto [it, inserted] = objects_.insert_or_assign(key, object);
+  if (IsRule(kind)) {
+    if (inserted) ++rule_objects_;
+    ParseRule(key, object);
+  }
+}
+
+void CatalogState::DeleteObject(ObjectKind kind, const nlohmann::json& object) {
+  ForgetObject(KeyOf(kind, object));
+}
+
+void CatalogState::ForgetObject(const ObjectKey& key) {
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return;
+  if (IsRule(key.kind)) {
+    tables_.RemoveRule(RuleKeyOf(key));
+    rule_errors_.erase(key);
+    --rule_objects_;
+  } else if (key.kind == ObjectKind::kGitTarget) {
+    tables_.RemoveTarget({key.namespace_, key.name});
+    summaries_.erase(UidOf(it->second));
+    validations_.erase(key);
+  } else if (key.kind == ObjectKind::kGitProvider) {
+    probes_.erase(key);
+  }
+  emitted_status_.erase(key);
+  objects_.erase(it);
+}
+
+void CatalogState::ParseRule(const ObjectKey& key, const nlohmann::json& object) {
+  auto parsed = key.kind == ObjectKind::kWatchRule ? rules::ParseWatchRule(object)
+                                                   : rules::ParseClusterWatchRule(object);
+  if (parsed.ok()) {
+    rule_errors_.erase(key);
+    tables_.UpsertRule(*std::move(parsed));
+  } else {
+    // An invalid rule selects nothing (fail-closed) and says why in its status.
+    rule_errors_[key] = std::string(parsed.status().message());
+    tables_.RemoveRule(RuleKeyOf(key));
+  }
+}
+
+void CatalogState::ApplyProbe(const ObjectKey& provider, ProviderProbe probe) {
+  auto it = objects_.find(provider);
+  if (it == objects_.end() || UidOf(it->second) != probe.uid) return;
+  probes_[provider].result = std::move(probe);
+}
+
+void CatalogState::ApplySummary(const reverser::v1::StreamSummary& summary) {
+  if (summary.target().uid().empty()) return;
+  summaries_[summary.target().uid()] = summary;
+}
+
+const nlohmann::json* CatalogState::Object(const ObjectKey& key) const {
+  auto it = objects_.find(key);
+  return it == objects_.end() ? nullptr : &it->second;
+}
+
+const nlohmann::json* CatalogState::ProviderOf(const nlohmann::json& target) const {
+  return Object({ObjectKind::kGitProvider, StringAt(target, {"metadata", "namespace"}),
+                 StringAt(target, {"spec", "providerRef", "name"})});
+}
+
+void CatalogState::Validate() {
+  std::vector<std::pair<ObjectKey, const nlohmann::json*>> targets;
+  for (const auto& [key, object] : objects_) {
+    if (key.kind == ObjectKind::kGitTarget) targets.emplace_back(key, &object);
+  }
+  for (const auto& [key, target] : targets) {
+    std::vector<const nlohmann::json*> others;
+    for (const auto& [other_key, other] : targets) {
+      if (other_key != key) others.push_back(other);
+    }
+    TargetValidation validation = ValidateTarget(*target, ProviderOf(*target), others);
+    rules::TargetKey target_key{key.namespace_, key.name};
+    if (validation.ok) {
+      rules::GitDestination destination{key.namespace_,
+                                        StringAt(*target, {"spec", "providerRef", "name"}),
+                                        StringAt(*target, {"spec", "branch"}),
+                                        *NormalizeTargetPath(StringAt(*target, {"spec", "path"}))};
+      tables_.UpsertTarget({target_key, UidOf(*target), std::move(destination)});
+    } else {
+      // Only validated targets get a table: nothing is delivered to an invalid destination.
+      tables_.RemoveTarget(target_key);
+    }
+    validations_[key] = std::move(validation);
+  }
+}
+
+reverser::v1::GitTargetConfig CatalogState::ConfigFor(const nlohmann::json& target,
+                                                      const rules::WatchedTypeTable& table) const {
+  reverser::v1::GitTargetConfig config;
+  *config.mutable_target() = rules::ToProto(table.target);
+  *config.mutable_destination() = rules::ToProto(table.target.destination);
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const nlohmann::json* found = ProviderOf(target);
+  const nlohmann::json& provider = found != nullptr ? *found : kEmpty;
+  config.set_remote_url(StringAt(provider, {"spec", "url"}));
+  std::string secret = StringAt(provider, {"spec", "secretRef", "name"});
+  if (!secret.empty()) {
+    config.set_credentials_secret(absl::StrCat(table.target.destination.provider_namespace, "/",
+                                               secret));
+  }
+  auto or_default = [](std::string value, const char* fallback) {
+    return value.empty() ? std::string(fallback) : value;
+  };
+  config.set_committer_name(
+      or_default(StringAt(provider, {"spec", "commit", "committer", "name"}), "GitOps Reverser"));
+  config.set_committer_email(or_default(
+      StringAt(provider, {"spec", "commit", "committer", "email"}), "noreply@configbutler.ai"));
+  const nlohmann::json& message = NodeAt(provider, {"spec", "commit", "message"});
+  config.set_event_template(
+      or_default(StringAt(message, {"eventTemplate"}), commitmeta::kDefaultEventTemplate));
+  config.set_group_template(
+      or_default(StringAt(message, {"groupTemplate"}), commitmeta::kDefaultGroupTemplate));
+  config.set_reconcile_template(
+      or_default(StringAt(message, {"reconcileTemplate"}), commitmeta::kDefaultReconcileTemplate));
+  absl::Duration window = absl::Seconds(5);
+  std::string window_text = StringAt(provider, {"spec", "push", "commitWindow"});
+  if (!window_text.empty() && (!absl::ParseDuration(window_text, &window) ||
+                               window < absl::ZeroDuration())) {
+    window = absl::Seconds(5);  // CommitConfigInvalid is reported on the provider
+  }
+  config.set_commit_window_ms(absl::ToInt64Milliseconds(window));
+  EncryptionCheck encryption = CheckEncryption(target);
+  if (encryption.required && encryption.ok) {
+    for (const std::string& r : encryption.recipients) config.add_age_recipients(r);
+  }
+  const nlohmann::json& by_type = NodeAt(target, {"spec", "placement", "byType"});
+  if (by_type.is_object()) {
+    for (auto it = by_type.begin(); it != by_type.end(); ++it) {
+      if (it.value().is_string()) {
+        (*config.mutable_placement_by_type())[it.key()] = it.value().get<std::string>();
+      }
+    }
+  }
+  config.set_placement_default(StringAt(target, {"spec", "placement", "default"}));
+  return config;
+}
+
+CatalogChanges CatalogState::Reconcile() {
+  CatalogChanges changes;
+  if (!primed()) return changes;
+  Validate();
+  rules::RefreshResult refreshed = tables_.Refresh(rules::RegistrySource(registry_));
+  changes.tables_resolved = refreshed.resolved;
+
+  // Table protos are rebuilt for every target: the config (provider settings, placement) can
+  // change while the plan stays the same.
+  reverser::v1::TableUpdate delta;
+  std::set<rules::TargetKey> present;
+  for (const rules::WatchedTypeTable* table : tables_.Tables()) {
+    const rules::TargetKey& key = table->target.key;
+    present.insert(key);
+    const nlohmann::json* target = Object({ObjectKind::kGitTarget, key.namespace_, key.name});
+    if (target == nullptr) continue;
+    reverser::v1::WatchedTypeTable proto = rules::ToProto(*table);
+    *proto.mutable_config() = ConfigFor(*target, *table);
+    auto it = table_protos_.find(key);
+    if (it == table_protos_.end() ||
+        !google::protobuf::util::MessageDifferencer::Equals(it->second, proto)) {
+      *delta.add_upserted() = proto;
+      table_protos_[key] = std::move(proto);
+    }
+  }
+  for (auto it = table_protos_.begin(); it != table_protos_.end();) {
+    if (present.count(it->first) == 0) {
+      *delta.add_removed() = it->second.target();
+      it = table_protos_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  bool claims_changed = claims_.Update(tables_.Tables());
+  if (!ever_published_ || delta.upserted_size() > 0 || delta.removed_size() > 0) {
+    delta.set_generation(++tables_generation_);
+    delta.set_full(!ever_published_);
+    changes.tables = std::move(delta);
+  }
+  if (!ever_published_ || claims_changed) changes.claims = Claims();
+  changes.types_changed = !ever_published_ || registry_.revision() != published_revision_;
+  published_revision_ = registry_.revision();
+  ever_published_ = true;
+
+  CollectStatus(changes);
+  CollectProbes(changes);
+  return changes;
+}
+
+void CatalogState::EmitStatus(const ObjectKey& key, const nlohmann::json& object,
+                              nlohmann::json status, CatalogChanges& changes) {
+  if (Covers(NodeAt(object, {"status"}), status)) {
+    emitted_status_.erase(key);
+    return;
+  }
+  auto it = emitted_status_.find(key);
+  if (it != emitted_status_.end() && it->second == status) return;  // already on its way
+  emitted_status_[key] = status;
+  changes.status_writes.push_back({key, UidOf(object), std::move(status)});
+}
+
+void CatalogState::CollectStatus(CatalogChanges& changes) {
+  const absl::Time now = clock_.Now();
+  for (const auto& [key, object] : objects_) {
+    switch (key.kind) {
+      case ObjectKind::kGitProvider: {
+        const ProviderProbe* probe = nullptr;
+        auto it = probes_.find(key);
+        if (it != probes_.end() && it->second.result &&
+            it->second.result->uid == UidOf(object) &&
+            it->second.result->generation == GenerationOf(object)) {
+          probe = &*it->second.result;
+        }
+        EmitStatus(key, object, ProviderStatus(object, probe, now), changes);
+        break;
+      }
+      case ObjectKind::kGitTarget: {
+        auto summary = summaries_.find(UidOf(object));
+        EmitStatus(key, object,
+                   TargetStatus(object, validations_[key],
+                                tables_.Table({key.namespace_, key.name}),
+                                summary == summaries_.end() ? nullptr : &summary->second, now),
+                   changes);
+        break;
+      }
+      case ObjectKind::kWatchRule:
+      case ObjectKind::kClusterWatchRule: {
+        RuleContext context;
+        if (auto err = rule_errors_.find(key); err != rule_errors_.end()) {
+          context.parse_error = err->second;
+        } else {
+          std::string target_ns = key.kind == ObjectKind::kWatchRule
+                                      ? key.namespace_
+                                      : StringAt(object, {"spec", "targetRef", "namespace"});
+          ObjectKey target_key{ObjectKind::kGitTarget, target_ns,
+                               StringAt(object, {"spec", "targetRef", "name"})};
+          context.target = Object(target_key);
+          if (auto v = validations_.find(target_key); v != validations_.end()) {
+            context.target_validation = &v->second;
+          }
+          if (const auto* table = tables_.Table({target_ns, target_key.name})) {
+            for (const auto& u : table->unresolved) {
+              if (u.rule == RuleKeyOf(key)) context.unresolved.push_back(u);
+            }
+          }
+        }
+        EmitStatus(key, object, RuleStatus(object, context, now), changes);
+        break;
+      }
+    }
+  }
+}
+
+void CatalogState::CollectProbes(CatalogChanges& changes) {
+  const absl::Time now = clock_.Now();
+  for (const auto& [key, object] : objects_) {
+    if (key.kind != ObjectKind::kGitProvider) continue;
+    ProbeSlot& slot = probes_[key];
+    std::string uid = UidOf(object);
+    int64_t generation = GenerationOf(object);
+    if (slot.requested_uid == uid && slot.requested_generation == generation &&
+        now - slot.requested_at < options_.probe_interval) {
+      continue;
+    }
+    slot.requested_uid = uid;
+    slot.requested_generation = generation;
+    slot.requested_at = now;
+    changes.probes.push_back({key, object});
+  }
+}
+
+reverser::v1::ClaimSet CatalogState::Claims() const {
+  return rules::ToProto(claims_.claims(), options_.generation_epoch + claims_.generation());
+}
+
+reverser::v1::TableUpdate CatalogState::AllTables() const {
+  reverser::v1::TableUpdate out;
+  out.set_generation(tables_generation_);
+  out.set_full(true);
+  for (const auto& [key, proto] : table_protos_) *out.add_upserted() = proto;
+  return out;
+}
+
+std::vector<reverser::v1::TypeRecord> CatalogState::TypeRecords(bool followable_only) const {
+  std::vector<reverser::v1::TypeRecord> out;
+  for (const typeset::TypeRecord& record : registry_.All()) {
+    if (followable_only && !record.Followable()) continue;
+    out.push_back(typeset::ToProto(record));
+  }
+  return out;
+}
+
+std::optional<reverser::v1::TypeRecord> CatalogState::Type(
+    const core::GroupVersionResource& gvr) const {
+  auto record = registry_.ByGVR(gvr);
+  if (!record) return std::nullopt;
+  return typeset::ToProto(*record);
+}
+
+}  // namespace reverser::catalog

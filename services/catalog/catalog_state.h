@@ -1,0 +1,148 @@
+#pragma once
+
+// The catalog's domain state in one single-threaded object: the API resource catalog and the
+// followability registry, the watched CRD objects, the rule store with its per-GitTarget
+// watched-type tables, the claim set, and the statuses the controllers want written. The
+// catalog actor owns one; tests drive it directly with a FakeClock.
+//
+// Inputs (scans, object events, probe results, stream summaries) only record facts;
+// Reconcile() turns them into what must leave the process: a new claim set, table deltas,
+// status writes, provider probes. Nothing is published before the state is primed (a first
+// discovery scan applied and every watched kind listed once), so a restarting catalog never
+// tells subscribers that the world is empty.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/clock.h"
+#include "libs/rules/claims.h"
+#include "libs/rules/table_store.h"
+#include "libs/typeset/catalog.h"
+#include "libs/typeset/registry.h"
+#include "proto/reverser/v1/catalog.pb.h"
+#include "services/catalog/controllers.h"
+#include "services/catalog/objects.h"
+
+namespace reverser::catalog {
+
+// A status to write through the status subresource (merge patch of `status`).
+struct StatusWrite {
+  ObjectKey key;
+  std::string uid;
+  nlohmann::json status;
+};
+
+// A GitProvider whose credentials and remote must be (re)checked.
+struct ProbeRequest {
+  ObjectKey key;
+  nlohmann::json provider;
+};
+
+struct CatalogChanges {
+  std::optional<reverser::v1::ClaimSet> claims;    // the new claim set, when it changed
+  std::optional<reverser::v1::TableUpdate> tables;  // a delta, when any table changed
+  std::vector<StatusWrite> status_writes;
+  std::vector<ProbeRequest> probes;
+  bool types_changed = false;  // the registry revision moved
+  size_t tables_resolved = 0;  // tables recomputed by this reconcile
+};
+
+struct CatalogStateOptions {
+  typeset::RegistryOptions registry;
+  // Generations start here so they keep increasing across catalog restarts (the service uses
+  // the start time); subscribers compare generations for equality only.
+  uint64_t generation_epoch = 0;
+  absl::Duration probe_interval = absl::Minutes(5);
+};
+
+class CatalogState {
+ public:
+  CatalogState(const core::Clock& clock, CatalogStateOptions options);
+
+  // --- inputs -------------------------------------------------------------------------------
+  void ApplyScan(const typeset::DiscoveryScan& scan);
+  // Re-judges the registry's grace and settle deadlines.
+  void Tick();
+  // The complete set of one kind (initial list or relist): anything not in it is gone.
+  void ReplaceObjects(ObjectKind kind, const std::vector<nlohmann::json>& objects);
+  void UpsertObject(ObjectKind kind, const nlohmann::json& object);
+  void DeleteObject(ObjectKind kind, const nlohmann::json& object);
+  void ApplyProbe(const ObjectKey& provider, ProviderProbe probe);
+  void ApplySummary(const reverser::v1::StreamSummary& summary);
+  // A status write failed: the next Reconcile emits it again.
+  void ForgetEmittedStatus(const ObjectKey& key) { emitted_status_.erase(key); }
+
+  // Brings tables, claims and statuses up to date with the inputs so far.
+  CatalogChanges Reconcile();
+
+  // --- views --------------------------------------------------------------------------------
+  bool primed() const;
+  bool synced(ObjectKind kind) const { return synced_.count(kind) > 0; }
+  const typeset::Registry& registry() const { return registry_; }
+  const typeset::ApiResourceCatalog& catalog() const { return catalog_; }
+  std::optional<absl::Time> NextDeadline() const { return registry_.NextDeadline(); }
+
+  reverser::v1::ClaimSet Claims() const;
+  size_t claim_count() const { return claims_.claims().size(); }
+  // Every table at the current generation, `full` set.
+  reverser::v1::TableUpdate AllTables() const;
+  uint64_t tables_generation() const { return tables_generation_; }
+  std::vector<reverser::v1::TypeRecord> TypeRecords(bool followable_only) const;
+  std::optional<reverser::v1::TypeRecord> Type(const core::GroupVersionResource& gvr) const;
+  const rules::WatchedTypeTable* Table(const rules::TargetKey& key) const {
+    return tables_.Table(key);
+  }
+  const nlohmann::json* Object(const ObjectKey& key) const;
+  size_t rule_count() const { return rule_objects_; }
+  const rules::TableStore& table_store() const { return tables_; }
+
+ private:
+  void ParseRule(const ObjectKey& key, const nlohmann::json& object);
+  void ForgetObject(const ObjectKey& key);
+  const nlohmann::json* ProviderOf(const nlohmann::json& target) const;
+  reverser::v1::GitTargetConfig ConfigFor(const nlohmann::json& target,
+                                          const rules::WatchedTypeTable& table) const;
+  void Validate();
+  void CollectStatus(CatalogChanges& changes);
+  void CollectProbes(CatalogChanges& changes);
+  void EmitStatus(const ObjectKey& key, const nlohmann::json& object, nlohmann::json status,
+                  CatalogChanges& changes);
+
+  const core::Clock& clock_;
+  CatalogStateOptions options_;
+  typeset::ApiResourceCatalog catalog_;
+  typeset::Registry registry_;
+  rules::TableStore tables_;
+  rules::ClaimTracker claims_;
+
+  std::map<ObjectKey, nlohmann::json> objects_;
+  std::set<ObjectKind> synced_;
+  std::map<ObjectKey, std::string> rule_errors_;  // parse failures, by rule object
+  size_t rule_objects_ = 0;
+  std::map<ObjectKey, TargetValidation> validations_;
+  std::map<std::string, reverser::v1::StreamSummary> summaries_;  // by GitTarget uid
+  struct ProbeSlot {
+    std::optional<ProviderProbe> result;
+    std::string requested_uid;
+    int64_t requested_generation = -1;
+    absl::Time requested_at = absl::InfinitePast();
+  };
+  std::map<ObjectKey, ProbeSlot> probes_;
+  // The last status emitted per object: a write in flight is not repeated while the watch has
+  // not yet delivered the written object back.
+  std::map<ObjectKey, nlohmann::json> emitted_status_;
+
+  std::map<rules::TargetKey, std::string> published_tables_;  // serialized proto per target
+  std::map<rules::TargetKey, reverser::v1::WatchedTypeTable> table_protos_;
+  uint64_t tables_generation_;
+  uint64_t published_revision_ = 0;
+  bool ever_published_ = false;
+};
+
+}  // namespace reverser::catalog

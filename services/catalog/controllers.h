@@ -1,0 +1,117 @@
+#pragma once
+
+// The status the catalog writes for its CRDs, as pure functions of the objects it watches (and
+// of what the blocking probes and the splicers reported). The catalog actor calls these after
+// every change and writes the result through the status subresource when it differs.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "libs/rules/table.h"
+#include "proto/reverser/v1/catalog.pb.h"
+#include "services/catalog/conditions.h"
+
+namespace reverser::catalog {
+
+// GitProvider reasons (reference §1.3).
+namespace reason {
+inline constexpr char kReady[] = "Ready";
+inline constexpr char kChecking[] = "Checking";
+inline constexpr char kSecretNotFound[] = "SecretNotFound";
+inline constexpr char kSecretMalformed[] = "SecretMalformed";
+inline constexpr char kConnectionFailed[] = "ConnectionFailed";
+inline constexpr char kCommitConfigInvalid[] = "CommitConfigInvalid";
+// GitTarget.
+inline constexpr char kValidated[] = "OK";
+inline constexpr char kProviderNotFound[] = "ProviderNotFound";
+inline constexpr char kBranchNotAllowed[] = "BranchNotAllowed";
+inline constexpr char kInvalidPath[] = "InvalidPath";
+inline constexpr char kTargetConflict[] = "TargetConflict";
+inline constexpr char kValidationFailed[] = "ValidationFailed";
+inline constexpr char kBlocked[] = "Blocked";
+inline constexpr char kNotRequired[] = "NotRequired";
+inline constexpr char kEncryptionOk[] = "OK";
+inline constexpr char kInvalidConfig[] = "InvalidConfig";
+inline constexpr char kEncryptionNotConfigured[] = "EncryptionNotConfigured";
+inline constexpr char kInitialReplay[] = "InitialReplay";
+inline constexpr char kNoResolvedTypes[] = "NoResolvedTypes";
+inline constexpr char kAllStreamsReady[] = "AllStreamsReady";
+// WatchRule / ClusterWatchRule.
+inline constexpr char kResolved[] = "Resolved";
+inline constexpr char kUnresolvedResources[] = "UnresolvedResources";
+inline constexpr char kGitTargetNotFound[] = "GitTargetNotFound";
+inline constexpr char kGitDestinationInvalid[] = "GitDestinationInvalid";
+// Not a reference reason: a rule the parser rejects (the CRD schema normally prevents it).
+inline constexpr char kInvalidRule[] = "InvalidRule";
+}  // namespace reason
+
+// The outcome of the blocking GitProvider checks (credentials Secret, remote reachability).
+struct ProviderProbe {
+  std::string uid;
+  int64_t generation = 0;
+  bool ok = true;
+  std::string reason;  // SecretNotFound, SecretMalformed, ConnectionFailed when !ok
+  std::string message;
+  absl::Time at;
+};
+
+// The spec checks that need no I/O: commit window duration and commit templates. Returns
+// the CommitConfigInvalid message, or nullopt.
+std::optional<std::string> CheckCommitConfig(const nlohmann::json& provider);
+
+// Status of a GitProvider. `probe` is null while the checks are pending.
+nlohmann::json ProviderStatus(const nlohmann::json& provider, const ProviderProbe* probe,
+                              absl::Time now);
+
+// Validation of a GitTarget against its provider and the other targets (the Validated gate).
+struct TargetValidation {
+  bool ok = true;
+  std::string reason;  // ProviderNotFound, BranchNotAllowed, InvalidPath, TargetConflict
+  std::string message;
+};
+
+// "." for the repository root, otherwise the path without a trailing "/"; error for "",
+// absolute paths and ".." segments.
+absl::StatusOr<std::string> NormalizeTargetPath(absl::string_view path);
+// Go filepath.Match semantics ('*' and '?' stop at '/').
+bool BranchAllowed(const nlohmann::json& provider, const std::string& branch);
+// Equal or nested paths ("." overlaps everything).
+bool PathsOverlap(const std::string& a, const std::string& b);
+
+// `provider`: the GitProvider the target names (null if absent). `others`: every other
+// GitTarget, for the overlap rule (the later-created target loses; ties by namespace/name).
+TargetValidation ValidateTarget(const nlohmann::json& target, const nlohmann::json* provider,
+                                const std::vector<const nlohmann::json*>& others);
+
+// The age recipients of a target's encryption config and whether it is usable.
+struct EncryptionCheck {
+  bool required = false;
+  bool ok = true;
+  std::string reason;  // NotRequired, OK, InvalidConfig
+  std::string message;
+  std::vector<std::string> recipients;
+};
+EncryptionCheck CheckEncryption(const nlohmann::json& target);
+
+// Status of a GitTarget. `table` is its watched-type table (null when it has none: invalid
+// targets), `summary` what a splicer last reported (null if nothing yet).
+nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation& validation,
+                            const rules::WatchedTypeTable* table,
+                            const reverser::v1::StreamSummary* summary, absl::Time now);
+
+// What a rule's status depends on besides the rule object itself.
+struct RuleContext {
+  std::optional<std::string> parse_error;  // the rule was rejected by the parser
+  const nlohmann::json* target = nullptr;  // the GitTarget it names, if present
+  const TargetValidation* target_validation = nullptr;
+  std::vector<rules::UnresolvedResource> unresolved;  // entries of this rule only
+};
+nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context, absl::Time now);
+
+}  // namespace reverser::catalog
