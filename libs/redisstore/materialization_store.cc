@@ -74,19 +74,6 @@ return {'appended', id}
   return *script;
 }
 
-// KEYS: stream, ckpt:rv. ARGV: inclusive start ID ("" = nothing can follow), count.
-const LuaScript& ReadAfterScript() {
-  static const LuaScript* script = new LuaScript(R"lua(
-local ckpt = redis.call('GET', KEYS[2]) or ''
-local entries = {}
-if ARGV[1] ~= '' then
-  entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
-end
-return {ckpt, entries}
-)lua");
-  return *script;
-}
-
 // The swap: refuse an older generation, install the staged items and the position together,
 // register the index, then trim what the new checkpoint covers.
 // KEYS: ckpt:items, staging, ckpt:rv, stream, index.
@@ -313,22 +300,27 @@ absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& ent
 absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after,
                                                             size_t max_entries) {
   if (max_entries == 0) return absl::InvalidArgumentError("ReadAfter: max_entries must be > 0");
-  std::optional<StreamPosition> start = Next(after);
-  ASSIGN_OR_RETURN(RedisReply reply,
-                   redis_->Eval(ReadAfterScript(), {keys_.stream, keys_.checkpoint_rv},
-                                {start ? start->ToString() : "", absl::StrCat(max_entries)}));
-  if (!reply.IsArray() || reply.elements().size() != 2) {
-    return absl::InternalError(absl::StrCat("read script: unexpected reply ", reply.DebugString()));
-  }
   StreamBatch batch;
   batch.last_scanned = after;
-  ASSIGN_OR_RETURN(std::string ckpt, reply.elements()[0].AsString());
-  if (!ckpt.empty()) {
-    auto position = StreamPosition::Parse(ckpt);
+  std::optional<StreamPosition> start = Next(after);
+  // The checkpoint and the entries are read together, so "behind the checkpoint" is judged
+  // against the same state the entries come from.
+  std::vector<RedisCommand> commands = {{"GET", keys_.checkpoint_rv}};
+  if (start) {
+    commands.push_back(
+        {"XRANGE", keys_.stream, start->ToString(), "+", "COUNT", absl::StrCat(max_entries)});
+  }
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(commands));
+  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[0].AsOptionalString());
+  if (ckpt) {
+    auto position = StreamPosition::Parse(*ckpt);
     if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
     batch.behind_checkpoint = after < *position;
   }
-  RETURN_IF_ERROR(ParseEntries(reply.elements()[1], batch));
+  if (start) {
+    RETURN_IF_ERROR(replies[1].ErrorStatus());
+    RETURN_IF_ERROR(ParseEntries(replies[1], batch));
+  }
   return batch;
 }
 

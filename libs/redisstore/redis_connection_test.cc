@@ -162,6 +162,32 @@ TEST_F(RedisConnectionTest, SurvivesServerRestart) {
   ASSERT_TRUE(second.ok()) << second.status();
 }
 
+TEST_F(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
+  RedisOptions options;
+  options.host = server_->host();
+  options.port = server_->port();
+  options.database = 3;
+  auto db3 = RedisConnection::Connect(options);
+  ASSERT_TRUE(db3.ok()) << db3.status();
+  ASSERT_TRUE((*db3)->Command({"SET", "where", "db3"}).ok());
+  EXPECT_TRUE(redis_->Command({"GET", "where"})->IsNil());  // db 0 does not see it
+
+  ASSERT_TRUE(redis_->Command({"CONFIG", "SET", "requirepass", "s3cret"}).ok());
+  options.database = 0;
+  auto anonymous = RedisConnection::Connect(options);
+  ASSERT_TRUE(anonymous.ok());  // connecting needs no auth; commands do
+  EXPECT_EQ((*anonymous)->Command({"GET", "x"}).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  options.password = "wrong";
+  EXPECT_EQ(RedisConnection::Connect(options).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  options.password = "s3cret";
+  options.database = 3;
+  auto authed = RedisConnection::Connect(options);
+  ASSERT_TRUE(authed.ok()) << authed.status();
+  EXPECT_EQ(*(*authed)->Command({"GET", "where"})->AsString(), "db3");
+}
+
 TEST(RedisConnectionStandaloneTest, RefusedConnectionIsUnavailable) {
   auto port = testing::PickFreePort();
   ASSERT_TRUE(port.ok());
