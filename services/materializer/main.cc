@@ -10,7 +10,8 @@
 #include "libs/runtime/service_main.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
 #include "services/materializer/audit_webhook.h"
-#include "services/materializer/claims_client.h"
+#include "libs/catalogclient/stream_follower.h"
+#include "proto/reverser/v1/catalog.grpc.pb.h"
 #include "services/materializer/redis_fact_sink.h"
 #include "services/materializer/supervisor.h"
 
@@ -111,11 +112,20 @@ class App final : public runtime::ServiceApp {
       caf::anon_send(supervisor_, claims_atom::value, set->SerializeAsString());
     } else {
       caf::actor supervisor = supervisor_;
-      claims_ = std::make_unique<ClaimsClient>(catalog, host.options().instance,
-                                               [supervisor](const reverser::v1::ClaimSet& set) {
-                                                 caf::anon_send(supervisor, claims_atom::value,
-                                                                set.SerializeAsString());
-                                               });
+      std::shared_ptr<reverser::v1::Catalog::Stub> stub = reverser::v1::Catalog::NewStub(
+          grpc::CreateChannel(catalog, grpc::InsecureChannelCredentials()));
+      std::string subscriber = host.options().instance;
+      claims_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::ClaimSet>>(
+          "claims",
+          [stub, subscriber](grpc::ClientContext* context, uint64_t known_generation) {
+            reverser::v1::WatchClaimsRequest request;
+            request.set_known_generation(known_generation);
+            request.set_subscriber(subscriber);
+            return stub->WatchClaims(context, request);
+          },
+          [supervisor](const reverser::v1::ClaimSet& set) {
+            caf::anon_send(supervisor, claims_atom::value, set.SerializeAsString());
+          });
     }
 
     if (absl::GetFlag(FLAGS_audit_webhook)) {
@@ -157,7 +167,7 @@ class App final : public runtime::ServiceApp {
  private:
   std::shared_ptr<kube::RestClient> client_;
   caf::actor supervisor_;
-  std::unique_ptr<ClaimsClient> claims_;
+  std::unique_ptr<catalogclient::StreamFollower<reverser::v1::ClaimSet>> claims_;
   std::unique_ptr<RedisFactSink> fact_sink_;
   std::unique_ptr<AuditIntake> intake_;
   std::unique_ptr<AuditWebhookServer> webhook_;
