@@ -1,5 +1,6 @@
 #include "tools/kube-sim/kube_sim.h"
 
+#include <atomic>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -170,6 +171,7 @@ class KubeSim::Impl {
   std::thread listen_thread_;
   int port_ = 0;
   bool stopped_ = false;
+  std::atomic<int> active_watches_{0};
   mutable std::mutex log_mu_;
   std::vector<std::string> log_;
   std::string openapi_core_, openapi_apps_;
@@ -405,8 +407,11 @@ void KubeSim::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
 void KubeSim::Impl::Respond(Ctx& ctx, const Reply& reply, httplib::Response& res) {
   res.status = reply.code;
   for (const auto& [k, v] : reply.headers) res.set_header(k, v);
-  std::string body = reply.raw.empty() ? reply.object.dump() : reply.raw;
-  res.set_content(body, reply.content_type);
+  if (reply.code != 304) {  // a 304 has no body
+    std::string body = !reply.raw.empty() ? reply.raw
+                                          : (reply.object.is_null() ? "" : reply.object.dump());
+    res.set_content(body, reply.content_type);
+  }
   if (ctx.info.is_resource) EmitAudit(ctx, "ResponseComplete", &reply);
 }
 
@@ -663,6 +668,7 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
   }
   if (req.path == "/_sim/state" && req.method == "GET") {
     Json s = {{"resourceVersion", std::to_string(store_.CurrentRv())},
+              {"activeWatches", active_watches_.load()},
               {"compactedResourceVersion", std::to_string(store_.CompactedRv())}};
     if (audit_) {
       auto st = audit_->stats();
@@ -969,9 +975,13 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
     return label_sel.Matches(*o) && field_sel.Matches(*o);
   };
   absl::Duration bookmark_interval = options_.bookmark_interval;
+  // Counts open watch streams; released when httplib drops the provider.
+  auto open_watch = std::shared_ptr<void>(
+      (++active_watches_, nullptr), [this](void*) { --active_watches_; });
   res.set_chunked_content_provider(
       "application/json",
-      [this, ctx, state, type_key, matches, bookmarks, bookmark, error_line, bookmark_interval](
+      [this, ctx, state, type_key, matches, bookmarks, bookmark, error_line, bookmark_interval,
+       open_watch](
           size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& line) { return sink.write(line.data(), line.size()); };
         if (!state->started) {
@@ -1457,6 +1467,16 @@ TypeRegistry& KubeSim::types() { return impl_->types_; }
 void KubeSim::Compact() { impl_->store_.Compact(); }
 void KubeSim::DropWatches() { impl_->store_.DropWatches(); }
 int64_t KubeSim::CurrentResourceVersion() const { return impl_->store_.CurrentRv(); }
+int KubeSim::ActiveWatches() const { return impl_->active_watches_.load(); }
+
+bool KubeSim::WaitForActiveWatches(int n, absl::Duration timeout) const {
+  absl::Time deadline = absl::Now() + timeout;
+  while (impl_->active_watches_.load() < n) {
+    if (absl::Now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
 AuditWebhookBackend* KubeSim::audit() { return impl_->audit_.get(); }
 
 std::vector<std::string> KubeSim::RequestLog() const {

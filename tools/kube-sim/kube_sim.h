@@ -80,6 +80,9 @@ class KubeSim {
   void Compact();
   void DropWatches();
   int64_t CurrentResourceVersion() const;
+  // Open watch streams; tests wait for a client's watch to be established before writing.
+  int ActiveWatches() const;
+  bool WaitForActiveWatches(int n, absl::Duration timeout) const;
   // Null unless audit_webhook was configured.
   AuditWebhookBackend* audit();
   // "METHOD /path?query" of every request served, in order (for asserting client behaviour).

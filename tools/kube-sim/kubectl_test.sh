@@ -1,0 +1,193 @@
+#!/bin/bash
+# Drives kube-sim with a real kubectl binary and checks exact outputs.
+# Usage: kubectl_test.sh <kube-sim binary> <kubectl name, e.g. kubectl.1.33> <profile>
+set -euo pipefail
+
+SIM="$1"
+KUBECTL_NAME="$2"
+PROFILE="$3"
+KUBECTL_DIR="$(dirname "$(readlink -f "$(command -v kubectl)")")"
+KUBECTL_BIN="$KUBECTL_DIR/$KUBECTL_NAME"
+[[ -x "$KUBECTL_BIN" ]] || { echo "missing $KUBECTL_BIN"; exit 1; }
+
+WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/kubectl.XXXXXX")"
+SIM_PID=""
+WATCH_PID=""
+cleanup() {
+  [[ -n "$WATCH_PID" ]] && kill "$WATCH_PID" 2>/dev/null || true
+  [[ -n "$SIM_PID" ]] && kill -TERM "$SIM_PID" 2>/dev/null && wait "$SIM_PID" || true
+}
+trap cleanup EXIT
+
+"$SIM" --port=0 --port-file="$WORK/port" --profile="$PROFILE" 2>"$WORK/sim.log" &
+SIM_PID=$!
+
+# Poll a condition with a deadline (no sleeps as synchronisation).
+wait_for() {
+  local what="$1"; shift
+  for _ in $(seq 1 500); do
+    if "$@"; then return 0; fi
+    sleep 0.02
+  done
+  echo "timed out waiting for: $what"; cat "$WORK/sim.log"; exit 1
+}
+wait_for "port file" test -s "$WORK/port"
+PORT="$(cat "$WORK/port")"
+URL="http://127.0.0.1:$PORT"
+
+cat >"$WORK/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: sim
+  cluster:
+    server: $URL
+contexts:
+- name: sim
+  context: {cluster: sim, user: me, namespace: default}
+current-context: sim
+users:
+- name: me
+  user: {}
+KC
+k() { "$KUBECTL_BIN" --kubeconfig="$WORK/kubeconfig" --cache-dir="$WORK/cache" "$@"; }
+
+FAILURES=0
+expect() {  # expect <name> <expected> <actual>
+  if [[ "$2" != "$3" ]]; then
+    echo "FAIL $1"; echo "--- expected"; echo "$2"; echo "--- actual"; echo "$3"
+    FAILURES=$((FAILURES + 1))
+  else
+    echo "ok   $1"
+  fi
+}
+
+# api-resources: exactly the served table.
+expect "api-resources" "$(cat "$TEST_SRCDIR/$TEST_WORKSPACE/tools/kube-sim/testdata/kubectl/api-resources.txt")" \
+  "$(k api-resources 2>&1)"
+
+# apply with default validation: create, unchanged, configured.
+cat >"$WORK/cm.yaml" <<'Y'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  labels: {app: demo}
+data:
+  key: value
+Y
+expect "apply create" "configmap/demo created" "$(k apply -f "$WORK/cm.yaml" 2>&1)"
+expect "apply unchanged" "configmap/demo unchanged" "$(k apply -f "$WORK/cm.yaml" 2>&1)"
+
+# get -o yaml, without the volatile fields.
+expect "get -o yaml" "apiVersion: v1
+data:
+  key: value
+kind: ConfigMap
+metadata:
+  labels:
+    app: demo
+  name: demo
+  namespace: default" \
+  "$(k get cm demo -o yaml | grep -v -e creationTimestamp -e resourceVersion -e uid: -e annotations: -e last-applied -e '{"apiVersion"')"
+
+# get -w sees a later change.
+k get cm -w -o jsonpath='{.metadata.name}={.data.key}{"\n"}' >"$WORK/watch.out" 2>"$WORK/watch.err" &
+WATCH_PID=$!
+watch_open() { curl -s "$URL/_sim/state" | grep -q '"activeWatches":1'; }
+wait_for "kubectl watch" watch_open
+sed -i 's/key: value/key: changed/' "$WORK/cm.yaml"
+expect "apply configured" "configmap/demo configured" "$(k apply -f "$WORK/cm.yaml" 2>&1)"
+wait_for "watch event" grep -q "demo=changed" "$WORK/watch.out"
+expect "get -w" "demo=value
+demo=changed" "$(cat "$WORK/watch.out")"
+kill "$WATCH_PID"; wait "$WATCH_PID" 2>/dev/null || true; WATCH_PID=""
+
+# Deployment: apply, scale, generation.
+cat >"$WORK/deploy.yaml" <<'Y'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.25
+Y
+expect "apply deployment" "deployment.apps/web created" "$(k apply -f "$WORK/deploy.yaml" 2>&1)"
+expect "scale" "deployment.apps/web scaled" "$(k scale deployment web --replicas=3 2>&1)"
+expect "scaled replicas" "3 2" "$(k get deploy web -o jsonpath='{.spec.replicas} {.metadata.generation}')"
+
+# Server-side apply.
+cat >"$WORK/ssa.yaml" <<'Y'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ssa
+data:
+  a: "1"
+Y
+expect "apply --server-side" "configmap/ssa serverside-applied" "$(k apply --server-side -f "$WORK/ssa.yaml" 2>&1)"
+expect "ssa manager" "kubectl:Apply" \
+  "$(k get cm ssa -o jsonpath='{.metadata.managedFields[0].manager}:{.metadata.managedFields[0].operation}' --show-managed-fields)"
+
+# CRD + custom resource round trip.
+cat >"$WORK/crd.yaml" <<'Y'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+Y
+cat >"$WORK/widget.yaml" <<'Y'
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w1
+spec:
+  size: 3
+Y
+expect "apply crd" "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created" \
+  "$(k apply -f "$WORK/crd.yaml" 2>&1)"
+expect "apply cr" "widget.example.com/w1 created" "$(k apply -f "$WORK/widget.yaml" 2>&1)"
+sed -i 's/size: 3/size: 4/' "$WORK/widget.yaml"
+expect "apply cr again" "widget.example.com/w1 configured" "$(k apply -f "$WORK/widget.yaml" 2>&1)"
+expect "get cr" "w1 4 2" "$(k get wd w1 -o jsonpath='{.metadata.name} {.spec.size} {.metadata.generation}')"
+expect "delete cr" 'widget.example.com "w1" deleted' "$(k delete widget w1 2>&1)"
+expect "delete crd" 'customresourcedefinition.apiextensions.k8s.io "widgets.example.com" deleted' \
+  "$(k delete -f "$WORK/crd.yaml" 2>&1)"
+expect "crd gone from discovery" "" "$(k api-resources --api-group=example.com --no-headers 2>&1)"
+
+# delete, and the real NotFound on a second delete.
+expect "delete" 'configmap "demo" deleted' "$(k delete cm demo 2>&1)"
+set +e
+OUT="$(k delete cm demo 2>&1)"; RC=$?
+set -e
+expect "delete missing" 'Error from server (NotFound): configmaps "demo" not found' "$OUT"
+expect "delete missing rc" "1" "$RC"
+
+# SIGTERM stops the server cleanly.
+kill -TERM "$SIM_PID"; wait "$SIM_PID"; RC=$?; SIM_PID=""
+expect "sigterm exit code" "0" "$RC"
+
+[[ $FAILURES -eq 0 ]] || { echo "$FAILURES failure(s)"; exit 1; }
+echo "all kubectl checks passed"
