@@ -1,0 +1,488 @@
+// The catalog service against an in-process kube-sim: the five CRDs installed from
+// deploy/crds, GitProvider / GitTarget / WatchRule objects created through the API, claims and
+// tables read over real gRPC streams, status conditions read back from the API server.
+// Time is a FakeClock: the test advances it and asks the service to tick, so settle windows
+// and removal grace are deterministic.
+
+#include <grpcpp/grpcpp.h>
+
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "libs/core/clock.h"
+#include "libs/kube/api_error.h"
+#include "libs/kube/httplib_transport.h"
+#include "libs/kube/rest_client.h"
+#include "libs/runtime/service_host.h"
+#include "proto/reverser/v1/catalog.grpc.pb.h"
+#include "services/catalog/catalog_service.h"
+#include "services/catalog/conditions.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/temp_dir.h"
+#include "tools/kube-sim/kube_sim.h"
+
+namespace reverser::catalog {
+namespace {
+
+using reverser::testing::WaitFor;
+using nlohmann::json;
+
+constexpr absl::Duration kWait = absl::Seconds(20);
+const core::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+const core::GroupVersionResource kNamespaces{"", "v1", "namespaces"};
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Reads a server stream on its own thread and keeps every message.
+template <typename Msg>
+class StreamRecorder {
+ public:
+  template <typename Open>
+  explicit StreamRecorder(Open open) {
+    thread_ = std::thread([this, open] {
+      Msg msg;
+      auto reader = open(&context_);
+      while (reader->Read(&msg)) {
+        std::lock_guard lock(mu_);
+        messages_.push_back(msg);
+      }
+      status_ = reader->Finish();
+    });
+  }
+  ~StreamRecorder() {
+    context_.TryCancel();
+    thread_.join();
+  }
+  std::vector<Msg> messages() const {
+    std::lock_guard lock(mu_);
+    return messages_;
+  }
+  std::optional<Msg> last() const {
+    std::lock_guard lock(mu_);
+    if (messages_.empty()) return std::nullopt;
+    return messages_.back();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  mutable std::mutex mu_;
+  std::vector<Msg> messages_;
+  grpc::Status status_;
+  std::thread thread_;
+};
+
+bool HasClaim(const reverser::v1::ClaimSet& set, const std::string& group,
+              const std::string& resource, const std::string& ns) {
+  for (const auto& c : set.claims()) {
+    if (c.type().gvr().group() == group && c.type().gvr().resource() == resource &&
+        (ns.empty() ? c.scope().has_cluster() : c.scope().namespace_() == ns)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class CatalogServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto sim = kubesim::KubeSim::Start({});
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    sim_ = *std::move(sim);
+    client_ = MakeClient();
+    for (const char* plural :
+         {"gitproviders", "gittargets", "watchrules", "clusterwatchrules", "commitrequests"}) {
+      auto r = sim_->Call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                          ReadText(absl::StrCat("deploy/crds/configbutler.ai_", plural, ".yaml")),
+                          "application/yaml");
+      ASSERT_EQ(r.status, 201) << r.body;
+    }
+    for (const char* ns : {"team-a", "team-b"}) {
+      ASSERT_TRUE(client_->Create(kNamespaces, "", {{"metadata", {{"name", ns}}}}).ok());
+    }
+
+    runtime::ServiceHostOptions host_options;
+    host_options.service = "catalog";
+    host_options.listen_address = "127.0.0.1";
+    host_options.grpc_port = 0;
+    host_options.http_port = 0;
+    host_ = std::make_unique<runtime::ServiceHost>(host_options);
+    CatalogServiceOptions options;
+    options.client = MakeClient();
+    options.clock = &clock_;
+    options.state.generation_epoch = 1000;
+    options.discovery_period = absl::Hours(1);  // passes come from CRD changes and Rescan
+    service_ = std::make_unique<CatalogService>(*host_, options);
+    service_->Register();
+    ASSERT_TRUE(host_->Start().ok());
+    service_->Start();
+    auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", host_->grpc_port()),
+                                       grpc::InsecureChannelCredentials());
+    catalog_ = reverser::v1::Catalog::NewStub(channel);
+    admin_ = reverser::v1::CatalogAdmin::NewStub(channel);
+  }
+
+  void TearDown() override {
+    if (service_) service_->Stop();
+    if (host_) host_->Shutdown();
+    // Drop the clients' keep-alive connections before the server waits for them.
+    service_.reset();
+    client_.reset();
+    if (sim_) sim_->Stop();
+  }
+
+  std::shared_ptr<kube::RestClient> MakeClient() {
+    kube::ClusterConfig config;
+    config.server = sim_->url();
+    auto transport = kube::HttplibTransport::Create(config);
+    EXPECT_TRUE(transport.ok());
+    return std::make_shared<kube::RestClient>(
+        std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+  }
+
+  json Create(ObjectKind kind, json object) {
+    object["apiVersion"] = "configbutler.ai/v1alpha3";
+    object["kind"] = std::string(KindName(kind));
+    auto created = client_->Create(GvrOf(kind), StringAt(object, {"metadata", "namespace"}), object);
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created.ok() ? *created : json();
+  }
+
+  void CreateProvider(const std::string& ns, const std::string& name, json spec = {}) {
+    if (!spec.contains("url")) spec["url"] = absl::StrCat("file://", repo_.path());
+    if (!spec.contains("allowedBranches")) spec["allowedBranches"] = {"main", "release-*"};
+    Create(ObjectKind::kGitProvider, {{"metadata", {{"namespace", ns}, {"name", name}}}, {"spec", spec}});
+  }
+  void CreateTarget(const std::string& ns, const std::string& name, const std::string& provider,
+                    const std::string& branch, const std::string& path) {
+    Create(ObjectKind::kGitTarget,
+           {{"metadata", {{"namespace", ns}, {"name", name}}},
+            {"spec",
+             {{"providerRef", {{"name", provider}}}, {"branch", branch}, {"path", path}}}});
+  }
+  void CreateWatchRule(const std::string& ns, const std::string& name, const std::string& target,
+                       json rules) {
+    Create(ObjectKind::kWatchRule, {{"metadata", {{"namespace", ns}, {"name", name}}},
+                                    {"spec", {{"targetRef", {{"name", target}}}, {"rules", rules}}}});
+  }
+
+  json Get(ObjectKind kind, const std::string& ns, const std::string& name) {
+    auto got = client_->Get(GvrOf(kind), ns, name);
+    return got.ok() ? *got : json();
+  }
+
+  // Waits until the object has condition `type` with `status` and `reason`.
+  bool WaitForCondition(ObjectKind kind, const std::string& ns, const std::string& name,
+                        const std::string& type, const std::string& status,
+                        const std::string& reason) {
+    return WaitFor(
+        [&] {
+          json object = Get(kind, ns, name);
+          const json* c = FindCondition(NodeAt(object, {"status", "conditions"}), type);
+          return c != nullptr && c->value("status", "") == status &&
+                 c->value("reason", "") == reason;
+        },
+        kWait);
+  }
+
+  std::string ConditionMessage(ObjectKind kind, const std::string& ns, const std::string& name,
+                               const std::string& type) {
+    json object = Get(kind, ns, name);
+    const json* c = FindCondition(NodeAt(object, {"status", "conditions"}), type);
+    return c == nullptr ? "" : c->value("message", "");
+  }
+
+  std::optional<reverser::v1::TypeRecord> GetType(const std::string& group,
+                                                  const std::string& version,
+                                                  const std::string& resource) {
+    grpc::ClientContext context;
+    reverser::v1::GetTypeRequest request;
+    request.mutable_gvr()->set_group(group);
+    request.mutable_gvr()->set_version(version);
+    request.mutable_gvr()->set_resource(resource);
+    reverser::v1::TypeRecord record;
+    if (!catalog_->GetType(&context, request, &record).ok()) return std::nullopt;
+    return record;
+  }
+
+  bool WaitForVerdict(const std::string& group, const std::string& version,
+                      const std::string& resource, reverser::v1::FollowVerdict verdict) {
+    return WaitFor(
+        [&] {
+          auto record = GetType(group, version, resource);
+          return record && record->verdict() == verdict;
+        },
+        kWait);
+  }
+
+  std::unique_ptr<StreamRecorder<reverser::v1::ClaimSet>> WatchClaims(uint64_t known = 0) {
+    return std::make_unique<StreamRecorder<reverser::v1::ClaimSet>>(
+        [this, known](grpc::ClientContext* context) {
+          reverser::v1::WatchClaimsRequest request;
+          request.set_known_generation(known);
+          request.set_subscriber("test");
+          return catalog_->WatchClaims(context, request);
+        });
+  }
+  std::unique_ptr<StreamRecorder<reverser::v1::TableUpdate>> WatchTables(uint64_t known = 0) {
+    return std::make_unique<StreamRecorder<reverser::v1::TableUpdate>>(
+        [this, known](grpc::ClientContext* context) {
+          reverser::v1::WatchTablesRequest request;
+          request.set_known_generation(known);
+          return catalog_->WatchTables(context, request);
+        });
+  }
+
+  // Settles newly discovered types: past the settle window, then a tick.
+  void Settle() {
+    clock_.Advance(typeset::Registry::kSettleWindow + absl::Seconds(1));
+    service_->Tick();
+  }
+
+  core::FakeClock clock_;
+  reverser::testing::ScopedTempDir repo_{"remote"};
+  std::unique_ptr<kubesim::KubeSim> sim_;
+  std::shared_ptr<kube::RestClient> client_;
+  std::unique_ptr<runtime::ServiceHost> host_;
+  std::unique_ptr<CatalogService> service_;
+  std::unique_ptr<reverser::v1::Catalog::Stub> catalog_;
+  std::unique_ptr<reverser::v1::CatalogAdmin::Stub> admin_;
+};
+
+json WidgetCrd() {
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", "widgets.example.com"}}},
+          {"spec",
+           {{"group", "example.com"},
+            {"scope", "Namespaced"},
+            {"names",
+             {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"},
+              {"listKind", "WidgetList"}}},
+            {"versions",
+             {{{"name", "v1"},
+               {"served", true},
+               {"storage", true},
+               {"schema", {{"openAPIV3Schema", {{"type", "object"}}}}}}}}}}};
+}
+
+TEST_F(CatalogServiceTest, ClaimsAndTablesFollowRulesOverGrpc) {
+  auto claims = WatchClaims();
+  auto tables = WatchTables();
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "clusters/a");
+  CreateWatchRule("team-a", "cm", "app",
+                  {{{"apiGroups", {""}}, {"apiVersions", {"v1"}}, {"resources", {"configmaps"}},
+                    {"operations", {"CREATE", "UPDATE"}}}});
+
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "", "configmaps", "team-a"); },
+      kWait));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto t = tables->last();
+        return t && !tables->messages().empty();
+      },
+      kWait));
+  // Rebuild the table view from the stream and check the target's table and config.
+  std::map<std::string, reverser::v1::WatchedTypeTable> view;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        view.clear();
+        for (const auto& update : tables->messages()) {
+          if (update.full()) view.clear();
+          for (const auto& t : update.upserted()) view[t.target().name()] = t;
+          for (const auto& r : update.removed()) view.erase(r.name());
+        }
+        return view.count("app") && view["app"].types_size() == 1;
+      },
+      kWait));
+  const auto& table = view["app"];
+  EXPECT_EQ(table.types(0).type().gvr().resource(), "configmaps");
+  ASSERT_TRUE(table.types(0).namespaces().count("team-a"));
+  EXPECT_EQ(table.types(0).namespaces().at("team-a").operations_size(), 2);
+  EXPECT_EQ(table.config().remote_url(), absl::StrCat("file://", repo_.path()));
+  EXPECT_EQ(table.config().destination().path(), "clusters/a");
+  EXPECT_EQ(table.config().committer_name(), "GitOps Reverser");
+  EXPECT_EQ(table.config().commit_window_ms(), 5000);
+  EXPECT_EQ(table.config().event_template(),
+            "[{{.Operation}}] {{.APIVersion}}/{{.Resource}}/{{.Name}}");
+  EXPECT_FALSE(table.plan_hash().empty());
+  EXPECT_TRUE(tables->messages().front().full());
+
+  // A late subscriber that already holds the current generation gets nothing until a change;
+  // one holding an older generation gets the current set at once.
+  uint64_t current = claims->last()->generation();
+  auto late = WatchClaims(current);
+  auto fresh = WatchClaims(current - 1);
+  ASSERT_TRUE(WaitFor([&] { return fresh->last().has_value(); }, kWait));
+  EXPECT_EQ(fresh->last()->generation(), current);
+
+  // A second rule on another target adds a claim; removing the rule removes it again.
+  CreateTarget("team-a", "other", "repo", "main", "clusters/b");
+  CreateWatchRule("team-a", "svc", "other", {{{"resources", {"services"}}}});
+  Settle();  // version-less rules only resolve settled (activated) types
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "", "services", "team-a"); },
+      kWait));
+  ASSERT_TRUE(WaitFor([&] { return late->last().has_value(); }, kWait));
+  EXPECT_GT(late->last()->generation(), current);
+  ASSERT_TRUE(client_->Delete(GvrOf(ObjectKind::kWatchRule), "team-a", "svc").ok());
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && !HasClaim(*claims->last(), "", "services", "team-a"); },
+      kWait));
+  EXPECT_TRUE(HasClaim(*claims->last(), "", "configmaps", "team-a"));
+
+  // Statuses: the rule resolved, the target validated and waiting for stream reports.
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Ready", kTrue, "Ready"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "ResourcesResolved", kTrue,
+                               "Resolved"));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Validated", kTrue, "OK"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Reconciling", kTrue,
+                               "InitialReplay"));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "repo", "Ready", kTrue, "Ready"));
+
+  // A splicer reports all streams ready: the target becomes Ready with status.streams.
+  json target = Get(ObjectKind::kGitTarget, "team-a", "app");
+  reverser::v1::StreamSummary summary;
+  summary.mutable_target()->set_namespace_("team-a");
+  summary.mutable_target()->set_name("app");
+  summary.mutable_target()->set_uid(UidOf(target));
+  summary.set_total(1);
+  summary.set_ready(1);
+  summary.set_reason("AllStreamsReady");
+  grpc::ClientContext context;
+  reverser::v1::ReportStreamSummaryResponse response;
+  ASSERT_TRUE(catalog_->ReportStreamSummary(&context, summary, &response).ok());
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Ready", kTrue, "Ready"));
+  EXPECT_EQ(StringAt(Get(ObjectKind::kGitTarget, "team-a", "app"), {"status", "streams", "summary"}),
+            "1/1");
+}
+
+TEST_F(CatalogServiceTest, InstalledCrdBecomesFollowableAfterSettleAndIsClaimed) {
+  auto claims = WatchClaims();
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "apps");
+  CreateWatchRule("team-a", "widgets", "app",
+                  {{{"apiGroups", {"example.com"}}, {"resources", {"widgets"}}}});
+  ASSERT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "widgets", "ResourcesResolved",
+                               kFalse, "UnresolvedResources"));
+
+  // The CRD watch triggers a discovery pass: the type is served but not yet settled.
+  ASSERT_TRUE(client_->Create(kCrds, "", WidgetCrd()).ok());
+  ASSERT_TRUE(WaitFor([&] { return GetType("example.com", "v1", "widgets").has_value(); }, kWait));
+  EXPECT_FALSE(claims->last() && HasClaim(*claims->last(), "example.com", "widgets", "team-a"));
+
+  Settle();
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "example.com", "widgets", "team-a"); },
+      kWait));
+  auto record = GetType("example.com", "v1", "widgets");
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->verdict(), reverser::v1::FOLLOW_VERDICT_FOLLOWABLE);
+  EXPECT_EQ(record->origin(), "crd");
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "widgets", "ResourcesResolved",
+                               kTrue, "Resolved"));
+
+  // Deleting the CRD: retained (still claimed) through the removal grace, then removed.
+  ASSERT_TRUE(client_->Delete(kCrds, "", "widgets.example.com").ok());
+  ASSERT_TRUE(WaitForVerdict("example.com", "v1", "widgets", reverser::v1::FOLLOW_VERDICT_RETAINED));
+  EXPECT_TRUE(HasClaim(*claims->last(), "example.com", "widgets", "team-a"));
+  clock_.Advance(typeset::Registry::kRemovalGrace + absl::Seconds(1));
+  service_->Tick();
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && !HasClaim(*claims->last(), "example.com", "widgets", "team-a"); },
+      kWait));
+  auto removed = GetType("example.com", "v1", "widgets");
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(removed->verdict(), reverser::v1::FOLLOW_VERDICT_REFUSED);
+  ASSERT_GT(removed->checks_size(), 0);
+}
+
+TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
+  // Providers are probed when they appear (and every 5 minutes): the Secret comes first.
+  ASSERT_TRUE(client_
+                  ->Create({"", "v1", "secrets"}, "team-a",
+                           {{"metadata", {{"name", "creds"}}}, {"data", {{"token", "eA=="}}}})
+                  .ok());
+  CreateProvider("team-a", "repo");
+  CreateProvider("team-a", "bad-secret", {{"secretRef", {{"name", "creds"}}}});
+  CreateProvider("team-a", "no-secret", {{"secretRef", {{"name", "absent"}}}});
+  CreateProvider("team-a", "gone", {{"url", "file:///nonexistent/repo.git"}});
+  CreateTarget("team-a", "no-provider", "missing", "main", "x");
+  CreateTarget("team-a", "bad-branch", "repo", "feature/x", "y");
+  CreateTarget("team-a", "bad-path", "repo", "main", "../escape");
+  CreateTarget("team-a", "first", "repo", "main", "clusters");
+  CreateTarget("team-a", "nested", "repo", "main", "clusters/prod");
+  CreateWatchRule("team-a", "invalid", "first", {{{"resources", {"deployments/status"}}}});
+  CreateWatchRule("team-a", "orphan", "nobody", {{{"resources", {"configmaps"}}}});
+
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "no-provider", "Validated", kFalse,
+                               "ProviderNotFound"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "no-provider", "Stalled", kTrue,
+                               "ValidationFailed"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "bad-branch", "Validated", kFalse,
+                               "BranchNotAllowed"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "bad-path", "Validated", kFalse,
+                               "InvalidPath"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "nested", "Validated", kFalse,
+                               "TargetConflict"));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kGitTarget, "team-a", "first", "Validated", kTrue, "OK"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "invalid", "Stalled", kTrue,
+                               "InvalidRule"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kWatchRule, "team-a", "invalid", "Ready").find("resources"),
+            std::string::npos);
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "orphan", "GitTargetReady",
+                               kFalse, "GitTargetNotFound"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "bad-secret", "Ready", kFalse,
+                               "SecretMalformed"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "no-secret", "Ready", kFalse,
+                               "SecretNotFound"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "gone", "Stalled", kTrue,
+                               "ConnectionFailed"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "gone", "Ready")
+                .find("/nonexistent/repo.git does not exist"),
+            std::string::npos);
+
+  // The service is still healthy and serving after the bad input.
+  grpc::ClientContext context;
+  reverser::v1::ServiceStatus status;
+  ASSERT_TRUE(admin_->Status(&context, {}, &status).ok());
+  EXPECT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
+}
+
+TEST_F(CatalogServiceTest, AdminListsTypesWithTheReasonTheyAreNotFollowed) {
+  ASSERT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
+  grpc::ClientContext context;
+  reverser::v1::ListTypesResponse response;
+  ASSERT_TRUE(admin_->ListTypes(&context, {}, &response).ok());
+  bool saw_pods = false;
+  for (const auto& record : response.records()) {
+    if (record.identity().gvr().resource() == "pods" && record.identity().gvr().group().empty()) {
+      saw_pods = true;
+      EXPECT_EQ(record.verdict(), reverser::v1::FOLLOW_VERDICT_REFUSED);
+      EXPECT_NE(record.summary().find("policy"), std::string::npos) << record.summary();
+    }
+  }
+  EXPECT_TRUE(saw_pods);
+
+  grpc::ClientContext rescan_context;
+  reverser::v1::RescanResponse rescan;
+  ASSERT_TRUE(admin_->Rescan(&rescan_context, {}, &rescan).ok());
+  EXPECT_GT(rescan.types(), 10u);
+  EXPECT_TRUE(rescan.degraded_group_versions().empty());
+}
+
+}  // namespace
+}  // namespace reverser::catalog
