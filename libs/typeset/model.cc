@@ -1,6 +1,8 @@
 #include "libs/typeset/model.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -46,6 +48,33 @@ const FollowCheck* Followability::FirstFailure() const {
   return nullptr;
 }
 
+// The human phrase of a failed check, as summaries render it.
+std::string Phrase(const FollowCheck& c) {
+  static const auto* phrases = new std::map<std::string, std::string, std::less<>>{
+      {std::string(reason::kNotServed), "not served"},
+      {std::string(reason::kSubresourceOnly), "served only as a subresource"},
+      {std::string(reason::kDiscoveryDegraded), "discovery degraded for its group/version"},
+      {std::string(reason::kCatalogUnavailable), "API catalog unavailable"},
+      {std::string(reason::kAbsenceExpired), "no longer served (removal grace elapsed)"},
+      {std::string(reason::kGvkNotUnique), "GVK served by more than one resource"},
+      {std::string(reason::kGvrNotUnique), "resource resolves to more than one kind"},
+      {std::string(reason::kScopeUnknown), "scope unknown"},
+      {std::string(reason::kMissingVerb), "missing required verb"},
+      {std::string(reason::kOriginUnknown), "origin could not be classified"},
+      {std::string(reason::kDeniedByPolicy), "denied by policy"},
+      {std::string(reason::kSensitiveUnsupported),
+       "sensitive type without supported write handling"},
+      {std::string(reason::kScalePathUnresolved), "scale parent replica path unresolved"},
+  };
+  // A policy names its own refusal; identity and verb failures append their bounded detail.
+  if (c.reason == reason::kDeniedByPolicy && !c.detail.empty()) return c.detail;
+  auto it = phrases->find(c.reason);
+  if (it == phrases->end()) return c.reason;
+  bool append = c.reason == reason::kGvkNotUnique || c.reason == reason::kGvrNotUnique ||
+                c.reason == reason::kMissingVerb;
+  return append && !c.detail.empty() ? absl::StrCat(it->second, ": ", c.detail) : it->second;
+}
+
 Followability Evaluate(const FunnelInput& in) {
   if (in.facts == nullptr) return CatalogUnavailable();
   const CatalogEntry& f = *in.facts;
@@ -54,41 +83,35 @@ Followability Evaluate(const FunnelInput& in) {
 
   if (f.subresource_only) {
     checks.push_back(
-        Fail(requirement::kServed, reason::kSubresourceOnly,
-             absl::StrCat("served only as subresources: ", absl::StrJoin(f.subresources, ", "))));
+        Fail(requirement::kServed, reason::kSubresourceOnly, absl::StrJoin(f.subresources, ", ")));
   } else if (!in.present) {
-    checks.push_back(Fail(requirement::kServed, reason::kNotServed, "not served by discovery"));
+    checks.push_back(Fail(requirement::kServed, reason::kNotServed, ""));
   } else {
     checks.push_back(Pass(requirement::kServed));
   }
 
-  checks.push_back(in.trusted
-                       ? Pass(requirement::kTrusted)
-                       : Fail(requirement::kTrusted, reason::kDiscoveryDegraded,
-                              absl::StrCat("discovery failed for ",
-                                           GroupVersion{f.gvr.group, f.gvr.version}.ToString())));
+  checks.push_back(in.trusted ? Pass(requirement::kTrusted)
+                              : Fail(requirement::kTrusted, reason::kDiscoveryDegraded,
+                                     GroupVersion{f.gvr.group, f.gvr.version}.ToString()));
 
-  checks.push_back(in.absence_expired ? Fail(requirement::kStable, reason::kAbsenceExpired,
-                                             "absent from discovery beyond the removal grace")
+  checks.push_back(in.absence_expired ? Fail(requirement::kStable, reason::kAbsenceExpired, "")
                                       : Pass(requirement::kStable));
 
-  if (f.conflicting_listings) {
+  if (!f.kind_shared_with.empty()) {
+    std::vector<std::string> all = f.kind_shared_with;
+    all.push_back(f.gvr.resource);
+    std::sort(all.begin(), all.end());
+    checks.push_back(Fail(requirement::kIdentity, reason::kGvkNotUnique, absl::StrJoin(all, ", ")));
+  } else if (f.conflicting_listings || f.gvk.kind.empty()) {
     checks.push_back(Fail(requirement::kIdentity, reason::kGvrNotUnique,
-                          absl::StrCat("resource ", f.gvr.ToString(),
-                                       " is listed with more than one kind or scope")));
-  } else if (!f.kind_shared_with.empty()) {
-    checks.push_back(Fail(requirement::kIdentity, reason::kGvkNotUnique,
-                          absl::StrCat("kind ", f.gvk.ToString(), " is also served as ",
-                                       absl::StrJoin(f.kind_shared_with, ", "))));
-  } else if (f.gvk.kind.empty()) {
-    checks.push_back(Fail(requirement::kIdentity, reason::kGvkNotUnique, "no kind listed"));
+                          f.gvk.kind.empty() ? "no kind" : "listed with conflicting facts"));
   } else {
     checks.push_back(Pass(requirement::kIdentity));
   }
 
   checks.push_back(f.scope.has_value()
                        ? Pass(requirement::kScope, std::string(core::ScopeName(*f.scope)))
-                       : Fail(requirement::kScope, reason::kScopeUnknown, "scope unknown"));
+                       : Fail(requirement::kScope, reason::kScopeUnknown, ""));
 
   std::vector<std::string> missing;
   for (absl::string_view verb : kRequiredVerbs) {
@@ -98,46 +121,41 @@ Followability Evaluate(const FunnelInput& in) {
   }
   checks.push_back(missing.empty() ? Pass(requirement::kVerbs)
                                    : Fail(requirement::kVerbs, reason::kMissingVerb,
-                                          absl::StrCat("missing required verb: ",
-                                                       absl::StrJoin(missing, ", "))));
+                                          absl::StrJoin(missing, ", ")));
 
   checks.push_back(f.origin != Origin::kUnknown
                        ? Pass(requirement::kOrigin, std::string(OriginName(f.origin)))
-                       : Fail(requirement::kOrigin, reason::kOriginUnknown,
-                              "origin unknown (not built-in, no CRD or APIService evidence)"));
+                       : Fail(requirement::kOrigin, reason::kOriginUnknown, ""));
 
   checks.push_back(in.excluded_by_policy ? Fail(requirement::kPolicy, reason::kDeniedByPolicy,
                                                 std::string(WatchPolicy::kExclusionDetail))
                                          : Pass(requirement::kPolicy));
 
   checks.push_back(in.sensitive && !in.sensitive_supported
-                       ? Fail(requirement::kSensitivity, reason::kSensitiveUnsupported,
-                              "sensitive resource and encryption is unsupported")
+                       ? Fail(requirement::kSensitivity, reason::kSensitiveUnsupported, "")
                        : Pass(requirement::kSensitivity, in.sensitive ? "sensitive" : ""));
 
   // Reverser mirrors objects through their main resource only; scale is never used.
   checks.push_back(Pass(requirement::kScale, "skipped: scale unused"));
 
-  bool any_failed = false;
-  bool only_transient = true;
   const FollowCheck* first_permanent = nullptr;
   for (const FollowCheck& c : checks) {
-    if (c.passed) continue;
-    any_failed = true;
-    if (!IsTransient(c)) {
-      only_transient = false;
-      if (first_permanent == nullptr) first_permanent = &c;
+    if (!c.passed && !IsTransient(c)) {
+      first_permanent = &c;
+      break;
     }
   }
-  if (!any_failed) {
+  const FollowCheck* first = out.FirstFailure();
+  if (first == nullptr) {
     out.verdict = Verdict::kFollowable;
     out.summary = "followable";
-  } else if (only_transient) {
+  } else if (first_permanent == nullptr) {
     out.verdict = Verdict::kRetained;
-    out.summary = absl::StrCat("retained — ", out.FirstFailure()->detail);
+    out.summary = absl::StrCat("retained — ", Phrase(*first));
   } else {
+    // The summary names the check that makes the refusal permanent.
     out.verdict = Verdict::kRefused;
-    out.summary = absl::StrCat("not followable — ", first_permanent->detail);
+    out.summary = absl::StrCat("not followable — ", Phrase(*first_permanent));
   }
   return out;
 }
@@ -145,9 +163,8 @@ Followability Evaluate(const FunnelInput& in) {
 Followability CatalogUnavailable() {
   Followability out;
   out.verdict = Verdict::kUnknown;
-  out.summary = "unknown — catalog unavailable";
-  out.checks.push_back(
-      Fail(requirement::kTrusted, reason::kCatalogUnavailable, "catalog unavailable"));
+  out.checks.push_back(Fail(requirement::kTrusted, reason::kCatalogUnavailable, ""));
+  out.summary = absl::StrCat("not followable — ", Phrase(out.checks.back()));
   return out;
 }
 

@@ -62,14 +62,16 @@ struct FollowCheck {
   std::string requirement;
   bool passed = true;
   std::string reason;  // empty when passed
-  std::string detail;  // human-readable, e.g. "missing required verb: watch, patch"
+  // Bounded detail: the missing verbs ("watch, patch"), the resources sharing a kind, the
+  // failed group/version, the policy's refusal text.
+  std::string detail;
   bool operator==(const FollowCheck&) const = default;
 };
 
 struct Followability {
   Verdict verdict = Verdict::kUnknown;
-  // "followable", "retained — not served by discovery", "not followable — missing required
-  // verb: watch, patch", "unknown — catalog unavailable".
+  // "followable", "retained — not served", "not followable — missing required verb: watch,
+  // patch", "not followable — API catalog unavailable" (verdict unknown).
   std::string summary;
   std::vector<FollowCheck> checks;  // every requirement, in funnel order
   bool operator==(const Followability&) const = default;

@@ -48,17 +48,18 @@ TEST(FunnelTest, AbsenceAndDegradedDiscoveryRetain) {
   CatalogEntry e = Good();
   Followability absent = Evaluate({.facts = &e, .present = false});
   EXPECT_EQ(absent.verdict, Verdict::kRetained);
-  EXPECT_EQ(absent.summary, "retained — not served by discovery");
+  EXPECT_EQ(absent.summary, "retained — not served");
   EXPECT_EQ(absent.FirstFailure()->reason, "not-served");
 
   Followability degraded = Evaluate({.facts = &e, .trusted = false});
   EXPECT_EQ(degraded.verdict, Verdict::kRetained);
   EXPECT_EQ(degraded.FirstFailure()->reason, "discovery-degraded");
-  EXPECT_EQ(degraded.FirstFailure()->detail, "discovery failed for v1");
+  EXPECT_EQ(degraded.FirstFailure()->detail, "v1");
+  EXPECT_EQ(degraded.summary, "retained — discovery degraded for its group/version");
 
   Followability expired = Evaluate({.facts = &e, .present = false, .absence_expired = true});
   EXPECT_EQ(expired.verdict, Verdict::kRefused);
-  EXPECT_EQ(expired.summary, "not followable — absent from discovery beyond the removal grace");
+  EXPECT_EQ(expired.summary, "not followable — no longer served (removal grace elapsed)");
 }
 
 TEST(FunnelTest, PermanentFailuresRefuseWithTheirReasonCodes) {
@@ -102,9 +103,29 @@ TEST(FunnelTest, RefusalSummaryNamesThePermanentFailureEvenWhenAbsent) {
   EXPECT_EQ(f.summary, "not followable — missing required verb: list, watch, patch");
 }
 
+TEST(FunnelTest, IdentityFailuresNameTheirConflicts) {
+  CatalogEntry e = Good();
+  e.kind_shared_with = {"configmapz"};
+  Followability f = Evaluate({.facts = &e});
+  EXPECT_EQ(f.summary,
+            "not followable — GVK served by more than one resource: configmaps, configmapz");
+  e = Good();
+  e.conflicting_listings = true;
+  EXPECT_EQ(Evaluate({.facts = &e}).summary,
+            "not followable — resource resolves to more than one kind: listed with conflicting "
+            "facts");
+  e = Good();
+  e.subresource_only = true;
+  e.subresources = {"status"};
+  f = Evaluate({.facts = &e});
+  EXPECT_EQ(f.summary, "not followable — served only as a subresource");
+  EXPECT_EQ(f.FirstFailure()->detail, "status");
+}
+
 TEST(FunnelTest, NoFactsMeansCatalogUnavailable) {
   Followability f = Evaluate({});
   EXPECT_EQ(f.verdict, Verdict::kUnknown);
+  EXPECT_EQ(f.summary, "not followable — API catalog unavailable");
   EXPECT_EQ(f.FirstFailure()->reason, "catalog-unavailable");
   EXPECT_EQ(VerdictName(f.verdict), "unknown");
 }

@@ -66,7 +66,7 @@ TEST_F(RegistryTest, UnknownBeforeTheFirstScan) {
   auto r = registry_.ByGVR(kConfigMaps);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->verdict(), Verdict::kUnknown);
-  EXPECT_EQ(r->followability.summary, "unknown — catalog unavailable");
+  EXPECT_EQ(r->followability.summary, "not followable — API catalog unavailable");
   Scan(Cluster().Build());
   EXPECT_TRUE(registry_.Ready());
   EXPECT_FALSE(registry_.ByGVR({"", "v1", "nothere"}).has_value());
@@ -133,8 +133,7 @@ TEST_F(RegistryTest, RemovalGraceRetainsThenRemoves) {
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"removed example.com/v1/widgets"}));
   r = registry_.ByGVR(kWidgets);
   EXPECT_EQ(r->verdict(), Verdict::kRefused);
-  EXPECT_EQ(r->followability.summary,
-            "not followable — absent from discovery beyond the removal grace");
+  EXPECT_EQ(r->followability.summary, "not followable — no longer served (removal grace elapsed)");
   EXPECT_FALSE(r->settled);
   EXPECT_EQ(events_.size(), 0u);
 
