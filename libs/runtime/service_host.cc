@@ -131,6 +131,9 @@ absl::Status ServiceHost::Start() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.grpc_port),
                            grpc::InsecureServerCredentials(), &grpc_port_);
+  // Resyncs carry whole desired sets; the 4 MiB default is far too small for them.
+  builder.SetMaxReceiveMessageSize(512 * 1024 * 1024);
+  builder.SetMaxSendMessageSize(512 * 1024 * 1024);
   for (grpc::Service* service : grpc_services_) builder.RegisterService(service);
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || grpc_port_ == 0) {

@@ -1,22 +1,194 @@
-// The splicer service binary.
+// The splicer service binary: per (GitTarget, type, scope) the splice of the Redis
+// materialization into a desired set, then live events, delivered to the gitworker and
+// acknowledged only once pushed.
 
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/json_util.h"
+#include "libs/catalogclient/stream_follower.h"
 #include "libs/runtime/admin_status.h"
+#include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
+#include "proto/reverser/v1/catalog.grpc.pb.h"
 #include "proto/reverser/v1/splicer.grpc.pb.h"
+#include "services/splicer/delivery_client.h"
+#include "services/splicer/target_manager.h"
+
+ABSL_FLAG(std::string, redis_address, "127.0.0.1:6379", "Redis host:port.");
+ABSL_FLAG(std::string, redis_key_prefix, "reverser", "Prefix of every Redis key.");
+ABSL_FLAG(std::string, catalog_address, "",
+          "gRPC address of the catalog to follow watched-type tables from (host:port).");
+ABSL_FLAG(std::string, targets_file, "",
+          "Instead of the catalog: a JSON reverser.v1.TableUpdate with the targets to serve.");
+ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the gitworker.");
+ABSL_FLAG(bool, attribution, true, "Resolve authors from the audit facts in Redis.");
+ABSL_FLAG(absl::Duration, attribution_grace, absl::Seconds(3),
+          "How long an event waits for its author fact before the committer is used.");
+ABSL_FLAG(std::string, additional_sensitive_resources, "",
+          "Comma-separated resource or group/resource treated as sensitive besides core secrets.");
+ABSL_FLAG(int64_t, max_in_flight, 1000, "Deliveries the gitworker may hold unaccepted.");
+ABSL_FLAG(absl::Duration, summary_interval, absl::Seconds(2),
+          "How often stream readiness is reported to the catalog.");
 
 namespace reverser::splicer {
 namespace {
 
+class AdminService final : public runtime::AdminStatusService<reverser::v1::SplicerAdmin> {
+ public:
+  AdminService(runtime::ServiceHost* host, TargetManager* manager)
+      : AdminStatusService(host), manager_(manager) {}
+
+  grpc::ServerUnaryReactor* ListStreams(grpc::CallbackServerContext* context,
+                                        const reverser::v1::ListStreamsRequest* request,
+                                        reverser::v1::ListStreamsResponse* response) override {
+    for (auto& summary : manager_->Summaries()) {
+      if (!request->target().uid().empty() && summary.target().uid() != request->target().uid()) {
+        continue;
+      }
+      *response->add_summaries() = std::move(summary);
+    }
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+ private:
+  TargetManager* manager_;
+};
+
+absl::StatusOr<reverser::v1::TableUpdate> ReadTargetsFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read --targets_file ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  reverser::v1::TableUpdate update;
+  auto status = google::protobuf::util::JsonStringToMessage(ss.str(), &update);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--targets_file ", path, " is not a reverser.v1.TableUpdate: ", status.ToString()));
+  }
+  update.set_full(true);
+  return update;
+}
+
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    admin_ = std::make_unique<runtime::AdminStatusService<reverser::v1::SplicerAdmin>>(&host);
+    auto redis = redisstore::RedisOptions::FromAddress(absl::GetFlag(FLAGS_redis_address));
+    if (!redis.ok()) return redis.status();
+    auto prefix = redisstore::KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix));
+    if (!prefix.ok()) return prefix.status();
+    std::string catalog = absl::GetFlag(FLAGS_catalog_address);
+    std::string targets_file = absl::GetFlag(FLAGS_targets_file);
+    if (catalog.empty() == targets_file.empty()) {
+      return absl::InvalidArgumentError("set exactly one of --catalog_address and --targets_file");
+    }
+    delivery_ = std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
+                                                 static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)));
+    TargetManagerOptions options;
+    options.stream_defaults.redis = *redis;
+    options.stream_defaults.prefix = *prefix;
+    options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
+    options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
+    for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources), ',',
+                                              absl::SkipWhitespace())) {
+      options.additional_sensitive.insert(std::string(r));
+    }
+    manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &host.metrics());
+    TargetManager* manager = manager_.get();
+    runtime::ServiceHost* h = &host;
+    DeliveryClient* delivery = delivery_.get();
+    delivery_->SetOnConnected([manager, h] {
+      h->SetComponent("gitworker", true, "delivery stream open");
+      manager->SendConfigs();
+    });
+    host.SetComponent("gitworker", false, "connecting");
+    host.SetComponent("tables", false, "waiting for watched-type tables");
+
+    if (!targets_file.empty()) {
+      auto update = ReadTargetsFile(targets_file);
+      if (!update.ok()) return update.status();
+      static_tables_ = std::move(*update);
+    } else {
+      catalog_stub_ = reverser::v1::Catalog::NewStub(
+          grpc::CreateChannel(catalog, grpc::InsecureChannelCredentials()));
+      auto stub = catalog_stub_;
+      std::string subscriber = host.options().instance;
+      tables_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::TableUpdate>>(
+          "tables",
+          [stub, subscriber](grpc::ClientContext* context, uint64_t known_generation) {
+            reverser::v1::WatchTablesRequest request;
+            request.set_known_generation(known_generation);
+            request.set_subscriber(subscriber);
+            return stub->WatchTables(context, request);
+          },
+          [manager, h](const reverser::v1::TableUpdate& update) {
+            manager->Apply(update);
+            h->SetComponent("tables", true, absl::StrCat(manager->stream_count(), " stream(s)"));
+          });
+    }
+    (void)delivery;
+    admin_ = std::make_unique<AdminService>(&host, manager_.get());
     host.AddGrpcService(admin_.get());
     return absl::OkStatus();
   }
 
+  absl::Status Run(runtime::ServiceHost& host) override {
+    delivery_->Start();
+    if (static_tables_) {
+      manager_->Apply(*static_tables_);
+      host.SetComponent("tables", true, absl::StrCat(manager_->stream_count(), " stream(s)"));
+    }
+    if (tables_) tables_->Start();
+    if (catalog_stub_) {
+      reporter_ = std::thread([this] { ReportSummaries(); });
+    }
+    return absl::OkStatus();
+  }
+
+  void Stop() override {
+    stopping_ = true;
+    if (reporter_.joinable()) reporter_.join();
+    if (tables_) tables_->Stop();
+    manager_->StopAll();
+    delivery_->Stop();
+  }
+
  private:
-  std::unique_ptr<runtime::AdminStatusService<reverser::v1::SplicerAdmin>> admin_;
+  // Sends each target's readiness roll-up to the catalog when it changed.
+  void ReportSummaries() {
+    std::map<std::string, std::string> last;
+    while (!stopping_) {
+      for (const auto& summary : manager_->Summaries()) {
+        reverser::v1::StreamSummary comparable = summary;
+        comparable.clear_observed_time();
+        std::string fingerprint = comparable.SerializeAsString();
+        if (last[summary.target().uid()] == fingerprint) continue;
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        reverser::v1::ReportStreamSummaryResponse response;
+        reverser::v1::StreamSummary out = summary;
+        out.mutable_observed_time()->set_seconds(absl::ToUnixSeconds(absl::Now()));
+        if (catalog_stub_->ReportStreamSummary(&context, out, &response).ok()) {
+          last[summary.target().uid()] = fingerprint;
+        }
+      }
+      absl::SleepFor(absl::GetFlag(FLAGS_summary_interval));
+    }
+  }
+
+  std::unique_ptr<DeliveryClient> delivery_;
+  std::unique_ptr<TargetManager> manager_;
+  std::shared_ptr<reverser::v1::Catalog::Stub> catalog_stub_;
+  std::unique_ptr<catalogclient::StreamFollower<reverser::v1::TableUpdate>> tables_;
+  std::optional<reverser::v1::TableUpdate> static_tables_;
+  std::unique_ptr<AdminService> admin_;
+  std::thread reporter_;
+  std::atomic<bool> stopping_{false};
 };
 
 std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>(); }
@@ -27,6 +199,9 @@ std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>();
 int main(int argc, char** argv) {
   return reverser::runtime::RunServiceMain(
       argc, argv,
-      {"splicer", "reverser splicer — splices checkpoints and stream tails into desired sets and live events per GitTarget.\n\nUsage: splicer [flags]"},
+      {"splicer",
+       "reverser splicer — splices the Redis materialization into desired sets and live events "
+       "per GitTarget, delivered to the gitworker.\n\nUsage: splicer --redis_address=host:port "
+       "--gitworker_address=host:port (--catalog_address=host:port | --targets_file=F) [flags]"},
       &reverser::splicer::MakeApp);
 }

@@ -1,0 +1,85 @@
+#pragma once
+
+// The splicer's side of GitWorker.Deliver: one bidirectional stream to the gitworker, with
+// credit-based back-pressure (at most `max_in_flight` messages the gitworker has not yet
+// buffered) and acks routed to the splice stream they belong to. When the stream breaks, every
+// subscriber is told to restart from its persisted cursor (delivery is at least once; the
+// gitworker's writes are idempotent), after `on_connected` re-sent the target configs.
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
+
+namespace reverser::splicer {
+
+// "targetUID|group/resource|scope": the routing key of acks.
+std::string StreamKey(const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim);
+
+class DeliverySubscriber {
+ public:
+  virtual ~DeliverySubscriber() = default;
+  virtual void OnAck(const reverser::v1::DeliveryAck& ack) = 0;
+};
+
+class DeliveryClient {
+ public:
+  DeliveryClient(std::string gitworker_address, size_t max_in_flight);
+  ~DeliveryClient();
+
+  // Called (on the connection thread) each time a stream is established, before anything else
+  // is sent on it: re-send target configs here.
+  void SetOnConnected(std::function<void()> on_connected) { on_connected_ = std::move(on_connected); }
+
+  void Start();
+  void Stop();
+
+  // Sends one message (the sequence is assigned here). Blocks while credit is exhausted, up to
+  // `timeout`. Unavailable when the stream is down or broke: the caller restarts from its cursor
+  // once `generation()` changed.
+  absl::Status Send(reverser::v1::DeliveryMessage message, absl::Duration timeout = absl::Seconds(30));
+
+  void Subscribe(const std::string& key, DeliverySubscriber* subscriber);
+  void Unsubscribe(const std::string& key);
+
+  // Bumped on every (re)connect; a subscriber that sent on an older generation restarts.
+  uint64_t generation() const { return generation_.load(); }
+  bool connected() const { return connected_.load(); }
+  // Waits until connected (or timeout/stop).
+  bool WaitConnected(absl::Duration timeout);
+
+ private:
+  void Run();
+  void Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessage,
+                                       reverser::v1::DeliveryFeedback>* stream);
+
+  std::string address_;
+  size_t max_in_flight_;
+  std::function<void()> on_connected_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> connected_{false};
+  std::atomic<uint64_t> generation_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  grpc::ClientContext* context_ = nullptr;  // the live stream's context (to cancel)
+  grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>*
+      stream_ = nullptr;
+  uint64_t next_sequence_ = 1;
+  uint64_t accepted_sequence_ = 0;
+  std::map<std::string, DeliverySubscriber*> subscribers_;
+  std::mutex write_mu_;  // one writer at a time on the stream
+};
+
+}  // namespace reverser::splicer

@@ -1,0 +1,65 @@
+#pragma once
+
+// The splice and the live-event derivation for one (GitTarget, type, scope), as pure functions
+// over what the materializer stored (design §4; reference §2A.4–2A.5):
+//   * BuildSnapshot: checkpoint R + stream entries after R, folded last-writer-wins with deletes
+//     dropping, scoped to the target's namespaces, sanitized → ClusterSnapshot{Desired,
+//     Revision, CoverageHead}. No checkpoint → no snapshot (fail closed).
+//   * DeriveEvent: one stream entry → the live event the target must see, or nothing:
+//     namespace scope, deletion-as-intent (deletionTimestamp ⇒ DELETE), the operation filter,
+//     sanitization, and the no-op dedup by content hash per (target, type, uid).
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "libs/redisstore/materialization_store.h"
+#include "proto/reverser/v1/catalog.pb.h"
+#include "proto/reverser/v1/splicer.pb.h"
+
+namespace reverser::splicer {
+
+// What one target selects from one claim: namespaces ("" = all) → operations.
+struct TargetScope {
+  std::map<std::string, reverser::v1::OperationSet> namespaces;
+  bool sensitive = false;  // the type is sensitive (core Secrets, configured types)
+
+  // The operations selected for an object in `ns`, or nullopt when the namespace is not watched.
+  std::optional<reverser::v1::OperationSet> OperationsFor(const std::string& ns) const;
+  static TargetScope From(const reverser::v1::WatchedType& type, bool sensitive);
+};
+
+bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op);
+
+// Builds the snapshot from a loaded view. FailedPrecondition when there is no checkpoint.
+absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
+    const redisstore::MaterializationView& view, const TargetScope& scope,
+    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim);
+
+// Per (target, type): uid → content hash of the last routed object.
+using DedupCache = std::map<std::string, std::string>;
+
+struct DerivedEvent {
+  reverser::v1::Operation operation = reverser::v1::OPERATION_UNSPECIFIED;
+  reverser::v1::ObjectBody object;
+  bool removal = false;  // DELETED, or deletionTimestamp set (author lookup may use `:last`)
+};
+
+// Why an entry produced no event (for metrics).
+enum class SkipReason { kNone, kOutOfScope, kOperationFiltered, kUnchanged, kMalformed };
+const char* SkipReasonName(SkipReason reason);
+
+struct Derivation {
+  std::optional<DerivedEvent> event;
+  SkipReason skipped = SkipReason::kNone;
+};
+
+Derivation DeriveEvent(const redisstore::StreamEntry& entry, const TargetScope& scope,
+                       const reverser::v1::GroupVersionResource& gvr, DedupCache& dedup);
+
+// Seeds the dedup cache from a snapshot (what the target now holds).
+void SeedDedup(const reverser::v1::ClusterSnapshot& snapshot, DedupCache& dedup);
+
+}  // namespace reverser::splicer

@@ -1,0 +1,377 @@
+#include "services/splicer/splice_stream.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "libs/core/proto_convert.h"
+#include "libs/redisstore/keys.h"
+#include "libs/runtime/log.h"
+
+namespace reverser::splicer {
+namespace {
+
+std::string ObjectKey(const reverser::v1::ObjectBody& body) {
+  return body.ref().uid().empty()
+             ? redisstore::ObjectIdentity(body.ref().namespace_(), body.ref().name())
+             : body.ref().uid();
+}
+
+reverser::v1::Author ToAuthor(const redisstore::AuthorResolution& resolution) {
+  reverser::v1::Author author;
+  const redisstore::AuthorFact& fact = *resolution.fact;
+  author.set_username(fact.author);
+  author.set_display_name(fact.display_name);
+  author.set_email(fact.email);
+  author.set_is_service_account(fact.is_service_account);
+  author.set_resolution(std::string(redisstore::AuthorResolutionCodeName(resolution.code)));
+  author.set_audit_id(fact.audit_id);
+  return author;
+}
+
+}  // namespace
+
+SpliceStream::SpliceStream(SpliceStreamOptions options, DeliveryClient* delivery,
+                           runtime::MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      key_(StreamKey(options_.target, options_.claim)),
+      delivery_(delivery),
+      metrics_(metrics) {
+  const auto& gvr = options_.claim.type().gvr();
+  labels_ = {{"gittarget_namespace", options_.target.namespace_()},
+             {"gittarget_name", options_.target.name()},
+             {"group", gvr.group()},
+             {"version", gvr.version()},
+             {"resource", gvr.resource()}};
+}
+
+SpliceStream::~SpliceStream() { Stop(); }
+
+void SpliceStream::Start() {
+  delivery_->Subscribe(key_, this);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void SpliceStream::Stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  delivery_->Unsubscribe(key_);
+}
+
+void SpliceStream::UpdateScope(const TargetScope& scope) {
+  {
+    std::lock_guard lock(mu_);
+    options_.scope = scope;
+  }
+  restart_ = true;
+}
+
+SpliceStreamStatus SpliceStream::Status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+void SpliceStream::SetState(reverser::v1::StreamState state, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  if (status_.state == state && status_.reason == reason) return;
+  status_.state = state;
+  status_.reason = reason;
+  runtime::LogInfo("stream state", {{"stream", key_},
+                                    {"state", reverser::v1::StreamState_Name(state)},
+                                    {"reason", reason}});
+}
+
+void SpliceStream::Run() {
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (!Stopping()) {
+    absl::Status status = Session();
+    if (Stopping()) break;
+    if (!status.ok()) {
+      SetState(reverser::v1::STREAM_STATE_BLOCKED, "WatchError");
+      runtime::LogWarning("splice session ended", {{"stream", key_}, {"error", status.ToString()}});
+      absl::SleepFor(backoff);
+      backoff = std::min(backoff * 2, absl::Seconds(5));
+    } else {
+      backoff = absl::Milliseconds(100);
+    }
+  }
+}
+
+void SpliceStream::OnAck(const reverser::v1::DeliveryAck& ack) {
+  core::StreamPosition position = core::FromProto(ack.position());
+  std::lock_guard lock(mu_);
+  // Everything sent up to and including `position` (in send order) is pushed.
+  bool found = false;
+  for (const auto& p : sent_order_) {
+    if (p == position) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) return;  // an ack from an earlier session
+  while (!sent_order_.empty()) {
+    core::StreamPosition front = sent_order_.front();
+    sent_order_.pop_front();
+    if (auto it = tracked_.find(front); it != tracked_.end()) it->second = true;
+    if (front == position) break;
+  }
+  cursor_dirty_ = true;
+}
+
+void SpliceStream::MarkDone(core::StreamPosition position) {
+  std::lock_guard lock(mu_);
+  if (auto it = tracked_.find(position); it != tracked_.end()) it->second = true;
+  cursor_dirty_ = true;
+}
+
+void SpliceStream::AdvanceCursor() {
+  core::StreamPosition target;
+  {
+    std::lock_guard lock(mu_);
+    if (!cursor_dirty_) return;
+    cursor_dirty_ = false;
+    while (!tracked_.empty() && tracked_.begin()->second) {
+      cursor_ = std::max(cursor_, tracked_.begin()->first);
+      tracked_.erase(tracked_.begin());
+    }
+    target = cursor_;
+  }
+  if (target.IsZero()) return;
+  const auto& claim = options_.claim;
+  auto offered = cursors_->Offer(options_.target.uid(), core::FromProto(claim.type().gvr()),
+                                 core::FromProto(claim.scope()), target);
+  if (!offered.ok()) {
+    std::lock_guard lock(mu_);
+    cursor_dirty_ = true;  // try again next round
+    return;
+  }
+  std::lock_guard lock(mu_);
+  status_.cursor = offered->position.ToString();
+}
+
+absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
+                                      core::StreamPosition* head) {
+  uint64_t generation = delivery_->generation();
+  while (true) {
+    if (Stopping() || restart_ || delivery_->generation() != generation) {
+      return absl::AbortedError("restart");
+    }
+    auto view = store.Load();
+    if (!view.ok()) return view.status();
+    if (!view->checkpoint.has_value()) {
+      // Fail closed: no checkpoint, no resync, no sweep.
+      SetState(reverser::v1::STREAM_STATE_REPLAYING, "InitialReplay");
+      absl::SleepFor(absl::Milliseconds(200));
+      continue;
+    }
+    TargetScope scope;
+    {
+      std::lock_guard lock(mu_);
+      scope = options_.scope;
+    }
+    auto snapshot = BuildSnapshot(*view, scope, options_.target, options_.claim);
+    if (!snapshot.ok()) return snapshot.status();
+    SeedDedup(*snapshot, dedup_);
+    *head = view->CoverageHead();
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_resync() = std::move(*snapshot);
+    {
+      std::lock_guard lock(mu_);
+      tracked_[*head] = false;
+      sent_order_.push_back(*head);
+    }
+    size_t desired = message.resync().desired_size();
+    if (absl::Status s = delivery_->Send(std::move(message)); !s.ok()) return s;
+    {
+      std::lock_guard lock(mu_);
+      ++status_.resyncs_sent;
+    }
+    metrics_->GetCounter("reverser_splicer_resyncs_total", "Type-scoped resyncs sent.", labels_)
+        .Increment();
+    runtime::LogInfo("resync sent", {{"stream", key_},
+                                     {"desired", static_cast<long long>(desired)},
+                                     {"coverage_head", head->ToString()}});
+    SetState(reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady");
+    return absl::OkStatus();
+  }
+}
+
+void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
+  if (pending.resolved) return;
+  if (!options_.attribution) {
+    pending.resolved = true;
+    return;
+  }
+  redisstore::AuthorQuery query;
+  const auto& gvr = options_.claim.type().gvr();
+  query.group_resource = redisstore::GroupResourceSegment(gvr.group(), gvr.resource());
+  query.uid = pending.event.object.ref().uid();
+  query.resource_version = pending.resource_version;
+  query.exact_capable = !pending.event.removal;
+  auto resolution = facts_->Lookup(query);
+  bool found = resolution.ok() && resolution->code != redisstore::AuthorResolutionCode::kAbsent &&
+               resolution->fact.has_value() && !resolution->fact->author.empty();
+  if (found) pending.author = ToAuthor(*resolution);
+  if (found || final_attempt) {
+    pending.resolved = true;
+    runtime::Labels labels = {{"result", found ? std::string(redisstore::AuthorResolutionCodeName(
+                                                     resolution->code))
+                                               : std::string("absent")},
+                              {"group", gvr.group()},
+                              {"version", gvr.version()},
+                              {"resource", gvr.resource()}};
+    metrics_->GetCounter("gitopsreverser_attribution_resolutions_total",
+                         "Author resolutions by result.", labels)
+        .Increment();
+    metrics_
+        ->GetHistogram("gitopsreverser_attribution_resolution_wait_seconds",
+                       "Time spent waiting for an author fact.", {},
+                       {0.001, 0.005, 0.01, 0.05, 0.1, 0.15, 0.3, 0.5, 1, 2, 3, 5, 10})
+        .Observe(absl::ToDoubleSeconds(absl::Now() - pending.arrived));
+  }
+}
+
+absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
+  std::set<std::string> blocked;
+  absl::Time now = absl::Now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    std::string object = ObjectKey(it->event.object);
+    if (blocked.count(object)) {
+      ++it;
+      continue;
+    }
+    if (!it->resolved) {
+      bool due = now >= it->arrived + options_.attribution_grace;
+      Resolve(*it, due);
+      if (!it->resolved) {
+        blocked.insert(object);  // later events of this object wait; others go on
+        ++it;
+        continue;
+      }
+    }
+    reverser::v1::DeliveryMessage message;
+    auto* event = message.mutable_event();
+    *event->mutable_target() = options_.target;
+    *event->mutable_claim() = options_.claim;
+    event->set_operation(it->event.operation);
+    *event->mutable_object() = it->event.object;
+    if (it->author) *event->mutable_author() = *it->author;
+    *event->mutable_position() = core::ToProto(it->position);
+    event->mutable_observed_at()->set_seconds(absl::ToUnixSeconds(it->observed));
+    event->mutable_observed_at()->set_nanos(
+        static_cast<int32_t>(absl::ToInt64Nanoseconds(it->observed - absl::FromUnixSeconds(
+                                                                         absl::ToUnixSeconds(it->observed)))));
+    {
+      std::lock_guard lock(mu_);
+      sent_order_.push_back(it->position);
+    }
+    if (absl::Status s = delivery_->Send(std::move(message)); !s.ok()) return s;
+    {
+      std::lock_guard lock(mu_);
+      ++status_.events_sent;
+    }
+    metrics_->GetCounter("reverser_splicer_events_sent_total", "Live events sent.", labels_)
+        .Increment();
+    it = pending_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpliceStream::Session() {
+  if (!delivery_->WaitConnected(absl::Seconds(1))) return absl::OkStatus();
+  uint64_t generation = delivery_->generation();
+  restart_ = false;
+  if (!redis_) {
+    auto redis = redisstore::RedisConnection::Connect(options_.redis);
+    if (!redis.ok()) return redis.status();
+    redis_ = std::move(*redis);
+    facts_ = std::make_unique<redisstore::AuthorFactStore>(redis_.get(), options_.prefix);
+    cursors_ = std::make_unique<redisstore::DeliveryCursorStore>(redis_.get(), options_.prefix);
+  }
+  const auto gvr = core::FromProto(options_.claim.type().gvr());
+  const auto scope = core::FromProto(options_.claim.scope());
+  redisstore::MaterializationStore store(redis_.get(), options_.prefix, gvr, scope);
+  pending_.clear();
+  dedup_.clear();
+  {
+    std::lock_guard lock(mu_);
+    tracked_.clear();
+    sent_order_.clear();
+    cursor_ = core::StreamPosition();
+    cursor_dirty_ = false;
+  }
+  auto cursor = cursors_->Read(options_.target.uid(), gvr, scope);
+  if (!cursor.ok()) return cursor.status();
+  core::StreamPosition position;
+  if (!cursor->has_value()) {
+    absl::Status s = SendResync(store, &position);
+    if (absl::IsAborted(s)) return absl::OkStatus();
+    if (!s.ok()) return s;
+  } else {
+    position = **cursor;
+    std::lock_guard lock(mu_);
+    cursor_ = position;
+    status_.cursor = position.ToString();
+  }
+  SetState(reverser::v1::STREAM_STATE_STREAMING, cursor->has_value() ? "ResumedFromCursor" : "AllStreamsReady");
+
+  while (!Stopping()) {
+    if (restart_ || delivery_->generation() != generation || !delivery_->connected()) {
+      return absl::OkStatus();  // start over from the persisted cursor
+    }
+    AdvanceCursor();
+    absl::Duration block = pending_.empty() ? absl::Milliseconds(500) : options_.attribution_poll;
+    auto batch = store.WaitAfter(position, options_.read_batch, block);
+    if (!batch.ok()) return batch.status();
+    if (batch->behind_checkpoint) {
+      // The stream was trimmed past what we delivered: splice again.
+      runtime::LogInfo("stream trimmed past the cursor; splicing again", {{"stream", key_}});
+      absl::Status s = SendResync(store, &position);
+      if (absl::IsAborted(s)) return absl::OkStatus();
+      if (!s.ok()) return s;
+      continue;
+    }
+    TargetScope target_scope;
+    {
+      std::lock_guard lock(mu_);
+      target_scope = options_.scope;
+    }
+    absl::Time now = absl::Now();
+    for (const auto& entry : batch->entries) {
+      {
+        std::lock_guard lock(mu_);
+        tracked_[entry.position] = false;
+      }
+      Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_);
+      if (!derived.event) {
+        metrics_
+            ->GetCounter("reverser_splicer_entries_skipped_total", "Stream entries that needed no event.",
+                         [&] {
+                           runtime::Labels l = labels_;
+                           l.emplace_back("reason", SkipReasonName(derived.skipped));
+                           return l;
+                         }())
+            .Increment();
+        MarkDone(entry.position);
+        continue;
+      }
+      Pending pending{entry.position, std::move(*derived.event), entry.resource_version, now, now,
+                      std::nullopt, false};
+      if (options_.attribution_grace <= absl::ZeroDuration()) Resolve(pending, true);
+      pending_.push_back(std::move(pending));
+    }
+    if (batch->entries.empty() && pending_.empty()) {
+      std::lock_guard lock(mu_);
+      if (tracked_.empty() && cursor_ < batch->last_scanned) {
+        cursor_ = batch->last_scanned;  // only malformed entries were skipped
+        cursor_dirty_ = true;
+      }
+    }
+    position = batch->last_scanned;
+    if (absl::Status s = EmitReady(false); !s.ok()) {
+      if (absl::IsUnavailable(s)) return absl::OkStatus();
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace reverser::splicer

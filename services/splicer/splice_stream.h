@@ -1,0 +1,117 @@
+#pragma once
+
+// One (GitTarget, type, scope) delivery, on its own thread:
+//   1. Read the delivery cursor (the last position pushed to Git for this target). None, or the
+//      stream was trimmed past it → splice (checkpoint + tail → ClusterSnapshot) and send it as
+//      a resync. No checkpoint yet → wait (fail closed: no resync, no sweep).
+//   2. Tail the stream after the cursor: each entry → live event (scope, deletion-as-intent,
+//      operation filter, sanitize, no-op dedup) → author resolution (exact `uid:rv` fact;
+//      `:last` only for removals; `rv:` hatch), polled every 150 ms up to the grace, then the
+//      committer. A wait holds back only later events of the same object.
+//   3. Acks from the gitworker advance the cursor to the highest position below which every
+//      entry is pushed (or needed nothing); it is persisted monotonically in Redis.
+//   4. When the gitworker stream breaks, start over at 1 from the persisted cursor.
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "libs/core/stream_position.h"
+#include "libs/redisstore/author_fact_store.h"
+#include "libs/redisstore/delivery_cursor_store.h"
+#include "libs/redisstore/materialization_store.h"
+#include "libs/runtime/metrics.h"
+#include "services/splicer/delivery_client.h"
+#include "services/splicer/splice.h"
+
+namespace reverser::splicer {
+
+struct SpliceStreamOptions {
+  reverser::v1::GitTargetRef target;
+  reverser::v1::Claim claim;
+  TargetScope scope;
+  redisstore::RedisOptions redis;
+  redisstore::KeyPrefix prefix = redisstore::KeyPrefix::Default();
+  absl::Duration attribution_grace = absl::Seconds(3);
+  absl::Duration attribution_poll = absl::Milliseconds(150);
+  bool attribution = true;
+  size_t read_batch = 500;
+};
+
+struct SpliceStreamStatus {
+  reverser::v1::StreamState state = reverser::v1::STREAM_STATE_REPLAYING;
+  std::string reason = "InitialReplay";
+  std::string cursor;  // persisted delivery cursor
+  int64_t events_sent = 0;
+  int64_t resyncs_sent = 0;
+};
+
+class SpliceStream : public DeliverySubscriber {
+ public:
+  SpliceStream(SpliceStreamOptions options, DeliveryClient* delivery,
+               runtime::MetricsRegistry* metrics);
+  ~SpliceStream() override;
+
+  void Start();
+  void Stop();
+  // New scope (namespaces/operations changed): restart from the cursor with a fresh splice.
+  void UpdateScope(const TargetScope& scope);
+
+  void OnAck(const reverser::v1::DeliveryAck& ack) override;
+  SpliceStreamStatus Status() const;
+  std::string key() const { return key_; }
+
+ private:
+  struct Pending {
+    core::StreamPosition position;
+    DerivedEvent event;
+    std::string resource_version;
+    absl::Time arrived;
+    absl::Time observed;
+    std::optional<reverser::v1::Author> author;
+    bool resolved = false;
+  };
+
+  void Run();
+  // One pass from the persisted cursor until the delivery generation changes or stop.
+  absl::Status Session();
+  absl::Status SendResync(redisstore::MaterializationStore& store, core::StreamPosition* head);
+  void Resolve(Pending& pending, bool final_attempt);
+  absl::Status EmitReady(bool force_all_due);
+  void MarkDone(core::StreamPosition position);
+  void AdvanceCursor();
+  void SetState(reverser::v1::StreamState state, const std::string& reason);
+  bool Stopping() const { return stopping_.load(); }
+
+  SpliceStreamOptions options_;
+  const std::string key_;
+  DeliveryClient* delivery_;
+  runtime::MetricsRegistry* metrics_;
+  runtime::Labels labels_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> restart_{false};
+
+  // Session state (stream thread), with `tracked_`/`sent_order_` shared with OnAck under mu_.
+  std::unique_ptr<redisstore::RedisConnection> redis_;
+  std::unique_ptr<redisstore::AuthorFactStore> facts_;
+  std::unique_ptr<redisstore::DeliveryCursorStore> cursors_;
+  DedupCache dedup_;
+  std::deque<Pending> pending_;
+  uint64_t session_generation_ = 0;
+
+  mutable std::mutex mu_;
+  // Every position read or sent and not yet folded into the cursor → done?
+  std::map<core::StreamPosition, bool> tracked_;
+  std::deque<core::StreamPosition> sent_order_;
+  core::StreamPosition cursor_;
+  bool cursor_dirty_ = false;
+  SpliceStreamStatus status_;
+};
+
+}  // namespace reverser::splicer

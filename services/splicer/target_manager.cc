@@ -1,0 +1,177 @@
+#include "services/splicer/target_manager.h"
+
+#include "absl/strings/str_cat.h"
+#include "libs/runtime/log.h"
+
+namespace reverser::splicer {
+namespace {
+
+std::string GvrKey(const reverser::v1::GroupVersionResource& gvr) {
+  return absl::StrCat(gvr.group(), "/", gvr.version(), "/", gvr.resource());
+}
+
+}  // namespace
+
+TargetManager::TargetManager(TargetManagerOptions options, DeliveryClient* delivery,
+                             runtime::MetricsRegistry* metrics)
+    : options_(std::move(options)), delivery_(delivery), metrics_(metrics) {}
+
+TargetManager::~TargetManager() { StopAll(); }
+
+bool TargetManager::IsSensitive(const reverser::v1::GroupVersionResource& gvr) const {
+  if (gvr.group().empty() && gvr.resource() == "secrets") return true;
+  std::string gr = gvr.group().empty() ? gvr.resource() : absl::StrCat(gvr.group(), "/", gvr.resource());
+  return options_.additional_sensitive.count(gr) > 0;
+}
+
+void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
+  std::vector<reverser::v1::GitTargetConfig> changed_configs;
+  {
+    std::lock_guard lock(mu_);
+    if (update.full()) tables_.clear();
+    for (const auto& removed : update.removed()) tables_.erase(removed.uid());
+    for (const auto& table : update.upserted()) {
+      auto& slot = tables_[table.target().uid()];
+      if (!table.config().SerializeAsString().empty() &&
+          slot.config().SerializeAsString() != table.config().SerializeAsString()) {
+        changed_configs.push_back(table.config());
+      }
+      slot = table;
+    }
+  }
+  // Configs before the streams that depend on them.
+  for (auto& config : changed_configs) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_target_config() = std::move(config);
+    (void)delivery_->Send(std::move(message));  // on failure, on_connected re-sends all
+  }
+  std::lock_guard lock(mu_);
+  Reconcile();
+}
+
+void TargetManager::SendConfigs() {
+  std::vector<reverser::v1::GitTargetConfig> configs;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [uid, table] : tables_) configs.push_back(table.config());
+  }
+  for (auto& config : configs) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_target_config() = std::move(config);
+    if (!delivery_->Send(std::move(message)).ok()) return;
+  }
+}
+
+void TargetManager::Reconcile() {
+  // Which types someone follows cluster-wide: those are served by the cluster materialization.
+  std::set<std::string> cluster_wide;
+  for (const auto& [uid, table] : tables_) {
+    for (const auto& type : table.types()) {
+      if (type.namespaces().count("") || type.type().scope() == reverser::v1::RESOURCE_SCOPE_CLUSTER) {
+        cluster_wide.insert(GvrKey(type.type().gvr()));
+      }
+    }
+  }
+  std::map<std::string, SpliceStreamOptions> wanted;
+  for (const auto& [uid, table] : tables_) {
+    for (const auto& type : table.types()) {
+      bool sensitive = IsSensitive(type.type().gvr());
+      auto add = [&](const reverser::v1::WatchScope& source, const TargetScope& scope) {
+        SpliceStreamOptions o = options_.stream_defaults;
+        o.target = table.target();
+        *o.claim.mutable_type() = type.type();
+        *o.claim.mutable_scope() = source;
+        o.scope = scope;
+        wanted[StreamKey(o.target, o.claim)] = std::move(o);
+      };
+      if (cluster_wide.count(GvrKey(type.type().gvr()))) {
+        reverser::v1::WatchScope source;
+        source.set_cluster(true);
+        add(source, TargetScope::From(type, sensitive));
+      } else {
+        for (const auto& [ns, ops] : type.namespaces()) {
+          reverser::v1::WatchScope source;
+          source.set_namespace_(ns);
+          TargetScope scope;
+          scope.namespaces[ns] = ops;
+          scope.sensitive = sensitive;
+          add(source, scope);
+        }
+      }
+    }
+  }
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    if (wanted.count(it->first)) {
+      ++it;
+      continue;
+    }
+    runtime::LogInfo("splice stream stopped", {{"stream", it->first}});
+    it->second->Stop();
+    it = streams_.erase(it);
+  }
+  for (auto& [key, o] : wanted) {
+    auto it = streams_.find(key);
+    if (it != streams_.end()) {
+      it->second->UpdateScope(o.scope);
+      continue;
+    }
+    runtime::LogInfo("splice stream started", {{"stream", key}});
+    auto stream = std::make_unique<SpliceStream>(std::move(o), delivery_, metrics_);
+    stream->Start();
+    streams_.emplace(key, std::move(stream));
+  }
+  metrics_->GetGauge("gitopsreverser_watched_types", "Splice streams (target × type × scope).")
+      .Set(static_cast<double>(streams_.size()));
+}
+
+void TargetManager::StopAll() {
+  std::lock_guard lock(mu_);
+  for (auto& [key, stream] : streams_) stream->Stop();
+  streams_.clear();
+}
+
+size_t TargetManager::stream_count() const {
+  std::lock_guard lock(mu_);
+  return streams_.size();
+}
+
+std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, reverser::v1::StreamSummary> by_target;
+  for (const auto& [uid, table] : tables_) {
+    auto& summary = by_target[uid];
+    *summary.mutable_target() = table.target();
+  }
+  for (const auto& [key, stream] : streams_) {
+    std::string uid = key.substr(0, key.find('|'));
+    auto& summary = by_target[uid];
+    SpliceStreamStatus status = stream->Status();
+    summary.set_total(summary.total() + 1);
+    auto* readiness = summary.add_streams();
+    readiness->set_state(status.state);
+    readiness->set_reason(status.reason);
+    readiness->set_message(key);
+    switch (status.state) {
+      case reverser::v1::STREAM_STATE_STREAMING:
+        summary.set_ready(summary.ready() + 1);
+        break;
+      case reverser::v1::STREAM_STATE_BLOCKED:
+        summary.set_blocked(summary.blocked() + 1);
+        break;
+      default:
+        summary.set_replaying(summary.replaying() + 1);
+        if (summary.pending_sample_size() < 5) summary.add_pending_sample(key);
+        break;
+    }
+  }
+  std::vector<reverser::v1::StreamSummary> out;
+  for (auto& [uid, summary] : by_target) {
+    summary.set_reason(summary.total() == 0                  ? "NoResolvedTypes"
+                       : summary.ready() == summary.total() ? "AllStreamsReady"
+                                                            : "Replaying");
+    out.push_back(std::move(summary));
+  }
+  return out;
+}
+
+}  // namespace reverser::splicer

@@ -1,0 +1,56 @@
+#pragma once
+
+// Turns the catalog's watched-type tables into splice streams: for every GitTarget, every type
+// it follows and the materialization that serves it (the type's cluster-wide materialization
+// when any target follows it cluster-wide, else one per namespace — the catalog's claim rule),
+// one SpliceStream. Target configs go to the gitworker before any delivery, and again after
+// every reconnect. Stream readiness is rolled up per target for the catalog.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "proto/reverser/v1/catalog.pb.h"
+#include "services/splicer/delivery_client.h"
+#include "services/splicer/splice_stream.h"
+
+namespace reverser::splicer {
+
+struct TargetManagerOptions {
+  SpliceStreamOptions stream_defaults;  // redis, prefix, attribution settings
+  // `resource` or `group/resource` entries treated as sensitive besides core secrets.
+  std::set<std::string> additional_sensitive;
+};
+
+class TargetManager {
+ public:
+  TargetManager(TargetManagerOptions options, DeliveryClient* delivery,
+                runtime::MetricsRegistry* metrics);
+  ~TargetManager();
+
+  // Applies a table update (full replacement when update.full()).
+  void Apply(const reverser::v1::TableUpdate& update);
+  // Sends every known target config (after a (re)connect).
+  void SendConfigs();
+  void StopAll();
+
+  // Per-target readiness roll-up (reasons as the reference: AllStreamsReady, Replaying,
+  // NoResolvedTypes).
+  std::vector<reverser::v1::StreamSummary> Summaries() const;
+  size_t stream_count() const;
+
+ private:
+  bool IsSensitive(const reverser::v1::GroupVersionResource& gvr) const;
+  void Reconcile();  // holds mu_
+
+  TargetManagerOptions options_;
+  DeliveryClient* delivery_;
+  runtime::MetricsRegistry* metrics_;
+  mutable std::mutex mu_;
+  std::map<std::string, reverser::v1::WatchedTypeTable> tables_;  // by target uid
+  std::map<std::string, std::unique_ptr<SpliceStream>> streams_;  // by StreamKey
+};
+
+}  // namespace reverser::splicer
