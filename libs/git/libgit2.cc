@@ -1,5 +1,9 @@
 #include "libs/git/libgit2.h"
 
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -49,7 +53,16 @@ absl::StatusCode CodeFor(int rc, int klass) {
 
 void EnsureLibgit2Initialized() {
   static std::once_flag once;
-  std::call_once(once, [] { git_libgit2_init(); });
+  std::call_once(once, [] {
+    // libgit2's SSH transport reads $HOME/.ssh/known_hosts before our host-key callback runs and
+    // fails every SSH connection when HOME is unset (common in containers). Our callback makes
+    // the trust decision either way, so any home will do: the account's, else a non-existent one.
+    if (getenv("HOME") == nullptr) {
+      const passwd* account = getpwuid(getuid());
+      setenv("HOME", account && account->pw_dir ? account->pw_dir : "/nonexistent", 0);
+    }
+    git_libgit2_init();
+  });
 }
 
 absl::Status GitStatus(int rc, absl::string_view context) {

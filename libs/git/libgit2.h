@@ -16,7 +16,8 @@
 namespace reverser::git {
 
 // Calls git_libgit2_init() exactly once per process (thread-safe); never shuts libgit2 down, so
-// objects owned by statics stay valid until exit.
+// objects owned by statics stay valid until exit. Sets HOME first when it is unset (libgit2's SSH
+// transport needs it; see libgit2.cc).
 void EnsureLibgit2Initialized();
 
 // OK for rc >= 0; otherwise a Status whose code follows the libgit2 error code/class and whose
