@@ -64,31 +64,44 @@ void Registry::UpdateFromScan(const CatalogSnapshot& snapshot) {
     e.expired = false;
     e.absent_since.reset();
   }
-  for (auto& [gvr, e] : entries_) {
-    if (listed.count(gvr)) continue;
+  bool dropped = false;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto& [gvr, e] = *it;
+    if (listed.count(gvr)) {
+      ++it;
+      continue;
+    }
     GroupVersion gv{gvr.group, gvr.version};
+    const bool live = e.record.Followable();
     if (failed.count(gv)) {
       // Retain-on-error: keep the last-known facts, untrusted, for as long as it fails. A
       // record already counting down its grace keeps counting.
       e.trusted = false;
     } else if (scanned.count(gv) || snapshot.complete) {
+      if (!live) {
+        // Never live (refused): nothing to hold, it simply goes with its observation.
+        it = entries_.erase(it);
+        dropped = true;
+        continue;
+      }
       e.present = false;
       e.trusted = true;
       if (!e.absent_since) e.absent_since = now;
     }
     // Otherwise an incomplete scan did not look: carry forward unchanged.
+    ++it;
   }
   ready_ = true;
   scan_generation_ = snapshot.generation;
   std::vector<LifecycleEvent> events;
-  JudgeAll(now, events);
+  JudgeAll(now, events, dropped);
   Publish(events);
 }
 
 void Registry::Tick() {
   if (!ready_) return;
   std::vector<LifecycleEvent> events;
-  JudgeAll(clock_.Now(), events);
+  JudgeAll(clock_.Now(), events, /*dropped=*/false);
   Publish(events);
 }
 
@@ -104,16 +117,24 @@ std::optional<absl::Time> Registry::NextDeadline() const {
   return next;
 }
 
-void Registry::JudgeAll(absl::Time now, std::vector<LifecycleEvent>& events) {
+void Registry::JudgeAll(absl::Time now, std::vector<LifecycleEvent>& events, bool dropped) {
   std::vector<Entry*> changed;
   size_t first_event = events.size();
-  for (auto& [gvr, e] : entries_) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& e = it->second;
     TypeRecord before = e.record;
     bool was_judged = e.judged;
     Judge(e, now, events);
+    if (e.expired) {
+      // The grace elapsed: the absence is trusted and the record leaves the registry.
+      it = entries_.erase(it);
+      dropped = true;
+      continue;
+    }
     if (!was_judged || !SameDecision(before, e.record)) changed.push_back(&e);
+    ++it;
   }
-  if (changed.empty()) return;
+  if (changed.empty() && !dropped) return;
   ++revision_;
   for (Entry* e : changed) e->record.generation = revision_;
   for (size_t i = first_event; i < events.size(); ++i) events[i].generation = revision_;

@@ -4,8 +4,9 @@
 //  - a type listed by a scan gets fresh, trusted facts;
 //  - a type whose group/version discovery FAILED keeps its last-known facts as `retained`
 //    (discovery-degraded) for as long as the failure lasts;
-//  - a type missing from a scanned group/version (or from a complete scan) is `retained`
-//    (not-served) for kRemovalGrace, then `refused` (absence-expired);
+//  - a live type missing from a scanned group/version (or from a complete scan) is `retained`
+//    (not-served) for kRemovalGrace, then dropped (TypeRemoved, absence-expired); a refused
+//    type that disappears is dropped at once;
 //  - an incomplete scan carries unscanned group/versions forward unjudged, and never
 //    resurrects a record that is mid-grace;
 //  - a type is activated only after kSettleWindow of continuous followability, so flaps
@@ -111,7 +112,8 @@ class Registry final : public TypeLookup {
     bool judged = false;
   };
 
-  void JudgeAll(absl::Time now, std::vector<LifecycleEvent>& events);
+  // `dropped`: records were already removed in this update (the revision must move).
+  void JudgeAll(absl::Time now, std::vector<LifecycleEvent>& events, bool dropped);
   void Judge(Entry& entry, absl::Time now, std::vector<LifecycleEvent>& events);
   void Publish(const std::vector<LifecycleEvent>& events);
 

@@ -131,11 +131,9 @@ TEST_F(RegistryTest, RemovalGraceRetainsThenRemoves) {
   EXPECT_TRUE(TakeEvents().empty());
   Advance(absl::Seconds(1));
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"removed example.com/v1/widgets"}));
-  r = registry_.ByGVR(kWidgets);
-  EXPECT_EQ(r->verdict(), Verdict::kRefused);
-  EXPECT_EQ(r->followability.summary, "not followable — no longer served (removal grace elapsed)");
-  EXPECT_FALSE(r->settled);
   EXPECT_EQ(events_.size(), 0u);
+  EXPECT_FALSE(registry_.ByGVR(kWidgets).has_value());  // the record is dropped
+  EXPECT_FALSE(registry_.NextDeadline().has_value());
 
   // It comes back: a new type, activated after a new settle window.
   Scan(Cluster().Build());
@@ -166,7 +164,8 @@ TEST_F(RegistryTest, NeverLiveTypesAreSilent) {
            .Group("example.com", "v1", {Res("widgets", "Widget")})
            .Crd("example.com/widgets")
            .Build());
-  Advance(Registry::kRemovalGrace);  // pods (refused) absent past the grace: no event
+  EXPECT_FALSE(registry_.ByGVR(kPods).has_value());  // refused and gone: dropped, silently
+  Advance(Registry::kRemovalGrace);
   EXPECT_EQ(TakeEvents(),
             (std::vector<std::string>{"activated v1/configmaps", "activated v1/secrets",
                                       "activated example.com/v1/widgets"}));
@@ -215,7 +214,7 @@ TEST_F(RegistryTest, IncompleteScanCarriesUnscannedGroupsForward) {
   Scan(partial);
   EXPECT_EQ(VerdictOf(kWidgets), Verdict::kRetained);
   Advance(Registry::kRemovalGrace - absl::Seconds(10));
-  EXPECT_EQ(VerdictOf(kWidgets), Verdict::kRefused);
+  EXPECT_FALSE(registry_.ByGVR(kWidgets).has_value());
   EXPECT_EQ(TakeEvents(), (std::vector<std::string>{"removed example.com/v1/widgets"}));
 }
 
