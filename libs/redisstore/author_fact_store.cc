@@ -17,7 +17,8 @@ absl::Status ReadString(const nlohmann::json& j, const char* field, std::string&
   auto it = j.find(field);
   if (it == j.end() || it->is_null()) return absl::OkStatus();
   if (!it->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat("author fact field ", field, " is not a string"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("author fact field ", field, " is not a string"));
   }
   out = it->get<std::string>();
   return absl::OkStatus();
@@ -77,11 +78,16 @@ absl::StatusOr<AuthorFact> AuthorFact::FromJson(absl::string_view json) {
 
 absl::string_view AuthorResolutionCodeName(AuthorResolutionCode code) {
   switch (code) {
-    case AuthorResolutionCode::kAbsent: return "absent";
-    case AuthorResolutionCode::kExactUser: return "exact_user";
-    case AuthorResolutionCode::kExactServiceAccount: return "exact_serviceaccount";
-    case AuthorResolutionCode::kWeak: return "weak";
-    case AuthorResolutionCode::kExactDeleteCollectionItem: return "exact_deletecollection_item";
+    case AuthorResolutionCode::kAbsent:
+      return "absent";
+    case AuthorResolutionCode::kExactUser:
+      return "exact_user";
+    case AuthorResolutionCode::kExactServiceAccount:
+      return "exact_serviceaccount";
+    case AuthorResolutionCode::kWeak:
+      return "weak";
+    case AuthorResolutionCode::kExactDeleteCollectionItem:
+      return "exact_deletecollection_item";
   }
   return "absent";
 }
@@ -95,9 +101,9 @@ absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
     return absl::InvalidArgumentError("author fact without a groupResource");
   }
   if (fact.uid.empty() && fact.resource_version.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("author fact for ", fact.group_resource, " ", fact.name,
-                     " has neither uid nor resourceVersion"));
+    return absl::InvalidArgumentError(absl::StrCat("author fact for ", fact.group_resource, " ",
+                                                   fact.name,
+                                                   " has neither uid nor resourceVersion"));
   }
   const std::string json = fact.ToJson();
   const std::string ttl = absl::StrCat(ttl_seconds_);
@@ -105,10 +111,9 @@ absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
   const bool item_of_collection = fact.verb == kDeleteCollection;
   if (!fact.uid.empty()) {
     if (!fact.resource_version.empty() && !item_of_collection) {
-      writes.push_back({"SET",
-                        AuthorFactExactKey(prefix_, fact.group_resource, fact.uid,
-                                           fact.resource_version),
-                        json, "EX", ttl});
+      writes.push_back(
+          {"SET", AuthorFactExactKey(prefix_, fact.group_resource, fact.uid, fact.resource_version),
+           json, "EX", ttl});
     }
     writes.push_back(
         {"SET", AuthorFactLastKey(prefix_, fact.group_resource, fact.uid), json, "EX", ttl});
@@ -127,11 +132,12 @@ absl::StatusOr<AuthorResolution> AuthorFactStore::Lookup(const AuthorQuery& quer
   enum class Kind { kExact, kLast, kRvHatch };
   std::vector<std::pair<Kind, std::string>> candidates;
   if (!query.uid.empty() && !query.resource_version.empty()) {
-    candidates.push_back({Kind::kExact, AuthorFactExactKey(prefix_, query.group_resource,
-                                                           query.uid, query.resource_version)});
+    candidates.push_back({Kind::kExact, AuthorFactExactKey(prefix_, query.group_resource, query.uid,
+                                                           query.resource_version)});
   }
   if (!query.exact_capable && !query.uid.empty()) {
-    candidates.push_back({Kind::kLast, AuthorFactLastKey(prefix_, query.group_resource, query.uid)});
+    candidates.push_back(
+        {Kind::kLast, AuthorFactLastKey(prefix_, query.group_resource, query.uid)});
   }
   if (!query.resource_version.empty()) {
     candidates.push_back(
@@ -168,9 +174,9 @@ absl::StatusOr<int64_t> AuthorFactStore::CountFacts() {
   int64_t count = 0;
   std::string cursor = "0";
   do {
-    ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"SCAN", cursor, "MATCH",
-                                                        AuthorFactPattern(prefix_), "COUNT",
-                                                        "100"}));
+    ASSIGN_OR_RETURN(
+        RedisReply reply,
+        redis_->Command({"SCAN", cursor, "MATCH", AuthorFactPattern(prefix_), "COUNT", "100"}));
     if (!reply.IsArray() || reply.elements().size() != 2) {
       return absl::InternalError(absl::StrCat("SCAN: unexpected reply ", reply.DebugString()));
     }

@@ -29,18 +29,18 @@ inline constexpr absl::Duration kCommandAuthorTtl = absl::Hours(1);
 
 // The reference's `AuthorFact` JSON (field names are the JSON keys).
 struct AuthorFact {
-  std::string group_resource;  // groupResource: `resource` or `group/resource`
-  std::string namespace_;      // namespace
-  std::string name;            // name
-  std::string uid;             // uid
-  std::string author;          // author: effective username (impersonated user if present)
-  std::string display_name;    // displayName
-  std::string email;           // email
-  std::string verb;            // verb: create, update, patch, delete, deletecollection
-  std::string subresource;     // subresource ("" or "scale")
-  std::string audit_id;        // auditID
-  std::string resource_version;  // resourceVersion: the post-write RV
-  std::string stage_timestamp;   // stageTimestamp: RFC3339Nano UTC
+  std::string group_resource;       // groupResource: `resource` or `group/resource`
+  std::string namespace_;           // namespace
+  std::string name;                 // name
+  std::string uid;                  // uid
+  std::string author;               // author: effective username (impersonated user if present)
+  std::string display_name;         // displayName
+  std::string email;                // email
+  std::string verb;                 // verb: create, update, patch, delete, deletecollection
+  std::string subresource;          // subresource ("" or "scale")
+  std::string audit_id;             // auditID
+  std::string resource_version;     // resourceVersion: the post-write RV
+  std::string stage_timestamp;      // stageTimestamp: RFC3339Nano UTC
   bool is_service_account = false;  // isServiceAccount: `system:serviceaccount:` prefix
 
   std::string ToJson() const;

@@ -67,9 +67,9 @@ TEST_F(AuthorFactStoreTest, FactJsonUsesTheReferenceFieldNames) {
   auto parsed = AuthorFact::FromJson(fact.ToJson());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(*parsed, fact);
-  for (const char* field : {"groupResource", "namespace", "name", "uid", "author", "displayName",
-                            "email", "verb", "subresource", "auditID", "resourceVersion",
-                            "stageTimestamp", "isServiceAccount"}) {
+  for (const char* field :
+       {"groupResource", "namespace", "name", "uid", "author", "displayName", "email", "verb",
+        "subresource", "auditID", "resourceVersion", "stageTimestamp", "isServiceAccount"}) {
     EXPECT_NE(fact.ToJson().find(std::string("\"") + field + "\":"), std::string::npos) << field;
   }
   // Written by another implementation: missing fields are fine, wrong types are not.
@@ -164,10 +164,9 @@ TEST_F(AuthorFactStoreTest, DeleteCollectionItemsCreditTheCollectionActor) {
 }
 
 TEST_F(AuthorFactStoreTest, UnreadableFactsAreSkippedNotFatal) {
-  ASSERT_TRUE(redis_
-                  ->Command({"SET", "gitops-reverser:author:v1:audit:configmaps:object:u9:5",
-                             "{garbage"})
-                  .ok());
+  ASSERT_TRUE(
+      redis_->Command({"SET", "gitops-reverser:author:v1:audit:configmaps:object:u9:5", "{garbage"})
+          .ok());
   ASSERT_TRUE(store_->Record(Fact("gina", "", "5")).ok());
   auto resolution = MustLookup({"configmaps", "u9", "5", true});
   EXPECT_EQ(resolution.code, AuthorResolutionCode::kWeak);

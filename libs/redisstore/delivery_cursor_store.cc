@@ -35,7 +35,8 @@ absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(absl::string_view target_
                    redis_->Eval(OfferScript(), {SpliceAckedKey(prefix_, target_uid, gvr, scope)},
                                 {position.ToString()}));
   if (!reply.IsArray() || reply.elements().size() != 2) {
-    return absl::InternalError(absl::StrCat("cursor offer: unexpected reply ", reply.DebugString()));
+    return absl::InternalError(
+        absl::StrCat("cursor offer: unexpected reply ", reply.DebugString()));
   }
   CursorOffer offer;
   ASSIGN_OR_RETURN(int64_t advanced, reply.elements()[0].AsInteger());

@@ -34,8 +34,8 @@ class DeliveryCursorStore {
                                     const core::WatchScope& scope, core::StreamPosition position);
   // nullopt: never acked (splice from scratch). InvalidArgument for an unparseable value.
   absl::StatusOr<std::optional<core::StreamPosition>> Read(absl::string_view target_uid,
-                                                          const core::GroupVersionResource& gvr,
-                                                          const core::WatchScope& scope);
+                                                           const core::GroupVersionResource& gvr,
+                                                           const core::WatchScope& scope);
   absl::Status Delete(absl::string_view target_uid, const core::GroupVersionResource& gvr,
                       const core::WatchScope& scope);
   // Deletes every cursor of one target (GitTarget deleted: a recreated target, which has a new

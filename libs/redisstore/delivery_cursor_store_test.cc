@@ -78,8 +78,8 @@ TEST_F(DeliveryCursorStoreTest, OffersOnlyMoveForwardByFullPosition) {
 TEST_F(DeliveryCursorStoreTest, CursorsAreKeyedByTargetTypeAndScope) {
   MustOffer(StreamPosition(5, 0), "t1");
   MustOffer(StreamPosition(7, 0), "t2");
-  ASSERT_TRUE(store_->Offer("t1", kConfigMaps, core::WatchScope::Cluster(), StreamPosition(3, 0))
-                  .ok());
+  ASSERT_TRUE(
+      store_->Offer("t1", kConfigMaps, core::WatchScope::Cluster(), StreamPosition(3, 0)).ok());
   EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(5, 0));
   EXPECT_EQ(**store_->Read("t2", kDeployments, kTeamA), StreamPosition(7, 0));
   EXPECT_EQ(**store_->Read("t1", kConfigMaps, core::WatchScope::Cluster()), StreamPosition(3, 0));

@@ -25,13 +25,13 @@ absl::StatusOr<KeyPrefix> KeyPrefix::Parse(absl::string_view raw) {
   }
   for (char c : trimmed) {
     if (kGlobChars.find(c) != absl::string_view::npos || c == '%') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "redis key prefix \"", raw, "\" contains '", std::string(1, c),
-          "': glob characters (*?[]\\) and '%' are not allowed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("redis key prefix \"", raw, "\" contains '", std::string(1, c),
+                       "': glob characters (*?[]\\) and '%' are not allowed"));
     }
     if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "redis key prefix \"", absl::CEscape(raw), "\" contains whitespace or a control byte"));
+      return absl::InvalidArgumentError(absl::StrCat("redis key prefix \"", absl::CEscape(raw),
+                                                     "\" contains whitespace or a control byte"));
     }
   }
   return KeyPrefix(std::string(trimmed));
@@ -74,8 +74,7 @@ std::string ScopeSegment(const core::WatchScope& scope) {
 MaterializationKeys MaterializationKeys::For(const KeyPrefix& prefix,
                                              const core::GroupVersionResource& gvr,
                                              const core::WatchScope& scope) {
-  return ForIndexMember(prefix,
-                        absl::StrCat(GroupResourceSegment(gvr), ":", ScopeSegment(scope)));
+  return ForIndexMember(prefix, absl::StrCat(GroupResourceSegment(gvr), ":", ScopeSegment(scope)));
 }
 
 MaterializationKeys MaterializationKeys::ForIndexMember(const KeyPrefix& prefix,
@@ -115,8 +114,8 @@ absl::StatusOr<IndexMember> ParseIndexMember(absl::string_view member) {
   // Namespaces are DNS labels (never escaped in practice); validate like the core parser.
   auto scope = core::WatchScope::ParseKeySegment(scope_text);
   if (!scope.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("materialization index member \"", member,
-                                                   "\": ", scope.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("materialization index member \"", member, "\": ", scope.status().message()));
   }
   parsed.scope = *scope;
   return parsed;

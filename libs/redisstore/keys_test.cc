@@ -31,16 +31,16 @@ TEST(KeysTest, EscapesPercentThenColon) {
 }
 
 TEST(KeysTest, MaterializationKeyShapes) {
-  auto core = MaterializationKeys::For(KeyPrefix::Default(), kConfigMaps,
-                                       core::WatchScope::Cluster());
+  auto core =
+      MaterializationKeys::For(KeyPrefix::Default(), kConfigMaps, core::WatchScope::Cluster());
   EXPECT_EQ(core.stream, "reverser:mat:v1:configmaps:cluster:stream");
   EXPECT_EQ(core.checkpoint_items, "reverser:mat:v1:configmaps:cluster:ckpt:items");
   EXPECT_EQ(core.checkpoint_rv, "reverser:mat:v1:configmaps:cluster:ckpt:rv");
   EXPECT_EQ(core.state, "reverser:mat:v1:configmaps:cluster:state");
   EXPECT_EQ(core.counts, "reverser:mat:v1:configmaps:cluster:counts");
   EXPECT_EQ(core.index_member, "configmaps:cluster");
-  auto apps = MaterializationKeys::For(Prefix("p:"), kDeployments,
-                                       core::WatchScope::Namespace("team-a"));
+  auto apps =
+      MaterializationKeys::For(Prefix("p:"), kDeployments, core::WatchScope::Namespace("team-a"));
   EXPECT_EQ(apps.stream, "p:mat:v1:apps/deployments:ns:team-a:stream");
   EXPECT_EQ(apps.CheckpointStaging("g1"), "p:mat:v1:apps/deployments:ns:team-a:ckpt:items:next:g1");
   EXPECT_EQ(MaterializationIndexKey(Prefix("p")), "p:mat:v1:index");
@@ -75,7 +75,8 @@ TEST(KeysTest, AuthorKeysMatchTheReferenceExactly) {
             "gitops-reverser:author:v1:audit:configmaps:object:c0ffee:12345");
   EXPECT_EQ(AuthorFactLastKey(p, "apps/deployments", "c0ffee"),
             "gitops-reverser:author:v1:audit:apps/deployments:object:c0ffee:last");
-  EXPECT_EQ(AuthorFactRvKey(p, "configmaps", "9"), "gitops-reverser:author:v1:audit:configmaps:rv:9");
+  EXPECT_EQ(AuthorFactRvKey(p, "configmaps", "9"),
+            "gitops-reverser:author:v1:audit:configmaps:rv:9");
   EXPECT_EQ(AuthorFactExactKey(p, "configmaps", "a:b", "1%2"),
             "gitops-reverser:author:v1:audit:configmaps:object:a%3Ab:1%252");
   EXPECT_EQ(AuthorFactPattern(p), "gitops-reverser:author:v1:audit:*");

@@ -20,7 +20,7 @@ namespace {
 using core::StreamPosition;
 
 struct Model {
-  ObjectMap objects;  // what checkpoint + tail must fold to
+  ObjectMap objects;   // what checkpoint + tail must fold to
   StreamPosition top;  // last generated stream ID (zero: none)
   std::optional<StreamPosition> checkpoint;
   int64_t appended = 0;
@@ -33,8 +33,8 @@ struct Model {
       rv = top.rv();
     }
     if (*rv < top.rv()) return std::nullopt;
-    StreamPosition candidate = *rv > top.rv() ? StreamPosition(*rv, 0)
-                                              : StreamPosition(*rv, top.seq() + 1);
+    StreamPosition candidate =
+        *rv > top.rv() ? StreamPosition(*rv, 0) : StreamPosition(*rv, top.seq() + 1);
     if (checkpoint && candidate <= *checkpoint) return std::nullopt;
     // A byte-identical repeat of the (untrimmed) top entry is absorbed.
     bool top_in_stream = !checkpoint || top > *checkpoint;
@@ -107,7 +107,8 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
       entry.namespace_ = "team-a";
       entry.uid = "uid-" + entry.name;
       entry.op = uniform(0, 4) == 0 ? ChangeOp::kDeleted : ChangeOp::kModified;
-      if (entry.op != ChangeOp::kDeleted) entry.object_json = "{\"step\":" + std::to_string(step) + "}";
+      if (entry.op != ChangeOp::kDeleted)
+        entry.object_json = "{\"step\":" + std::to_string(step) + "}";
       std::optional<uint64_t> rv;
       int kind = uniform(0, 99);
       if (kind < 65) {
@@ -192,8 +193,7 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
     ASSERT_EQ(view->checkpoint, model.checkpoint) << "step " << step;
     ASSERT_EQ(view->malformed, 0u);
     ASSERT_EQ(view->Fold(), model.objects) << "step " << step;
-    StreamPosition expected_head =
-        model.top > *model.checkpoint ? model.top : *model.checkpoint;
+    StreamPosition expected_head = model.top > *model.checkpoint ? model.top : *model.checkpoint;
     ASSERT_EQ(view->CoverageHead(), expected_head) << "step " << step;
     for (const StreamEntry& e : view->tail) ASSERT_GT(e.position, *model.checkpoint);
 

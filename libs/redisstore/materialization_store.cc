@@ -128,8 +128,8 @@ std::string GenerationId() {
 absl::Status ParseEntries(const RedisReply& reply, StreamBatch& batch) {
   if (reply.IsNil()) return absl::OkStatus();
   if (!reply.IsArray()) {
-    return absl::InternalError(absl::StrCat("stream read: unexpected reply ",
-                                            reply.DebugString().substr(0, 200)));
+    return absl::InternalError(
+        absl::StrCat("stream read: unexpected reply ", reply.DebugString().substr(0, 200)));
   }
   for (const RedisReply& item : reply.elements()) {
     if (!item.IsArray() || item.elements().size() != 2) {
@@ -170,11 +170,16 @@ absl::Status ValidateForAppend(const StreamEntry& entry) {
 
 absl::string_view DivertReasonName(DivertReason reason) {
   switch (reason) {
-    case DivertReason::kOlderThanStreamTop: return "older_than_stream_top";
-    case DivertReason::kCoveredByCheckpoint: return "covered_by_checkpoint";
-    case DivertReason::kNonNumericRv: return "non_numeric_rv";
-    case DivertReason::kRvlessEmptyStream: return "rvless_empty_stream";
-    case DivertReason::kDuplicateOfStreamTop: return "duplicate_of_stream_top";
+    case DivertReason::kOlderThanStreamTop:
+      return "older_than_stream_top";
+    case DivertReason::kCoveredByCheckpoint:
+      return "covered_by_checkpoint";
+    case DivertReason::kNonNumericRv:
+      return "non_numeric_rv";
+    case DivertReason::kRvlessEmptyStream:
+      return "rvless_empty_stream";
+    case DivertReason::kDuplicateOfStreamTop:
+      return "duplicate_of_stream_top";
   }
   return "unknown";
 }
@@ -271,10 +276,9 @@ absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& ent
   std::vector<std::string> args = {rv};
   std::vector<std::string> fields = EncodeEntryFields(entry);
   args.insert(args.end(), fields.begin(), fields.end());
-  ASSIGN_OR_RETURN(RedisReply reply, redis_->Eval(AppendScript(),
-                                                  {keys_.stream, keys_.checkpoint_rv,
-                                                   keys_.counts},
-                                                  args));
+  ASSIGN_OR_RETURN(
+      RedisReply reply,
+      redis_->Eval(AppendScript(), {keys_.stream, keys_.checkpoint_rv, keys_.counts}, args));
   ASSIGN_OR_RETURN(std::vector<std::string> parts, reply.AsStringArray());
   AppendResult result;
   if (parts.size() == 2 && parts[0] == "appended") {
@@ -405,9 +409,9 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::ReplaceCheckpoint(
   return Swap(items, covered_through, std::nullopt);
 }
 
-absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(
-    const ObjectMap& items, StreamPosition covered_through,
-    std::optional<StreamPosition> base) {
+absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items,
+                                                          StreamPosition covered_through,
+                                                          std::optional<StreamPosition> base) {
   const std::string staging = keys_.CheckpointStaging(GenerationId());
   // 1. Write the new generation beside the live one (readers keep seeing the old one).
   std::vector<RedisCommand> writes;
@@ -444,11 +448,9 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(
   ASSIGN_OR_RETURN(
       RedisReply reply,
       redis_->Eval(SwapScript(),
-                   {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream,
-                    index_key_},
+                   {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream, index_key_},
                    {covered_through.ToString(), min_id ? min_id->ToString() : "",
-                    absl::StrCat(items.size()), keys_.index_member,
-                    base ? base->ToString() : ""}));
+                    absl::StrCat(items.size()), keys_.index_member, base ? base->ToString() : ""}));
   if (!reply.IsArray() || reply.elements().size() != 3) {
     return absl::InternalError(absl::StrCat("swap script: unexpected reply ", reply.DebugString()));
   }
@@ -491,8 +493,9 @@ absl::StatusOr<CompactionResult> MaterializationStore::Compact(StreamPosition th
 }
 
 absl::Status MaterializationStore::WriteState(const MaterializationState& state) {
-  return redis_->Transaction({{"SET", keys_.state, state.ToJson()},
-                              {"SADD", index_key_, keys_.index_member}})
+  return redis_
+      ->Transaction(
+          {{"SET", keys_.state, state.ToJson()}, {"SADD", index_key_, keys_.index_member}})
       .status();
 }
 
@@ -523,15 +526,15 @@ absl::StatusOr<MaterializationCounts> MaterializationStore::ReadCounts() {
 
 absl::Status MaterializationStore::Release() {
   return redis_
-      ->Transaction({{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv,
-                      keys_.state, keys_.counts},
+      ->Transaction({{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv, keys_.state,
+                      keys_.counts},
                      {"SREM", index_key_, keys_.index_member}})
       .status();
 }
 
 absl::StatusOr<std::vector<std::string>> WaitForAnyStream(
-    RedisConnection& redis,
-    const std::vector<std::pair<std::string, StreamPosition>>& streams, absl::Duration block) {
+    RedisConnection& redis, const std::vector<std::pair<std::string, StreamPosition>>& streams,
+    absl::Duration block) {
   if (streams.empty()) return absl::InvalidArgumentError("WaitForAnyStream: no streams");
   int64_t block_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(block));
   RedisCommand xread = {"XREAD", "COUNT", "1", "BLOCK", absl::StrCat(block_ms), "STREAMS"};

@@ -46,7 +46,7 @@ absl::string_view DivertReasonName(DivertReason reason);  // "older_than_stream_
 
 struct AppendResult {
   bool appended = false;
-  core::StreamPosition position;  // the entry's stream ID (or the duplicated entry's)
+  core::StreamPosition position;         // the entry's stream ID (or the duplicated entry's)
   std::optional<DivertReason> diverted;  // set when not appended
 };
 
@@ -172,8 +172,7 @@ class MaterializationStore {
 // streams, so one connection can wake many tail readers; read the entries with ReadAfter.
 absl::StatusOr<std::vector<std::string>> WaitForAnyStream(
     RedisConnection& redis,
-    const std::vector<std::pair<std::string, core::StreamPosition>>& streams,
-    absl::Duration block);
+    const std::vector<std::pair<std::string, core::StreamPosition>>& streams, absl::Duration block);
 
 // A materialization listed in the index, with its state when readable.
 struct IndexedMaterialization {

@@ -37,8 +37,7 @@ class MaterializationStoreTest : public ::testing::Test {
     return connection.ok() ? std::move(*connection) : nullptr;
   }
 
-  static StreamEntry Change(ChangeOp op, std::string name, std::string rv,
-                            std::string body = "") {
+  static StreamEntry Change(ChangeOp op, std::string name, std::string rv, std::string body = "") {
     StreamEntry entry;
     entry.op = op;
     entry.uid = "uid-" + name;
@@ -166,7 +165,8 @@ TEST_F(MaterializationStoreTest, CheckpointSwapTrimsAndDivertsCoveredEntries) {
   for (int rv = 1; rv <= 5; ++rv) {
     MustAppend(Change(ChangeOp::kAdded, "o" + std::to_string(rv), std::to_string(rv)));
   }
-  ObjectMap items = {{"default/o1", "{\"rv\":\"1\"}"}, {"default/o2", "{\"rv\":\"2\"}"},
+  ObjectMap items = {{"default/o1", "{\"rv\":\"1\"}"},
+                     {"default/o2", "{\"rv\":\"2\"}"},
                      {"default/o3", "{\"rv\":\"3\"}"}};
   auto swap = store_->ReplaceCheckpoint(items, StreamPosition::EndOf(3));
   ASSERT_TRUE(swap.ok()) << swap.status();
@@ -227,8 +227,8 @@ TEST_F(MaterializationStoreTest, ListCheckpointAboveStreamTopDivertsWhatItCovers
 }
 
 TEST_F(MaterializationStoreTest, SameRvEntriesAroundACompactionPosition) {
-  MustAppend(Change(ChangeOp::kAdded, "a", "7"));   // 7-0
-  MustAppend(Change(ChangeOp::kAdded, "b", "7"));   // 7-1
+  MustAppend(Change(ChangeOp::kAdded, "a", "7"));  // 7-0
+  MustAppend(Change(ChangeOp::kAdded, "b", "7"));  // 7-1
   ASSERT_TRUE(store_->ReplaceCheckpoint({}, StreamPosition(6, 0)).ok());
   auto compacted = store_->Compact(StreamPosition(7, 0));
   ASSERT_TRUE(compacted.ok()) << compacted.status();
@@ -246,8 +246,9 @@ TEST_F(MaterializationStoreTest, SameRvEntriesAroundACompactionPosition) {
 
 TEST_F(MaterializationStoreTest, CompactionFoldsLastWriterWinsAndDropsDeletes) {
   EXPECT_EQ(store_->Compact().status().code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(store_->ReplaceCheckpoint({{"default/keep", "k"}, {"default/gone", "g"}},
-                                        StreamPosition::EndOf(1))
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"default/keep", "k"}, {"default/gone", "g"}},
+                                      StreamPosition::EndOf(1))
                   .ok());
   MustAppend(Change(ChangeOp::kModified, "keep", "2", "k2"));
   MustAppend(Change(ChangeOp::kDeleted, "gone", "3"));
@@ -260,8 +261,7 @@ TEST_F(MaterializationStoreTest, CompactionFoldsLastWriterWinsAndDropsDeletes) {
   EXPECT_EQ(result->position, StreamPosition(4, 0));
   auto view = store_->Load();
   ASSERT_TRUE(view.ok());
-  EXPECT_EQ(view->checkpoint_items,
-            (ObjectMap{{"default/keep", "k2"}, {"default/new", "n4"}}));
+  EXPECT_EQ(view->checkpoint_items, (ObjectMap{{"default/keep", "k2"}, {"default/new", "n4"}}));
   ASSERT_EQ(view->tail.size(), 1u);
   EXPECT_EQ(view->Fold(), (ObjectMap{{"default/keep", "k5"}, {"default/new", "n4"}}));
   // Nothing left below the bound: a no-op.
@@ -319,7 +319,8 @@ TEST_F(MaterializationStoreTest, OneWaitServesManyStreams) {
                                core::WatchScope::Namespace("team-a"));
   MustAppend(Change(ChangeOp::kAdded, "a", "1"));
   std::vector<std::pair<std::string, StreamPosition>> tails = {
-      {store_->keys().stream, StreamPosition(1, 0)}, {secrets.keys().stream, StreamPosition::Zero()}};
+      {store_->keys().stream, StreamPosition(1, 0)},
+      {secrets.keys().stream, StreamPosition::Zero()}};
   auto idle = WaitForAnyStream(*redis_, tails, absl::Milliseconds(20));
   ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_TRUE(idle->empty());

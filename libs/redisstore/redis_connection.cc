@@ -10,9 +10,9 @@
 #include <mutex>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/status.h"
@@ -58,12 +58,18 @@ RedisReply Convert(const redisReply* reply) {
 
 absl::string_view TypeName(RedisReply::Type type) {
   switch (type) {
-    case RedisReply::Type::kNil: return "nil";
-    case RedisReply::Type::kString: return "string";
-    case RedisReply::Type::kStatus: return "status";
-    case RedisReply::Type::kInteger: return "integer";
-    case RedisReply::Type::kArray: return "array";
-    case RedisReply::Type::kError: return "error";
+    case RedisReply::Type::kNil:
+      return "nil";
+    case RedisReply::Type::kString:
+      return "string";
+    case RedisReply::Type::kStatus:
+      return "status";
+    case RedisReply::Type::kInteger:
+      return "integer";
+    case RedisReply::Type::kArray:
+      return "array";
+    case RedisReply::Type::kError:
+      return "error";
   }
   return "unknown";
 }
@@ -154,11 +160,16 @@ absl::Status RedisReply::ErrorStatus() const {
 
 std::string RedisReply::DebugString() const {
   switch (type_) {
-    case Type::kNil: return "(nil)";
-    case Type::kString: return absl::StrCat("\"", absl::CEscape(str_), "\"");
-    case Type::kStatus: return str_;
-    case Type::kError: return absl::StrCat("(error) ", str_);
-    case Type::kInteger: return absl::StrCat("(integer) ", integer_);
+    case Type::kNil:
+      return "(nil)";
+    case Type::kString:
+      return absl::StrCat("\"", absl::CEscape(str_), "\"");
+    case Type::kStatus:
+      return str_;
+    case Type::kError:
+      return absl::StrCat("(error) ", str_);
+    case Type::kInteger:
+      return absl::StrCat("(integer) ", integer_);
     case Type::kArray: {
       std::vector<std::string> parts;
       for (const RedisReply& e : elements_) parts.push_back(e.DebugString());
@@ -261,8 +272,8 @@ absl::Status RedisConnection::ConnectionFailure(absl::string_view during) {
   // A context that saw an I/O or protocol error is unusable; an unanswered command's reply could
   // still arrive and be taken for the next command's, so drop the socket in every case.
   Drop();
-  std::string text = absl::StrCat("redis ", options_.host, ":", options_.port, ": ", during,
-                                  ": ", message.empty() ? "connection lost" : message);
+  std::string text = absl::StrCat("redis ", options_.host, ":", options_.port, ": ", during, ": ",
+                                  message.empty() ? "connection lost" : message);
   if (timed_out) return absl::DeadlineExceededError(text);
   return absl::UnavailableError(text);
 }

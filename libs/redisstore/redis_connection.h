@@ -61,7 +61,7 @@ class RedisReply {
   const std::vector<RedisReply>& elements() const { return elements_; }
 
   // Typed accessors: a clear InvalidArgument error when the reply has another shape.
-  absl::StatusOr<std::string> AsString() const;                  // bulk or status string
+  absl::StatusOr<std::string> AsString() const;                         // bulk or status string
   absl::StatusOr<std::optional<std::string>> AsOptionalString() const;  // nil -> nullopt
   absl::StatusOr<int64_t> AsInteger() const;
   absl::StatusOr<std::vector<std::string>> AsStringArray() const;  // nil elements rejected

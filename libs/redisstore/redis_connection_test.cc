@@ -179,8 +179,7 @@ TEST_F(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
   EXPECT_EQ((*anonymous)->Command({"GET", "x"}).status().code(),
             absl::StatusCode::kPermissionDenied);
   options.password = "wrong";
-  EXPECT_EQ(RedisConnection::Connect(options).status().code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(RedisConnection::Connect(options).status().code(), absl::StatusCode::kPermissionDenied);
   options.password = "s3cret";
   options.database = 3;
   auto authed = RedisConnection::Connect(options);

@@ -8,9 +8,12 @@ namespace reverser::redisstore {
 
 absl::string_view ChangeOpName(ChangeOp op) {
   switch (op) {
-    case ChangeOp::kAdded: return "ADDED";
-    case ChangeOp::kModified: return "MODIFIED";
-    case ChangeOp::kDeleted: return "DELETED";
+    case ChangeOp::kAdded:
+      return "ADDED";
+    case ChangeOp::kModified:
+      return "MODIFIED";
+    case ChangeOp::kDeleted:
+      return "DELETED";
   }
   return "MODIFIED";
 }
@@ -25,9 +28,12 @@ absl::StatusOr<ChangeOp> ParseChangeOp(absl::string_view name) {
 
 absl::string_view ChangeSourceName(ChangeSource src) {
   switch (src) {
-    case ChangeSource::kWatch: return "watch";
-    case ChangeSource::kAudit: return "audit";
-    case ChangeSource::kList: return "list";
+    case ChangeSource::kWatch:
+      return "watch";
+    case ChangeSource::kAudit:
+      return "audit";
+    case ChangeSource::kList:
+      return "list";
   }
   return "watch";
 }
@@ -46,13 +52,13 @@ std::string ObjectIdentity(absl::string_view ns, absl::string_view name) {
 
 std::vector<std::string> EncodeEntryFields(const StreamEntry& entry) {
   std::vector<std::string> fields = {
-      std::string(kFieldOp),     std::string(ChangeOpName(entry.op)),
-      std::string(kFieldUid),    entry.uid,
+      std::string(kFieldOp),        std::string(ChangeOpName(entry.op)),
+      std::string(kFieldUid),       entry.uid,
       std::string(kFieldNamespace), entry.namespace_,
-      std::string(kFieldName),   entry.name,
-      std::string(kFieldRv),     entry.resource_version,
-      std::string(kFieldObject), entry.object_json,
-      std::string(kFieldSource), std::string(ChangeSourceName(entry.source)),
+      std::string(kFieldName),      entry.name,
+      std::string(kFieldRv),        entry.resource_version,
+      std::string(kFieldObject),    entry.object_json,
+      std::string(kFieldSource),    std::string(ChangeSourceName(entry.source)),
   };
   if (!entry.audit_id.empty()) {
     fields.push_back(std::string(kFieldAuditId));

@@ -17,7 +17,7 @@ namespace reverser::redisstore {
 enum class ChangeOp { kAdded, kModified, kDeleted };
 enum class ChangeSource { kWatch, kAudit, kList };
 
-absl::string_view ChangeOpName(ChangeOp op);          // ADDED, MODIFIED, DELETED
+absl::string_view ChangeOpName(ChangeOp op);  // ADDED, MODIFIED, DELETED
 absl::StatusOr<ChangeOp> ParseChangeOp(absl::string_view name);
 absl::string_view ChangeSourceName(ChangeSource src);  // watch, audit, list
 absl::StatusOr<ChangeSource> ParseChangeSource(absl::string_view name);
