@@ -24,11 +24,11 @@ DiscoveryScan ScanFromDiscovery(const kube::DiscoveryResult& result,
     }
   }
   for (auto& [key, gv] : gvs) scan.group_versions.push_back(std::move(gv));
+  // As in the reference, only an error-free discovery is complete: with any failure, a group
+  // that is neither listed nor reported failed is carried forward rather than judged absent.
+  scan.complete = result.failures.empty();
   for (const kube::GroupVersionFailure& f : result.failures) {
-    if (f.group_version.empty()) {
-      scan.complete = false;
-      continue;
-    }
+    if (f.group_version.empty()) continue;
     auto parsed = core::ParseApiVersion(f.group_version);
     if (!parsed.ok()) continue;
     scan.failed.push_back({parsed->first, parsed->second, std::string(f.status.message())});

@@ -12,8 +12,8 @@
 
 namespace reverser::typeset {
 
-// One scan from a discovery result. A failure with an empty group_version (the whole /apis
-// list failed) makes the scan incomplete; per-group/version failures become `failed` entries.
+// One scan from a discovery result. Any failure makes the scan incomplete; per-group/version
+// failures also become `failed` entries (an empty group_version means all of /apis failed).
 // `crd_group_resources` is the origin evidence from CrdGroupResources().
 DiscoveryScan ScanFromDiscovery(const kube::DiscoveryResult& result,
                                 std::vector<std::string> crd_group_resources = {});

@@ -110,6 +110,7 @@ TEST_F(RealDiscoveryTest, FailuresBecomeDegradedOrIncompleteScans) {
   failing.failures.push_back({"apps/v1", absl::UnavailableError("503")});
   DiscoveryScan scan = ScanFromDiscovery(failing);
   ASSERT_EQ(scan.failed.size(), 1u);
+  EXPECT_FALSE(scan.complete);
   EXPECT_EQ(scan.failed[0].group, "apps");
   EXPECT_EQ(scan.failed[0].error, "503");
   Scan(scan);

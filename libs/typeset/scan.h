@@ -50,8 +50,8 @@ struct FailedGroupVersion {
 struct DiscoveryScan {
   std::vector<ServedGroupVersion> group_versions;
   std::vector<FailedGroupVersion> failed;
-  // True when the group list itself was read, so a group/version missing from both lists is
-  // really gone. An incomplete scan carries unscanned group/versions forward unjudged.
+  // True for an error-free discovery, so a group/version missing from both lists is really
+  // gone. An incomplete scan carries unscanned group/versions forward unjudged.
   bool complete = true;
   // "group/resource" (or "resource" for core) of every CustomResourceDefinition, when known:
   // evidence for Origin::kCrd on groups whose origin the feeder did not set.
