@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "libs/git/libgit2.h"
 #include "libs/git/repository.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
@@ -26,8 +28,15 @@ namespace {
 // `required_authorization` (e.g. "Basic dTpw" or "Bearer t") or gets a 401 challenge.
 class GitHttpServer {
  public:
-  GitHttpServer(std::string root, std::string required_authorization)
-      : root_(std::move(root)), required_(std::move(required_authorization)) {
+  // With `cert`/`key` (PEM files) it serves HTTPS.
+  GitHttpServer(std::string root, std::string required_authorization, const std::string& cert = "",
+                const std::string& key = "")
+      : root_(std::move(root)),
+        required_(std::move(required_authorization)),
+        tls_(!cert.empty()),
+        owned_server_(tls_ ? std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str())
+                           : std::make_unique<httplib::Server>()),
+        server_(*owned_server_) {
     server_.set_payload_max_length(64 << 20);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
       Handle(req, res);
@@ -43,7 +52,8 @@ class GitHttpServer {
     thread_.join();
   }
   std::string Url(const std::string& repo) const {
-    return absl::StrCat("http://127.0.0.1:", port_, "/", repo);
+    return tls_ ? absl::StrCat("https://localhost:", port_, "/", repo)
+                : absl::StrCat("http://127.0.0.1:", port_, "/", repo);
   }
   int authorized_requests() const { return authorized_.load(); }
   int refused_requests() const { return refused_.load(); }
@@ -110,7 +120,9 @@ class GitHttpServer {
 
   std::string root_;
   std::string required_;
-  httplib::Server server_;
+  bool tls_;
+  std::unique_ptr<httplib::Server> owned_server_;
+  httplib::Server& server_;
   int port_ = -1;
   std::thread thread_;
   std::atomic<int> authorized_{0};
@@ -197,6 +209,30 @@ TEST_F(HttpTransportTest, WrongOrMissingCredentialsAreUnauthenticatedWithoutLoop
   ASSERT_TRUE(bearer.ok());
   absl::Status bearer_fetch = (*bearer)->Fetch();
   EXPECT_EQ(bearer_fetch.code(), absl::StatusCode::kUnauthenticated) << bearer_fetch;
+}
+
+// HTTPS: the server certificate is verified (fail closed) until its CA is trusted; then the
+// bearer token travels over TLS like over plain HTTP.
+TEST_F(HttpTransportTest, HttpsVerifiesTheServerCertificate) {
+  const std::string cert = dir_.path() + "/cert.pem";
+  const std::string key = dir_.path() + "/key.pem";
+  auto gen = testing::RunCommand({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                                  "-keyout", key, "-out", cert, "-days", "2", "-subj",
+                                  "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+  ASSERT_TRUE(gen.ok() && gen->exit_code == 0) << (gen.ok() ? gen->err : "");
+  GitHttpServer server(dir_.path(), "Bearer tls-token", cert, key);
+  auto creds = CredentialsFromSecretData({{"bearerToken", "tls-token"}});
+  ASSERT_TRUE(creds.ok());
+
+  auto untrusted = Repository::Open({dir_.path() + "/clone0", server.Url("remote.git"), *creds});
+  ASSERT_TRUE(untrusted.ok());
+  absl::Status refused = (*untrusted)->Fetch();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_EQ(server.authorized_requests(), 0) << "token sent to an unverified server";
+
+  ASSERT_TRUE(SetTrustedCertificates(cert).ok());
+  RoundTrip(*creds, server.Url("remote.git"));
+  EXPECT_GT(server.authorized_requests(), 0);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 namespace reverser::git {
 namespace {
 
+constexpr char kSystemCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
+
 absl::StatusCode CodeFor(int rc, int klass) {
   switch (rc) {
     case GIT_ENOTFOUND:
@@ -62,7 +64,20 @@ void EnsureLibgit2Initialized() {
       setenv("HOME", account && account->pw_dir ? account->pw_dir : "/nonexistent", 0);
     }
     git_libgit2_init();
+    // Debian builds libgit2 on mbedTLS, which has no implicit trust store: point it at the
+    // system bundle so HTTPS remotes verify like they do for the git CLI.
+    if (access(kSystemCaBundle, R_OK) == 0) {
+      git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, kSystemCaBundle, nullptr);
+      git_error_clear();
+    }
   });
+}
+
+absl::Status SetTrustedCertificates(const std::string& ca_bundle_file) {
+  EnsureLibgit2Initialized();
+  return GitStatus(
+      git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, ca_bundle_file.c_str(), nullptr),
+      absl::StrCat("loading CA certificates from ", ca_bundle_file));
 }
 
 absl::Status GitStatus(int rc, absl::string_view context) {

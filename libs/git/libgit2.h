@@ -20,6 +20,10 @@ namespace reverser::git {
 // transport needs it; see libgit2.cc).
 void EnsureLibgit2Initialized();
 
+// Replaces the CA certificates libgit2 trusts for HTTPS remotes (process-wide; a PEM bundle).
+// By default the system bundle /etc/ssl/certs/ca-certificates.crt is used when present.
+absl::Status SetTrustedCertificates(const std::string& ca_bundle_file);
+
 // OK for rc >= 0; otherwise a Status whose code follows the libgit2 error code/class and whose
 // message is "<context>: <git_error_last() text>". Clears libgit2's thread-local error.
 absl::Status GitStatus(int rc, absl::string_view context);

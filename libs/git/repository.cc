@@ -426,7 +426,10 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
   // Decide from the advertisement before sending anything.
   std::optional<std::string> advertised = refs.Tip(branch);
   const std::string local_hex = OidToHex(local);
-  if (advertised == local_hex) return PushResult{PushOutcome::kUpToDate, advertised, ""};
+  if (advertised == local_hex) {
+    RETURN_IF_ERROR(SetTracking(branch, local));
+    return PushResult{PushOutcome::kUpToDate, advertised, ""};
+  }
   if (expected.has_value() && !advertised.has_value()) {
     return PushResult{PushOutcome::kRemoteMissing, std::nullopt,
                       "remote branch went missing"};
