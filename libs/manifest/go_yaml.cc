@@ -396,6 +396,11 @@ std::string FormatJsonFloat(double f) {
   return FormatFloat(f, 64);
 }
 
+size_t Utf8SequenceLength(absl::string_view s, size_t i) {
+  char32_t rune;
+  return i < s.size() ? Utf8Length(s, i, &rune) : 0;
+}
+
 std::string CoerceUtf8(absl::string_view s) {
   std::string out;
   out.reserve(s.size());

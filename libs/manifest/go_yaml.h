@@ -42,4 +42,7 @@ std::string FormatJsonFloat(double f);
 // Replaces invalid UTF-8 with U+FFFD, as encoding/json does before the YAML conversion.
 std::string CoerceUtf8(absl::string_view s);
 
+// The length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one.
+size_t Utf8SequenceLength(absl::string_view s, size_t i);
+
 }  // namespace reverser::manifest::goyaml

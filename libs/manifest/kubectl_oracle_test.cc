@@ -86,8 +86,9 @@ TEST(KubectlOracleTest, RealObjectsRenderIdentically) {
 
 // Strings chosen to exercise every quoting and folding decision of the emitter. Left out on
 // purpose, because Go gets them wrong: DEL (Go's json.Marshal keeps it raw and go-yaml refuses
-// to read it back, so the marshal fails) and NEL U+0085 (kept raw too, then folded into a space
-// by go-yaml's double-quoted scalar rules). This writer escapes both instead.
+// to read it back, so the marshal fails), NEL U+0085 (kept raw too, then folded into a space
+// by go-yaml's double-quoted scalar rules) and U+2028/U+2029 (written raw inside single quotes,
+// where a reader folds them). This writer escapes all of them instead.
 TEST(KubectlOracleTest, TrickyScalarsRenderIdentically) {
   if (!HaveKubectl()) GTEST_SKIP() << "kubectl not on PATH";
   const std::vector<std::string> strings = {
@@ -98,7 +99,7 @@ TEST(KubectlOracleTest, TrickyScalarsRenderIdentically) {
       "-", "--", "---", "...", "- x", "? x", ": x", "a: b", "a:b", "a #b", "a#b", "#x", "*x",
       "&x", "!x", "%x", "@x", "`x", "'q'", "\"dq\"", "|", ">", "[x]", "{x}", "x,y", "x]",
       " leading", "trailing ", "tab\there", "bell\x07", "bom\xEF\xBB\xBFx",
-      "héllo ✓ 😀", "\xE2\x80\xA8sep", "line1\nline2", "line1\nline2\n", "line1\nline2\n\n",
+      "héllo ✓ 😀", "line1\nline2", "line1\nline2\n", "line1\nline2\n\n",
       "\nleading newline", "  indented\nline\n", "trailing space \nx", "tab\tand\nnewline",
       "<<", "=", "a=b", "{{.Name}}", "https://example.com/a?b=c&d=e#f",
       std::string(200, 'x'),
@@ -119,6 +120,8 @@ TEST(KubectlOracleTest, TrickyScalarsRenderIdentically) {
   for (const std::string& s : strings) {
     // Keys starting with a digit make go-yaml's key order non-transitive, and Go's output then
     // depends on its randomised map iteration; they are compared in the numbers test instead.
+    // "<<" is quoted as a key on purpose (go-yaml writes a plain merge key it cannot re-read).
+    if (s == "<<") continue;
     if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0]))) keys[s] = 1;
   }
   ExpectSameAsKubectl(

@@ -68,12 +68,19 @@ class Emitter {
 
   // A string scalar, styled as go-yaml's encoder.stringv does; libyaml then downgrades the
   // style when the text does not allow it (plain → single-quoted → double-quoted).
-  absl::Status String(const std::string& raw) {
+  absl::Status String(const std::string& raw, bool is_key = false) {
     const std::string text = goyaml::CoerceUtf8(raw);
     yaml_scalar_style_t style;
-    if (text.find('\n') != std::string::npos) {
+    if (text.find("\xE2\x80\xA8") != std::string::npos ||
+        text.find("\xE2\x80\xA9") != std::string::npos) {
+      // U+2028/U+2029 are YAML 1.1 line breaks: go-yaml writes them raw inside quotes, where a
+      // reader folds them into spaces. Double quotes escape them (\L, \P) and keep the text.
+      style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    } else if (text.find('\n') != std::string::npos) {
       style = YAML_LITERAL_SCALAR_STYLE;
-    } else if (!goyaml::NeedsQuoting(text)) {
+    } else if (!goyaml::NeedsQuoting(text) && !(is_key && text == "<<")) {
+      // (A plain `<<` key is a YAML merge key; go-yaml writes it plain and then cannot read
+      // its own output back. Quoting it is the one deliberate byte difference.)
       style = YAML_PLAIN_SCALAR_STYLE;
     } else {
       style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
@@ -99,7 +106,7 @@ class Emitter {
           return goyaml::KeyLess(*a, *b);
         });
         for (const std::string* key : keys) {
-          RETURN_IF_ERROR(String(*key));
+          RETURN_IF_ERROR(String(*key, /*is_key=*/true));
           RETURN_IF_ERROR(Value(value.at(*key), depth + 1));
         }
         return EndMapping();
@@ -196,7 +203,9 @@ absl::StatusOr<std::string> RenderManifest(const nlohmann::json& object,
     const auto present = [&](const char* field) -> const json* {
       const auto f = it->find(field);
       if (f == it->end() || f->is_null()) return nullptr;
-      if ((f->is_string() || f->is_object()) && f->empty()) return nullptr;
+      // (json::empty() is false for every string, so strings are checked by value.)
+      if (f->is_string() && f->get_ref<const std::string&>().empty()) return nullptr;
+      if (f->is_object() && f->empty()) return nullptr;
       return &*f;
     };
     const std::vector<const char*> order =
@@ -241,7 +250,7 @@ absl::StatusOr<std::string> RenderManifest(const nlohmann::json& object,
   }
   std::stable_sort(payload.begin(), payload.end(), goyaml::KeyLess);
   for (const std::string& key : payload) {
-    RETURN_IF_ERROR(emitter.String(key));
+    RETURN_IF_ERROR(emitter.String(key, /*is_key=*/true));
     RETURN_IF_ERROR(emitter.Value(object[key], 1));
   }
   RETURN_IF_ERROR(emitter.EndMapping());

@@ -1,0 +1,315 @@
+#include "libs/manifest/paths.h"
+
+#include <map>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "libs/core/status.h"
+
+namespace reverser::manifest {
+namespace {
+
+constexpr size_t kMaxPathBytes = 4096;
+constexpr size_t kMaxSegmentBytes = 255;
+
+bool HasControl(absl::string_view s) {
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) return true;
+  }
+  return false;
+}
+
+// One path segment taken from an object's identity.
+absl::Status ValidateSegment(absl::string_view what, absl::string_view value) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " must not be empty"));
+  if (value == "." || value == "..") {
+    return absl::InvalidArgumentError(absl::StrCat(what, " \"", value, "\" is not a file name"));
+  }
+  if (value.find('/') != absl::string_view::npos || value.find('\\') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", value, "\" must not contain a path separator"));
+  }
+  if (HasControl(value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must not contain NUL or control characters"));
+  }
+  if (value.size() > kMaxSegmentBytes - std::string_view(kSensitiveSuffix).size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is too long for a file name"));
+  }
+  return absl::OkStatus();
+}
+
+// A template variable's value as one segment: `/`, `\` and `%` percent-encoded, so a value can
+// never split into directories or fold two objects onto one path.
+std::string EncodeSegment(absl::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '/') {
+      out += "%2F";
+    } else if (c == '\\') {
+      out += "%5C";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string CollapseEmptySegments(absl::string_view path) {
+  std::vector<absl::string_view> kept;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (!part.empty()) kept.push_back(part);
+  }
+  return absl::StrJoin(kept, "/");
+}
+
+std::map<std::string, std::string> Variables(const ObjectIdentity& id) {
+  const bool cluster = id.scope == core::Scope::kCluster;
+  return {
+      {"group", id.gvr.group},
+      {"groupPath", id.gvr.group},
+      {"version", id.gvr.version},
+      {"apiVersion", id.gvr.ApiVersion()},
+      {"resource", id.gvr.resource},
+      {"kind", id.kind},
+      {"scope", cluster ? "cluster" : "namespaced"},
+      {"namespace", cluster ? "" : id.namespace_},
+      {"namespaceOrCluster", cluster ? kClusterScopeSegment : id.namespace_},
+      {"name", id.name},
+      {"sensitiveSuffix", id.sensitive ? kSensitiveSuffix : kPlainSuffix},
+  };
+}
+
+bool IsKnownVariable(absl::string_view name) {
+  static const ObjectIdentity kAny;
+  static const std::map<std::string, std::string> kNames = Variables(kAny);
+  return kNames.count(std::string(name)) > 0;
+}
+
+// Splits a template into literal text and `{variable}` placeholders; reports stray braces.
+struct Piece {
+  bool variable;
+  std::string text;
+};
+absl::StatusOr<std::vector<Piece>> Tokenize(absl::string_view tmpl) {
+  std::vector<Piece> pieces;
+  std::string literal;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '}') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placement template \"", tmpl, "\" has a \"}\" that closes no variable"));
+    }
+    if (tmpl[i] != '{') {
+      literal.push_back(tmpl[i]);
+      continue;
+    }
+    const size_t close = tmpl.find_first_of("{}", i + 1);
+    if (close == absl::string_view::npos || tmpl[close] != '}') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placement template \"", tmpl, "\" has a \"{\" that opens no complete variable"));
+    }
+    if (!literal.empty()) pieces.push_back({false, std::move(literal)});
+    literal.clear();
+    pieces.push_back({true, std::string(tmpl.substr(i + 1, close - i - 1))});
+    i = close;
+  }
+  if (!literal.empty()) pieces.push_back({false, std::move(literal)});
+  return pieces;
+}
+
+absl::Status CheckVariables(absl::string_view tmpl, const std::vector<Piece>& pieces) {
+  std::vector<std::string> unknown;
+  for (const Piece& piece : pieces) {
+    if (piece.variable && !IsKnownVariable(piece.text)) unknown.push_back("{" + piece.text + "}");
+  }
+  if (unknown.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("placement template \"", tmpl,
+                                                 "\" references unknown variable(s): ",
+                                                 absl::StrJoin(unknown, ", ")));
+}
+
+}  // namespace
+
+absl::Status ValidateRelativePath(absl::string_view path) {
+  if (path.empty()) return absl::InvalidArgumentError("path is empty");
+  if (path.size() > kMaxPathBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("path is longer than ", kMaxPathBytes, " bytes"));
+  }
+  if (HasControl(path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path \"", absl::CHexEscape(path), "\" contains NUL or control characters"));
+  }
+  if (path.find('\\') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path \"", path, "\" must use \"/\" separators, not \"\\\""));
+  }
+  if (path.front() == '/') {
+    return absl::InvalidArgumentError(absl::StrCat("path \"", path, "\" must be relative"));
+  }
+  std::vector<absl::string_view> segments = absl::StrSplit(path, '/');
+  for (absl::string_view segment : segments) {
+    if (segment.empty() || segment == "." || segment == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "path \"", path, "\" must be a clean relative path that stays under spec.path"));
+    }
+    if (segment.size() > kMaxSegmentBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("path \"", path, "\" has a segment longer than ", kMaxSegmentBytes));
+    }
+  }
+  const absl::string_view file = segments.back();
+  if (!absl::EndsWith(file, ".yaml") && !absl::EndsWith(file, ".yml")) {
+    return absl::InvalidArgumentError(absl::StrCat("path \"", path, "\" must end in .yaml or .yml"));
+  }
+  if (file == ".yaml" || file == ".yml" || file == ".sops.yaml") {
+    return absl::InvalidArgumentError(absl::StrCat("path \"", path, "\" has no file name"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> NormalizeTargetPath(absl::string_view target_path) {
+  absl::string_view path = target_path;
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (path.empty() || path == ".") {
+    if (!target_path.empty() && target_path.front() == '/') {
+      return absl::InvalidArgumentError("spec.path must be relative, not \"/\"");
+    }
+    return std::string();
+  }
+  if (HasControl(path) || path.find('\\') != absl::string_view::npos || path.front() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.path \"", absl::CHexEscape(target_path),
+                     "\" must be a relative \"/\"-separated path without control characters"));
+  }
+  for (absl::string_view segment : absl::StrSplit(path, '/')) {
+    if (segment.empty() || segment == "." || segment == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.path \"", target_path, "\" must be a clean relative path (no \"..\", \".\" or \"//\")"));
+    }
+  }
+  return std::string(path);
+}
+
+absl::StatusOr<std::string> JoinTargetPath(absl::string_view target_path,
+                                           absl::string_view relative) {
+  ASSIGN_OR_RETURN(std::string base, NormalizeTargetPath(target_path));
+  RETURN_IF_ERROR(ValidateRelativePath(relative));
+  std::string joined = base.empty() ? std::string(relative) : absl::StrCat(base, "/", relative);
+  if (joined.size() > kMaxPathBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("path is longer than ", kMaxPathBytes, " bytes"));
+  }
+  return joined;
+}
+
+absl::Status ValidateIdentity(const ObjectIdentity& id) {
+  RETURN_IF_ERROR(ValidateSegment("name", id.name));
+  if (id.scope == core::Scope::kCluster) {
+    if (!id.namespace_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster-scoped object \"", id.name, "\" must not have a namespace (got \"",
+          id.namespace_, "\")"));
+    }
+  } else {
+    RETURN_IF_ERROR(core::ValidateNamespaceName(id.namespace_));
+  }
+  if (!id.gvr.group.empty()) RETURN_IF_ERROR(ValidateSegment("group", id.gvr.group));
+  RETURN_IF_ERROR(ValidateSegment("version", id.gvr.version));
+  RETURN_IF_ERROR(ValidateSegment("resource", id.gvr.resource));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CanonicalPath(absl::string_view target_path, const ObjectIdentity& id) {
+  RETURN_IF_ERROR(ValidateIdentity(id));
+  std::vector<absl::string_view> parts;
+  parts.push_back(id.scope == core::Scope::kCluster ? absl::string_view(kClusterScopeSegment)
+                                                    : absl::string_view(id.namespace_));
+  if (!id.gvr.group.empty()) parts.push_back(id.gvr.group);
+  parts.push_back(id.gvr.resource);
+  const std::string file = absl::StrCat(id.name, id.sensitive ? kSensitiveSuffix : kPlainSuffix);
+  parts.push_back(file);
+  return JoinTargetPath(target_path, absl::StrJoin(parts, "/"));
+}
+
+absl::StatusOr<std::string> RenderPlacementTemplate(absl::string_view tmpl,
+                                                    const ObjectIdentity& id) {
+  ASSIGN_OR_RETURN(std::vector<Piece> pieces, Tokenize(tmpl));
+  RETURN_IF_ERROR(CheckVariables(tmpl, pieces));
+  RETURN_IF_ERROR(ValidateIdentity(id));
+  const std::map<std::string, std::string> vars = Variables(id);
+  std::string rendered;
+  for (const Piece& piece : pieces) {
+    // sensitiveSuffix is a file-name suffix, never a segment of its own; everything else is an
+    // identity value and is encoded so it stays inside one segment.
+    rendered += !piece.variable                  ? piece.text
+                : piece.text == "sensitiveSuffix" ? vars.at(piece.text)
+                                                  : EncodeSegment(vars.at(piece.text));
+  }
+  const std::string path = CollapseEmptySegments(rendered);
+  if (absl::Status status = ValidateRelativePath(path); !status.ok()) {
+    return core::Annotate(status, absl::StrCat("placement template \"", tmpl, "\" for ",
+                                               id.gvr.ToString(), " ", id.name));
+  }
+  return path;
+}
+
+absl::Status ValidatePlacementTemplate(absl::string_view tmpl) {
+  if (tmpl.empty()) return absl::InvalidArgumentError("placement template is empty");
+  ASSIGN_OR_RETURN(std::vector<Piece> pieces, Tokenize(tmpl));
+  RETURN_IF_ERROR(CheckVariables(tmpl, pieces));
+  if (HasControl(tmpl)) {
+    return absl::InvalidArgumentError("placement template contains control characters");
+  }
+  if (tmpl.find('\\') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placement template \"", tmpl, "\" must use \"/\" separators, not \"\\\""));
+  }
+  if (tmpl.front() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement template \"", tmpl, "\" must be relative, not absolute"));
+  }
+  for (absl::string_view segment : absl::StrSplit(tmpl, '/')) {
+    if (segment == ".." || segment == ".") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placement template \"", tmpl, "\" must not contain a \"", segment, "\" segment"));
+    }
+  }
+  if (!absl::EndsWith(tmpl, "{sensitiveSuffix}") && !absl::EndsWith(tmpl, ".yaml") &&
+      !absl::EndsWith(tmpl, ".yml")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placement template \"", tmpl, "\" must end in .yaml, .yml or {sensitiveSuffix}"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsIdentityComplete(absl::string_view tmpl, bool narrowed_to_one_type) {
+  const bool has_name = absl::StrContains(tmpl, "{name}");
+  const bool has_namespace =
+      absl::StrContains(tmpl, "{namespace}") || absl::StrContains(tmpl, "{namespaceOrCluster}");
+  if (!has_name || !has_namespace) return false;
+  if (narrowed_to_one_type) return true;
+  return (absl::StrContains(tmpl, "{groupPath}") || absl::StrContains(tmpl, "{group}")) &&
+         absl::StrContains(tmpl, "{resource}");
+}
+
+std::string PlacementTypeKey(const core::GroupVersionResource& gvr) {
+  return gvr.group.empty() ? absl::StrCat(gvr.version, "/", gvr.resource)
+                           : absl::StrCat(gvr.group, "/", gvr.version, "/", gvr.resource);
+}
+
+bool IsSensitiveResource(const core::GroupVersionResource& gvr,
+                         const std::vector<std::string>& additional) {
+  if (gvr.group.empty() && gvr.resource == "secrets") return true;
+  const std::string key = gvr.GroupResource();
+  for (const std::string& entry : additional) {
+    if (entry == key) return true;
+  }
+  return false;
+}
+
+}  // namespace reverser::manifest

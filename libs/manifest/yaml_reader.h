@@ -1,0 +1,30 @@
+#pragma once
+
+// Parses YAML manifests into JSON with the meaning go-yaml v2 (sigs.k8s.io/yaml) gives them, so
+// everything RenderManifest/MarshalYaml write reads back to the identical JSON, and hand-written
+// files read the way gitops-reverser and kubectl read them:
+//   plain scalars resolve as YAML 1.1 — null/~/empty → null; true/yes/on/y… → true;
+//   false/no/off/n… → false; 42, 0x2A, 0o52, 052 (octal), 1_000 → integers; 1.5, .5, 1e3 →
+//   floats; timestamps stay strings (as go-yaml returns them); everything else is a string;
+//   quoted and block scalars are always strings;
+//   plain map keys that resolve to numbers or booleans become their string form ("yes" → "true").
+// Refused with InvalidArgument and a line:column: syntax errors, duplicate keys, merge keys
+// (`<<`), null or collection keys, .inf/.nan (no JSON equivalent), custom tags, nesting deeper
+// than 512 or more than 1,000,000 nodes (alias bombs).
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace reverser::manifest {
+
+// Exactly one document (a leading `---` is fine); an empty stream is an error.
+absl::StatusOr<nlohmann::json> ParseYaml(absl::string_view text);
+
+// Every document of a `---`-separated stream, in order (an empty document is null).
+absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(absl::string_view text);
+
+}  // namespace reverser::manifest

@@ -1,0 +1,132 @@
+#include "libs/manifest/yaml_reader.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "libs/manifest/yaml_writer.h"
+
+namespace reverser::manifest {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json MustParse(absl::string_view text) {
+  auto parsed = ParseYaml(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  return parsed.ok() ? *parsed : json();
+}
+
+std::string ErrorOf(absl::string_view text) {
+  auto parsed = ParseYaml(text);
+  EXPECT_FALSE(parsed.ok()) << text;
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+TEST(YamlReaderTest, RoundTripsEveryRealObjectExactly) {
+  int count = 0;
+  for (const fs::path dir : {fs::path("libs/sanitize/testdata"),
+                             fs::path("libs/sanitize/testdata/expected")}) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() != ".json") continue;
+      SCOPED_TRACE(entry.path().string());
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      const json original = json::parse(text.str());
+      EXPECT_EQ(MustParse(*MarshalYaml(original)), original);
+      if (dir.filename() == "expected") {
+        EXPECT_EQ(MustParse(*RenderManifest(original)), original);
+      }
+      ++count;
+    }
+  }
+  EXPECT_GE(count, 38);
+}
+
+TEST(YamlReaderTest, RoundTripsTrickyStrings) {
+  json data = json::object();
+  int i = 0;
+  for (const std::string s : std::vector<std::string>{"", " ", "true", "yes", "No", "on", "null", "~", "0", "0123", "08", "0x1F", "1_000", "1.5",
+        ".5", "1e3", ".inf", "1:20", "2020-01-01", "- x", "a: b", "a #b", "#x", "*x", "&x", "!x",
+        "%x", "@x", "'q'", "\"dq\"", "|", ">", "[x]", "{x}", "x,y", " leading", "trailing ",
+        "tab\there", "bell\x07", "del\x7f", "nel\xC2\x85x", "\xE2\x80\xA8sep", "héllo ✓ 😀",
+        "line1\nline2", "line1\nline2\n", "x\n\n\n", "\nlead", "  indented\nline\n",
+        "trailing space \nx", "<<", std::string(300, 'y'),
+        "long words that keep going and going well past the eighty column folding limit of the "
+        "emitter without any line break"}) {
+    data["k" + std::to_string(i++)] = s;
+    data[s.empty() ? std::string("empty-key") : s] = s;  // as a key too
+  }
+  const json object = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"data", data}};
+  EXPECT_EQ(MustParse(*MarshalYaml(object)), object);
+}
+
+TEST(YamlReaderTest, RoundTripsNumbersBooleansAndNulls) {
+  const json object = json::parse(R"({"ints": [0, -1, 9223372036854775807, -9223372036854775808],
+    "big": 18446744073709551615, "floats": [0.5, -2.25, 1e-7, 1.5e300], "b": [true, false],
+    "n": null, "e": {}, "l": []})");
+  EXPECT_EQ(MustParse(*MarshalYaml(object)), object);
+}
+
+// Including YAML 1.1's surprises: the plain key `n` is the boolean false, so `n: x` reads as
+// {"false": "x"} — exactly what sigs.k8s.io/yaml does, and why the writer quotes such keys.
+TEST(YamlReaderTest, PlainScalarsResolveAsGoYamlDoes) {
+  const json parsed = MustParse(
+      "a: yes\nb: Off\nc: 0777\nd: 0x1F\ne: 1_000\nf: 08\ng: 1.5\nh: ~\ni:\nj: 2020-01-01\n"
+      "k: \"yes\"\nl: '0777'\nm: |\n  text\nn: !!str 42\no: !!float 3\np: plain text\n"
+      "yes: 1\n1: one\n1.5: x\n\"no\": 2\nnull-ish: Null\n");
+  EXPECT_EQ(parsed, json::parse(R"({"a": true, "b": false, "c": 511, "d": 31, "e": 1000, "f": 8.0,
+    "g": 1.5, "h": null, "i": null, "j": "2020-01-01", "k": "yes", "l": "0777", "m": "text\n",
+    "false": "42", "o": 3.0, "p": "plain text", "true": 1, "1": "one", "1.5": "x", "no": 2,
+    "null-ish": null})"));
+}
+
+TEST(YamlReaderTest, AnchorsAndMultipleDocuments) {
+  EXPECT_EQ(MustParse("a: &x [1, 2]\nb: *x\n"), json::parse(R"({"a": [1, 2], "b": [1, 2]})"));
+  auto docs = ParseYamlDocuments("---\na: 1\n---\n---\nb: 2\n...\n");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  ASSERT_EQ(docs->size(), 3u);
+  EXPECT_EQ((*docs)[0], json::parse(R"({"a": 1})"));
+  EXPECT_TRUE((*docs)[1].is_null());
+  EXPECT_EQ((*docs)[2], json::parse(R"({"b": 2})"));
+  EXPECT_EQ(ErrorOf("a: 1\n---\nb: 2\n"), "expected one YAML document, found 2");
+  EXPECT_EQ(ErrorOf(""), "expected one YAML document, found 0");
+}
+
+TEST(YamlReaderTest, RefusesWhatHasNoFaithfulJsonMeaning) {
+  EXPECT_EQ(ErrorOf("a: 1\nb: 2\na: 3\n"), "YAML line 3, column 1: duplicate key \"a\"");
+  EXPECT_EQ(ErrorOf("base: &b {x: 1}\nd:\n  <<: *b\n"),
+            "YAML line 3, column 3: merge keys (<<) are not supported");
+  EXPECT_EQ(ErrorOf("a: .inf\n"),
+            "YAML line 1, column 4: \".inf\" (infinity/NaN) has no JSON equivalent");
+  EXPECT_EQ(ErrorOf("a: !custom x\n"), "YAML line 1, column 4: unsupported tag !custom");
+  EXPECT_EQ(ErrorOf("? [a, b]\n: 1\n"), "YAML line 1, column 3: map keys must be scalars");
+  EXPECT_EQ(ErrorOf("~: 1\n"), "YAML line 1, column 1: null map keys are not supported");
+  EXPECT_EQ(ErrorOf("a: !!int x\n"), "YAML line 1, column 4: cannot decode \"x\" as tag:yaml.org,2002:int");
+  const std::string syntax = ErrorOf("a: [1, 2\nb: 3\n");
+  EXPECT_NE(syntax.find("YAML line"), std::string::npos) << syntax;
+  const std::string bad_indent = ErrorOf("a:\n  b: 1\n c: 2\n");
+  EXPECT_NE(bad_indent.find("YAML line"), std::string::npos) << bad_indent;
+}
+
+TEST(YamlReaderTest, AliasBombsAndDeepNestingAreRefused) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    const char prev = c - 1;
+    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
+            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+            ", *" + prev + "]\n";
+  }
+  EXPECT_NE(ErrorOf(bomb).find("more than 1000000 nodes"), std::string::npos);
+  std::string deep;
+  for (int i = 0; i < 600; ++i) deep += "[";
+  for (int i = 0; i < 600; ++i) deep += "]";
+  EXPECT_FALSE(ParseYaml(deep).ok());
+}
+
+}  // namespace
+}  // namespace reverser::manifest
