@@ -1,0 +1,288 @@
+// A splice stream against a real Redis and a gitworker peer over real gRPC. The peer is a
+// recording GitWorker (the real gitworker is covered by its own and the end-to-end tests): it
+// buffers what it receives and acks when the test says the push happened.
+
+#include "services/splicer/splice_stream.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+
+#include "gtest/gtest.h"
+#include "libs/core/proto_convert.h"
+#include "nlohmann/json.hpp"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/redis_server.h"
+
+namespace reverser::splicer {
+namespace {
+
+using nlohmann::json;
+
+class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
+ public:
+  grpc::Status Deliver(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback,
+                                                reverser::v1::DeliveryMessage>* stream) override {
+    {
+      std::lock_guard lock(mu_);
+      stream_ = stream;
+      ++connections_;
+    }
+    reverser::v1::DeliveryMessage message;
+    while (!drop_ && stream->Read(&message)) {
+      reverser::v1::DeliveryFeedback accepted;
+      accepted.set_accepted_sequence(message.sequence());
+      {
+        std::lock_guard lock(mu_);
+        stream->Write(accepted);
+        received_.push_back(message);
+      }
+      cv_.notify_all();
+    }
+    std::lock_guard lock(mu_);
+    stream_ = nullptr;
+    drop_ = false;
+    return grpc::Status::OK;
+  }
+
+  // Acks a received resync or event as pushed.
+  void Ack(const reverser::v1::DeliveryMessage& message) {
+    reverser::v1::DeliveryFeedback feedback;
+    auto* ack = feedback.mutable_ack();
+    if (message.has_resync()) {
+      *ack->mutable_target() = message.resync().target();
+      *ack->mutable_claim() = message.resync().claim();
+      *ack->mutable_position() = message.resync().coverage_head();
+    } else {
+      *ack->mutable_target() = message.event().target();
+      *ack->mutable_claim() = message.event().claim();
+      *ack->mutable_position() = message.event().position();
+    }
+    std::lock_guard lock(mu_);
+    if (stream_) stream_->Write(feedback);
+  }
+
+  // Waits for the next received message (in arrival order).
+  std::optional<reverser::v1::DeliveryMessage> Next(absl::Duration timeout = absl::Seconds(10)) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] { return !received_.empty(); })) {
+      return std::nullopt;
+    }
+    auto message = received_.front();
+    received_.pop_front();
+    return message;
+  }
+  bool Idle(absl::Duration quiet) {
+    std::unique_lock lock(mu_);
+    return !cv_.wait_for(lock, absl::ToChronoMilliseconds(quiet), [&] { return !received_.empty(); });
+  }
+  void DropStream() { drop_ = true; }
+  int connections() {
+    std::lock_guard lock(mu_);
+    return connections_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<reverser::v1::DeliveryMessage> received_;
+  grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback, reverser::v1::DeliveryMessage>* stream_ =
+      nullptr;
+  std::atomic<bool> drop_{false};
+  int connections_ = 0;
+};
+
+std::string Object(const std::string& name, const std::string& value, int rv) {
+  return json({{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata",
+                {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name},
+                 {"resourceVersion", std::to_string(rv)}}},
+               {"data", {{"k", value}}}})
+      .dump();
+}
+
+redisstore::StreamEntry Entry(const std::string& name, const std::string& value, int rv,
+                              redisstore::ChangeOp op = redisstore::ChangeOp::kModified) {
+  redisstore::StreamEntry e;
+  e.op = op;
+  e.uid = "uid-" + name;
+  e.namespace_ = "team";
+  e.name = name;
+  e.resource_version = std::to_string(rv);
+  e.object_json = Object(name, value, rv);
+  return e;
+}
+
+class SpliceStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto redis = testing::RedisServer::Start();
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = std::move(*redis);
+    options_.port = redis_->port();
+    auto conn = redisstore::RedisConnection::Connect(options_);
+    ASSERT_TRUE(conn.ok());
+    conn_ = std::move(*conn);
+    store_ = std::make_unique<redisstore::MaterializationStore>(
+        conn_.get(), redisstore::KeyPrefix::Default(), gvr_, core::WatchScope::Namespace("team"));
+    facts_ = std::make_unique<redisstore::AuthorFactStore>(conn_.get(), redisstore::KeyPrefix::Default());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&peer_);
+    server_ = builder.BuildAndStart();
+    delivery_ = std::make_unique<DeliveryClient>("127.0.0.1:" + std::to_string(port_), 100);
+    delivery_->Start();
+  }
+  void TearDown() override {
+    stream_.reset();
+    delivery_->Stop();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  }
+
+  void StartStream(absl::Duration grace = absl::Seconds(3)) {
+    SpliceStreamOptions o;
+    o.target.set_namespace_("team");
+    o.target.set_name("mirror");
+    o.target.set_uid("target-uid");
+    *o.claim.mutable_type()->mutable_gvr() = core::ToProto(gvr_);
+    o.claim.mutable_scope()->set_namespace_("team");
+    reverser::v1::OperationSet all;
+    all.set_all(true);
+    o.scope.namespaces["team"] = all;
+    o.redis = options_;
+    o.attribution_grace = grace;
+    stream_ = std::make_unique<SpliceStream>(o, delivery_.get(), &metrics_);
+    stream_->Start();
+  }
+
+  std::string Cursor() {
+    auto v = redis_->Cli({"GET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked"});
+    return v.ok() ? *v : "";
+  }
+
+  void RecordFact(const std::string& name, int rv, const std::string& author) {
+    redisstore::AuthorFact fact;
+    fact.group_resource = "configmaps";
+    fact.namespace_ = "team";
+    fact.name = name;
+    fact.uid = "uid-" + name;
+    fact.author = author;
+    fact.verb = "update";
+    fact.resource_version = std::to_string(rv);
+    ASSERT_TRUE(facts_->Record(fact).ok());
+  }
+
+  const core::GroupVersionResource gvr_{"", "v1", "configmaps"};
+  std::unique_ptr<testing::RedisServer> redis_;
+  redisstore::RedisOptions options_;
+  std::unique_ptr<redisstore::RedisConnection> conn_;
+  std::unique_ptr<redisstore::MaterializationStore> store_;
+  std::unique_ptr<redisstore::AuthorFactStore> facts_;
+  RecordingGitWorker peer_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<DeliveryClient> delivery_;
+  runtime::MetricsRegistry metrics_;
+  std::unique_ptr<SpliceStream> stream_;
+};
+
+TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5)).ok());
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  EXPECT_EQ(resync->resync().desired_size(), 2);
+  EXPECT_EQ(core::FromProto(resync->resync().coverage_head()).ToString(), "6-0");
+  EXPECT_EQ(Cursor(), "\n") << "no cursor before the push is acked";
+  peer_.Ack(*resync);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0\n"; }, absl::Seconds(10))) << Cursor();
+
+  ASSERT_TRUE(store_->Append(Entry("a", "2", 7)).ok());
+  auto event = peer_.Next();
+  ASSERT_TRUE(event && event->has_event());
+  EXPECT_EQ(event->event().operation(), reverser::v1::OPERATION_UPDATE);
+  EXPECT_EQ(event->event().object().ref().name(), "a");
+  EXPECT_FALSE(event->event().has_author());  // no fact: the committer
+  peer_.Ack(*event);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0\n"; }, absl::Seconds(10)));
+
+  // A restart resumes from the cursor: no resync, only what came after.
+  stream_->Stop();
+  ASSERT_TRUE(store_->Append(Entry("b", "2", 8)).ok());
+  StartStream(absl::ZeroDuration());
+  auto resumed = peer_.Next();
+  ASSERT_TRUE(resumed && resumed->has_event()) << "a resumed stream must not resync";
+  EXPECT_EQ(core::FromProto(resumed->event().position()).ToString(), "8-0");
+}
+
+TEST_F(SpliceStreamTest, SameRvEntriesAreComparedAsFullPositions) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
+  ASSERT_TRUE(store_->Append(Entry("a", "1", 9, redisstore::ChangeOp::kAdded)).ok());   // 9-0
+  // A different object's entry sharing the RV (e.g. an audit-intake entry) gets 9-1.
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 9, redisstore::ChangeOp::kAdded)).ok());
+  // Delivered up to 9-0: the entry at 9-1 is still due, 9-0 is not.
+  ASSERT_TRUE(redis_->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked", "9-0"}).ok());
+  StartStream(absl::ZeroDuration());
+  auto event = peer_.Next();
+  ASSERT_TRUE(event && event->has_event());
+  EXPECT_EQ(event->event().object().ref().name(), "b");
+  EXPECT_EQ(core::FromProto(event->event().position()).ToString(), "9-1");
+  EXPECT_TRUE(peer_.Idle(absl::Milliseconds(300)));
+}
+
+TEST_F(SpliceStreamTest, AuthorFactsNameTheAuthorAndAWaitDoesNotStallOtherObjects) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
+  StartStream(absl::Seconds(3));
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  peer_.Ack(*resync);
+  // x has no fact yet (its author arrives late); y's fact is there.
+  ASSERT_TRUE(store_->Append(Entry("x", "1", 10, redisstore::ChangeOp::kAdded)).ok());
+  RecordFact("y", 11, "bob");
+  ASSERT_TRUE(store_->Append(Entry("y", "1", 11, redisstore::ChangeOp::kAdded)).ok());
+  auto first = peer_.Next(absl::Seconds(2));
+  ASSERT_TRUE(first && first->has_event());
+  EXPECT_EQ(first->event().object().ref().name(), "y") << "y must not wait behind x";
+  EXPECT_EQ(first->event().author().username(), "bob");
+  EXPECT_EQ(first->event().author().resolution(), "exact_user");
+  RecordFact("x", 10, "alice");  // within the grace
+  auto second = peer_.Next(absl::Seconds(5));
+  ASSERT_TRUE(second && second->has_event());
+  EXPECT_EQ(second->event().object().ref().name(), "x");
+  EXPECT_EQ(second->event().author().username(), "alice");
+  // Acks arrive in send order (y then x): the cursor covers both only once x is acked.
+  peer_.Ack(*first);
+  peer_.Ack(*second);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0\n"; }, absl::Seconds(10))) << Cursor();
+}
+
+TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync);
+  peer_.Ack(*resync);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "1-18446744073709551615\n"; }, absl::Seconds(10)));
+  ASSERT_TRUE(store_->Append(Entry("a", "1", 12, redisstore::ChangeOp::kAdded)).ok());
+  auto event = peer_.Next();
+  ASSERT_TRUE(event && event->has_event());
+  // Not acked, and the stream breaks: the event is delivered again on the new stream.
+  peer_.DropStream();
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 13, redisstore::ChangeOp::kAdded)).ok());  // wakes the reader
+  std::set<std::string> redelivered;
+  for (int i = 0; i < 4 && redelivered.size() < 2; ++i) {
+    auto m = peer_.Next();
+    ASSERT_TRUE(m);
+    if (m->has_event()) redelivered.insert(m->event().object().ref().name());
+  }
+  EXPECT_TRUE(redelivered.count("a")) << "an unacked event is delivered again after a break";
+  EXPECT_GE(peer_.connections(), 2);
+}
+
+}  // namespace
+}  // namespace reverser::splicer
