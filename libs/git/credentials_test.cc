@@ -30,7 +30,8 @@ TEST(CredentialsFromSecretData, SshKeyDialectsInOrder) {
 }
 
 TEST(CredentialsFromSecretData, PassphraseFromSshPasswordThenPassword) {
-  auto a = CredentialsFromSecretData({{"identity", "K"}, {"ssh-password", "p1"}, {"password", "p2"}});
+  auto a =
+      CredentialsFromSecretData({{"identity", "K"}, {"ssh-password", "p1"}, {"password", "p2"}});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->ssh_passphrase, "p1");
   auto b = CredentialsFromSecretData({{"identity", "K"}, {"password", "p2"}});
@@ -45,7 +46,8 @@ TEST(CredentialsFromSecretData, PrecedenceSshThenBasicThenBearer) {
   EXPECT_EQ(ssh->kind, Kind::kSsh);
   EXPECT_EQ(ssh->ssh_passphrase, "p");  // password is the key passphrase when a key is present
 
-  auto basic = CredentialsFromSecretData({{"username", "u"}, {"password", "p"}, {"bearerToken", "t"}});
+  auto basic =
+      CredentialsFromSecretData({{"username", "u"}, {"password", "p"}, {"bearerToken", "t"}});
   ASSERT_TRUE(basic.ok());
   EXPECT_EQ(basic->kind, Kind::kBasic);
   EXPECT_EQ(basic->username, "u");
@@ -94,12 +96,10 @@ TEST(KnownHosts, PlainPatternsPortsWildcardsAndNegation) {
   testing::ScopedTempDir dir("kh");
   HostKey key = MakeHostKey(dir.path(), "k1");
   HostKey other = MakeHostKey(dir.path(), "k2");
-  std::string text = absl::StrCat(
-      "# comment\n\n",
-      "git.example.com,10.1.2.3 ", key.type, " ", key.base64, "\n",
-      "[git.example.com]:2222 ", key.type, " ", key.base64, "\n",
-      "*.wild.test,!bad.wild.test ", key.type, " ", key.base64, "\n",
-      "garbage line\n");
+  std::string text = absl::StrCat("# comment\n\n", "git.example.com,10.1.2.3 ", key.type, " ",
+                                  key.base64, "\n", "[git.example.com]:2222 ", key.type, " ",
+                                  key.base64, "\n", "*.wild.test,!bad.wild.test ", key.type, " ",
+                                  key.base64, "\n", "garbage line\n");
   std::vector<KnownHost> hosts = ParseKnownHosts(text);
   ASSERT_EQ(hosts.size(), 3u);
 
@@ -120,10 +120,10 @@ TEST(KnownHosts, HashedEntriesWrittenBySshKeygen) {
   testing::ScopedTempDir dir("kh");
   HostKey key = MakeHostKey(dir.path(), "k1");
   std::string file = dir.path() + "/known_hosts";
-  ASSERT_TRUE(testing::WriteFile(file, absl::StrCat("git.example.com ", key.type, " ", key.base64,
-                                                    "\n[127.0.0.1]:2022 ", key.type, " ",
-                                                    key.base64, "\n"))
-                  .ok());
+  ASSERT_TRUE(
+      testing::WriteFile(file, absl::StrCat("git.example.com ", key.type, " ", key.base64,
+                                            "\n[127.0.0.1]:2022 ", key.type, " ", key.base64, "\n"))
+          .ok());
   auto hash = testing::RunCommand({"ssh-keygen", "-H", "-f", file});
   ASSERT_TRUE(hash.ok() && hash->exit_code == 0);
   auto hashed = testing::ReadFile(file);

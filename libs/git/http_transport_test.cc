@@ -73,12 +73,17 @@ class GitHttpServer {
       absl::StrAppend(&query, query.empty() ? "" : "&", key, "=", value);
     }
     std::map<std::string, std::string> env = {
-        {"GIT_PROJECT_ROOT", root_},       {"GIT_HTTP_EXPORT_ALL", "1"},
-        {"PATH_INFO", req.path},           {"QUERY_STRING", query},
-        {"REQUEST_METHOD", req.method},    {"REMOTE_USER", "tester"},
-        {"REMOTE_ADDR", "127.0.0.1"},      {"CONTENT_LENGTH", absl::StrCat(req.body.size())},
+        {"GIT_PROJECT_ROOT", root_},
+        {"GIT_HTTP_EXPORT_ALL", "1"},
+        {"PATH_INFO", req.path},
+        {"QUERY_STRING", query},
+        {"REQUEST_METHOD", req.method},
+        {"REMOTE_USER", "tester"},
+        {"REMOTE_ADDR", "127.0.0.1"},
+        {"CONTENT_LENGTH", absl::StrCat(req.body.size())},
         {"CONTENT_TYPE", req.get_header_value("Content-Type")},
-        {"GIT_CONFIG_NOSYSTEM", "1"},      {"GIT_CONFIG_GLOBAL", "/dev/null"}};
+        {"GIT_CONFIG_NOSYSTEM", "1"},
+        {"GIT_CONFIG_GLOBAL", "/dev/null"}};
     if (req.has_header("Content-Encoding")) {
       env["HTTP_CONTENT_ENCODING"] = req.get_header_value("Content-Encoding");
     }
@@ -132,8 +137,8 @@ class GitHttpServer {
 CommitSpec Spec(const std::string& message) {
   CommitSpec spec;
   spec.author = {"Jane", "jane@example.com", absl::FromUnixSeconds(1700000000), 0};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai",
-                    absl::FromUnixSeconds(1700000000), 0};
+  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000000),
+                    0};
   spec.message = message;
   return spec;
 }

@@ -103,8 +103,7 @@ std::string OidToHex(const git_oid& oid) {
 }
 
 absl::Status OidFromHex(absl::string_view hex, git_oid* out) {
-  if (hex.size() != GIT_OID_HEXSZ ||
-      git_oid_fromstrn(out, hex.data(), hex.size()) < 0) {
+  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstrn(out, hex.data(), hex.size()) < 0) {
     git_error_clear();
     return absl::InvalidArgumentError(absl::StrCat("not a 40-digit object id: '", hex, "'"));
   }

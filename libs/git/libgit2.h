@@ -32,10 +32,12 @@ absl::Status GitStatus(int rc, absl::string_view context);
 template <typename T>
 struct GitDeleter;
 
-#define REVERSER_GIT_DELETER(type, free_fn)              \
-  template <>                                            \
-  struct GitDeleter<type> {                              \
-    void operator()(type* p) const { if (p) free_fn(p); } \
+#define REVERSER_GIT_DELETER(type, free_fn) \
+  template <>                               \
+  struct GitDeleter<type> {                 \
+    void operator()(type* p) const {        \
+      if (p) free_fn(p);                    \
+    }                                       \
   }
 
 REVERSER_GIT_DELETER(git_repository, git_repository_free);

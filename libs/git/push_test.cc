@@ -23,8 +23,8 @@ using ::reverser::testing::Git;
 CommitSpec Spec(const std::string& who, const std::string& message) {
   CommitSpec spec;
   spec.author = {who, who + "@example.com", absl::FromUnixSeconds(1700000000), 0};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai",
-                    absl::FromUnixSeconds(1700000000), 0};
+  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000000),
+                    0};
   spec.message = message;
   return spec;
 }

@@ -11,8 +11,8 @@ namespace reverser::git {
 namespace {
 
 absl::Status Refuse(absl::string_view path, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("invalid repository path '",
-                                                 absl::CHexEscape(path), "': ", why));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid repository path '", absl::CHexEscape(path), "': ", why));
 }
 
 }  // namespace

@@ -53,11 +53,10 @@ std::optional<std::string> ToHex(const std::optional<git_oid>& oid) {
 
 // Connects `remote` in `direction` with the session's callbacks and reads the advertised refs.
 absl::StatusOr<RemoteRefs> ConnectAndList(git_remote* remote, git_direction direction,
-                                          RemoteSession& session,
-                                          git_remote_callbacks& callbacks) {
-  RETURN_IF_ERROR(GitStatus(
-      git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
-      absl::StrCat("connecting to ", git_remote_url(remote))));
+                                          RemoteSession& session, git_remote_callbacks& callbacks) {
+  RETURN_IF_ERROR(
+      GitStatus(git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
+                absl::StrCat("connecting to ", git_remote_url(remote))));
   const git_remote_head** heads = nullptr;
   size_t count = 0;
   RETURN_IF_ERROR(GitStatus(git_remote_ls(&heads, &count, remote), "listing remote refs"));
@@ -72,7 +71,8 @@ absl::StatusOr<RemoteRefs> ConnectAndList(git_remote* remote, git_direction dire
   if (rc == 0) {
     std::string name = default_branch.str();
     absl::string_view short_name = name;
-    if (absl::ConsumePrefix(&short_name, "refs/heads/")) refs.default_branch = std::string(short_name);
+    if (absl::ConsumePrefix(&short_name, "refs/heads/"))
+      refs.default_branch = std::string(short_name);
   } else {
     git_error_clear();  // empty remote or HEAD not advertised: no default branch
   }
@@ -158,8 +158,8 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
 
 absl::StatusOr<GitPtr<git_remote>> Repository::Origin() {
   git_remote* remote = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_remote_lookup(&remote, repo_.get(), kRemoteName),
-                            "looking up remote origin"));
+  RETURN_IF_ERROR(
+      GitStatus(git_remote_lookup(&remote, repo_.get(), kRemoteName), "looking up remote origin"));
   return GitPtr<git_remote>(remote);
 }
 
@@ -189,9 +189,9 @@ absl::Status Repository::Fetch() {
   fetch.prune = GIT_FETCH_PRUNE;
   fetch.update_fetchhead = 0;
   RETURN_IF_ERROR(GitStatus(git_remote_download(remote.get(), nullptr, &fetch), "fetching"));
-  RETURN_IF_ERROR(GitStatus(git_remote_update_tips(remote.get(), &callbacks, 0,
-                                                   GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
-                            "updating remote-tracking refs"));
+  RETURN_IF_ERROR(GitStatus(
+      git_remote_update_tips(remote.get(), &callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
+      "updating remote-tracking refs"));
   RETURN_IF_ERROR(GitStatus(git_remote_prune(remote.get(), &callbacks), "pruning"));
   git_remote_disconnect(remote.get());
 
@@ -297,8 +297,8 @@ absl::StatusOr<std::optional<std::string>> Repository::CommitOnBranch(absl::stri
   git_oid oid;
   RETURN_IF_ERROR(OidFromHex(*commit, &oid));
   git_reference* updated = nullptr;
-  int rc = tip.has_value() ? git_reference_create_matching(&updated, repo_.get(), ref.c_str(),
-                                                           &oid, 1, &*tip, "commit")
+  int rc = tip.has_value() ? git_reference_create_matching(&updated, repo_.get(), ref.c_str(), &oid,
+                                                           1, &*tip, "commit")
                            : git_reference_create(&updated, repo_.get(), ref.c_str(), &oid, 0,
                                                   "commit (initial)");
   git_reference_free(updated);
@@ -379,16 +379,15 @@ absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view
     }
     return 0;
   };
-  RETURN_IF_ERROR(GitStatus(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &walk),
-                            "walking tree"));
+  RETURN_IF_ERROR(
+      GitStatus(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &walk), "walking tree"));
   return walk.files;
 }
 
 absl::Status Repository::SetTracking(absl::string_view branch, const git_oid& commit) {
   git_reference* updated = nullptr;
   int rc = git_reference_create(&updated, repo_.get(),
-                                absl::StrCat(kTrackingPrefix, branch).c_str(), &commit, 1,
-                                "push");
+                                absl::StrCat(kTrackingPrefix, branch).c_str(), &commit, 1, "push");
   git_reference_free(updated);
   return GitStatus(rc, "updating the remote-tracking ref");
 }
@@ -409,9 +408,9 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
     RETURN_IF_ERROR(OidFromHex(*expected_old, &old));
     if (!git_oid_equal(&old, &local) && git_graph_descendant_of(repo_.get(), &local, &old) != 1) {
       git_error_clear();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "commit ", local_commit, " does not descend from the expected remote tip ",
-          *expected_old));
+      return absl::FailedPreconditionError(
+          absl::StrCat("commit ", local_commit, " does not descend from the expected remote tip ",
+                       *expected_old));
     }
     expected = old;
   }
@@ -431,8 +430,7 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
     return PushResult{PushOutcome::kUpToDate, advertised, ""};
   }
   if (expected.has_value() && !advertised.has_value()) {
-    return PushResult{PushOutcome::kRemoteMissing, std::nullopt,
-                      "remote branch went missing"};
+    return PushResult{PushOutcome::kRemoteMissing, std::nullopt, "remote branch went missing"};
   }
   if (advertised != ToHex(expected)) {
     return PushResult{PushOutcome::kConflict, advertised, "remote received unknown updates"};
@@ -458,9 +456,9 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
   // The remote refused the update: look again to tell a moved branch from any other refusal.
   absl::StatusOr<RemoteRefs> now = ListRemote();
   if (!now.ok()) {
-    return absl::UnavailableError(absl::StrCat("push rejected (", result->detail,
-                                               ") and the remote could not be re-read: ",
-                                               now.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat("push rejected (", result->detail,
+                     ") and the remote could not be re-read: ", now.status().message()));
   }
   std::optional<std::string> tip = now->Tip(branch);
   if (tip == local_hex) return PushResult{PushOutcome::kUpToDate, tip, result->detail};
@@ -502,9 +500,9 @@ absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const g
   RETURN_IF_ERROR(GitStatus(git_packbuilder_insert_walk(pb.get(), walk.get()), "packing"));
   if (git_packbuilder_object_count(pb.get()) > 0) {
     const std::string pack_dir = absl::StrCat(git_repository_path(raw_remote), "objects/pack");
-    RETURN_IF_ERROR(GitStatus(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr,
-                                                    nullptr),
-                              "writing pack to the remote"));
+    RETURN_IF_ERROR(
+        GitStatus(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr, nullptr),
+                  "writing pack to the remote"));
     // Reopen so the remote's object database sees the new pack.
     remote_repo.reset();
     RETURN_IF_ERROR(GitStatus(git_repository_open(&raw_remote, remote_path.c_str()),
@@ -516,13 +514,13 @@ absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const g
   // core.filesRefLockTimeout, retry briefly before reporting the contention.
   int rc = GIT_ELOCKED;
   const absl::Time deadline = absl::Now() + absl::Seconds(1);
-  for (absl::Duration backoff = absl::Milliseconds(1);; backoff = std::min(backoff * 2, absl::Milliseconds(50))) {
+  for (absl::Duration backoff = absl::Milliseconds(1);;
+       backoff = std::min(backoff * 2, absl::Milliseconds(50))) {
     git_reference* updated = nullptr;
     rc = expected.has_value()
              ? git_reference_create_matching(&updated, raw_remote, ref.c_str(), &local,
                                              /*force=*/1, &*expected, "push")
-             : git_reference_create(&updated, raw_remote, ref.c_str(), &local, /*force=*/0,
-                                    "push");
+             : git_reference_create(&updated, raw_remote, ref.c_str(), &local, /*force=*/0, "push");
     git_reference_free(updated);
     if (rc != GIT_ELOCKED || absl::Now() >= deadline) break;
     git_error_clear();
@@ -540,9 +538,9 @@ absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const g
 absl::StatusOr<PushResult> Repository::PushSmart(git_remote* remote, const std::string& ref,
                                                  const git_oid& local) {
   git_reference* scratch = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_reference_create(&scratch, repo_.get(), kPushScratchRef, &local,
-                                                 1, "push source"),
-                            "preparing the push"));
+  RETURN_IF_ERROR(GitStatus(
+      git_reference_create(&scratch, repo_.get(), kPushScratchRef, &local, 1, "push source"),
+      "preparing the push"));
   GitPtr<git_reference> owned_scratch(scratch);
   // Reuse the callbacks of the connection the advertisement came from: that connection's
   // advertised value is the old value the remote checks the update against.

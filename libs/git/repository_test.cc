@@ -17,8 +17,8 @@ using ::reverser::testing::Git;
 CommitSpec Spec(const std::string& message) {
   CommitSpec spec;
   spec.author = {"Jane Doe", "jane@example.com", absl::FromUnixSeconds(1700000000), 60};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai",
-                    absl::FromUnixSeconds(1700000100), 0};
+  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000100),
+                    0};
   spec.message = message;
   return spec;
 }
@@ -108,8 +108,8 @@ TEST_F(RepositoryTest, CommitWritesFilesWithExplicitIdentities) {
   EXPECT_EQ(RemoteTip(*remote, "main"), **commit);
   auto files = testing::ListFiles(*remote, "main");
   ASSERT_TRUE(files.ok());
-  EXPECT_EQ(*files, (std::vector<std::string>{"apps/ns1/configmaps/a.yaml",
-                                              "apps/ns1/configmaps/b.yaml"}));
+  EXPECT_EQ(*files,
+            (std::vector<std::string>{"apps/ns1/configmaps/a.yaml", "apps/ns1/configmaps/b.yaml"}));
   EXPECT_EQ(testing::ShowFile(*remote, "main", "apps/ns1/configmaps/b.yaml").value_or(""),
             "b: 2\n");
   auto log = Git(*remote, {"log", "-1", "--format=%an|%ae|%at|%ai|%cn|%ce|%ct|%P|%s", "main"});
@@ -122,8 +122,8 @@ TEST_F(RepositoryTest, CommitWritesFilesWithExplicitIdentities) {
 
   auto listed = repo->ListFiles(**commit, "apps/ns1");
   ASSERT_TRUE(listed.ok());
-  EXPECT_EQ(*listed, (std::vector<std::string>{"apps/ns1/configmaps/a.yaml",
-                                               "apps/ns1/configmaps/b.yaml"}));
+  EXPECT_EQ(*listed,
+            (std::vector<std::string>{"apps/ns1/configmaps/a.yaml", "apps/ns1/configmaps/b.yaml"}));
 }
 
 TEST_F(RepositoryTest, NoOpChangeSetCreatesNoCommit) {
@@ -178,8 +178,8 @@ TEST_F(RepositoryTest, SymlinksInTheTreeAreNeverFollowed) {
   EXPECT_EQ(deep.status().code(), absl::StatusCode::kFailedPrecondition);
   auto onto_link = repo->CommitOnBranch("main", {{"linkfile.yaml", "x"}}, Spec("evil"));
   EXPECT_EQ(onto_link.status().code(), absl::StatusCode::kFailedPrecondition);
-  auto delete_under = repo->CommitOnBranch("main", {{"linkdir/keep.yaml", std::nullopt}},
-                                           Spec("evil"));
+  auto delete_under =
+      repo->CommitOnBranch("main", {{"linkdir/keep.yaml", std::nullopt}}, Spec("evil"));
   EXPECT_EQ(delete_under.status().code(), absl::StatusCode::kFailedPrecondition);
   // Nothing was committed by the refusals.
   EXPECT_EQ(repo->LocalTip("main").value(), base->commit);

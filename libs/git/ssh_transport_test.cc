@@ -35,8 +35,8 @@ absl::Status KeyGen(const std::string& path, const std::string& passphrase) {
 CommitSpec Spec(const std::string& message) {
   CommitSpec spec;
   spec.author = {"Jane", "jane@example.com", absl::FromUnixSeconds(1700000000), 0};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai",
-                    absl::FromUnixSeconds(1700000000), 0};
+  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000000),
+                    0};
   spec.message = message;
   return spec;
 }
@@ -67,17 +67,16 @@ class SshTransportTest : public ::testing::Test {
     port_ = *port;
     const char* user = getenv("USER");
     user_ = user && *user ? user : "root";
-    ASSERT_TRUE(testing::WriteFile(d + "/sshd_config",
-                                   absl::StrCat("Port ", port_,
-                                                "\nListenAddress 127.0.0.1\nHostKey ", d,
-                                                "/host_key\nPidFile ", d,
-                                                "/sshd.pid\nAuthorizedKeysFile ", d,
-                                                "/authorized_keys\n"
-                                                "PasswordAuthentication no\n"
-                                                "KbdInteractiveAuthentication no\n"
-                                                "PubkeyAuthentication yes\nUsePAM no\n"
-                                                "StrictModes no\nPermitRootLogin yes\n"
-                                                "LogLevel VERBOSE\n"))
+    ASSERT_TRUE(testing::WriteFile(
+                    d + "/sshd_config",
+                    absl::StrCat("Port ", port_, "\nListenAddress 127.0.0.1\nHostKey ", d,
+                                 "/host_key\nPidFile ", d, "/sshd.pid\nAuthorizedKeysFile ", d,
+                                 "/authorized_keys\n"
+                                 "PasswordAuthentication no\n"
+                                 "KbdInteractiveAuthentication no\n"
+                                 "PubkeyAuthentication yes\nUsePAM no\n"
+                                 "StrictModes no\nPermitRootLogin yes\n"
+                                 "LogLevel VERBOSE\n"))
                     .ok());
     auto sshd = testing::ChildProcess::Start(
         {{kSshd, "-D", "-e", "-f", d + "/sshd_config"}, {}, d, "sshd"});
@@ -85,8 +84,7 @@ class SshTransportTest : public ::testing::Test {
     sshd_.emplace(std::move(*sshd));
     ASSERT_TRUE(testing::WaitFor(
         [&] {
-          return !sshd_->Running() ||
-                 sshd_->Stderr().find("Server listening") != std::string::npos;
+          return !sshd_->Running() || sshd_->Stderr().find("Server listening") != std::string::npos;
         },
         absl::Seconds(20)));
     ASSERT_TRUE(sshd_->Running()) << sshd_->Stderr();
@@ -187,7 +185,8 @@ TEST_F(SshTransportTest, UnknownOrMissingHostKeyFailsClosed) {
 
   // The right key listed for port 22 only: ports are part of the host name.
   auto wrong_port = SecretWith("client_key", "ssh-privatekey");
-  wrong_port["known_hosts"] = known_hosts_.substr(known_hosts_.find(' ') + 1).insert(0, "127.0.0.1 ");
+  wrong_port["known_hosts"] =
+      known_hosts_.substr(known_hosts_.find(' ') + 1).insert(0, "127.0.0.1 ");
   auto port_repo = Open(wrong_port, "clone3");
   ASSERT_TRUE(port_repo.ok());
   EXPECT_EQ((*port_repo)->Fetch().code(), absl::StatusCode::kPermissionDenied);

@@ -95,8 +95,7 @@ void RemoteSession::Install(git_remote_callbacks* callbacks) {
   callbacks->payload = this;
 }
 
-int RemoteSession::OnPushUpdateReference(const char* refname, const char* status,
-                                         void* payload) {
+int RemoteSession::OnPushUpdateReference(const char* refname, const char* status, void* payload) {
   // status is NULL when the remote accepted the update.
   if (status != nullptr) {
     static_cast<RemoteSession*>(payload)->push_rejections_.push_back(
@@ -111,15 +110,13 @@ int RemoteSession::OnCredential(git_credential** out, const char* /*url*/,
   return static_cast<RemoteSession*>(payload)->Credential(out, username_from_url, allowed_types);
 }
 
-int RemoteSession::OnCertificateCheck(git_cert* cert, int valid, const char* host,
-                                      void* payload) {
+int RemoteSession::OnCertificateCheck(git_cert* cert, int valid, const char* host, void* payload) {
   return static_cast<RemoteSession*>(payload)->CertificateCheck(cert, valid, host);
 }
 
 int RemoteSession::Credential(git_credential** out, const char* username_from_url,
                               unsigned int allowed_types) {
-  const char* ssh_user =
-      username_from_url && *username_from_url ? username_from_url : "git";
+  const char* ssh_user = username_from_url && *username_from_url ? username_from_url : "git";
   // SSH without a user in the URL first asks for the user name alone; that is not an attempt.
   if (allowed_types & GIT_CREDENTIAL_USERNAME) return git_credential_username_new(out, ssh_user);
   // libgit2 asks again after the server refused: one real attempt only, never a loop.
@@ -132,15 +129,15 @@ int RemoteSession::Credential(git_credential** out, const char* username_from_ur
       const char* passphrase =
           credentials_.ssh_passphrase.empty() ? nullptr : credentials_.ssh_passphrase.c_str();
       if (allowed_types & GIT_CREDENTIAL_SSH_MEMORY) {
-        int rc = git_credential_ssh_key_memory_new(out, ssh_user, nullptr,
-                                                   credentials_.ssh_private_key.c_str(),
-                                                   passphrase);
+        int rc = git_credential_ssh_key_memory_new(
+            out, ssh_user, nullptr, credentials_.ssh_private_key.c_str(), passphrase);
         if (rc == 0) return 0;
         git_error_clear();  // built without in-memory keys: fall back to a key file
       }
       if (allowed_types & (GIT_CREDENTIAL_SSH_KEY | GIT_CREDENTIAL_SSH_MEMORY)) {
         absl::StatusOr<std::string> file = KeyFile();
-        if (!file.ok()) return Refuse(GIT_EAUTH, GIT_ERROR_OS, std::string(file.status().message()));
+        if (!file.ok())
+          return Refuse(GIT_EAUTH, GIT_ERROR_OS, std::string(file.status().message()));
         return git_credential_ssh_key_new(out, ssh_user, nullptr, file->c_str(), passphrase);
       }
       break;
@@ -173,8 +170,7 @@ int RemoteSession::CertificateCheck(git_cert* cert, int valid, const char* host)
   std::string host_name = host ? host : "";
   if (known_hosts_.empty()) {
     return Refuse(GIT_ECERTIFICATE, GIT_ERROR_SSH,
-                  absl::StrCat("no known_hosts entries configured: refusing SSH host ",
-                               host_name));
+                  absl::StrCat("no known_hosts entries configured: refusing SSH host ", host_name));
   }
   if (!endpoint.ok() || !(hostkey->type & GIT_CERT_SSH_RAW) || hostkey->hostkey == nullptr) {
     return Refuse(GIT_ECERTIFICATE, GIT_ERROR_SSH,

@@ -55,8 +55,8 @@ absl::StatusOr<std::optional<git_oid>> EditTree(git_repository* repo, const git_
   for (const auto& [name, content] : direct) {
     const std::string full = Join(dir, name);
     if (nested.count(name) && content.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "change set writes '", full, "' both as a file and as a directory"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("change set writes '", full, "' both as a file and as a directory"));
     }
     const git_tree_entry* existing = git_treebuilder_get(builder.get(), name.c_str());
     git_filemode_t mode = existing ? git_tree_entry_filemode(existing) : GIT_FILEMODE_BLOB;
@@ -72,12 +72,12 @@ absl::StatusOr<std::optional<git_oid>> EditTree(git_repository* repo, const git_
       return Blocked(full, mode, "write");
     }
     git_oid blob;
-    RETURN_IF_ERROR(GitStatus(
-        git_blob_create_from_buffer(&blob, repo, content->data(), content->size()),
-        absl::StrCat("writing blob for ", full)));
-    RETURN_IF_ERROR(GitStatus(
-        git_treebuilder_insert(nullptr, builder.get(), name.c_str(), &blob, mode),
-        absl::StrCat("inserting ", full)));
+    RETURN_IF_ERROR(
+        GitStatus(git_blob_create_from_buffer(&blob, repo, content->data(), content->size()),
+                  absl::StrCat("writing blob for ", full)));
+    RETURN_IF_ERROR(
+        GitStatus(git_treebuilder_insert(nullptr, builder.get(), name.c_str(), &blob, mode),
+                  absl::StrCat("inserting ", full)));
   }
 
   for (const auto& [name, sub_changes] : nested) {
@@ -153,8 +153,8 @@ absl::StatusOr<std::optional<std::string>> CreateCommit(git_repository* repo,
                               absl::StrCat("reading parent commit ", *parent)));
     parent_commit.reset(raw_commit);
     git_tree* raw_tree = nullptr;
-    RETURN_IF_ERROR(GitStatus(git_commit_tree(&raw_tree, parent_commit.get()),
-                              "reading parent tree"));
+    RETURN_IF_ERROR(
+        GitStatus(git_commit_tree(&raw_tree, parent_commit.get()), "reading parent tree"));
     base_tree.reset(raw_tree);
   }
   ASSIGN_OR_RETURN(git_oid tree_id, ApplyChanges(repo, base_tree.get(), changes));
