@@ -1,0 +1,519 @@
+#include "services/gitworker/branch_worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/proto_convert.h"
+#include "libs/core/status.h"
+#include "libs/runtime/log.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace reverser::gitworker {
+namespace {
+
+constexpr size_t kMaxOutcomes = 1024;
+
+git::Identity IdentityAt(const commitmeta::Signature& signature, absl::Time when) {
+  return {signature.name, signature.email, when, 0};
+}
+
+}  // namespace
+
+BranchKey BranchKey::Of(const TargetSettings& settings) {
+  return {settings.destination.provider_namespace(), settings.destination.provider_name(),
+          settings.destination.branch()};
+}
+
+std::string BranchKey::ToString() const {
+  return absl::StrCat(provider_namespace, "/", provider_name, "@", branch);
+}
+
+absl::string_view FinalizeReasonName(FinalizeReason reason) {
+  switch (reason) {
+    case FinalizeReason::kTimer:
+      return "timer";
+    case FinalizeReason::kAuthorOrTargetChange:
+      return "author-or-target-change";
+    case FinalizeReason::kBufferLimit:
+      return "buffer-limit";
+    case FinalizeReason::kCommitWindowZero:
+      return "commit-window-zero";
+    case FinalizeReason::kFinalizeSignal:
+      return "finalize-signal";
+    case FinalizeReason::kResyncBeforeApply:
+      return "resync-before-apply";
+    case FinalizeReason::kShutdown:
+      return "shutdown";
+  }
+  return "unknown";
+}
+
+BranchWorker::BranchWorker(BranchWorkerOptions options) : options_(std::move(options)) {}
+
+runtime::Labels BranchWorker::BranchLabels() const {
+  return {{"provider_namespace", options_.key.provider_namespace},
+          {"provider_name", options_.key.provider_name},
+          {"branch", options_.key.branch}};
+}
+
+void BranchWorker::Add(WorkItem item) {
+  if (item.kind == WorkItem::Kind::kResync) {
+    Finalize(FinalizeReason::kResyncBeforeApply);
+    Unit unit;
+    unit.id = next_unit_id_++;
+    unit.kind = Kind::kResync;
+    unit.settings = item.settings;
+    unit.author = item.settings->committer;
+    unit.author_kind = "committer";
+    unit.resync = PrepareResync(*item.settings, item.resync);
+    if (item.resync.revision() != 0) unit.revision = std::to_string(item.resync.revision());
+    for (const std::string& reason : unit.resync.rejected) {
+      for (const Coverage& cover : item.covers) {
+        if (cover.sink) cover.sink->Rejected(reason);
+      }
+    }
+    unit.covers = std::move(item.covers);
+    units_.push_back(std::move(unit));
+    CommitPending();
+    Complete();
+    UpdateQueueGauge();
+    return;
+  }
+
+  auto planned = PlanEvent(*item.settings, item.event);
+  if (!planned.ok()) {
+    Reject(item.covers, std::string(planned.status().message()));
+    AttachCovers(std::move(item.covers));
+    return;
+  }
+  const auto& author_proto = item.event.author();
+  std::string username = author_proto.username();
+  std::string window_key = absl::StrCat(username, "\n", item.settings->TargetKey());
+  if (window_.has_value() && window_->window_key != window_key) {
+    Finalize(FinalizeReason::kAuthorOrTargetChange);
+  }
+  if (!window_.has_value()) {
+    Unit unit;
+    unit.id = next_unit_id_++;
+    unit.kind = Kind::kWindow;
+    unit.settings = item.settings;
+    unit.window_key = window_key;
+    unit.username = username;
+    std::optional<commitmeta::Actor> actor;
+    if (!username.empty()) {
+      actor = commitmeta::Actor{username, author_proto.display_name(), author_proto.email()};
+    }
+    unit.author = commitmeta::AuthorFor(actor, item.settings->committer);
+    unit.author_kind = username.empty()                      ? "committer"
+                       : author_proto.is_service_account() ? "serviceaccount"
+                                                           : "user";
+    window_ = std::move(unit);
+  }
+  ++window_generation_;
+  Unit& window = *window_;
+  window.settings = item.settings;  // the newest config of this target wins
+  const size_t size = planned->content ? planned->content->size() : 0;
+  if (auto it = window.index.find(planned->path); it != window.index.end()) {
+    PlannedWrite& previous = window.writes[it->second];
+    window.bytes -= previous.content ? previous.content->size() : 0;
+    previous = std::move(*planned);
+  } else {
+    window.index[planned->path] = window.writes.size();
+    window.writes.push_back(std::move(*planned));
+  }
+  window.bytes += size;
+  for (Coverage& cover : item.covers) window.covers.push_back(std::move(cover));
+  if (item.settings->commit_window <= absl::ZeroDuration()) {
+    Finalize(FinalizeReason::kCommitWindowZero);
+  } else if (window.bytes >= options_.buffer_limit_bytes) {
+    Finalize(FinalizeReason::kBufferLimit);
+  }
+  UpdateQueueGauge();
+}
+
+void BranchWorker::Reject(const std::vector<Coverage>& covers, const std::string& reason) {
+  runtime::LogWarning("write rejected", {{"branch", options_.key.ToString()}, {"reason", reason}});
+  options_.metrics
+      ->GetCounter("reverser_gitworker_rejected_writes_total",
+                   "Objects that could never be written (invalid, or sensitive without encryption).",
+                   BranchLabels())
+      .Increment();
+  for (const Coverage& cover : covers) {
+    if (cover.sink) cover.sink->Rejected(reason);
+  }
+}
+
+void BranchWorker::AttachCovers(std::vector<Coverage> covers) {
+  // A rejected item is acked in order: with the open window if there is one, else on its own.
+  if (window_.has_value()) {
+    for (Coverage& cover : covers) window_->covers.push_back(std::move(cover));
+    return;
+  }
+  Unit unit;
+  unit.id = next_unit_id_++;
+  unit.kind = Kind::kEmpty;
+  unit.state = State::kNoop;
+  unit.covers = std::move(covers);
+  units_.push_back(std::move(unit));
+  Complete();
+}
+
+void BranchWorker::Finalize(FinalizeReason reason) {
+  if (!window_.has_value()) return;
+  runtime::LogDebug("window finalized", {{"branch", options_.key.ToString()},
+                                         {"reason", std::string(FinalizeReasonName(reason))},
+                                         {"writes", window_->writes.size()}});
+  options_.metrics
+      ->GetCounter("reverser_gitworker_windows_finalized_total", "Commit windows closed, by reason.",
+                   {{"reason", std::string(FinalizeReasonName(reason))}})
+      .Increment();
+  units_.push_back(std::move(*window_));
+  window_.reset();
+  CommitPending();
+  Complete();
+  UpdateQueueGauge();
+}
+
+void BranchWorker::OnWindowTimer(uint64_t generation) {
+  if (window_.has_value() && generation == window_generation_) Finalize(FinalizeReason::kTimer);
+}
+
+std::optional<std::pair<uint64_t, absl::Duration>> BranchWorker::WindowTimer() const {
+  if (!window_.has_value()) return std::nullopt;
+  return std::make_pair(window_generation_, window_->settings->commit_window);
+}
+
+absl::Status BranchWorker::EnsureRepo() {
+  if (repo_) return absl::OkStatus();
+  auto count = [&](const char* operation) {
+    options_.metrics
+        ->GetCounter("gitopsreverser_git_operations_total", "Git operations by kind.",
+                     {{"operation", operation}})
+        .Increment();
+  };
+  git::RepositoryOptions repo_options;
+  repo_options.local_path =
+      git::LocalClonePath(options_.work_dir, options_.key.provider_namespace,
+                          options_.key.provider_name, options_.key.branch, options_.remote_url);
+  repo_options.remote_url = options_.remote_url;
+  repo_options.credentials = options_.credentials;
+  ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
+  count("fetch");
+  RETURN_IF_ERROR(repo->Fetch());
+  ASSIGN_OR_RETURN(git::BranchBase base, repo->ResolveBranchBase(options_.key.branch));
+  RETURN_IF_ERROR(repo->ResetBranch(options_.key.branch, base.commit));
+  ASSIGN_OR_RETURN(expected_remote_, repo->FetchedTip(options_.key.branch));
+  if (base.from_default_branch) {
+    runtime::LogInfo("branch starts from the default branch",
+                     {{"branch", options_.key.ToString()}, {"from", base.from_branch}});
+  }
+  repo_ = std::move(repo);
+  for (Unit& unit : units_) {
+    if (unit.state != State::kPushed && unit.kind != Kind::kEmpty) unit.state = State::kUncommitted;
+  }
+  return absl::OkStatus();
+}
+
+void BranchWorker::CommitPending() {
+  if (auto s = EnsureRepo(); !s.ok()) {
+    last_error_ = std::string(s.message());
+    runtime::LogWarning("branch clone not ready",
+                        {{"branch", options_.key.ToString()}, {"error", last_error_}});
+    return;
+  }
+  for (Unit& unit : units_) {
+    if (unit.state != State::kUncommitted) continue;
+    auto sha = CommitUnit(unit);
+    if (!sha.ok()) {
+      RejectUnit(unit, sha.status());
+      continue;
+    }
+    unit.state = sha->has_value() ? State::kCommitted : State::kNoop;
+    unit.sha = sha->value_or("");
+  }
+}
+
+void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
+  // A write the tree refuses (a path through a symlink, a file/directory clash, a template
+  // that cannot render) fails the same way on every replay: drop it, report it, ack past it.
+  Reject(unit.covers, absl::StrCat("commit refused: ", status.message()));
+  unit.state = State::kNoop;
+}
+
+absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) {
+  if (unit.kind == Kind::kEmpty) return std::optional<std::string>();
+  const TargetSettings& settings = *unit.settings;
+  const std::string& branch = options_.key.branch;
+  ASSIGN_OR_RETURN(std::optional<std::string> tip, repo_->LocalTip(branch));
+  git::ChangeSet changes;
+  std::string message;
+  std::vector<std::string> swept;
+  if (unit.kind == Kind::kWindow) {
+    std::vector<commitmeta::ChangedResource> resources;
+    for (const PlannedWrite& write : unit.writes) {
+      changes[write.path] = write.content;
+      resources.push_back(write.change);
+    }
+    if (unit.message_override.has_value()) {
+      message = *unit.message_override;
+    } else {
+      ASSIGN_OR_RETURN(message, commitmeta::RenderWindowMessage(
+                                    settings.templates,
+                                    unit.username.empty() ? settings.committer.name : unit.username,
+                                    settings.target.name(), resources));
+    }
+  } else {
+    ASSIGN_OR_RETURN(ResyncChanges resync,
+                     PlanResyncChanges(*repo_, tip, settings, unit.resync));
+    changes = std::move(resync.changes);
+    swept = std::move(resync.swept);
+    commitmeta::ReconcileMessageData data;
+    data.count = unit.resync.desired_count;
+    data.git_target = settings.target.name();
+    data.scope = unit.resync.gvr;
+    data.revision = unit.revision;
+    ASSIGN_OR_RETURN(message, commitmeta::RenderReconcileMessage(settings.templates.reconcile, data));
+  }
+
+  // Bootstrap files come with the first effective write into a never-bootstrapped path.
+  bool writes_content = false;
+  for (const auto& [path, content] : changes) writes_content |= content.has_value();
+  if (writes_content) {
+    std::optional<std::string> marker;
+    if (tip.has_value()) {
+      ASSIGN_OR_RETURN(marker, repo_->ReadFile(*tip, BootstrapMarkerPath(settings)));
+    }
+    if (!marker.has_value()) {
+      bool effective = false;
+      for (const auto& [path, content] : changes) {
+        std::optional<std::string> current;
+        if (tip.has_value()) {
+          auto read = repo_->ReadFile(*tip, path);
+          if (read.ok()) current = *read;
+        }
+        if (current != content) {
+          effective = true;
+          break;
+        }
+      }
+      if (effective) {
+        for (const auto& [path, content] : BootstrapFiles(settings)) {
+          if (changes.count(path)) continue;
+          std::optional<std::string> existing;
+          if (tip.has_value()) {
+            ASSIGN_OR_RETURN(existing, repo_->ReadFile(*tip, path));
+          }
+          if (!existing.has_value()) changes[path] = content;
+        }
+      }
+    }
+  }
+
+  const absl::Time now = options_.clock->Now();
+  git::CommitSpec spec{IdentityAt(unit.author, now), IdentityAt(settings.committer, now), message};
+  ASSIGN_OR_RETURN(std::optional<std::string> sha, repo_->CommitOnBranch(branch, changes, spec));
+  if (sha.has_value() && !unit.counted) {
+    unit.counted = true;
+    runtime::Labels labels = BranchLabels();
+    labels.push_back({"author_kind", unit.author_kind});
+    options_.metrics
+        ->GetCounter("gitopsreverser_commits_total", "Commits created, by branch and author kind.",
+                     labels)
+        .Increment();
+    options_.metrics
+        ->GetCounter("gitopsreverser_git_operations_total", "Git operations by kind.",
+                     {{"operation", "commit"}})
+        .Increment();
+    options_.metrics
+        ->GetCounter("gitopsreverser_objects_written_total",
+                     "Object files written or deleted by commits.")
+        .Increment(static_cast<double>(unit.kind == Kind::kWindow ? unit.writes.size()
+                                                                  : unit.resync.upserts.size() +
+                                                                        swept.size()));
+    if (!swept.empty()) {
+      options_.metrics
+          ->GetCounter("gitopsreverser_resync_sweep_deletes_total",
+                       "Documents deleted by resync mark-and-sweep.",
+                       {{"group", unit.resync.gvr.group},
+                        {"version", unit.resync.gvr.version},
+                        {"resource", unit.resync.gvr.resource}})
+          .Increment(static_cast<double>(swept.size()));
+    }
+  }
+  return sha;
+}
+
+bool BranchWorker::HasUnpushed() const {
+  for (const Unit& unit : units_) {
+    if (unit.state == State::kUncommitted || unit.state == State::kCommitted) return true;
+  }
+  return false;
+}
+
+std::optional<absl::Time> BranchWorker::NextPushAt() const {
+  if (!HasUnpushed()) return std::nullopt;
+  return next_push_allowed_;
+}
+
+void BranchWorker::PushIfDue(bool force) {
+  if (!HasUnpushed()) return;
+  const absl::Time now = options_.clock->Now();
+  if (!force && now < next_push_allowed_) return;
+  auto fail = [&](const std::string& error) {
+    last_error_ = error;
+    next_push_allowed_ = options_.clock->Now() + std::max(options_.push_cooldown,
+                                                          options_.retry_backoff);
+    runtime::LogWarning("push cycle failed; local commits kept",
+                        {{"branch", options_.key.ToString()}, {"error", error}});
+  };
+  auto count = [&](const char* operation) {
+    options_.metrics
+        ->GetCounter("gitopsreverser_git_operations_total", "Git operations by kind.",
+                     {{"operation", operation}})
+        .Increment();
+  };
+  if (auto s = EnsureRepo(); !s.ok()) return fail(std::string(s.message()));
+  CommitPending();
+  const std::string& branch = options_.key.branch;
+  for (int attempt = 1; attempt <= options_.max_push_attempts; ++attempt) {
+    auto tip = repo_->LocalTip(branch);
+    if (!tip.ok()) return fail(std::string(tip.status().message()));
+    if (!tip->has_value()) {
+      // Nothing was ever committed on an empty remote: every pending write was a no-op.
+      for (Unit& unit : units_) {
+        if (unit.state == State::kCommitted) unit.state = State::kNoop;
+      }
+      Complete();
+      return;
+    }
+    count("push");
+    auto result = repo_->Push(branch, **tip, expected_remote_);
+    if (!result.ok()) return fail(std::string(result.status().message()));
+    if (result->outcome == git::PushOutcome::kPushed ||
+        result->outcome == git::PushOutcome::kUpToDate) {
+      expected_remote_ = **tip;
+      last_push_ = options_.clock->Now();
+      next_push_allowed_ = *last_push_ + options_.push_cooldown;
+      last_error_.clear();
+      for (Unit& unit : units_) {
+        if (unit.state == State::kCommitted) unit.state = State::kPushed;
+      }
+      Complete();
+      UpdateQueueGauge();
+      return;
+    }
+    // The remote moved (or vanished): rebuild every retained write on its new tip.
+    runtime::LogInfo("push conflict; fetching and replaying",
+                     {{"branch", options_.key.ToString()},
+                      {"outcome", std::string(git::PushOutcomeName(result->outcome))},
+                      {"attempt", attempt}});
+    options_.metrics
+        ->GetCounter("reverser_gitworker_push_conflicts_total", "Pushes refused by the CAS.",
+                     BranchLabels())
+        .Increment();
+    count("fetch");
+    if (auto s = repo_->Fetch(); !s.ok()) return fail(std::string(s.message()));
+    auto base = repo_->ResolveBranchBase(branch);
+    if (!base.ok()) return fail(std::string(base.status().message()));
+    if (auto s = repo_->ResetBranch(branch, base->commit); !s.ok()) {
+      return fail(std::string(s.message()));
+    }
+    auto remote = repo_->FetchedTip(branch);
+    if (!remote.ok()) return fail(std::string(remote.status().message()));
+    expected_remote_ = *remote;
+    for (Unit& unit : units_) {
+      if (unit.kind != Kind::kEmpty && unit.state != State::kPushed) {
+        unit.state = State::kUncommitted;
+      }
+    }
+    CommitPending();
+  }
+  fail(absl::StrCat("push failed after ", options_.max_push_attempts, " attempts"));
+}
+
+void BranchWorker::Complete() {
+  const absl::Time now = options_.clock->Now();
+  while (!units_.empty() &&
+         (units_.front().state == State::kPushed || units_.front().state == State::kNoop)) {
+    Unit& unit = units_.front();
+    const bool pushed = unit.state == State::kPushed;
+    const std::string remote_sha = expected_remote_.value_or("");
+    for (const Coverage& cover : unit.covers) {
+      if (pushed && cover.observed_at.has_value()) {
+        options_.metrics
+            ->GetHistogram("reverser_gitworker_event_to_push_seconds",
+                           "From a change entering the stream to its commit being pushed.")
+            .Observe(absl::ToDoubleSeconds(now - *cover.observed_at));
+      }
+      if (!cover.sink) continue;
+      reverser::v1::DeliveryAck ack;
+      *ack.mutable_target() = cover.target;
+      *ack.mutable_claim() = cover.claim;
+      *ack.mutable_position() = core::ToProto(cover.position);
+      ack.set_commit_sha(remote_sha);
+      cover.sink->Ack(ack);
+    }
+    outcomes_[unit.id] = pushed ? unit.sha : "";
+    if (outcomes_.size() > kMaxOutcomes) outcomes_.erase(outcomes_.begin());
+    units_.pop_front();
+  }
+}
+
+void BranchWorker::Shutdown() {
+  Finalize(FinalizeReason::kShutdown);
+  PushIfDue(/*force=*/true);
+}
+
+size_t BranchWorker::QueueDepth() const {
+  size_t depth = window_.has_value() ? window_->covers.size() : 0;
+  for (const Unit& unit : units_) depth += unit.covers.size();
+  return depth;
+}
+
+void BranchWorker::UpdateQueueGauge() {
+  options_.metrics
+      ->GetGauge("gitopsreverser_branch_worker_queue_depth",
+                 "Items held by a branch worker (open window and unpushed writes).", BranchLabels())
+      .Set(static_cast<double>(QueueDepth()));
+}
+
+reverser::v1::BranchStatus BranchWorker::Status() const {
+  reverser::v1::BranchStatus status;
+  status.mutable_destination()->set_provider_namespace(options_.key.provider_namespace);
+  status.mutable_destination()->set_provider_name(options_.key.provider_name);
+  status.mutable_destination()->set_branch(options_.key.branch);
+  if (repo_) {
+    auto tip = repo_->LocalTip(options_.key.branch);
+    if (tip.ok() && tip->has_value()) status.set_head_sha(**tip);
+  }
+  uint32_t pending = 0;
+  for (const Unit& unit : units_) pending += unit.kind == Kind::kEmpty ? 0 : 1;
+  status.set_pending_writes(pending);
+  status.set_window_open(window_.has_value());
+  if (last_push_.has_value()) {
+    *status.mutable_last_push() =
+        google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(*last_push_));
+  }
+  status.set_last_error(last_error_);
+  return status;
+}
+
+std::optional<uint64_t> BranchWorker::FinalizeWithMessage(const std::string& username,
+                                                          const std::string& target_key,
+                                                          const std::string& message) {
+  if (!HasWindow(username, target_key)) return std::nullopt;
+  const uint64_t id = window_->id;
+  window_->message_override = message;
+  Finalize(FinalizeReason::kFinalizeSignal);
+  return id;
+}
+
+bool BranchWorker::HasWindow(const std::string& username, const std::string& target_key) const {
+  return window_.has_value() && window_->window_key == absl::StrCat(username, "\n", target_key);
+}
+
+std::optional<std::string> BranchWorker::WriteOutcome(uint64_t id) const {
+  auto it = outcomes_.find(id);
+  if (it == outcomes_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace reverser::gitworker

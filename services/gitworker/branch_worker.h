@@ -1,0 +1,147 @@
+#pragma once
+
+// The single writer of one branch (provider namespace, provider, branch): commit windows keyed
+// by (author, GitTarget), pending writes retained until pushed, compare-and-swap pushes with a
+// cooldown, fetch + hard reset + replay on conflict, and acks for what a push covered.
+//
+// Not thread-safe and blocking (Git I/O): the branch actor (branch_actor.h) owns one on its own
+// thread and drives its timers. Time comes from an injectable clock.
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "libs/core/clock.h"
+#include "libs/git/credentials.h"
+#include "libs/git/repository.h"
+#include "libs/runtime/metrics.h"
+#include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/target_writer.h"
+#include "services/gitworker/work_item.h"
+
+namespace reverser::gitworker {
+
+struct BranchKey {
+  std::string provider_namespace;
+  std::string provider_name;
+  std::string branch;
+
+  static BranchKey Of(const TargetSettings& settings);
+  std::string ToString() const;  // "ns/provider@branch"
+  auto operator<=>(const BranchKey&) const = default;
+};
+
+// Why an open commit window was closed (reference §2A.13).
+enum class FinalizeReason {
+  kTimer,
+  kAuthorOrTargetChange,
+  kBufferLimit,
+  kCommitWindowZero,
+  kFinalizeSignal,
+  kResyncBeforeApply,
+  kShutdown,
+};
+absl::string_view FinalizeReasonName(FinalizeReason reason);
+
+struct BranchWorkerOptions {
+  BranchKey key;
+  std::string remote_url;
+  git::GitCredentials credentials;
+  std::string work_dir;                           // clones live under it (LocalClonePath)
+  absl::Duration push_cooldown = absl::Seconds(5);  // between successful pushes
+  absl::Duration retry_backoff = absl::Seconds(1);  // least wait after a failed push cycle
+  size_t buffer_limit_bytes = 8 << 20;              // a window this large is finalized
+  int max_push_attempts = 3;                        // per push cycle
+  const core::Clock* clock = &core::Clock::Real();
+  runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
+};
+
+class BranchWorker {
+ public:
+  explicit BranchWorker(BranchWorkerOptions options);
+
+  // Takes one item. An event joins the open window of its (author, GitTarget) — finalizing a
+  // window of another author or target first — and finalizes it at once for window 0 or at the
+  // buffer limit. A resync finalizes the open window, then becomes one reconcile write. Items
+  // that can never be written are reported to their sink as rejected and acked in order.
+  void Add(WorkItem item);
+  // Closes the open window (if any) into a pending write and commits it locally.
+  void Finalize(FinalizeReason reason);
+  // The silence timer armed for window generation `generation` fired.
+  void OnWindowTimer(uint64_t generation);
+  // Runs a push cycle when local writes wait and the cooldown allows (or `force`).
+  void PushIfDue(bool force = false);
+  // Finalize (shutdown) and push now.
+  void Shutdown();
+
+  // The open window's silence timer to arm after an Add: its generation and delay.
+  std::optional<std::pair<uint64_t, absl::Duration>> WindowTimer() const;
+  // When the next push cycle should run (nullopt: nothing waits for a push).
+  std::optional<absl::Time> NextPushAt() const;
+  // Items held (open window + pending writes not yet acked).
+  size_t QueueDepth() const;
+  reverser::v1::BranchStatus Status() const;
+
+  // A CommitRequest's finalize signal: closes the open window if it belongs to (username,
+  // target key), with `message` verbatim. Returns the id of the resulting write, or nullopt.
+  std::optional<uint64_t> FinalizeWithMessage(const std::string& username,
+                                              const std::string& target_key,
+                                              const std::string& message);
+  // Outcome of a write returned by FinalizeWithMessage: nullopt while not pushed; then the
+  // pushed commit sha ("" when the write was a no-op).
+  std::optional<std::string> WriteOutcome(uint64_t id) const;
+  // True when a window of (username, target key) is open.
+  bool HasWindow(const std::string& username, const std::string& target_key) const;
+
+ private:
+  enum class State { kUncommitted, kCommitted, kNoop, kPushed };
+  enum class Kind { kWindow, kResync, kEmpty };
+  struct Unit {
+    uint64_t id = 0;
+    Kind kind = Kind::kEmpty;
+    State state = State::kUncommitted;
+    std::shared_ptr<const TargetSettings> settings;
+    std::string window_key;  // username + target key
+    std::string username;
+    commitmeta::Signature author;
+    std::string author_kind;  // committer | user | serviceaccount
+    std::vector<PlannedWrite> writes;   // first-seen path order, last write wins
+    std::map<std::string, size_t> index;  // path → position in writes
+    size_t bytes = 0;
+    PreparedResync resync;
+    std::string revision;
+    std::optional<std::string> message_override;
+    std::vector<Coverage> covers;
+    bool counted = false;
+    std::string sha;
+  };
+
+  absl::Status EnsureRepo();
+  void CommitPending();
+  absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
+  void RejectUnit(Unit& unit, const absl::Status& status);
+  void Complete();
+  void Reject(const std::vector<Coverage>& covers, const std::string& reason);
+  void AttachCovers(std::vector<Coverage> covers);
+  bool HasUnpushed() const;
+  void UpdateQueueGauge();
+  runtime::Labels BranchLabels() const;
+
+  BranchWorkerOptions options_;
+  std::unique_ptr<git::Repository> repo_;
+  std::optional<std::string> expected_remote_;  // CAS old value: the remote tip we build on
+  std::optional<Unit> window_;
+  uint64_t window_generation_ = 0;
+  std::deque<Unit> units_;
+  uint64_t next_unit_id_ = 1;
+  std::map<uint64_t, std::string> outcomes_;  // finished write id → pushed sha (bounded)
+  absl::Time next_push_allowed_ = absl::InfinitePast();
+  std::optional<absl::Time> last_push_;
+  std::string last_error_;
+};
+
+}  // namespace reverser::gitworker

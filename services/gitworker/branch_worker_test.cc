@@ -1,0 +1,338 @@
+// The branch worker against a real bare remote, judged with the git CLI.
+
+#include "services/gitworker/branch_worker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
+#include "services/gitworker/test_support.h"
+#include "tests/fixtures/git_repos.h"
+#include "tests/fixtures/temp_dir.h"
+
+namespace reverser::gitworker {
+namespace {
+
+using ::reverser::testing::Git;
+using namespace ::reverser::gitworker::testsupport;  // NOLINT
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::Not;
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+class BranchWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto remote = testing::CreateBareRemote(dir_.path());
+    ASSERT_TRUE(remote.ok()) << remote.status();
+    remote_ = *remote;
+  }
+
+  std::unique_ptr<BranchWorker> MakeWorker(absl::Duration cooldown = absl::ZeroDuration()) {
+    BranchWorkerOptions options;
+    options.key = {"team", "repo", "main"};
+    options.remote_url = remote_;
+    options.work_dir = dir_.path() + "/work";
+    options.push_cooldown = cooldown;
+    options.clock = &clock_;
+    options.metrics = &metrics_;
+    return std::make_unique<BranchWorker>(options);
+  }
+
+  std::shared_ptr<const TargetSettings> Settings(const reverser::v1::GitTargetConfig& config) {
+    auto settings = SettingsFromConfig(config);
+    EXPECT_TRUE(settings.ok()) << settings.status();
+    return *settings;
+  }
+
+  WorkItem EventItem(const reverser::v1::GitTargetConfig& config, reverser::v1::LiveEvent event) {
+    WorkItem item;
+    item.kind = WorkItem::Kind::kEvent;
+    item.settings = Settings(config);
+    item.event = std::move(event);
+    item.covers.push_back(CoverageOf(item, sink_));
+    return item;
+  }
+
+  WorkItem ResyncItem(const reverser::v1::GitTargetConfig& config,
+                      reverser::v1::ClusterSnapshot snapshot) {
+    WorkItem item;
+    item.kind = WorkItem::Kind::kResync;
+    item.settings = Settings(config);
+    item.resync = std::move(snapshot);
+    item.covers.push_back(CoverageOf(item, sink_));
+    return item;
+  }
+
+  std::vector<std::string> Subjects() {
+    auto log = Git(remote_, {"log", "--format=%s", "main"});
+    EXPECT_TRUE(log.ok()) << log.status();
+    return Lines(log.value_or(""));
+  }
+  std::vector<std::string> Files() {
+    auto files = testing::ListFiles(remote_, "main");
+    EXPECT_TRUE(files.ok()) << files.status();
+    return files.value_or(std::vector<std::string>{});
+  }
+  void ExpectFsckClean() {
+    auto fsck = Git(remote_, {"fsck", "--strict"});
+    EXPECT_TRUE(fsck.ok()) << fsck.status();
+  }
+
+  testing::ScopedTempDir dir_{"branch"};
+  std::string remote_;
+  core::FakeClock clock_;
+  runtime::MetricsRegistry metrics_;
+  std::shared_ptr<RecordingSink> sink_ = std::make_shared<RecordingSink>();
+};
+
+TEST_F(BranchWorkerTest, ResyncWritesCanonicalPathsWithBootstrapAndReconcileMessage) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "1"),
+                                           Object(ConfigMaps(), "kube-system", "b", "2")},
+                                          120)));
+  worker->PushIfDue();
+  auto files = Files();
+  EXPECT_THAT(files, Contains("clusters/a/default/configmaps/a.yaml"));
+  EXPECT_THAT(files, Contains("clusters/a/kube-system/configmaps/b.yaml"));
+  EXPECT_THAT(files, Contains("clusters/a/README.md"));
+  EXPECT_THAT(files, Contains("clusters/a/.gittargetignore"));
+  EXPECT_THAT(files, Contains("README.md"));  // the seed commit is kept
+  EXPECT_EQ(Subjects().front(), "reconciled 2 configmaps (last resourceVersion: 120)");
+  auto yaml = testing::ShowFile(remote_, "main", "clusters/a/default/configmaps/a.yaml");
+  ASSERT_TRUE(yaml.ok());
+  EXPECT_EQ(*yaml,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n"
+            "data:\n  key: \"1\"\n");
+  auto author = Git(remote_, {"log", "-1", "--format=%an <%ae>|%cn <%ce>", "main"});
+  ASSERT_TRUE(author.ok());
+  EXPECT_EQ(*author,
+            "GitOps Reverser <noreply@configbutler.ai>|GitOps Reverser <noreply@configbutler.ai>\n");
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 120u);
+
+  // The same resync again is a no-op: no commit, but still acked.
+  const size_t commits = Subjects().size();
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "1"),
+                                           Object(ConfigMaps(), "kube-system", "b", "2")},
+                                          130)));
+  worker->PushIfDue();
+  EXPECT_EQ(Subjects().size(), commits);
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 130u);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, WindowZeroCommitsEachEventWithTheEventTemplateAndAuthor) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10, "alice@example.com")));
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE,
+                                      "default", "a", "2", 11, "alice@example.com")));
+  worker->Add(EventItem(config, Event(config, Deployments(), reverser::v1::OPERATION_CREATE,
+                                      "default", "web", "nginx", 12)));
+  EXPECT_TRUE(sink_->acks().empty()) << "nothing is acked before the push";
+  worker->PushIfDue();
+  auto subjects = Subjects();
+  ASSERT_GE(subjects.size(), 4u);
+  EXPECT_EQ(subjects[0], "[CREATE] apps/v1/deployments/web");
+  EXPECT_EQ(subjects[1], "[UPDATE] v1/configmaps/a");
+  EXPECT_EQ(subjects[2], "[CREATE] v1/configmaps/a");
+  auto authors = Git(remote_, {"log", "-3", "--format=%an <%ae>|%cn", "main"});
+  ASSERT_TRUE(authors.ok());
+  EXPECT_THAT(Lines(*authors),
+              ElementsAre("GitOps Reverser <noreply@configbutler.ai>|GitOps Reverser",
+                          "alice@example.com <alice@example.com>|GitOps Reverser",
+                          "alice@example.com <alice@example.com>|GitOps Reverser"));
+  EXPECT_THAT(Files(), Contains("clusters/a/default/apps/deployments/web.yaml"));
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
+  EXPECT_EQ(sink_->AckedRv(Deployments()), 12u);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, WindowGroupsOneAuthorAndSplitsOnAuthorChange) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 60'000);
+  auto add = [&](const std::string& name, uint64_t rv, const std::string& user) {
+    worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", name, "v", rv, user)));
+  };
+  add("a", 10, "alice");
+  add("b", 11, "alice");
+  add("a", 12, "alice");  // same path again: last write wins, counted once
+  add("c", 13, "bob");    // another author finalizes alice's window
+  add("d", 14, "alice");
+  add("e", 15, "alice");
+  // The silence timer of the current window fires; an older generation does nothing.
+  auto timer = worker->WindowTimer();
+  ASSERT_TRUE(timer.has_value());
+  EXPECT_EQ(timer->second, absl::Minutes(1));
+  worker->OnWindowTimer(timer->first - 1);
+  EXPECT_TRUE(worker->WindowTimer().has_value());
+  worker->OnWindowTimer(timer->first);
+  EXPECT_FALSE(worker->WindowTimer().has_value());
+  worker->PushIfDue();
+  auto subjects = Subjects();
+  ASSERT_GE(subjects.size(), 3u);
+  EXPECT_EQ(subjects[0], "alice on tgt: 2 resource(s)");
+  EXPECT_EQ(subjects[1], "[CREATE] v1/configmaps/c");
+  EXPECT_EQ(subjects[2], "alice on tgt: 2 resource(s)");
+  auto authors = Git(remote_, {"log", "-3", "--format=%an", "main"});
+  ASSERT_TRUE(authors.ok());
+  EXPECT_THAT(Lines(*authors), ElementsAre("alice", "bob", "alice"));
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 15u);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, ResyncSweepDeletesOnlyAbsentDocumentsOfItsType) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "1"),
+                                           Object(ConfigMaps(), "default", "b", "2"),
+                                           Object(ConfigMaps(), "other", "c", "3")},
+                                          100)));
+  worker->Add(ResyncItem(config, Snapshot(config, Deployments(),
+                                          {Object(Deployments(), "default", "web", "nginx")}, 101)));
+  worker->PushIfDue();
+  // A hand-written kustomization and a README beside the mirrored files.
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/kustomization.yaml",
+                                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: "
+                                 "Kustomization\nresources: []\n")
+                  .ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "add kustomization").ok());
+
+  // A namespaced resync of configmaps in "default" keeps only "a": b goes, c (other namespace),
+  // the deployment and the kustomization stay.
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps("default"),
+                                          {Object(ConfigMaps(), "default", "a", "1")}, 200)));
+  worker->PushIfDue();
+  auto files = Files();
+  EXPECT_THAT(files, Contains("clusters/a/default/configmaps/a.yaml"));
+  EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/b.yaml")));
+  EXPECT_THAT(files, Contains("clusters/a/other/configmaps/c.yaml"));
+  EXPECT_THAT(files, Contains("clusters/a/default/apps/deployments/web.yaml"));
+  EXPECT_THAT(files, Contains("clusters/a/kustomization.yaml"));
+  EXPECT_EQ(Subjects().front(), "reconciled 1 configmaps (last resourceVersion: 200)");
+  EXPECT_EQ(metrics_
+                .GetCounter("gitopsreverser_resync_sweep_deletes_total", "",
+                            {{"group", ""}, {"version", "v1"}, {"resource", "configmaps"}})
+                .Value(),
+            1.0);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, RedeliveredEventsCommitNothingButAreAcked) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  for (int round = 0; round < 2; ++round) {
+    worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", "a", "1", 10, "alice")));
+    worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE,
+                                        "default", "gone", "", 11, "alice")));
+    worker->PushIfDue();
+  }
+  auto subjects = Subjects();
+  EXPECT_EQ(subjects.size(), 2u) << "seed + one CREATE; the DELETE of a missing file is a no-op";
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
+  EXPECT_EQ(worker->QueueDepth(), 0u);
+}
+
+TEST_F(BranchWorkerTest, ConcurrentForeignPushIsSurvivedByFetchResetReplay) {
+  auto worker = MakeWorker(absl::Hours(1));
+  auto config = Config(remote_, 0);
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  for (int round = 0; round < 5; ++round) {
+    const std::string name = absl::StrCat("cm", round);
+    worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", name, "x", 10 + round, "alice")));
+    ASSERT_TRUE(Git(*clone, {"pull", "-q", "--rebase"}).ok());
+    ASSERT_TRUE(testing::WriteFile(absl::StrCat(*clone, "/foreign", round, ".txt"), "f").ok());
+    ASSERT_TRUE(testing::CommitAndPush(*clone, absl::StrCat("foreign ", round)).ok());
+    EXPECT_LT(sink_->AckedRv(ConfigMaps()), 10u + round) << "not acked before the push";
+    worker->PushIfDue(/*force=*/true);
+    EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u + round);
+  }
+  auto files = Files();
+  for (int round = 0; round < 5; ++round) {
+    EXPECT_THAT(files, Contains(absl::StrCat("clusters/a/default/configmaps/cm", round, ".yaml")));
+    EXPECT_THAT(files, Contains(absl::StrCat("foreign", round, ".txt")));
+  }
+  EXPECT_EQ(Subjects().size(), 11u);  // seed + 5 foreign + 5 ours
+  EXPECT_GT(metrics_.GetCounter("reverser_gitworker_push_conflicts_total", "",
+                                {{"provider_namespace", "team"},
+                                 {"provider_name", "repo"},
+                                 {"branch", "main"}})
+                .Value(),
+            0.0);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, CooldownHoldsPushesAndAcks) {
+  auto worker = MakeWorker(absl::Seconds(5));
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10)));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "b", "1", 11)));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u) << "committed locally, not pushed: no ack";
+  EXPECT_EQ(Subjects().size(), 2u);
+  ASSERT_TRUE(worker->NextPushAt().has_value());
+  EXPECT_EQ(*worker->NextPushAt(), clock_.Now() + absl::Seconds(5));
+  clock_.Advance(absl::Seconds(5));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
+  EXPECT_EQ(Subjects().size(), 3u);
+}
+
+TEST_F(BranchWorkerTest, SensitiveObjectsAreNeverWrittenInPlaintext) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  auto secrets = Claim("", "v1", "secrets", "Secret");
+  auto event = Event(config, secrets, reverser::v1::OPERATION_CREATE, "default", "s", "hunter2", 10);
+  event.mutable_object()->set_sensitive(true);
+  worker->Add(EventItem(config, event));
+  worker->PushIfDue();
+  EXPECT_EQ(Subjects().size(), 1u) << "nothing committed";
+  ASSERT_EQ(sink_->rejected().size(), 1u);
+  EXPECT_NE(sink_->rejected()[0].find("no age recipients"), std::string::npos);
+  EXPECT_EQ(sink_->AckedRv(secrets), 10u) << "a rejected item does not stall the stream";
+  auto grep = Git(remote_, {"grep", "-c", "hunter2", "main"});
+  EXPECT_FALSE(grep.ok());
+}
+
+TEST_F(BranchWorkerTest, UnbornBranchStartsFromTheDefaultBranch) {
+  BranchWorkerOptions options;
+  options.key = {"team", "repo", "feature"};
+  options.remote_url = remote_;
+  options.work_dir = dir_.path() + "/work";
+  options.push_cooldown = absl::ZeroDuration();
+  options.clock = &clock_;
+  options.metrics = &metrics_;
+  BranchWorker worker(options);
+  auto config = Config(remote_, 0);
+  config.mutable_destination()->set_branch("feature");
+  worker.Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                     "default", "a", "1", 10)));
+  worker.PushIfDue();
+  auto log = Git(remote_, {"log", "--format=%s", "feature"});
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(Lines(*log).size(), 2u);  // our commit on top of main's seed
+  auto files = testing::ListFiles(remote_, "feature");
+  ASSERT_TRUE(files.ok());
+  EXPECT_THAT(*files, Contains("README.md"));
+}
+
+}  // namespace
+}  // namespace reverser::gitworker

@@ -1,0 +1,284 @@
+#include "services/gitworker/target_writer.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "libs/core/proto_convert.h"
+#include "libs/core/status.h"
+#include "libs/manifest/yaml_reader.h"
+#include "libs/manifest/yaml_writer.h"
+#include "nlohmann/json.hpp"
+
+namespace reverser::gitworker {
+namespace {
+
+constexpr char kReadme[] =
+    "# GitOps Reverser\n\n"
+    "This path was initialized by GitOps Reverser. The operator mirrors Kubernetes resources\n"
+    "into this directory: every change in the cluster becomes a commit here.\n\n"
+    "Files are written as `{namespace}/[{group}/]{resource}/{name}.yaml` (`_cluster` for\n"
+    "cluster-scoped resources) unless a placement template says otherwise. Secrets and other\n"
+    "sensitive resources are only ever written SOPS-encrypted (`.sops.yaml`).\n";
+
+constexpr char kGitTargetIgnore[] =
+    "# .gittargetignore — files under this path the operator must never read (gitignore syntax).\n"
+    "#\n"
+    "# Whole-tree patterns (*, **, /, *.yaml, *.yml) are rejected, and a pattern that shadows a\n"
+    "# path the operator writes refuses the write.\n"
+    "#\n"
+    "# Examples:\n"
+    "# docs/\n"
+    "# *.md\n";
+
+// Auxiliary files a sweep never deletes, whatever they contain.
+bool IsAllowlisted(absl::string_view path) {
+  absl::string_view base = path.substr(path.rfind('/') == absl::string_view::npos
+                                           ? 0
+                                           : path.rfind('/') + 1);
+  return base == "kustomization.yaml" || base == "kustomization.yml" || base == ".sops.yaml" ||
+         base == "Kustomization";
+}
+
+bool IsYamlFile(absl::string_view path) {
+  return absl::EndsWith(path, ".yaml") || absl::EndsWith(path, ".yml");
+}
+
+manifest::ObjectIdentity IdentityOf(const reverser::v1::ObjectBody& object) {
+  manifest::ObjectIdentity id;
+  id.gvr = core::FromProto(object.ref().gvr());
+  id.kind = object.gvk().kind();
+  id.namespace_ = object.ref().namespace_();
+  id.scope = id.namespace_.empty() ? core::Scope::kCluster : core::Scope::kNamespaced;
+  id.name = object.ref().name();
+  id.sensitive = object.sensitive();
+  return id;
+}
+
+std::string OperationName(reverser::v1::Operation op) {
+  switch (op) {
+    case reverser::v1::OPERATION_CREATE:
+      return "CREATE";
+    case reverser::v1::OPERATION_UPDATE:
+      return "UPDATE";
+    case reverser::v1::OPERATION_DELETE:
+      return "DELETE";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string TargetSettings::TargetKey() const {
+  return absl::StrCat(target.namespace_(), "/", target.name());
+}
+
+absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
+    const reverser::v1::GitTargetConfig& config) {
+  auto settings = std::make_shared<TargetSettings>();
+  settings->target = config.target();
+  settings->destination = config.destination();
+  const std::string where = absl::StrCat("GitTarget ", config.target().namespace_(), "/",
+                                         config.target().name(), ": ");
+  if (config.target().name().empty()) {
+    return absl::InvalidArgumentError("target_config without target name");
+  }
+  if (config.destination().branch().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "destination.branch is empty"));
+  }
+  if (config.remote_url().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "remote_url is empty"));
+  }
+  settings->remote_url = config.remote_url();
+  settings->credentials_secret = config.credentials_secret();
+  auto path = manifest::NormalizeTargetPath(config.destination().path());
+  if (!path.ok()) return core::Annotate(path.status(), where);
+  settings->path = *path;
+  commitmeta::Signature committer = commitmeta::DefaultCommitter();
+  if (!config.committer_name().empty()) committer.name = config.committer_name();
+  if (!config.committer_email().empty()) committer.email = config.committer_email();
+  if (!commitmeta::IsSafeSignatureField(committer.name) ||
+      !commitmeta::IsSafeSignatureField(committer.email)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "committer identity is not Git-safe"));
+  }
+  settings->committer = committer;
+  if (!config.event_template().empty()) settings->templates.event = config.event_template();
+  if (!config.group_template().empty()) settings->templates.group = config.group_template();
+  if (!config.reconcile_template().empty()) {
+    settings->templates.reconcile = config.reconcile_template();
+  }
+  if (auto s = commitmeta::ValidateTemplates(settings->templates); !s.ok()) {
+    return core::Annotate(s, where);
+  }
+  if (config.commit_window_ms() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "commit_window_ms is negative"));
+  }
+  settings->commit_window = absl::Milliseconds(config.commit_window_ms());
+  settings->age_recipients.assign(config.age_recipients().begin(), config.age_recipients().end());
+  for (const auto& [type, tmpl] : config.placement_by_type()) {
+    if (auto s = manifest::ValidatePlacementTemplate(tmpl); !s.ok()) {
+      return core::Annotate(s, absl::StrCat(where, "placement.byType[", type, "]"));
+    }
+    settings->placement_by_type[type] = tmpl;
+  }
+  if (!config.placement_default().empty()) {
+    if (auto s = manifest::ValidatePlacementTemplate(config.placement_default()); !s.ok()) {
+      return core::Annotate(s, absl::StrCat(where, "placement.default"));
+    }
+    settings->placement_default = config.placement_default();
+  }
+  return std::shared_ptr<const TargetSettings>(std::move(settings));
+}
+
+absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
+                                       const reverser::v1::ObjectBody& object) {
+  const manifest::ObjectIdentity id = IdentityOf(object);
+  std::string tmpl = settings.placement_default;
+  bool by_type = false;
+  if (auto it = settings.placement_by_type.find(manifest::PlacementTypeKey(id.gvr));
+      it != settings.placement_by_type.end()) {
+    tmpl = it->second;
+    by_type = true;
+  }
+  // A sensitive object is never bundled: only an identity-complete template may place it.
+  if (!tmpl.empty() && (!id.sensitive || manifest::IsIdentityComplete(tmpl, by_type))) {
+    ASSIGN_OR_RETURN(std::string relative, manifest::RenderPlacementTemplate(tmpl, id));
+    return manifest::JoinTargetPath(settings.path, relative);
+  }
+  return manifest::CanonicalPath(settings.path, id);
+}
+
+absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
+                                         const reverser::v1::ObjectBody& object) {
+  if (object.sensitive()) {
+    if (settings.age_recipients.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
+                       " not written: no age recipients configured (never written in plaintext)"));
+    }
+    return absl::UnimplementedError(
+        absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
+                     " not written: SOPS encryption is not implemented in the gitworker yet"));
+  }
+  nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("object ", object.ref().namespace_(), "/",
+                                                   object.ref().name(),
+                                                   ": sanitized_json is not a JSON object"));
+  }
+  return manifest::RenderManifest(body);
+}
+
+absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
+                                       const reverser::v1::LiveEvent& event) {
+  PlannedWrite write;
+  write.change.operation = OperationName(event.operation());
+  if (write.change.operation.empty()) {
+    return absl::InvalidArgumentError("event without operation");
+  }
+  const auto& object = event.object();
+  write.change.gvr = core::FromProto(object.ref().gvr());
+  write.change.namespace_ = object.ref().namespace_();
+  write.change.name = object.ref().name();
+  ASSIGN_OR_RETURN(write.path, ObjectPath(settings, object));
+  if (event.operation() != reverser::v1::OPERATION_DELETE) {
+    ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object));
+    write.content = std::move(yaml);
+  }
+  return write;
+}
+
+PreparedResync PrepareResync(const TargetSettings& settings,
+                             const reverser::v1::ClusterSnapshot& snapshot) {
+  PreparedResync prepared;
+  prepared.gvr = core::FromProto(snapshot.claim().type().gvr());
+  prepared.kind = snapshot.claim().type().gvk().kind();
+  if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
+    prepared.namespace_ = snapshot.claim().scope().namespace_();
+  }
+  prepared.desired_count = snapshot.desired_size();
+  for (const auto& object : snapshot.desired()) {
+    auto path = ObjectPath(settings, object);
+    if (!path.ok()) {
+      prepared.rejected.push_back(std::string(path.status().message()));
+      continue;
+    }
+    auto yaml = RenderObject(settings, object);
+    if (!yaml.ok()) {
+      prepared.protected_paths.insert(*path);
+      prepared.rejected.push_back(std::string(yaml.status().message()));
+      continue;
+    }
+    prepared.upserts[*path] = std::move(*yaml);
+  }
+  return prepared;
+}
+
+absl::StatusOr<ResyncChanges> PlanResyncChanges(git::Repository& repo,
+                                                const std::optional<std::string>& base,
+                                                const TargetSettings& settings,
+                                                const PreparedResync& prepared) {
+  ResyncChanges out;
+  for (const auto& [path, yaml] : prepared.upserts) out.changes[path] = yaml;
+  if (!base.has_value()) return out;
+  ASSIGN_OR_RETURN(std::vector<std::string> files, repo.ListFiles(*base, settings.path));
+  const auto bootstrap = BootstrapFiles(settings);
+  for (const std::string& file : files) {
+    if (!IsYamlFile(file) || IsAllowlisted(file) || bootstrap.count(file) ||
+        prepared.upserts.count(file) || prepared.protected_paths.count(file)) {
+      continue;
+    }
+    auto text = repo.ReadFile(*base, file);
+    if (!text.ok() || !text->has_value()) continue;
+    auto docs = manifest::ParseYamlDocuments(**text);
+    // Only whole single-object files are swept; anything else is not ours to delete.
+    if (!docs.ok() || docs->size() != 1 || !(*docs)[0].is_object()) continue;
+    const nlohmann::json& doc = (*docs)[0];
+    auto api_version = doc.find("apiVersion");
+    auto kind = doc.find("kind");
+    auto metadata = doc.find("metadata");
+    if (api_version == doc.end() || !api_version->is_string() || kind == doc.end() ||
+        !kind->is_string() || metadata == doc.end() || !metadata->is_object()) {
+      continue;
+    }
+    auto group_version = core::ParseApiVersion(api_version->get<std::string>());
+    if (!group_version.ok() || group_version->first != prepared.gvr.group) continue;
+    if (kind->get<std::string>() != prepared.kind) continue;
+    if (prepared.namespace_.has_value()) {
+      auto ns = metadata->find("namespace");
+      if (ns == metadata->end() || !ns->is_string() || ns->get<std::string>() != *prepared.namespace_) {
+        continue;
+      }
+    }
+    out.changes[file] = std::nullopt;
+    out.swept.push_back(file);
+  }
+  return out;
+}
+
+std::string BootstrapMarkerPath(const TargetSettings& settings) {
+  return settings.path.empty() ? ".gittargetignore" : absl::StrCat(settings.path, "/.gittargetignore");
+}
+
+std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings) {
+  auto under = [&](absl::string_view name) {
+    return settings.path.empty() ? std::string(name) : absl::StrCat(settings.path, "/", name);
+  };
+  std::map<std::string, std::string> files;
+  files[under("README.md")] = kReadme;
+  files[under(".gittargetignore")] = kGitTargetIgnore;
+  if (!settings.age_recipients.empty()) {
+    files[under(".sops.yaml")] = absl::StrCat(
+        "creation_rules:\n"
+        "- path_regex: .*\\.sops\\.ya?ml$\n"
+        "  encrypted_regex: ^(data|stringData)$\n"
+        "  key_groups:\n"
+        "  - age:\n",
+        absl::StrJoin(settings.age_recipients, "", [](std::string* out, const std::string& r) {
+          absl::StrAppend(out, "    - ", r, "\n");
+        }));
+  }
+  return files;
+}
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,105 @@
+#pragma once
+
+// What one GitTarget writes into its branch, as pure planning over the delivered objects and the
+// tree they land in: the target's resolved settings, the file an object maps to (placement
+// template or canonical path, under the target path, never escaping it), the YAML it becomes,
+// the type-scoped mark-and-sweep of a resync, and the bootstrap files of a fresh target path.
+// No Git writes happen here; the branch worker turns plans into commits.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "libs/commitmeta/identity.h"
+#include "libs/commitmeta/messages.h"
+#include "libs/git/repository.h"
+#include "libs/manifest/paths.h"
+#include "proto/reverser/v1/gitworker.pb.h"
+
+namespace reverser::gitworker {
+
+// A GitTargetConfig validated and resolved (defaults filled in).
+struct TargetSettings {
+  reverser::v1::GitTargetRef target;
+  reverser::v1::GitDestination destination;
+  std::string remote_url;
+  std::string credentials_secret;  // "namespace/name", may be empty
+  std::string path;                // normalized spec.path ("" = repository root)
+  commitmeta::Signature committer;
+  commitmeta::CommitTemplates templates;
+  absl::Duration commit_window = absl::ZeroDuration();
+  std::vector<std::string> age_recipients;
+  std::map<std::string, std::string> placement_by_type;
+  std::string placement_default;
+
+  // "namespace/name" of the GitTarget, for logs and window keys.
+  std::string TargetKey() const;
+};
+
+// InvalidArgument naming the field for an unusable config (no destination branch or remote,
+// unsafe path, invalid template or placement template).
+absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
+    const reverser::v1::GitTargetConfig& config);
+
+// One file change planned for one object.
+struct PlannedWrite {
+  std::string path;
+  std::optional<std::string> content;  // nullopt: delete the file
+  commitmeta::ChangedResource change;  // for the commit message
+};
+
+// The file an object lives in: the byType placement, else the default placement, else the
+// canonical path, joined under the target path. InvalidArgument for unsafe identities.
+absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
+                                       const reverser::v1::ObjectBody& object);
+
+// The YAML written for an object. Sensitive objects are refused (FailedPrecondition): they are
+// never written in plaintext, and SOPS encryption is not implemented yet.
+absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
+                                         const reverser::v1::ObjectBody& object);
+
+// A live event as one file change (upsert or delete).
+absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
+                                       const reverser::v1::LiveEvent& event);
+
+// A resync's desired set rendered once (kept for replays after a push conflict).
+struct PreparedResync {
+  std::map<std::string, std::string> upserts;  // path → YAML
+  // Paths of desired objects that could not be rendered (e.g. sensitive): never swept.
+  std::set<std::string> protected_paths;
+  std::vector<std::string> rejected;  // one reason per object that could not be written
+  core::GroupVersionResource gvr;     // the swept type
+  std::string kind;
+  std::optional<std::string> namespace_;  // set when the claim is namespaced
+  int64_t desired_count = 0;
+};
+PreparedResync PrepareResync(const TargetSettings& settings,
+                             const reverser::v1::ClusterSnapshot& snapshot);
+
+// The full change set of a resync against the tree of `base` (nullopt: empty tree): every
+// desired upsert, plus a delete for every single-document YAML file under the target path whose
+// object is of the swept (group, kind) — and, for a namespaced claim, in its namespace — and is
+// not desired. Other types, multi-document files, unparsable files and allowlisted auxiliary
+// files (kustomization.yaml, .sops.yaml, bootstrap files) are kept.
+struct ResyncChanges {
+  git::ChangeSet changes;
+  std::vector<std::string> swept;  // paths deleted by the sweep
+};
+absl::StatusOr<ResyncChanges> PlanResyncChanges(git::Repository& repo,
+                                                const std::optional<std::string>& base,
+                                                const TargetSettings& settings,
+                                                const PreparedResync& prepared);
+
+// The bootstrap files of a target path (reference §2A.12): README.md, .gittargetignore (fully
+// commented), and .sops.yaml when age recipients are configured. Keys are full repo paths.
+std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings);
+
+// The marker whose absence means the target path was never bootstrapped.
+std::string BootstrapMarkerPath(const TargetSettings& settings);
+
+}  // namespace reverser::gitworker

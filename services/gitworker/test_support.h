@@ -1,0 +1,155 @@
+#pragma once
+
+// Builders for delivery messages and a recording feedback sink, shared by the gitworker tests.
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/proto_convert.h"
+#include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/work_item.h"
+
+namespace reverser::gitworker::testsupport {
+
+inline reverser::v1::GitTargetConfig Config(const std::string& remote, int64_t window_ms,
+                                            const std::string& path = "clusters/a",
+                                            const std::string& name = "tgt") {
+  reverser::v1::GitTargetConfig config;
+  config.mutable_target()->set_namespace_("team");
+  config.mutable_target()->set_name(name);
+  config.mutable_target()->set_uid(name + "-uid");
+  config.mutable_destination()->set_provider_namespace("team");
+  config.mutable_destination()->set_provider_name("repo");
+  config.mutable_destination()->set_branch("main");
+  config.mutable_destination()->set_path(path);
+  config.set_remote_url(remote);
+  config.set_commit_window_ms(window_ms);
+  return config;
+}
+
+inline reverser::v1::Claim Claim(const std::string& group, const std::string& version,
+                                 const std::string& resource, const std::string& kind,
+                                 const std::string& ns = "") {
+  reverser::v1::Claim claim;
+  auto* type = claim.mutable_type();
+  type->mutable_gvr()->set_group(group);
+  type->mutable_gvr()->set_version(version);
+  type->mutable_gvr()->set_resource(resource);
+  type->mutable_gvk()->set_group(group);
+  type->mutable_gvk()->set_version(version);
+  type->mutable_gvk()->set_kind(kind);
+  if (ns.empty()) {
+    claim.mutable_scope()->set_cluster(true);
+  } else {
+    claim.mutable_scope()->set_namespace_(ns);
+  }
+  return claim;
+}
+
+inline reverser::v1::Claim ConfigMaps(const std::string& ns = "") {
+  return Claim("", "v1", "configmaps", "ConfigMap", ns);
+}
+inline reverser::v1::Claim Deployments() { return Claim("apps", "v1", "deployments", "Deployment"); }
+
+// An object of the claim's type with data {key: value} (ConfigMap) or spec.replicas (others).
+inline reverser::v1::ObjectBody Object(const reverser::v1::Claim& claim, const std::string& ns,
+                                       const std::string& name, const std::string& value) {
+  reverser::v1::ObjectBody object;
+  const auto& gvr = claim.type().gvr();
+  *object.mutable_ref()->mutable_gvr() = gvr;
+  object.mutable_ref()->set_namespace_(ns);
+  object.mutable_ref()->set_name(name);
+  *object.mutable_gvk() = claim.type().gvk();
+  const std::string api_version = gvr.group().empty() ? gvr.version()
+                                                      : absl::StrCat(gvr.group(), "/", gvr.version());
+  std::string metadata = absl::StrCat("{\"name\":\"", name, "\"",
+                                      ns.empty() ? "" : absl::StrCat(",\"namespace\":\"", ns, "\""),
+                                      "}");
+  std::string body = claim.type().gvk().kind() == "ConfigMap" || claim.type().gvk().kind() == "Secret"
+                         ? absl::StrCat("\"data\":{\"key\":\"", value, "\"}")
+                         : absl::StrCat("\"spec\":{\"image\":\"", value, "\"}");
+  object.set_sanitized_json(absl::StrCat("{\"apiVersion\":\"", api_version, "\",\"kind\":\"",
+                                         claim.type().gvk().kind(), "\",\"metadata\":", metadata,
+                                         ",", body, "}"));
+  return object;
+}
+
+inline reverser::v1::LiveEvent Event(const reverser::v1::GitTargetConfig& config,
+                                     const reverser::v1::Claim& claim, reverser::v1::Operation op,
+                                     const std::string& ns, const std::string& name,
+                                     const std::string& value, uint64_t rv,
+                                     const std::string& user = "") {
+  reverser::v1::LiveEvent event;
+  *event.mutable_target() = config.target();
+  *event.mutable_claim() = claim;
+  event.set_operation(op);
+  *event.mutable_object() = Object(claim, ns, name, value);
+  if (!user.empty()) {
+    event.mutable_author()->set_username(user);
+    event.mutable_author()->set_resolution("exact_user");
+  }
+  event.mutable_position()->set_rv(rv);
+  return event;
+}
+
+inline reverser::v1::ClusterSnapshot Snapshot(const reverser::v1::GitTargetConfig& config,
+                                              const reverser::v1::Claim& claim,
+                                              std::vector<reverser::v1::ObjectBody> desired,
+                                              uint64_t revision) {
+  reverser::v1::ClusterSnapshot snapshot;
+  *snapshot.mutable_target() = config.target();
+  *snapshot.mutable_claim() = claim;
+  for (auto& object : desired) *snapshot.add_desired() = std::move(object);
+  snapshot.set_revision(revision);
+  snapshot.mutable_coverage_head()->set_rv(revision);
+  snapshot.mutable_coverage_head()->set_seq(UINT64_MAX);
+  return snapshot;
+}
+
+// Records feedback; thread-safe.
+class RecordingSink : public FeedbackSink {
+ public:
+  void Accepted(uint64_t sequence) override {
+    std::lock_guard lock(mu_);
+    accepted_.push_back(sequence);
+  }
+  void Ack(const reverser::v1::DeliveryAck& ack) override {
+    std::lock_guard lock(mu_);
+    acks_.push_back(ack);
+  }
+  void Rejected(const std::string& reason) override {
+    std::lock_guard lock(mu_);
+    rejected_.push_back(reason);
+  }
+  std::vector<reverser::v1::DeliveryAck> acks() const {
+    std::lock_guard lock(mu_);
+    return acks_;
+  }
+  std::vector<std::string> rejected() const {
+    std::lock_guard lock(mu_);
+    return rejected_;
+  }
+  std::vector<uint64_t> accepted() const {
+    std::lock_guard lock(mu_);
+    return accepted_;
+  }
+  // The highest rv acked for a claim (0 when none).
+  uint64_t AckedRv(const reverser::v1::Claim& claim) const {
+    std::lock_guard lock(mu_);
+    uint64_t rv = 0;
+    for (const auto& ack : acks_) {
+      if (ClaimKey(ack.claim()) == ClaimKey(claim)) rv = std::max<uint64_t>(rv, ack.position().rv());
+    }
+    return rv;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<uint64_t> accepted_;
+  std::vector<reverser::v1::DeliveryAck> acks_;
+  std::vector<std::string> rejected_;
+};
+
+}  // namespace reverser::gitworker::testsupport
