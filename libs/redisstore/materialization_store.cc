@@ -469,6 +469,11 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
 
 absl::StatusOr<CompactionResult> MaterializationStore::Compact(StreamPosition through) {
   ASSIGN_OR_RETURN(MaterializationView view, Load());
+  return CompactView(std::move(view), through);
+}
+
+absl::StatusOr<CompactionResult> MaterializationStore::CompactView(MaterializationView view,
+                                                                   StreamPosition through) {
   if (!view.checkpoint) {
     return absl::FailedPreconditionError(
         absl::StrCat(keys_.base, ": no checkpoint to compact onto"));

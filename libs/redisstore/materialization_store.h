@@ -143,6 +143,10 @@ class MaterializationStore {
   // still the live one (else compacted=false). FailedPrecondition when there is no checkpoint.
   absl::StatusOr<CompactionResult> Compact(
       core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX));
+  // Compact() on a view the caller already loaded (e.g. while splicing).
+  absl::StatusOr<CompactionResult> CompactView(
+      MaterializationView view,
+      core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX));
 
   absl::Status WriteState(const MaterializationState& state);  // also registers the index
   absl::StatusOr<std::optional<MaterializationState>> ReadState();

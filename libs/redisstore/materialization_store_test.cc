@@ -279,6 +279,32 @@ TEST_F(MaterializationStoreTest, CompactionFoldsLastWriterWinsAndDropsDeletes) {
   EXPECT_EQ(final_view->checkpoint_items.at("default/keep"), "k5");
 }
 
+TEST_F(MaterializationStoreTest, CompactionNeverOverwritesACheckpointThatReplacedItsBase) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({{"default/a", "a1"}}, StreamPosition::EndOf(1)).ok());
+  MustAppend(Change(ChangeOp::kModified, "a", "2", "a2"));
+  MustAppend(Change(ChangeOp::kModified, "a", "5", "a5"));
+  auto view = store_->Load();
+  ASSERT_TRUE(view.ok());
+  // Meanwhile a LIST at RV 3 heals a gap the stream never saw (object b).
+  ASSERT_TRUE(
+      store_
+          ->ReplaceCheckpoint({{"default/a", "a2"}, {"default/b", "b3"}}, StreamPosition::EndOf(3))
+          .ok());
+  // The fold of the old base (through 5-0) would drop b: it must not be installed.
+  auto result = store_->CompactView(*view);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->compacted);
+  EXPECT_EQ(result->position, StreamPosition::EndOf(3));
+  auto after = store_->Load();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->Fold(), (ObjectMap{{"default/a", "a5"}, {"default/b", "b3"}}));
+  // Compacting the current view works.
+  auto fresh = store_->Compact();
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(fresh->compacted);
+  EXPECT_EQ(fresh->position, StreamPosition(5, 0));
+}
+
 TEST_F(MaterializationStoreTest, LargeCheckpointIsStagedInBatches) {
   ObjectMap items;
   std::string body(3000, 'x');
