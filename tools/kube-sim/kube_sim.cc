@@ -222,9 +222,6 @@ class KubeSim::Impl {
 absl::Status KubeSim::Impl::Start() {
   openapi_core_.assign(kube_sim_openapi_core_v1, kube_sim_openapi_core_v1_end);
   openapi_apps_.assign(kube_sim_openapi_apps_v1, kube_sim_openapi_apps_v1_end);
-  if (options_.audit_webhook) {
-    audit_ = std::make_unique<AuditWebhookBackend>(*options_.audit_webhook);
-  }
   if (!options_.tls_cert_file.empty()) {
     server_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
                                                    options_.tls_key_file.c_str());
@@ -277,6 +274,10 @@ absl::Status KubeSim::Impl::Start() {
   {
     std::lock_guard lock(log_mu_);
     log_.clear();
+  }
+  // After seeding, so the audit stream starts with the first client request.
+  if (options_.audit_webhook) {
+    audit_ = std::make_unique<AuditWebhookBackend>(*options_.audit_webhook);
   }
   listen_thread_ = std::thread([this] { server_->listen_after_bind(); });
   // httplib 0.11 has no wait_until_ready(): poll for the accept loop with a deadline.
