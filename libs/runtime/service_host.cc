@@ -156,10 +156,16 @@ absl::Status ServiceHost::Start() {
   return absl::OkStatus();
 }
 
-void ServiceHost::SetComponent(const std::string& name, bool ready, const std::string& detail) {
+void ServiceHost::SetComponent(const std::string& name, bool ready, const std::string& detail,
+                               bool gating) {
   bool changed = false;
   {
     std::lock_guard lock(mu_);
+    if (gating) {
+      non_gating_.erase(name);
+    } else {
+      non_gating_.insert(name);
+    }
     auto& c = components_[name];
     changed = c.name().empty() || c.ready() != ready;
     c.set_name(name);
@@ -176,7 +182,7 @@ bool ServiceHost::Ready() const {
   std::lock_guard lock(mu_);
   if (shutdown_requested_) return false;
   for (const auto& [name, c] : components_) {
-    if (!c.ready()) return false;
+    if (!c.ready() && !non_gating_.count(name)) return false;
   }
   return true;
 }

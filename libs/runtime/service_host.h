@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,10 @@ class ServiceHost {
   // SERVING) once every registered component reports ready.
   absl::Status Start();
 
-  // Declares a component whose readiness gates /readyz (initially not ready).
-  void SetComponent(const std::string& name, bool ready, const std::string& detail = "");
+  // Declares or updates a component. A gating component's readiness gates /readyz and gRPC
+  // health; a non-gating one (a downstream peer that reconnects by itself) is only reported.
+  void SetComponent(const std::string& name, bool ready, const std::string& detail = "",
+                    bool gating = true);
   bool Ready() const;
   // Service-specific key/values shown by the admin Status call.
   void SetDetail(const std::string& key, const std::string& value);
@@ -91,6 +94,7 @@ class ServiceHost {
 
   mutable std::mutex mu_;
   std::map<std::string, reverser::v1::ComponentStatus> components_;
+  std::set<std::string> non_gating_;
   std::map<std::string, std::string> details_;
   bool shutdown_requested_ = false;
   bool shut_down_ = false;

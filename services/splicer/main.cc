@@ -103,10 +103,11 @@ class App final : public runtime::ServiceApp {
     runtime::ServiceHost* h = &host;
     DeliveryClient* delivery = delivery_.get();
     delivery_->SetOnConnected([manager, h] {
-      h->SetComponent("gitworker", true, "delivery stream open");
+      h->SetComponent("gitworker", true, "delivery stream open", /*gating=*/false);
       manager->SendConfigs();
     });
-    host.SetComponent("gitworker", false, "connecting");
+    // The gitworker connection is reported, not gated on: the splicer reconnects by itself.
+    host.SetComponent("gitworker", false, "connecting", /*gating=*/false);
     host.SetComponent("tables", false, "waiting for watched-type tables");
 
     if (!targets_file.empty()) {

@@ -64,6 +64,13 @@ class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {
       args.push_back("--audit_insecure");
       args.push_back("--audit_port=0");
     }
+    if (service == "splicer") {
+      std::string tables = dir_->path() + "/tables.json";
+      EXPECT_TRUE(testing::WriteFile(tables, "{}").ok());
+      args.push_back("--redis_address=" + redis_->address());
+      args.push_back("--targets_file=" + tables);
+      args.push_back("--gitworker_address=127.0.0.1:1");  // reported, not gating readiness
+    }
     return args;
   }
 
