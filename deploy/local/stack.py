@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""The local reverser stack: a real redis-server, the test API server (kube-sim) with its audit
+backend posting to the materializer's webhook over mTLS, the four services as separate
+processes, and a local bare Git remote; everything on loopback in a temporary directory and torn
+down on exit (no stray processes).
+
+Used by the README's main command (deploy/local/demo.sh) and by the end-to-end tests
+(tests/e2e). Run `stack.py --help` for the demo's options.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+USERS = {
+    # token: (user, groups)
+    "admin-token": ("admin", "system:masters"),
+    "alice-token": ("alice@example.com", "system:authenticated"),
+    "bob-token": ("bob@example.com", "system:authenticated"),
+    "ci-token": ("system:serviceaccount:ci:deployer", "system:serviceaccounts,system:authenticated"),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout, what, poll=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(poll)
+
+
+def find_kubectl(version="1.33"):
+    """The versioned kubectl binary beside the gcloud dispatcher (the dispatcher itself probes
+    /version first; calling the real binary avoids that)."""
+    dispatcher = shutil.which("kubectl")
+    if dispatcher:
+        candidate = os.path.join(os.path.dirname(os.path.realpath(dispatcher)), f"kubectl.{version}")
+        if os.path.exists(candidate):
+            return candidate
+    found = shutil.which(f"kubectl.{version}")
+    if found:
+        return found
+    raise FileNotFoundError(f"kubectl.{version} not found (install the google-cloud-sdk kubectl)")
+
+
+def run(cmd, check=True, **kw):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    return result
+
+
+class Stack:
+    def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
+                 attribution_grace="3s", log=print):
+        self.bin = bin_dir
+        self.root = repo_root
+        self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
+        self.commit_window = commit_window
+        self.push_cooldown = push_cooldown
+        self.attribution_grace = attribution_grace
+        self.log = log
+        self.procs = {}
+        self.ports = {}
+        self.kubectl_bin = find_kubectl()
+
+    # ---- processes -------------------------------------------------------------------------
+
+    def _spawn(self, name, argv, env=None):
+        out = open(os.path.join(self.dir, f"{name}.log"), "w")
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def _binary(self, rel):
+        path = os.path.join(self.bin, rel)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} is missing (build with bazel first)")
+        return path
+
+    def _service(self, name, args):
+        endpoints = os.path.join(self.dir, f"{name}.json")
+        if os.path.exists(endpoints):
+            os.unlink(endpoints)
+        self._spawn(name, [self._binary(f"services/{name}/{name}"), "--listen_address=127.0.0.1",
+                           f"--grpc_port={self.ports.get(name + '_grpc', 0)}",
+                           f"--http_port={self.ports.get(name + '_http', 0)}",
+                           f"--endpoints_file={endpoints}"] + args)
+        wait_until(lambda: os.path.exists(endpoints) or self.procs[name].poll() is not None, 30,
+                   f"{name} to listen")
+        if self.procs[name].poll() is not None:
+            raise RuntimeError(f"{name} exited:\n{self.logs(name)}")
+        with open(endpoints) as f:
+            ep = json.load(f)
+        # Keep the ports across restarts so peers reconnect to the same address.
+        self.ports[name + "_grpc"], self.ports[name + "_http"] = ep["grpc_port"], ep["http_port"]
+        return ep
+
+    def logs(self, name):
+        try:
+            with open(os.path.join(self.dir, f"{name}.log")) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def grpc(self, name):
+        return f"127.0.0.1:{self.ports[name + '_grpc']}"
+
+    def http(self, name):
+        return f"http://127.0.0.1:{self.ports[name + '_http']}"
+
+    # ---- setup -----------------------------------------------------------------------------
+
+    def _pki(self):
+        d = os.path.join(self.dir, "pki")
+        os.makedirs(d)
+        def ossl(*args):
+            run(["openssl", *args], cwd=d)
+        ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=reverser-local-ca",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        for name, cn, ext in [("webhook", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+                              ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")]:
+            with open(os.path.join(d, f"{name}.ext"), "w") as f:
+                f.write(ext)
+            ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                 "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={cn}")
+            ossl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext")
+        return d
+
+    def start(self):
+        self.log(f"==> working directory {self.dir}")
+        # Git remote: a bare repository as a user has it.
+        self.remote = os.path.join(self.dir, "remote.git")
+        run(["git", "init", "-q", "--bare", "-b", "main", self.remote])
+        seed = os.path.join(self.dir, "seed")
+        run(["git", "clone", "-q", self.remote, seed])
+        with open(os.path.join(seed, "README.md"), "w") as f:
+            f.write("# cluster mirror\n")
+        git_env = {**os.environ, "GIT_AUTHOR_NAME": "Seed", "GIT_AUTHOR_EMAIL": "seed@example.com",
+                   "GIT_COMMITTER_NAME": "Seed", "GIT_COMMITTER_EMAIL": "seed@example.com"}
+        run(["git", "-C", seed, "add", "-A"])
+        run(["git", "-C", seed, "commit", "-q", "-m", "initial commit"], env=git_env)
+        run(["git", "-C", seed, "push", "-q", "origin", "main"])
+        shutil.rmtree(seed)
+
+        # Redis.
+        self.ports["redis"] = free_port()
+        self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", self.dir])
+        wait_until(lambda: run(["redis-cli", "-p", str(self.ports["redis"]), "ping"], check=False).stdout.strip() == "PONG",
+                   10, "redis")
+        self.redis = f"127.0.0.1:{self.ports['redis']}"
+        self.log(f"==> redis-server       {self.redis}")
+
+        pki = self._pki()
+        self.pki = pki
+        self.ports["audit"] = free_port()
+
+        # The API server, auditing to the materializer's webhook over mTLS.
+        tokens = os.path.join(self.dir, "tokens.csv")
+        with open(tokens, "w") as f:
+            for i, (token, (user, groups)) in enumerate(USERS.items()):
+                f.write(f'{token},{user},uid-{i},"{groups}"\n')
+        policy = os.path.join(self.root, "deploy", "local", "audit-policy.yaml")
+        port_file = os.path.join(self.dir, "kube-sim.port")
+        self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}",
+                                 f"--tokens_file={tokens}", f"--audit_policy_file={policy}",
+                                 f"--audit_webhook_url=https://127.0.0.1:{self.ports['audit']}/audit-webhook",
+                                 f"--audit_webhook_ca_file={pki}/ca.crt",
+                                 f"--audit_webhook_client_cert={pki}/apiserver.crt",
+                                 f"--audit_webhook_client_key={pki}/apiserver.key",
+                                 "--audit_webhook_batch_max_wait_seconds=0.02",
+                                 "--audit_webhook_initial_backoff_seconds=0.2"])
+        wait_until(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 20, "kube-sim")
+        self.ports["kube"] = int(open(port_file).read().strip())
+        self.server = f"http://127.0.0.1:{self.ports['kube']}"
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: {self.server}
+users:
+- name: reverser
+  user:
+    token: admin-token
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: reverser
+current-context: local
+""")
+        self.log(f"==> kube-sim           {self.server}")
+
+        # The CRDs and the demo namespace.
+        for crd in sorted(os.listdir(os.path.join(self.root, "deploy", "crds"))):
+            if crd.endswith(".yaml"):
+                self.kubectl("apply", "-f", os.path.join(self.root, "deploy", "crds", crd))
+        self.kubectl("create", "namespace", "demo")
+
+        self.start_service("gitworker")
+        self.start_service("catalog")
+        self.start_service("materializer")
+        self.start_service("splicer")
+        for name in ("catalog", "materializer", "splicer", "gitworker"):
+            self.log(f"==> {name:<18} grpc {self.grpc(name)}  http {self.http(name)}")
+
+    def service_args(self, name):
+        if name == "gitworker":
+            return [f"--work_dir={self.dir}/gitworker", f"--push_cooldown={self.push_cooldown}"]
+        if name == "catalog":
+            return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s"]
+        if name == "materializer":
+            return [f"--kubeconfig={self.kubeconfig}", f"--redis_address={self.redis}",
+                    f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",
+                    f"--audit_tls_cert={self.pki}/webhook.crt", f"--audit_tls_key={self.pki}/webhook.key",
+                    f"--audit_client_ca={self.pki}/ca.crt"]
+        if name == "splicer":
+            return [f"--redis_address={self.redis}", f"--catalog_address={self.grpc('catalog')}",
+                    f"--gitworker_address={self.grpc('gitworker')}",
+                    f"--attribution_grace={self.attribution_grace}"]
+        raise ValueError(name)
+
+    def start_service(self, name):
+        return self._service(name, self.service_args(name))
+
+    def kill(self, name, sig=signal.SIGKILL):
+        proc = self.procs.get(name)
+        if proc and proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(timeout=10)
+
+    def stop(self):
+        for name, proc in reversed(list(self.procs.items())):
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 8
+        for name, proc in self.procs.items():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---- clients ---------------------------------------------------------------------------
+
+    def kubectl(self, *args, user="admin", input=None, check=True):
+        token = {"admin": "admin-token", "alice": "alice-token", "bob": "bob-token", "ci": "ci-token"}[user]
+        cache = os.path.join(self.dir, f"kubecache-{user}")
+        cmd = [self.kubectl_bin, f"--server={self.server}", f"--token={token}", f"--cache-dir={cache}",
+               "--kubeconfig=/dev/null", *args]
+        return run(cmd, check=check, input=input)
+
+    def git(self, *args):
+        return run(["git", "-C", self.remote, *args]).stdout
+
+    def head(self):
+        return run(["git", "-C", self.remote, "rev-parse", "main"], check=False).stdout.strip()
+
+    def files(self):
+        return sorted(self.git("ls-tree", "-r", "--name-only", "main").split())
+
+    def show(self, path):
+        return run(["git", "-C", self.remote, "show", f"main:{path}"], check=False).stdout
+
+    def log_lines(self, fmt="%an <%ae> | %s"):
+        return self.git("log", f"--format={fmt}", "main").splitlines()
+
+    def wait_for_file(self, path, predicate=lambda content: True, timeout=30):
+        wait_until(lambda: path in self.files() and predicate(self.show(path)), timeout, f"{path} in Git")
+
+    def wait_for_absent(self, path, timeout=30):
+        wait_until(lambda: path not in self.files(), timeout, f"{path} removed from Git")
+
+    def apply_mirror(self, path="clusters/local", rules=None):
+        """GitProvider + GitTarget + WatchRule in namespace demo, mirroring into `path`."""
+        rules = rules or [{"operations": ["*"], "apiGroups": ["", "apps", "example.com"],
+                           "resources": ["configmaps", "deployments", "widgets"]}]
+        manifest = {
+            "apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
+                 "metadata": {"name": "local", "namespace": "demo"},
+                 "spec": {"url": f"file://{self.remote}", "allowedBranches": ["main"],
+                          "push": {"commitWindow": self.commit_window}}},
+                {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
+                 "metadata": {"name": "mirror", "namespace": "demo"},
+                 "spec": {"providerRef": {"name": "local"}, "branch": "main", "path": path}},
+                {"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
+                 "metadata": {"name": "demo-objects", "namespace": "demo"},
+                 "spec": {"targetRef": {"name": "mirror"}, "rules": rules}},
+            ]}
+        self.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+
+
+DEMO_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+"""
+
+
+def demo(stack):
+    """A short story with kubectl as two users; prints the resulting git log and the latency."""
+    path = "clusters/local"
+    stack.apply_mirror(path)
+    stack.kubectl("apply", "-f", "-", input=DEMO_CRD)
+    stack.log("==> waiting for the mirror to come up")
+    wait_until(lambda: f"{path}/README.md" in stack.files() or any(f.startswith(path + "/") for f in stack.files()),
+               60, "the first commit under the target path")
+    story = [
+        ("alice", ["create", "configmap", "app-config", "-n", "demo", "--from-literal=color=blue"],
+         f"{path}/demo/configmaps/app-config.yaml"),
+        ("bob", ["patch", "configmap", "app-config", "-n", "demo", "--type=merge", "-p",
+                 '{"data":{"color":"green"}}'], f"{path}/demo/configmaps/app-config.yaml"),
+        ("alice", ["create", "deployment", "web", "-n", "demo", "--image=nginx:1.27"],
+         f"{path}/demo/apps/deployments/web.yaml"),
+        ("bob", ["scale", "deployment", "web", "-n", "demo", "--replicas=3"], f"{path}/demo/apps/deployments/web.yaml"),
+        ("alice", ["apply", "-f", "-"], f"{path}/demo/example.com/widgets/blue.yaml"),
+        ("bob", ["delete", "configmap", "app-config", "-n", "demo"], None),
+    ]
+    widget = json.dumps({"apiVersion": "example.com/v1", "kind": "Widget",
+                         "metadata": {"name": "blue", "namespace": "demo"}, "spec": {"size": 3}})
+    latencies = []
+    for user, args, expect in story:
+        before = stack.head()
+        started = time.monotonic()
+        stack.kubectl(*args, user=user, input=widget if args[0] == "apply" else None)
+        wait_until(lambda: stack.head() != before, 60, f"a commit for: kubectl {' '.join(args)}", poll=0.005)
+        latencies.append(time.monotonic() - started)
+        stack.log(f"    {user:<6} kubectl {' '.join(args[:3]):<40} -> commit in {latencies[-1]*1000:.0f} ms")
+    print("\n==> git log (author | subject):")
+    for line in stack.log_lines("%h %an <%ae> | %s"):
+        print("    " + line)
+    print("\n==> files under the target path:")
+    for f in stack.files():
+        print("    " + f)
+    lat = sorted(latencies)
+    print(f"\n==> change -> pushed commit latency: median {lat[len(lat)//2]*1000:.0f} ms, "
+          f"max {lat[-1]*1000:.0f} ms over {len(lat)} changes (commit window {stack.commit_window}, "
+          f"push cooldown {stack.push_cooldown})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Run the local reverser stack and a short demo story.")
+    parser.add_argument("--bin-dir", required=True, help="Bazel's bazel-bin for this workspace")
+    parser.add_argument("--keep", action="store_true", help="keep the stack running until Ctrl-C")
+    parser.add_argument("--commit-window", default="0s")
+    parser.add_argument("--push-cooldown", default="0s")
+    args = parser.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    stack = Stack(args.bin_dir, root, commit_window=args.commit_window, push_cooldown=args.push_cooldown)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        stack.start()
+        demo(stack)
+        if args.keep:
+            print(f"\n==> the stack keeps running. Try:\n"
+                  f"    {stack.kubectl_bin} --server={stack.server} --token=alice-token get configmaps -A\n"
+                  f"    git -C {stack.remote} log --format='%an | %s'\n"
+                  f"    logs: {stack.dir}/*.log      Ctrl-C stops everything.")
+            while True:
+                time.sleep(3600)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except Exception as e:  # show the logs that explain it
+        print(f"\ndemo failed: {e}", file=sys.stderr)
+        for name in stack.procs:
+            tail = stack.logs(name).splitlines()[-15:]
+            print(f"--- {name} (last lines) ---", file=sys.stderr)
+            print("\n".join(tail), file=sys.stderr)
+        return 1
+    finally:
+        stack.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
