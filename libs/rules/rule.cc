@@ -81,7 +81,8 @@ absl::StatusOr<ResourceRule> ParseResourceRule(const json& item, absl::string_vi
   if (!ops.ok()) return core::Annotate(ops.status(), absl::StrCat(path, ".operations"));
   rule.operations = *ops;
 
-  ASSIGN_OR_RETURN(rule.api_groups, OptStrings(item, "apiGroups", path));
+  ASSIGN_OR_RETURN(auto groups, OptStrings(item, "apiGroups", path));
+  rule.api_groups = groups.value_or(std::vector<std::string>{});
   ASSIGN_OR_RETURN(auto versions, OptStrings(item, "apiVersions", path));
   rule.api_versions = versions.value_or(std::vector<std::string>{});
   for (size_t i = 0; i < rule.api_versions.size(); ++i) {

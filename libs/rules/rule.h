@@ -47,8 +47,8 @@ enum class ClusterRuleScope {
 // One entry of spec.rules (ResourceRule / ClusterResourceRule).
 struct ResourceRule {
   OperationSet operations;
-  // Unset when omitted: the named resources must then be served by exactly one group.
-  std::optional<std::vector<std::string>> api_groups;
+  // Empty (omitted or []): any group, but a named resource must be served by exactly one.
+  std::vector<std::string> api_groups;
   std::vector<std::string> api_versions;  // empty: the preferred served version
   std::vector<std::string> resources;     // exact plurals or "*"
   std::optional<ClusterRuleScope> scope;  // ClusterWatchRule only

@@ -66,14 +66,14 @@ TEST(ParseWatchRuleTest, ResourceNamesAreCaseInsensitive) {
   EXPECT_EQ(rule->rules[0].resources, (std::vector<std::string>{"configmaps", "*"}));
 }
 
-TEST(ParseWatchRuleTest, OmittedApiGroupsStayUnset) {
-  auto rule = ParseWatchRule(WatchRuleJson("ns", "r", "t", {RuleJson({"widgets"})}));
-  ASSERT_TRUE(rule.ok());
-  EXPECT_FALSE(rule->rules[0].api_groups.has_value());
+TEST(ParseWatchRuleTest, OmittedAndEmptyApiGroupsAreTheSame) {
+  auto omitted = ParseWatchRule(WatchRuleJson("ns", "r", "t", {RuleJson({"widgets"})}));
   auto empty = ParseWatchRule(
       WatchRuleJson("ns", "r", "t", {RuleJson({"widgets"}, {{"apiGroups", json::array()}})}));
+  ASSERT_TRUE(omitted.ok());
   ASSERT_TRUE(empty.ok());
-  EXPECT_TRUE(empty->rules[0].api_groups.has_value());
+  EXPECT_TRUE(omitted->rules[0].api_groups.empty());
+  EXPECT_EQ(omitted->rules, empty->rules);
 }
 
 TEST(ParseWatchRuleTest, RejectsInvalidRulesWithTheFieldPath) {

@@ -102,17 +102,14 @@ class Resolver {
     const ResourceRule& rule = object.rules[index];
     const Reach reach = ReachOf(object, rule);
     const bool any_resource = resource == "*";
-    const bool any_group = rule.api_groups && Contains(*rule.api_groups, "*");
+    const bool groups_omitted = rule.api_groups.empty();
+    const bool any_group = groups_omitted || Contains(rule.api_groups, "*");
     const bool any_version = Contains(rule.api_versions, "*");
 
-    if (!rule.api_groups && any_resource) {
-      Unresolved(object, index, resource, "resources \"*\" needs apiGroups");
-      return;
-    }
     // Fully specified: one group, one version, one resource. Taken without a settle wait.
-    if (rule.api_groups && rule.api_groups->size() == 1 && !any_group && !any_resource &&
+    if (rule.api_groups.size() == 1 && !any_group && !any_resource &&
         rule.api_versions.size() == 1 && !any_version) {
-      core::GroupVersionResource gvr{(*rule.api_groups)[0], rule.api_versions[0], resource};
+      core::GroupVersionResource gvr{rule.api_groups[0], rule.api_versions[0], resource};
       for (const TypeRecord& r : records_) {
         if (r.gvr != gvr) continue;
         if (!r.Followable() || !r.scope) {
@@ -132,10 +129,10 @@ class Resolver {
     std::vector<const TypeRecord*> candidates;
     for (const TypeRecord& r : records_) {
       if (!any_resource && r.gvr.resource != resource) continue;
-      if (rule.api_groups && !any_group && !Contains(*rule.api_groups, r.gvr.group)) continue;
+      if (!any_group && !Contains(rule.api_groups, r.gvr.group)) continue;
       candidates.push_back(&r);
     }
-    if (!rule.api_groups) {
+    if (groups_omitted && !any_resource) {
       std::set<std::string> groups;
       for (const TypeRecord* r : candidates) {
         if (Eligible(*r)) groups.insert(r->gvr.group.empty() ? "\"\"" : r->gvr.group);

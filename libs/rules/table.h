@@ -83,8 +83,8 @@ bool VersionPreferred(absl::string_view a, absl::string_view b);
 // A record is eligible when it is live (followable or retained) and settled; a fully
 // specified group/version/resource needs only a non-refused record (no settle wait).
 // Resolution is fail-closed: wildcard and version-less rules expand over eligible records only,
-// an omitted apiGroups must match exactly one group, and everything explicitly named that
-// resolves to nothing is reported in `unresolved`.
+// a named resource under omitted apiGroups must be served by exactly one group, and what is named
+// but resolves to nothing is reported in `unresolved`.
 WatchedTypeTable ResolveTable(const GitTargetInfo& target,
                               const std::vector<const WatchRuleObject*>& rules,
                               const std::vector<typeset::TypeRecord>& records,

@@ -90,8 +90,10 @@ TEST_F(ResolveTest, OmittedGroupsMustResolveToExactlyOneGroup) {
                 "gadgets: \"gadgets\" is served by several groups (a.example.com, b.example.com); "
                 "set apiGroups",
                 "nosuchthings: \"nosuchthings\" is not served by a followable type"}));
+  // "*" with no groups is every group (ambiguity applies to named resources only).
   auto star = ResolveWatchRule({RuleJson({"*"})});
-  EXPECT_EQ(Unresolved(star), (std::vector<std::string>{"*: resources \"*\" needs apiGroups"}));
+  EXPECT_TRUE(star.unresolved.empty());
+  EXPECT_EQ(star.types.size(), 9u);
 }
 
 TEST_F(ResolveTest, WildcardsExpandOverFollowableNamespacedTypesOnly) {
