@@ -1,6 +1,7 @@
 #include "libs/git/repository.h"
 
 #include <openssl/sha.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -129,6 +130,12 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
   if (options.local_path.empty()) return absl::InvalidArgumentError("empty local_path");
   if (options.remote_url.empty()) return absl::InvalidArgumentError("empty remote_url");
 
+  // A working-tree clone (e.g. left by another tool) is not ours to convert: refuse it rather
+  // than initialising a bare repository inside its directory.
+  if (access(absl::StrCat(options.local_path, "/.git").c_str(), F_OK) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        options.local_path, " holds a non-bare repository; remove it to let a bare clone be made"));
+  }
   git_repository* raw = nullptr;
   int rc = git_repository_open_bare(&raw, options.local_path.c_str());
   if (rc == GIT_ENOTFOUND) {

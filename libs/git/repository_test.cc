@@ -332,6 +332,17 @@ TEST_F(RepositoryTest, PushOutcomesFromTheAdvertisement) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(RepositoryTest, RefusesToTurnAWorkingTreeIntoABareClone) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto work = testing::CloneRepo(*remote, dir_.path(), "work");
+  ASSERT_TRUE(work.ok());
+  auto repo = Repository::Open({*work, *remote, {}});
+  EXPECT_EQ(repo.status().code(), absl::StatusCode::kFailedPrecondition) << repo.status();
+  EXPECT_EQ(Repository::Open({"", *remote, {}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(LocalClonePathTest, FollowsTheReferenceLayout) {
   std::string path = LocalClonePath("/tmp/gitops-reverser-workers", "team-a", "github", "main",
                                     "git@github.com:o/r.git");
