@@ -1,8 +1,26 @@
-// The gitworker service binary.
+// The gitworker service binary: the only writer of Git. Splicers stream resyncs and live events
+// (GitWorker.Deliver); per-branch actors commit them in windows and push with compare-and-swap.
 
-#include "libs/runtime/admin_status.h"
+#include <memory>
+
+#include "absl/flags/flag.h"
+#include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
-#include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "services/gitworker/branch_actor.h"
+#include "services/gitworker/delivery_service.h"
+
+ABSL_FLAG(std::string, work_dir, "/tmp/reverser-gitworker",
+          "Where branch clones live: <work_dir>/<provider ns>/<provider>/<branch>/repos/<url digest>.");
+ABSL_FLAG(absl::Duration, push_cooldown, absl::Seconds(5),
+          "Least time between two successful pushes of a branch (0 allowed).");
+ABSL_FLAG(int64_t, target_buffer, 1000,
+          "Items buffered per GitTarget of a delivery stream before credit is withheld.");
+ABSL_FLAG(int64_t, max_unaccepted, 64,
+          "Delivery messages read ahead of their acceptance per stream.");
+ABSL_FLAG(std::string, credentials_dir, "",
+          "Directory of mounted credential Secrets: <dir>/<namespace>/<name>/<key> "
+          "(ssh-privatekey|identity|sshPrivateKey, known_hosts, username/password, bearerToken). "
+          "Empty: remotes are reached anonymously.");
 
 namespace reverser::gitworker {
 namespace {
@@ -10,13 +28,49 @@ namespace {
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    admin_ = std::make_unique<runtime::AdminStatusService<reverser::v1::GitWorkerAdmin>>(&host);
+    const absl::Duration cooldown = absl::GetFlag(FLAGS_push_cooldown);
+    if (cooldown < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--push_cooldown must not be negative");
+    }
+    const int64_t target_buffer = absl::GetFlag(FLAGS_target_buffer);
+    const int64_t max_unaccepted = absl::GetFlag(FLAGS_max_unaccepted);
+    if (target_buffer < 1 || max_unaccepted < 1) {
+      return absl::InvalidArgumentError("--target_buffer and --max_unaccepted must be at least 1");
+    }
+    const std::string work_dir = absl::GetFlag(FLAGS_work_dir);
+    if (work_dir.empty()) return absl::InvalidArgumentError("--work_dir must be set");
+
+    BranchRegistryOptions registry;
+    registry.work_dir = work_dir;
+    registry.push_cooldown = cooldown;
+    if (const std::string dir = absl::GetFlag(FLAGS_credentials_dir); !dir.empty()) {
+      registry.credentials = DirectoryCredentialsResolver(dir);
+    }
+    registry_ = std::make_unique<BranchRegistry>(host.actors(), registry);
+
+    DeliveryOptions delivery;
+    delivery.target_buffer = static_cast<size_t>(target_buffer);
+    delivery.max_unaccepted = static_cast<size_t>(max_unaccepted);
+    service_ = std::make_unique<GitWorkerService>(host.actors(), registry_.get(), delivery);
+    admin_ = std::make_unique<GitWorkerAdminService>(&host, registry_.get());
+    host.AddGrpcService(service_.get());
     host.AddGrpcService(admin_.get());
+    host.SetDetail("work_dir", work_dir);
+    host.SetDetail("push_cooldown", absl::FormatDuration(cooldown));
+    host_ = &host;
     return absl::OkStatus();
   }
 
+  void Stop() override {
+    // Close open windows and push what is committed before the actor system goes away.
+    if (registry_) registry_->StopAll(host_->options().shutdown_grace / 2);
+  }
+
  private:
-  std::unique_ptr<runtime::AdminStatusService<reverser::v1::GitWorkerAdmin>> admin_;
+  runtime::ServiceHost* host_ = nullptr;
+  std::unique_ptr<BranchRegistry> registry_;
+  std::unique_ptr<GitWorkerService> service_;
+  std::unique_ptr<GitWorkerAdminService> admin_;
 };
 
 std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>(); }
@@ -27,6 +81,8 @@ std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>();
 int main(int argc, char** argv) {
   return reverser::runtime::RunServiceMain(
       argc, argv,
-      {"gitworker", "reverser gitworker — per-branch commit windows, manifest writer, encryption and compare-and-swap push.\n\nUsage: gitworker [flags]"},
+      {"gitworker",
+       "reverser gitworker — per-branch commit windows, manifest writer and compare-and-swap "
+       "push.\n\nUsage: gitworker [--work_dir=DIR] [--push_cooldown=5s] [flags]"},
       &reverser::gitworker::MakeApp);
 }

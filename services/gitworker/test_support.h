@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/work_item.h"
@@ -91,6 +92,7 @@ inline reverser::v1::LiveEvent Event(const reverser::v1::GitTargetConfig& config
     event.mutable_author()->set_resolution("exact_user");
   }
   event.mutable_position()->set_rv(rv);
+  *event.mutable_observed_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
   return event;
 }
 

@@ -1,0 +1,192 @@
+#include "services/gitworker/branch_actor.h"
+
+#include <dirent.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "libs/runtime/log.h"
+
+namespace reverser::gitworker {
+namespace {
+
+struct BranchActorState {
+  std::unique_ptr<BranchWorker> worker;
+  uint64_t armed_generation = 0;
+  std::optional<absl::Time> push_timer_at;
+  const core::Clock* clock = nullptr;
+  static inline const char* name = "gitworker.branch";
+};
+
+std::chrono::microseconds ToChrono(absl::Duration d) {
+  if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
+  return std::chrono::microseconds(absl::ToInt64Microseconds(d));
+}
+
+// After every message: arm the silence timer of a window that got a new event, run a push that
+// is due, and arm the push timer for the next one.
+void Rearm(caf::stateful_actor<BranchActorState>* self) {
+  auto& state = self->state;
+  if (auto timer = state.worker->WindowTimer();
+      timer.has_value() && timer->first != state.armed_generation) {
+    state.armed_generation = timer->first;
+    self->delayed_send(self, ToChrono(timer->second), window_atom::value, timer->first);
+  }
+  state.worker->PushIfDue();
+  if (auto next = state.worker->NextPushAt(); next.has_value()) {
+    if (!state.push_timer_at.has_value() || *next < *state.push_timer_at) {
+      state.push_timer_at = *next;
+      self->delayed_send(self, ToChrono(*next - state.clock->Now()), push_atom::value);
+    }
+  }
+}
+
+caf::behavior BranchActor(caf::stateful_actor<BranchActorState>* self,
+                          BranchWorkerOptions options) {
+  self->state.clock = options.clock;
+  self->state.worker = std::make_unique<BranchWorker>(std::move(options));
+  return {
+      [=](item_atom, const WorkItemPtr& item) {
+        self->state.worker->Add(std::move(*item));
+        Rearm(self);
+        return true;
+      },
+      [=](window_atom, uint64_t generation) {
+        self->state.worker->OnWindowTimer(generation);
+        Rearm(self);
+      },
+      [=](push_atom) {
+        self->state.push_timer_at.reset();
+        Rearm(self);
+      },
+      [=](status_atom) { return self->state.worker->Status().SerializeAsString(); },
+      [=](attach_atom, const std::string& username, const std::string& target_key,
+          const std::string& message) -> uint64_t {
+        auto id = self->state.worker->FinalizeWithMessage(username, target_key, message);
+        Rearm(self);
+        return id.value_or(0);
+      },
+      [=](outcome_atom, uint64_t id) -> std::string {
+        auto outcome = self->state.worker->WriteOutcome(id);
+        return outcome.has_value() ? absl::StrCat("pushed:", *outcome) : "pending";
+      },
+      [=](stop_atom) {
+        self->state.worker->Shutdown();
+        self->quit();
+        return true;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor SpawnBranchActor(caf::actor_system& system, BranchWorkerOptions options) {
+  return system.spawn<caf::detached>(BranchActor, std::move(options));
+}
+
+CredentialsResolver DirectoryCredentialsResolver(std::string dir) {
+  return [dir](const std::string& secret) -> absl::StatusOr<git::GitCredentials> {
+    std::vector<std::string> parts = absl::StrSplit(secret, '/');
+    if (parts.size() != 2 || parts[0].empty() || parts[1].empty() || parts[0] == ".." ||
+        parts[1] == ".." || parts[0] == "." || parts[1] == ".") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("credentials secret \"", secret, "\" is not namespace/name"));
+    }
+    const std::string path = absl::StrCat(dir, "/", parts[0], "/", parts[1]);
+    DIR* d = opendir(path.c_str());
+    if (d == nullptr) {
+      return absl::NotFoundError(absl::StrCat("credentials secret ", secret, " not found at ", path));
+    }
+    std::map<std::string, std::string> data;
+    while (dirent* entry = readdir(d)) {
+      std::string key = entry->d_name;
+      if (key.empty() || key[0] == '.') continue;  // also skips Kubernetes' ..data links
+      std::ifstream in(absl::StrCat(path, "/", key), std::ios::binary);
+      if (!in) continue;
+      std::stringstream content;
+      content << in.rdbuf();
+      data[key] = content.str();
+    }
+    closedir(d);
+    return git::CredentialsFromSecretData(data);
+  };
+}
+
+BranchRegistry::BranchRegistry(caf::actor_system& system, BranchRegistryOptions options)
+    : system_(system), options_(std::move(options)) {}
+
+caf::actor BranchRegistry::Get(const TargetSettings& settings) {
+  const BranchKey key = BranchKey::Of(settings);
+  std::lock_guard lock(mu_);
+  targets_[settings.TargetKey()] = key;
+  if (auto it = branches_.find(key); it != branches_.end()) return it->second;
+  BranchWorkerOptions options;
+  options.key = key;
+  options.remote_url = settings.remote_url;
+  options.work_dir = options_.work_dir;
+  options.push_cooldown = options_.push_cooldown;
+  options.clock = options_.clock;
+  options.metrics = options_.metrics;
+  if (!settings.credentials_secret.empty() && options_.credentials) {
+    auto credentials = options_.credentials(settings.credentials_secret);
+    if (credentials.ok()) {
+      options.credentials = *credentials;
+    } else {
+      runtime::LogError("credentials unavailable; connecting anonymously",
+                        {{"branch", key.ToString()}, {"error", credentials.status().ToString()}});
+    }
+  }
+  runtime::LogInfo("branch worker started",
+                   {{"branch", key.ToString()}, {"remote", settings.remote_url}});
+  caf::actor actor = SpawnBranchActor(system_, std::move(options));
+  branches_.emplace(key, actor);
+  return actor;
+}
+
+std::optional<caf::actor> BranchRegistry::ForTarget(const std::string& target_key) const {
+  std::lock_guard lock(mu_);
+  auto target = targets_.find(target_key);
+  if (target == targets_.end()) return std::nullopt;
+  auto branch = branches_.find(target->second);
+  if (branch == branches_.end()) return std::nullopt;
+  return branch->second;
+}
+
+std::optional<BranchKey> BranchRegistry::KeyForTarget(const std::string& target_key) const {
+  std::lock_guard lock(mu_);
+  auto target = targets_.find(target_key);
+  if (target == targets_.end()) return std::nullopt;
+  return target->second;
+}
+
+std::vector<caf::actor> BranchRegistry::All() const {
+  std::lock_guard lock(mu_);
+  std::vector<caf::actor> out;
+  for (const auto& [key, actor] : branches_) out.push_back(actor);
+  return out;
+}
+
+void BranchRegistry::StopAll(absl::Duration timeout) {
+  std::vector<caf::actor> actors;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, actor] : branches_) actors.push_back(actor);
+    branches_.clear();
+  }
+  caf::scoped_actor self{system_};
+  const absl::Time deadline = absl::Now() + timeout;
+  for (const caf::actor& actor : actors) {
+    auto left = std::max(deadline - absl::Now(), absl::Milliseconds(1));
+    self->request(actor, ToChrono(left), stop_atom::value)
+        .receive([](bool) {},
+                 [&](caf::error& err) {
+                   runtime::LogWarning("branch worker did not stop in time",
+                                       {{"error", system_.render(err)}});
+                   caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+                 });
+  }
+}
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,375 @@
+#include "services/gitworker/delivery_service.h"
+
+#include <deque>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+#include "libs/core/proto_convert.h"
+#include "libs/runtime/log.h"
+
+namespace reverser::gitworker {
+namespace {
+
+using Message = reverser::v1::DeliveryMessage;
+using Feedback = reverser::v1::DeliveryFeedback;
+
+class DeliverReactor;
+
+// What a sink shares with its stream: the lock over the reactor's feedback state, and the
+// reactor itself until the stream is done.
+struct StreamShared {
+  std::recursive_mutex mu;
+  DeliverReactor* reactor = nullptr;
+};
+
+class StreamSink final : public FeedbackSink {
+ public:
+  explicit StreamSink(std::shared_ptr<StreamShared> shared) : shared_(std::move(shared)) {}
+  void Accepted(uint64_t sequence) override;
+  void Ack(const reverser::v1::DeliveryAck& ack) override;
+  void Rejected(const std::string& reason) override;
+
+ private:
+  std::shared_ptr<StreamShared> shared_;
+};
+
+class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
+ public:
+  DeliverReactor(caf::actor_system& system, BranchRegistry* registry,
+                 const DeliveryOptions& options)
+      : system_(system),
+        registry_(registry),
+        options_(options),
+        shared_(std::make_shared<StreamShared>()),
+        sink_(std::make_shared<StreamSink>(shared_)) {
+    shared_->reactor = this;
+    std::lock_guard lock(shared_->mu);
+    StartRead(&in_);
+  }
+
+  // The *Locked methods run with shared_->mu held.
+  void AcceptLocked(uint64_t sequence) {
+    for (auto& [seq, accepted] : order_) {
+      if (seq == sequence && !accepted) {
+        accepted = true;
+        break;
+      }
+    }
+    while (!order_.empty() && order_.front().second) {
+      Feedback feedback;
+      feedback.set_accepted_sequence(order_.front().first);
+      order_.pop_front();
+      QueueLocked(std::move(feedback));
+    }
+    if (read_paused_ && !read_closed_ && !finished_ && order_.size() < options_.max_unaccepted) {
+      read_paused_ = false;
+      StartRead(&in_);
+    }
+  }
+
+  void AckLocked(const reverser::v1::DeliveryAck& ack) {
+    const std::string key = absl::StrCat(ack.target().namespace_(), "/", ack.target().name(), "|",
+                                         ClaimKey(ack.claim()));
+    const core::StreamPosition position = core::FromProto(ack.position());
+    auto it = acked_.find(key);
+    if (it != acked_.end() && it->second >= position) return;
+    acked_[key] = position;
+    Feedback feedback;
+    *feedback.mutable_ack() = ack;
+    QueueLocked(std::move(feedback));
+  }
+
+  void RejectLocked(const std::string& reason) {
+    Feedback feedback;
+    feedback.set_rejected(reason);
+    QueueLocked(std::move(feedback));
+  }
+
+  void OnReadDone(bool ok) override {
+    std::lock_guard lock(shared_->mu);
+    if (!ok) {
+      read_closed_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    order_.emplace_back(in_.sequence(), false);
+    DispatchLocked(in_);
+    if (finished_) return;
+    if (order_.size() < options_.max_unaccepted) {
+      StartRead(&in_);
+    } else {
+      read_paused_ = true;
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(shared_->mu);
+    writing_ = false;
+    if (!ok) {
+      outbox_.clear();
+      FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "writing feedback failed"));
+      return;
+    }
+    WriteNextLocked();
+  }
+
+  void OnCancel() override {
+    std::lock_guard lock(shared_->mu);
+    cancelled_ = true;
+    outbox_.clear();
+    if (!writing_) FinishLocked(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->reactor = nullptr;
+    }
+    for (const auto& [key, actor] : targets_) {
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    }
+    runtime::LogInfo("delivery stream ended", {{"targets", targets_.size()}});
+    delete this;
+  }
+
+ private:
+  void QueueLocked(Feedback feedback) {
+    if (finished_ || cancelled_) return;
+    outbox_.push_back(std::move(feedback));
+    WriteNextLocked();
+  }
+
+  void WriteNextLocked() {
+    if (writing_ || finished_) return;
+    if (outbox_.empty() || cancelled_) {
+      if (cancelled_) {
+        FinishLocked(grpc::Status::CANCELLED);
+      } else {
+        MaybeFinishLocked();
+      }
+      return;
+    }
+    writing_ = true;
+    current_ = std::move(outbox_.front());
+    outbox_.pop_front();
+    StartWrite(&current_);
+  }
+
+  void MaybeFinishLocked() {
+    if (read_closed_ && !writing_ && outbox_.empty()) FinishLocked(grpc::Status::OK);
+  }
+
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  void DispatchLocked(const Message& message) {
+    const uint64_t sequence = message.sequence();
+    auto count = [&](const char* kind) {
+      options_.metrics
+          ->GetCounter("reverser_gitworker_delivery_messages_total",
+                       "Delivery messages received, by kind.", {{"kind", kind}})
+          .Increment();
+    };
+    switch (message.payload_case()) {
+      case Message::kTargetConfig: {
+        count("target_config");
+        auto settings = SettingsFromConfig(message.target_config());
+        if (!settings.ok()) {
+          RejectLocked(absl::StrCat("sequence ", sequence, ": ", settings.status().message()));
+          AcceptLocked(sequence);
+          return;
+        }
+        const std::string key = (*settings)->TargetKey();
+        auto it = targets_.find(key);
+        if (it == targets_.end()) {
+          TargetStreamOptions options;
+          options.capacity = options_.target_buffer;
+          options.registry = registry_;
+          options.sink = sink_;
+          options.metrics = options_.metrics;
+          it = targets_.emplace(key, SpawnTargetStream(system_, options)).first;
+        }
+        caf::anon_send(it->second, config_atom::value, *settings);
+        AcceptLocked(sequence);
+        return;
+      }
+      case Message::kResync:
+      case Message::kEvent: {
+        const bool resync = message.payload_case() == Message::kResync;
+        count(resync ? "resync" : "event");
+        const auto& target = resync ? message.resync().target() : message.event().target();
+        const std::string key = absl::StrCat(target.namespace_(), "/", target.name());
+        auto it = targets_.find(key);
+        if (it == targets_.end()) {
+          RejectLocked(absl::StrCat("sequence ", sequence, ": no target_config for GitTarget ",
+                                    key, " on this stream"));
+          AcceptLocked(sequence);
+          return;
+        }
+        auto item = std::make_shared<WorkItem>();
+        if (resync) {
+          item->kind = WorkItem::Kind::kResync;
+          item->resync = message.resync();
+        } else {
+          item->kind = WorkItem::Kind::kEvent;
+          item->event = message.event();
+        }
+        item->covers.push_back(CoverageOf(*item, sink_));
+        caf::anon_send(it->second, deliver_atom::value, sequence, std::move(item));
+        return;
+      }
+      default:
+        count("empty");
+        RejectLocked(absl::StrCat("sequence ", sequence, ": message without payload"));
+        AcceptLocked(sequence);
+        return;
+    }
+  }
+
+  caf::actor_system& system_;
+  BranchRegistry* registry_;
+  DeliveryOptions options_;
+  std::shared_ptr<StreamShared> shared_;
+  std::shared_ptr<StreamSink> sink_;
+  Message in_;
+  Feedback current_;
+  std::deque<Feedback> outbox_;
+  std::deque<std::pair<uint64_t, bool>> order_;  // sequences read, in order, and accepted yet
+  std::map<std::string, core::StreamPosition> acked_;
+  std::map<std::string, caf::actor> targets_;  // GitTarget "namespace/name" → stream actor
+  bool writing_ = false;
+  bool read_closed_ = false;
+  bool read_paused_ = false;
+  bool cancelled_ = false;
+  bool finished_ = false;
+};
+
+void StreamSink::Accepted(uint64_t sequence) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->AcceptLocked(sequence);
+}
+
+void StreamSink::Ack(const reverser::v1::DeliveryAck& ack) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->AckLocked(ack);
+}
+
+void StreamSink::Rejected(const std::string& reason) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->RejectLocked(reason);
+}
+
+}  // namespace
+
+GitWorkerService::GitWorkerService(caf::actor_system& system, BranchRegistry* registry,
+                                   DeliveryOptions options)
+    : system_(system), registry_(registry), options_(options) {}
+
+grpc::ServerBidiReactor<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>*
+GitWorkerService::Deliver(grpc::CallbackServerContext* /*context*/) {
+  runtime::LogInfo("delivery stream started");
+  return new DeliverReactor(system_, registry_, options_);
+}
+
+grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
+    grpc::CallbackServerContext* context, const reverser::v1::AttachCommitRequest* request,
+    reverser::v1::FinalizeResult* response) {
+  auto* reactor = context->DefaultReactor();
+  const std::string target_key =
+      absl::StrCat(request->target().namespace_(), "/", request->target().name());
+  const std::string id = request->uid().empty()
+                             ? absl::StrCat(request->namespace_(), "/", request->name())
+                             : request->uid();
+  caf::scoped_actor self{system_};
+  const std::string branch_name =
+      registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch;
+  auto resolve = [&](reverser::v1::FinalizeOutcome outcome, const std::string& sha) {
+    response->set_resolved(true);
+    response->set_outcome(outcome);
+    response->set_sha(sha);
+    response->set_branch(branch_name);
+    *response->mutable_resolved_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  };
+  Attachment attachment;
+  {
+    std::lock_guard lock(mu_);
+    auto it = attachments_.find(id);
+    if (it != attachments_.end()) {
+      attachment = it->second;
+    } else {
+      auto branch = registry_->ForTarget(target_key);
+      if (!branch.has_value()) {
+        resolve(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW, "");
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+      }
+      attachment.branch = *branch;
+      grpc::Status status = grpc::Status::OK;
+      self->request(*branch, std::chrono::seconds(10), attach_atom::value,
+                    request->author().username(), target_key, request->message())
+          .receive([&](uint64_t write_id) { attachment.write_id = write_id; },
+                   [&](caf::error& err) {
+                     status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));
+                   });
+      if (!status.ok()) {
+        reactor->Finish(status);
+        return reactor;
+      }
+      if (attachment.write_id == 0) {
+        // No open window of this author and target yet: not attached; the caller polls again
+        // until its own deadline (NoWindowInGrace is the caller's verdict).
+        response->set_resolved(false);
+        response->set_outcome(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+      }
+      attachments_[id] = attachment;
+    }
+  }
+
+  grpc::Status status = grpc::Status::OK;
+  self->request(attachment.branch, std::chrono::seconds(10), outcome_atom::value,
+                attachment.write_id)
+      .receive(
+          [&](const std::string& outcome) {
+            if (outcome == "pending") {
+              response->set_resolved(false);
+              return;
+            }
+            std::string sha = outcome.substr(std::string("pushed:").size());
+            resolve(sha.empty() ? reverser::v1::FINALIZE_OUTCOME_ALREADY_PRESENT
+                                : reverser::v1::FINALIZE_OUTCOME_COMMITTED,
+                    sha);
+          },
+          [&](caf::error& err) {
+            status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));
+          });
+  reactor->Finish(status);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GitWorkerAdminService::ListBranches(
+    grpc::CallbackServerContext* context, const reverser::v1::ListBranchesRequest* /*request*/,
+    reverser::v1::ListBranchesResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  caf::scoped_actor self{host()->actors()};
+  for (const caf::actor& branch : registry_->All()) {
+    self->request(branch, std::chrono::seconds(5), status_atom::value)
+        .receive(
+            [&](const std::string& serialized) {
+              response->add_branches()->ParseFromString(serialized);
+            },
+            [&](caf::error& err) {
+              runtime::LogWarning("branch status unavailable",
+                                  {{"error", host()->actors().render(err)}});
+            });
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,79 @@
+#pragma once
+
+// The gitworker's gRPC services.
+//
+// GitWorker.Deliver (one bidirectional stream per splicer):
+//   - every DeliveryMessage carries a sequence; the answer `accepted_sequence` is sent for each
+//     message, in the order messages were read, once it is buffered (target_config: at once;
+//     resync/event: when its GitTarget's buffer had room). At most `max_unaccepted` messages are
+//     read ahead of their acceptance; beyond that the stream is not read (gRPC flow control).
+//   - `target_config` configures (or reconfigures) a GitTarget for the rest of the stream; an
+//     invalid config, or a resync/event for a target without config, is answered `rejected`
+//     (with the reason) and accepted, and never acked.
+//   - `ack{target, claim, position, commit_sha}` once everything of (target, claim) up to
+//     position is pushed; acks per (target, claim) only move forward. Objects that can never be
+//     written (e.g. sensitive without encryption) are answered `rejected` and acked in order, so
+//     a stream never stalls on them.
+//   - when the client half-closes, the stream ends after the feedback queued so far is written;
+//     a new stream starts with fresh target buffers (the splicer re-sends from its acked cursor).
+// GitWorker.AttachCommit: attach-then-poll finalize of a CommitRequest's open window.
+// GitWorkerAdmin: Status and ListBranches.
+
+#include <grpcpp/grpcpp.h>
+
+#include <caf/all.hpp>
+#include <map>
+#include <mutex>
+
+#include "libs/runtime/admin_status.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "services/gitworker/branch_actor.h"
+#include "services/gitworker/target_stream.h"
+
+namespace reverser::gitworker {
+
+struct DeliveryOptions {
+  size_t target_buffer = 1000;  // items per GitTarget buffer
+  size_t max_unaccepted = 64;   // messages read ahead of their acceptance
+  runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
+};
+
+class GitWorkerService final : public reverser::v1::GitWorker::CallbackService {
+ public:
+  GitWorkerService(caf::actor_system& system, BranchRegistry* registry, DeliveryOptions options);
+
+  grpc::ServerBidiReactor<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>* Deliver(
+      grpc::CallbackServerContext* context) override;
+
+  grpc::ServerUnaryReactor* AttachCommit(grpc::CallbackServerContext* context,
+                                         const reverser::v1::AttachCommitRequest* request,
+                                         reverser::v1::FinalizeResult* response) override;
+
+ private:
+  struct Attachment {
+    caf::actor branch;
+    uint64_t write_id = 0;  // 0: no window matched
+  };
+
+  caf::actor_system& system_;
+  BranchRegistry* registry_;
+  DeliveryOptions options_;
+  std::mutex mu_;
+  std::map<std::string, Attachment> attachments_;  // CommitRequest uid → its finalize
+};
+
+class GitWorkerAdminService final
+    : public runtime::AdminStatusService<reverser::v1::GitWorkerAdmin> {
+ public:
+  GitWorkerAdminService(runtime::ServiceHost* host, BranchRegistry* registry)
+      : AdminStatusService(host), registry_(registry) {}
+
+  grpc::ServerUnaryReactor* ListBranches(grpc::CallbackServerContext* context,
+                                         const reverser::v1::ListBranchesRequest* request,
+                                         reverser::v1::ListBranchesResponse* response) override;
+
+ private:
+  BranchRegistry* registry_;
+};
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,269 @@
+// The gitworker binary as a real process: a splicer-like client on GitWorker.Deliver, a real bare
+// remote, the git CLI as judge.
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "services/gitworker/test_support.h"
+#include "tests/fixtures/git_repos.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/service_process.h"
+#include "tests/fixtures/temp_dir.h"
+
+namespace reverser::gitworker {
+namespace {
+
+using ::reverser::testing::Git;
+using namespace ::reverser::gitworker::testsupport;  // NOLINT
+using ::testing::Contains;
+
+// A splicer's side of one Deliver stream: sends messages with increasing sequences and collects
+// every feedback message on a reader thread.
+class DeliveryClient {
+ public:
+  explicit DeliveryClient(const std::string& target) {
+    channel_ = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    stub_ = reverser::v1::GitWorker::NewStub(channel_);
+    stream_ = stub_->Deliver(&context_);
+    reader_ = std::thread([this] {
+      reverser::v1::DeliveryFeedback feedback;
+      while (stream_->Read(&feedback)) {
+        std::lock_guard lock(mu_);
+        feedback_.push_back(feedback);
+      }
+    });
+  }
+  ~DeliveryClient() {
+    context_.TryCancel();
+    reader_.join();
+  }
+
+  uint64_t SendConfig(const reverser::v1::GitTargetConfig& config) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_target_config() = config;
+    return Send(message);
+  }
+  uint64_t SendResync(const reverser::v1::ClusterSnapshot& snapshot) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_resync() = snapshot;
+    return Send(message);
+  }
+  uint64_t SendEvent(const reverser::v1::LiveEvent& event) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_event() = event;
+    return Send(message);
+  }
+  uint64_t Send(reverser::v1::DeliveryMessage message) {
+    message.set_sequence(++sequence_);
+    EXPECT_TRUE(stream_->Write(message));
+    return sequence_;
+  }
+  void Close() { stream_->WritesDone(); }
+
+  std::vector<reverser::v1::DeliveryFeedback> Feedback() {
+    std::lock_guard lock(mu_);
+    return feedback_;
+  }
+  uint64_t AckedRv(const reverser::v1::Claim& claim) {
+    uint64_t rv = 0;
+    for (const auto& f : Feedback()) {
+      if (f.has_ack() && ClaimKey(f.ack().claim()) == ClaimKey(claim)) {
+        rv = std::max<uint64_t>(rv, f.ack().position().rv());
+      }
+    }
+    return rv;
+  }
+  std::vector<uint64_t> Accepted() {
+    std::vector<uint64_t> out;
+    for (const auto& f : Feedback()) {
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kAcceptedSequence) {
+        out.push_back(f.accepted_sequence());
+      }
+    }
+    return out;
+  }
+  std::vector<std::string> Rejected() {
+    std::vector<std::string> out;
+    for (const auto& f : Feedback()) {
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRejected) out.push_back(f.rejected());
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<reverser::v1::GitWorker::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<reverser::v1::DeliveryMessage,
+                                           reverser::v1::DeliveryFeedback>>
+      stream_;
+  std::thread reader_;
+  std::mutex mu_;
+  std::vector<reverser::v1::DeliveryFeedback> feedback_;
+  uint64_t sequence_ = 0;
+};
+
+class GitWorkerServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto remote = testing::CreateBareRemote(dir_.path());
+    ASSERT_TRUE(remote.ok()) << remote.status();
+    remote_ = *remote;
+  }
+
+  void StartService(const std::string& cooldown = "0s") {
+    auto service = testing::ServiceProcess::Start(
+        "gitworker", testing::RunfilePath("services/gitworker/gitworker"),
+        {"--work_dir=" + dir_.path() + "/work", "--push_cooldown=" + cooldown});
+    ASSERT_TRUE(service.ok()) << service.status();
+    service_ = std::move(*service);
+    ASSERT_TRUE(service_->WaitReady().ok());
+  }
+
+  std::vector<std::string> Subjects() {
+    auto log = Git(remote_, {"log", "--format=%s", "main"});
+    EXPECT_TRUE(log.ok()) << log.status();
+    return absl::StrSplit(log.value_or(""), '\n', absl::SkipEmpty());
+  }
+
+  testing::ScopedTempDir dir_{"gitworker"};
+  std::string remote_;
+  std::unique_ptr<testing::ServiceProcess> service_;
+};
+
+TEST_F(GitWorkerServiceTest, ResyncAndEventsArePushedThenAckedAndRedeliveryIsIdempotent) {
+  StartService();
+  auto config = Config(remote_, 0);
+  {
+    DeliveryClient client(service_->grpc_target());
+    client.SendConfig(config);
+    client.SendResync(Snapshot(config, ConfigMaps(),
+                               {Object(ConfigMaps(), "default", "a", "1"),
+                                Object(ConfigMaps(), "default", "b", "2")},
+                               100));
+    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", "a",
+                           "changed", 101, "alice"));
+    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "b",
+                           "", 102, "alice"));
+    ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 102; },
+                                 absl::Seconds(30)))
+        << service_->Logs();
+    EXPECT_THAT(client.Accepted(), ::testing::ElementsAre(1, 2, 3, 4));
+    // Every ack names a commit the remote has: acks come only after the push.
+    for (const auto& f : client.Feedback()) {
+      if (!f.has_ack()) continue;
+      ASSERT_FALSE(f.ack().commit_sha().empty());
+      EXPECT_TRUE(Git(remote_, {"merge-base", "--is-ancestor", f.ack().commit_sha(), "main"}).ok());
+    }
+    // Acks move forward only.
+    uint64_t last = 0;
+    for (const auto& f : client.Feedback()) {
+      if (!f.has_ack()) continue;
+      EXPECT_GT(f.ack().position().rv(), last);
+      last = f.ack().position().rv();
+    }
+  }
+  auto subjects = Subjects();
+  ASSERT_EQ(subjects.size(), 4u);
+  EXPECT_EQ(subjects[0], "[DELETE] v1/configmaps/b");
+  EXPECT_EQ(subjects[1], "[UPDATE] v1/configmaps/a");
+  EXPECT_EQ(subjects[2], "reconciled 2 configmaps (last resourceVersion: 100)");
+  auto files = testing::ListFiles(remote_, "main");
+  ASSERT_TRUE(files.ok());
+  EXPECT_THAT(*files, Contains("clusters/a/default/configmaps/a.yaml"));
+  EXPECT_THAT(*files, ::testing::Not(Contains("clusters/a/default/configmaps/b.yaml")));
+  auto a = testing::ShowFile(remote_, "main", "clusters/a/default/configmaps/a.yaml");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(absl::StrContains(*a, "key: changed")) << *a;
+
+  // A new stream re-sends the same tail (a splicer restart): acked again, nothing committed.
+  {
+    DeliveryClient client(service_->grpc_target());
+    client.SendConfig(config);
+    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", "a",
+                           "changed", 101, "alice"));
+    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "b",
+                           "", 102, "alice"));
+    ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 102; },
+                                 absl::Seconds(30)));
+  }
+  EXPECT_EQ(Subjects().size(), 4u);
+  EXPECT_TRUE(Git(remote_, {"fsck", "--strict"}).ok());
+
+  auto metrics = service_->HttpGet("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_TRUE(absl::StrContains(metrics->second, "gitopsreverser_commits_total{"));
+  EXPECT_TRUE(absl::StrContains(metrics->second, "reverser_gitworker_event_to_push_seconds"));
+  EXPECT_TRUE(absl::StrContains(metrics->second, "gitopsreverser_branch_worker_queue_depth"));
+
+  auto channel = grpc::CreateChannel(service_->grpc_target(), grpc::InsecureChannelCredentials());
+  auto admin = reverser::v1::GitWorkerAdmin::NewStub(channel);
+  grpc::ClientContext context;
+  reverser::v1::ListBranchesResponse branches;
+  ASSERT_TRUE(admin->ListBranches(&context, {}, &branches).ok());
+  ASSERT_EQ(branches.branches_size(), 1);
+  EXPECT_EQ(branches.branches(0).destination().branch(), "main");
+  auto head = Git(remote_, {"rev-parse", "main"});
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(branches.branches(0).head_sha() + "\n", *head);
+  EXPECT_EQ(branches.branches(0).pending_writes(), 0u);
+}
+
+TEST_F(GitWorkerServiceTest, UnusableMessagesAreRejectedAndAccepted) {
+  StartService();
+  DeliveryClient client(service_->grpc_target());
+  auto config = Config(remote_, 0);
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
+                         "1", 5));  // no target_config yet
+  auto bad = config;
+  bad.set_event_template("{{.NoSuchField}");
+  client.SendConfig(bad);
+  client.Send({});  // no payload
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 3; }, absl::Seconds(10)));
+  auto rejected = client.Rejected();
+  ASSERT_EQ(rejected.size(), 3u);
+  EXPECT_TRUE(absl::StrContains(rejected[0], "no target_config")) << rejected[0];
+  EXPECT_TRUE(absl::StrContains(rejected[1], "template")) << rejected[1];
+  EXPECT_TRUE(absl::StrContains(rejected[2], "without payload")) << rejected[2];
+  EXPECT_EQ(Subjects().size(), 1u);
+}
+
+TEST_F(GitWorkerServiceTest, OpenWindowIsCommittedAndPushedOnShutdown) {
+  StartService();
+  DeliveryClient client(service_->grpc_target());
+  auto config = Config(remote_, 3'600'000);  // an hour: only shutdown closes this window
+  client.SendConfig(config);
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
+                         "1", 10, "alice"));
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "b",
+                         "1", 11, "alice"));
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 3; }, absl::Seconds(10)));
+  // The admin view shows the open window; nothing is pushed or acked yet.
+  auto channel = grpc::CreateChannel(service_->grpc_target(), grpc::InsecureChannelCredentials());
+  auto admin = reverser::v1::GitWorkerAdmin::NewStub(channel);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        grpc::ClientContext context;
+        reverser::v1::ListBranchesResponse branches;
+        return admin->ListBranches(&context, {}, &branches).ok() &&
+               branches.branches_size() == 1 && branches.branches(0).window_open();
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(client.AckedRv(ConfigMaps()), 0u);
+  auto status = service_->process().Terminate(absl::Seconds(10));
+  ASSERT_TRUE(status.ok());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << service_->Logs();
+  auto subjects = Subjects();
+  ASSERT_EQ(subjects.size(), 2u) << service_->Logs();
+  EXPECT_EQ(subjects[0], "alice on tgt: 2 resource(s)");
+}
+
+}  // namespace
+}  // namespace reverser::gitworker

@@ -1,0 +1,31 @@
+#pragma once
+
+// The per-GitTarget actor of one delivery stream: a bounded buffer between the stream and the
+// target's branch actor. Queued events of the same object are coalesced (the newer replaces the
+// older, which it covers); when the buffer is full, messages wait unaccepted, so the splicer runs
+// out of credit instead of anything being dropped. At most `max_in_flight` items are handed to
+// the branch actor at a time; each one it takes frees a slot.
+
+#include <caf/all.hpp>
+#include <memory>
+
+#include "libs/runtime/metrics.h"
+#include "services/gitworker/branch_actor.h"
+
+namespace reverser::gitworker {
+
+struct TargetStreamOptions {
+  size_t capacity = 1000;     // buffered items
+  size_t max_in_flight = 32;  // items handed to the branch actor and not yet taken
+  BranchRegistry* registry = nullptr;
+  std::shared_ptr<FeedbackSink> sink;
+  runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
+};
+
+// Messages:
+//   (config_atom, SettingsPtr) -> void             the target's settings (before any item)
+//   (deliver_atom, uint64_t sequence, WorkItemPtr) -> void
+//       buffered (sink->Accepted(sequence)) now, or once the buffer has room
+caf::actor SpawnTargetStream(caf::actor_system& system, TargetStreamOptions options);
+
+}  // namespace reverser::gitworker
