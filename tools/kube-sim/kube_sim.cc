@@ -1121,10 +1121,12 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     if (SameContent(next, *current)) {
       return WriteDecision{WriteDecision::Kind::kNoChange, *current};
     }
-    // Removing the last finalizer of an object being deleted completes the deletion.
+    // Removing the last finalizer of an object being deleted completes the deletion. Like the
+    // real registry, the stored state is deleted, so DELETED shows the last stored object
+    // (finalizers included) at the deletion's resourceVersion.
     if (next["metadata"].contains("deletionTimestamp") &&
         next["metadata"].value("finalizers", Json::array()).empty()) {
-      return WriteDecision{WriteDecision::Kind::kDelete, std::move(next)};
+      return WriteDecision{WriteDecision::Kind::kDelete, *current};
     }
     return WriteDecision{WriteDecision::Kind::kPut, std::move(next)};
   };

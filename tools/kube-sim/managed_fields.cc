@@ -66,7 +66,7 @@ std::map<std::string, Json> FlattenObject(const Json& object, bool include_statu
     if (k == "metadata") {
       if (!v.is_object()) continue;
       for (const auto& [mk, mv] : v.items()) {
-        if (mk == "labels" || mk == "annotations" || mk == "finalizers" ||
+        if (mk == "labels" || mk == "annotations" || mk == "finalizers" || mk == "generateName" ||
             mk == "ownerReferences") {
           Flatten(mv, mk, absl::StrCat("f:metadata", std::string(1, kSep), "f:", mk), out);
         }
