@@ -54,9 +54,38 @@ struct Worker {
   }
 };
 
-class PushRaceTest : public ::testing::TestWithParam<bool> {
+// Serves the repositories in `dir` over git:// (smart protocol, receive-pack enabled) and waits
+// until `probe_repo` answers. Returns the port.
+absl::StatusOr<int> StartGitDaemon(const std::string& dir, const std::string& probe_repo,
+                                   std::optional<testing::ChildProcess>* daemon) {
+  auto port = testing::PickFreePort();
+  if (!port.ok()) return port.status();
+  auto child = testing::ChildProcess::Start(
+      {{"/usr/bin/git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+        "--informative-errors", "--listen=127.0.0.1", absl::StrCat("--port=", *port),
+        absl::StrCat("--base-path=", dir), dir},
+       {{"GIT_CONFIG_NOSYSTEM", "1"}, {"GIT_CONFIG_GLOBAL", "/dev/null"}},
+       dir,
+       "git-daemon"});
+  if (!child.ok()) return child.status();
+  daemon->emplace(std::move(*child));
+  const std::string url = absl::StrCat("git://127.0.0.1:", *port, "/", probe_repo);
+  bool ready = testing::WaitFor(
+      [&] {
+        auto ls = testing::RunCommand({"git", "ls-remote", url});
+        return ls.ok() && ls->exit_code == 0;
+      },
+      absl::Seconds(20));
+  if (!ready) return absl::UnavailableError("git daemon did not come up: " + (*daemon)->Stderr());
+  return *port;
+}
+
+enum class RaceRemote { kPath, kFileUrl, kGitDaemon };
+
+class PushRaceTest : public ::testing::TestWithParam<RaceRemote> {
  protected:
   testing::ScopedTempDir dir_{"race"};
+  std::optional<testing::ChildProcess> daemon_;
 };
 
 // Two pushers start from the same remote tip and push at the same moment, round after round:
@@ -64,7 +93,13 @@ class PushRaceTest : public ::testing::TestWithParam<bool> {
 TEST_P(PushRaceTest, ExactlyOneWinnerPerRoundAndTheLoserReplays) {
   auto remote = testing::CreateBareRemote(dir_.path());
   ASSERT_TRUE(remote.ok()) << remote.status();
-  const std::string url = GetParam() ? "file://" + *remote : *remote;
+  std::string url = *remote;
+  if (GetParam() == RaceRemote::kFileUrl) url = "file://" + *remote;
+  if (GetParam() == RaceRemote::kGitDaemon) {
+    auto port = StartGitDaemon(dir_.path(), "remote.git", &daemon_);
+    ASSERT_TRUE(port.ok()) << port.status();
+    url = absl::StrCat("git://127.0.0.1:", *port, "/remote.git");
+  }
   Worker workers[2];
   for (int i = 0; i < 2; ++i) {
     workers[i].name = absl::StrCat("worker", i);
@@ -141,8 +176,19 @@ TEST_P(PushRaceTest, ExactlyOneWinnerPerRoundAndTheLoserReplays) {
   EXPECT_TRUE(Git(*remote, {"fsck", "--strict"}).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(LocalPathAndFileUrl, PushRaceTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "FileUrl" : "Path"; });
+INSTANTIATE_TEST_SUITE_P(Remotes, PushRaceTest,
+                         ::testing::Values(RaceRemote::kPath, RaceRemote::kFileUrl,
+                                           RaceRemote::kGitDaemon),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case RaceRemote::kPath:
+                               return "Path";
+                             case RaceRemote::kFileUrl:
+                               return "FileUrl";
+                             default:
+                               return "GitDaemon";
+                           }
+                         });
 
 // git daemon speaks the smart protocol with receive-pack: the path where the remote itself
 // checks the old value and reports per-ref verdicts.
@@ -152,25 +198,9 @@ class GitDaemonTest : public ::testing::Test {
     auto remote = testing::CreateBareRemote(dir_.path());
     ASSERT_TRUE(remote.ok()) << remote.status();
     remote_ = *remote;
-    auto port = testing::PickFreePort();
-    ASSERT_TRUE(port.ok());
+    auto port = StartGitDaemon(dir_.path(), "remote.git", &daemon_);
+    ASSERT_TRUE(port.ok()) << port.status();
     url_ = absl::StrCat("git://127.0.0.1:", *port, "/remote.git");
-    auto daemon = testing::ChildProcess::Start(
-        {{"/usr/bin/git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-          "--informative-errors", "--listen=127.0.0.1", absl::StrCat("--port=", *port),
-          absl::StrCat("--base-path=", dir_.path()), dir_.path()},
-         {{"GIT_CONFIG_NOSYSTEM", "1"}, {"GIT_CONFIG_GLOBAL", "/dev/null"}},
-         dir_.path(),
-         "git-daemon"});
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_.emplace(std::move(*daemon));
-    ASSERT_TRUE(testing::WaitFor(
-        [&] {
-          auto ls = testing::RunCommand({"git", "ls-remote", url_});
-          return ls.ok() && ls->exit_code == 0;
-        },
-        absl::Seconds(20)))
-        << daemon_->Stderr();
   }
 
   void InstallHook(const std::string& script) {
