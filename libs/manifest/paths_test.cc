@@ -138,7 +138,7 @@ TEST(PathsTest, ValidateRelativePathRejectsHostilePaths) {
   for (const char* ok : {"a.yaml", "a/b/c.yml", "ns/x.sops.yaml", "system:x.yaml"}) {
     EXPECT_TRUE(ValidateRelativePath(ok).ok()) << ok;
   }
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string(""), std::string("/etc/passwd.yaml"), std::string("../x.yaml"),
         std::string("a/../../x.yaml"), std::string("a/./x.yaml"), std::string("a//x.yaml"),
         std::string("a\\x.yaml"), std::string("a/x.txt"), std::string("a/.yaml"),

@@ -1,14 +1,19 @@
 #include "libs/manifest/yaml_reader.h"
 
-#include <cstdlib>
-#include <variant>
+#include <yaml.h>
 
-#include <yaml-cpp/yaml.h>
+#include <cstdlib>
+#include <map>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "libs/manifest/go_yaml.h"
+
+// Reads with libyaml's parser (the C original of go-yaml's), not yaml-cpp: yaml-cpp 0.7
+// allocates without bound on some malformed input (",|a" exhausts memory) and decodes the \N
+// and \_ escapes to invalid UTF-8, and a reader of files from Git must survive anything.
 
 namespace reverser::manifest {
 namespace {
@@ -26,95 +31,174 @@ constexpr char kNullTag[] = "tag:yaml.org,2002:null";
 constexpr char kMapTag[] = "tag:yaml.org,2002:map";
 constexpr char kSeqTag[] = "tag:yaml.org,2002:seq";
 
-std::string Where(const YAML::Mark& mark) {
-  if (mark.is_null()) return "";
+std::string Where(const yaml_mark_t& mark) {
   return absl::StrCat("line ", mark.line + 1, ", column ", mark.column + 1, ": ");
 }
 
-// yaml-cpp decodes the double-quoted escapes \N and \_ to the lone bytes 0x85 / 0xA0 instead
-// of the UTF-8 for U+0085 / U+00A0 (libyaml writes NEL as \N). Repair those, and make any other
-// invalid byte U+FFFD so the JSON always holds valid UTF-8.
-std::string RepairUtf8(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const size_t len = goyaml::Utf8SequenceLength(text, i);
-    if (len > 0) {
-      out.append(text, i, len);
-      i += len;
-      continue;
-    }
-    const unsigned char byte = static_cast<unsigned char>(text[i++]);
-    if (byte == 0x85 || byte == 0xA0) {
-      out.push_back('\xC2');
-      out.push_back(static_cast<char>(byte));
-    } else {
-      out += "\xEF\xBF\xBD";
-    }
-  }
-  return out;
+absl::Status ErrorAt(const yaml_mark_t& mark, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("YAML ", Where(mark), message));
 }
 
-absl::Status Error(const YAML::Node& node, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat("YAML ", Where(node.Mark()), message));
-}
-
-class Converter {
+// Owns one parser event.
+class Event {
  public:
-  absl::StatusOr<json> Convert(const YAML::Node& node, int depth) {
-    if (++nodes_ > kMaxNodes) {
-      return Error(node, absl::StrCat("more than ", kMaxNodes, " nodes (alias expansion?)"));
+  Event() = default;
+  ~Event() { Reset(); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void Reset() {
+    if (valid_) yaml_event_delete(&event_);
+    valid_ = false;
+  }
+  yaml_event_t* Fill() {
+    Reset();
+    valid_ = true;
+    return &event_;
+  }
+  const yaml_event_t& operator*() const { return event_; }
+  const yaml_event_t* operator->() const { return &event_; }
+
+ private:
+  yaml_event_t event_{};
+  bool valid_ = false;
+};
+
+std::string Str(const yaml_char_t* text) {
+  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text));
+}
+
+class Reader {
+ public:
+  explicit Reader(absl::string_view text) {
+    yaml_parser_initialize(&parser_);
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                 text.size());
+  }
+  ~Reader() { yaml_parser_delete(&parser_); }
+
+  absl::StatusOr<std::vector<json>> Documents() {
+    std::vector<json> out;
+    Event event;
+    RETURN_IF_ERROR(Next(&event));  // STREAM-START
+    while (true) {
+      RETURN_IF_ERROR(Next(&event));
+      if (event->type == YAML_STREAM_END_EVENT) return out;
+      if (event->type != YAML_DOCUMENT_START_EVENT) return ErrorAt(event->start_mark, "expected a document");
+      anchors_.clear();
+      nodes_ = 0;
+      RETURN_IF_ERROR(Next(&event));
+      ASSIGN_OR_RETURN(json document, Node(event, 0));
+      out.push_back(std::move(document));
+      RETURN_IF_ERROR(Next(&event));  // DOCUMENT-END
     }
-    if (depth > kMaxDepth) return Error(node, absl::StrCat("nested deeper than ", kMaxDepth));
-    const std::string& tag = node.Tag();
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        if (tag == kStrTag) return json("");
-        return json(nullptr);
-      case YAML::NodeType::Scalar:
-        return ScalarValue(node);
-      case YAML::NodeType::Sequence: {
-        if (tag != "?" && tag != "!" && tag != kSeqTag && !tag.empty()) {
-          return Error(node, absl::StrCat("unsupported tag ", tag));
-        }
-        json out = json::array();
-        for (const YAML::Node& item : node) {
-          ASSIGN_OR_RETURN(json value, Convert(item, depth + 1));
-          out.push_back(std::move(value));
-        }
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        if (tag != "?" && tag != "!" && tag != kMapTag && !tag.empty()) {
-          return Error(node, absl::StrCat("unsupported tag ", tag));
-        }
-        json out = json::object();
-        for (const auto& entry : node) {
-          ASSIGN_OR_RETURN(std::string key, Key(entry.first));
-          if (out.contains(key)) return Error(entry.first, absl::StrCat("duplicate key \"", key, "\""));
-          ASSIGN_OR_RETURN(json value, Convert(entry.second, depth + 1));
-          out[key] = std::move(value);
-        }
-        return out;
-      }
-    }
-    return Error(node, "unknown node type");
   }
 
  private:
-  // What a scalar means: quoted/block scalars and !!str are strings; plain ones resolve.
-  absl::StatusOr<json> ScalarValue(const YAML::Node& node) {
-    const std::string& tag = node.Tag();
-    const std::string text = RepairUtf8(node.Scalar());
-    if (tag == "!" || tag == kStrTag) return json(text);
-    if (tag != "?" && tag != kIntTag && tag != kFloatTag && tag != kBoolTag && tag != kNullTag) {
-      return Error(node, absl::StrCat("unsupported tag ", tag));
+  struct Anchored {
+    json value;
+    size_t nodes;
+  };
+
+  absl::Status Next(Event* event) {
+    if (!yaml_parser_parse(&parser_, event->Fill())) {
+      event->Reset();
+      std::string message = parser_.problem != nullptr ? parser_.problem : "syntax error";
+      if (parser_.context != nullptr) absl::StrAppend(&message, " (", parser_.context, ")");
+      return ErrorAt(parser_.problem_mark, message);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Count(const yaml_mark_t& mark, size_t n) {
+    nodes_ += n;
+    if (nodes_ > kMaxNodes) {
+      return ErrorAt(mark, absl::StrCat("more than ", kMaxNodes, " nodes (alias expansion?)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Converts the node starting at `event` (which it may advance past the node's end).
+  absl::StatusOr<json> Node(Event& event, int depth) {
+    if (depth > kMaxDepth) {
+      return ErrorAt(event->start_mark, absl::StrCat("nested too deeply (", depth, " levels)"));
+    }
+    const yaml_mark_t mark = event->start_mark;
+    const size_t nodes_before = nodes_;
+    std::string anchor;
+    json value;
+    switch (event->type) {
+      case YAML_ALIAS_EVENT: {
+        const auto it = anchors_.find(Str(event->data.alias.anchor));
+        if (it == anchors_.end()) {
+          return ErrorAt(mark, absl::StrCat("unknown anchor \"", Str(event->data.alias.anchor), "\""));
+        }
+        RETURN_IF_ERROR(Count(mark, it->second.nodes));
+        return it->second.value;
+      }
+      case YAML_SCALAR_EVENT: {
+        RETURN_IF_ERROR(Count(mark, 1));
+        anchor = Str(event->data.scalar.anchor);
+        ASSIGN_OR_RETURN(value, Scalar(*event));
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT: {
+        RETURN_IF_ERROR(Count(mark, 1));
+        anchor = Str(event->data.sequence_start.anchor);
+        const std::string tag = Str(event->data.sequence_start.tag);
+        if (!tag.empty() && tag != "!" && tag != kSeqTag) {
+          return ErrorAt(mark, absl::StrCat("unsupported tag ", tag));
+        }
+        value = json::array();
+        while (true) {
+          RETURN_IF_ERROR(Next(&event));
+          if (event->type == YAML_SEQUENCE_END_EVENT) break;
+          ASSIGN_OR_RETURN(json item, Node(event, depth + 1));
+          value.push_back(std::move(item));
+        }
+        break;
+      }
+      case YAML_MAPPING_START_EVENT: {
+        RETURN_IF_ERROR(Count(mark, 1));
+        anchor = Str(event->data.mapping_start.anchor);
+        const std::string tag = Str(event->data.mapping_start.tag);
+        if (!tag.empty() && tag != "!" && tag != kMapTag) {
+          return ErrorAt(mark, absl::StrCat("unsupported tag ", tag));
+        }
+        value = json::object();
+        while (true) {
+          RETURN_IF_ERROR(Next(&event));
+          if (event->type == YAML_MAPPING_END_EVENT) break;
+          const yaml_mark_t key_mark = event->start_mark;
+          ASSIGN_OR_RETURN(std::string key, Key(event, depth + 1));
+          if (value.contains(key)) return ErrorAt(key_mark, absl::StrCat("duplicate key \"", key, "\""));
+          RETURN_IF_ERROR(Next(&event));
+          ASSIGN_OR_RETURN(json item, Node(event, depth + 1));
+          value[key] = std::move(item);
+        }
+        break;
+      }
+      default:
+        return ErrorAt(mark, "unexpected YAML event");
+    }
+    if (!anchor.empty()) anchors_[anchor] = {value, nodes_ - nodes_before};
+    return value;
+  }
+
+  // What a scalar means: quoted/block scalars and !!str are strings; plain ones resolve the way
+  // go-yaml resolves them.
+  absl::StatusOr<json> Scalar(const yaml_event_t& event) {
+    const std::string text(reinterpret_cast<const char*>(event.data.scalar.value),
+                           event.data.scalar.length);
+    const std::string tag = Str(event.data.scalar.tag);
+    const bool plain = event.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    if (tag == kStrTag || tag == "!" || (tag.empty() && !plain)) return json(goyaml::CoerceUtf8(text));
+    if (!tag.empty() && tag != kIntTag && tag != kFloatTag && tag != kBoolTag && tag != kNullTag) {
+      return ErrorAt(event.start_mark, absl::StrCat("unsupported tag ", tag));
     }
     const goyaml::Resolved resolved = goyaml::Resolve(text);
     json value;
     if (const auto* s = std::get_if<std::string>(&resolved)) {
-      value = *s;
+      value = goyaml::CoerceUtf8(*s);
     } else if (std::holds_alternative<goyaml::Timestamp>(resolved)) {
       value = text;  // go-yaml hands timestamps to interface{} targets as the original string
     } else if (std::holds_alternative<goyaml::Null>(resolved)) {
@@ -131,64 +215,52 @@ class Converter {
       // Beyond 64 bits: Kubernetes' JSON decoding would make this a float64 as well.
       value = std::strtod(big->digits.c_str(), nullptr);
     } else {
-      return Error(node, absl::StrCat("\"", text, "\" (infinity/NaN) has no JSON equivalent"));
+      return ErrorAt(event.start_mark,
+                     absl::StrCat("\"", text, "\" (infinity/NaN) has no JSON equivalent"));
     }
-    if (tag == "?") return value;
+    if (tag.empty()) return value;
     // Explicitly tagged: the text must resolve to the tagged kind.
-    const bool ok = (tag == kNullTag && value.is_null()) || (tag == kBoolTag && value.is_boolean()) ||
+    const bool ok = (tag == kNullTag && value.is_null()) ||
+                    (tag == kBoolTag && value.is_boolean()) ||
                     (tag == kIntTag && value.is_number_integer()) ||
                     (tag == kFloatTag && value.is_number());
-    if (!ok) return Error(node, absl::StrCat("cannot decode \"", text, "\" as ", tag));
+    if (!ok) return ErrorAt(event.start_mark, absl::StrCat("cannot decode \"", text, "\" as ", tag));
     if (tag == kFloatTag) return json(value.get<double>());
     return value;
   }
 
   // Map keys become strings the way sigs.k8s.io/yaml converts them.
-  absl::StatusOr<std::string> Key(const YAML::Node& node) {
-    if (node.Type() == YAML::NodeType::Null) return Error(node, "null map keys are not supported");
-    if (node.Type() != YAML::NodeType::Scalar) {
-      return Error(node, "map keys must be scalars");
+  absl::StatusOr<std::string> Key(Event& event, int depth) {
+    const yaml_mark_t mark = event->start_mark;
+    if (event->type != YAML_SCALAR_EVENT) {
+      // Consume it for a clean error position, then refuse.
+      return ErrorAt(mark, "map keys must be scalars");
     }
-    if (node.Tag() == "?" && node.Scalar() == "<<") {
-      return Error(node, "merge keys (<<) are not supported");
+    if (event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && event->data.scalar.tag == nullptr &&
+        event->data.scalar.length == 2 &&
+        std::string(reinterpret_cast<const char*>(event->data.scalar.value), 2) == "<<") {
+      return ErrorAt(mark, "merge keys (<<) are not supported");
     }
-    ASSIGN_OR_RETURN(json value, ScalarValue(node));
+    ASSIGN_OR_RETURN(json value, Node(event, depth));
     if (value.is_string()) return value.get<std::string>();
     if (value.is_boolean()) return std::string(value.get<bool>() ? "true" : "false");
     if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
     if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
     if (value.is_number_float()) return goyaml::FormatFloat(value.get<double>(), 32);
-    return Error(node, absl::StrCat("unsupported map key ", value.dump()));
+    if (value.is_null()) return ErrorAt(mark, "null map keys are not supported");
+    return ErrorAt(mark, absl::StrCat("unsupported map key ", value.dump()));
   }
 
+  yaml_parser_t parser_;
+  std::map<std::string, Anchored> anchors_;
   size_t nodes_ = 0;
 };
-
-absl::StatusOr<std::vector<YAML::Node>> LoadAll(absl::string_view text) {
-  try {
-    return YAML::LoadAll(std::string(text));
-  } catch (const YAML::ParserException& e) {
-    return absl::InvalidArgumentError(absl::StrCat("YAML ", Where(e.mark), e.msg));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("YAML: ", e.what()));
-  }
-}
 
 }  // namespace
 
 absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(absl::string_view text) {
-  ASSIGN_OR_RETURN(std::vector<YAML::Node> documents, LoadAll(text));
-  std::vector<json> out;
-  try {
-    for (const YAML::Node& document : documents) {
-      Converter converter;
-      ASSIGN_OR_RETURN(json value, converter.Convert(document, 0));
-      out.push_back(std::move(value));
-    }
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("YAML: ", e.what()));
-  }
-  return out;
+  Reader reader(text);
+  return reader.Documents();
 }
 
 absl::StatusOr<nlohmann::json> ParseYaml(absl::string_view text) {

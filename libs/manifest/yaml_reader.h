@@ -10,7 +10,8 @@
 //   plain map keys that resolve to numbers or booleans become their string form ("yes" → "true").
 // Refused with InvalidArgument and a line:column: syntax errors, duplicate keys, merge keys
 // (`<<`), null or collection keys, .inf/.nan (no JSON equivalent), custom tags, nesting deeper
-// than 512 or more than 1,000,000 nodes (alias bombs).
+// than 512 or more than 1,000,000 nodes (alias bombs). Invalid UTF-8 inside strings becomes
+// U+FFFD. Parsing uses libyaml (see yaml_reader.cc for why not yaml-cpp).
 
 #include <string>
 #include <vector>

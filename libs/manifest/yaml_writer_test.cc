@@ -164,7 +164,9 @@ TEST(RenderManifestTest, GoldenManifestsOfRealObjects) {
     EXPECT_EQ(rendered, ReadFile(golden));
     ++compared;
   }
-  if (!update) EXPECT_GE(compared, 19);
+  if (!update) {
+    EXPECT_GE(compared, 19);
+  }
 }
 
 }  // namespace
