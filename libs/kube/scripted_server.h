@@ -63,6 +63,7 @@ class ScriptedServer {
 
  private:
   void Init() {
+    server_->set_tcp_nodelay(true);  // avoid Nagle/delayed-ACK stalls between header and body
     server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
       std::lock_guard lock(mu_);
       requests_.push_back(req.method + " " + req.target);
