@@ -188,7 +188,10 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
         if (it == targets_.end()) {
           TargetStreamOptions options;
           options.capacity = options_.target_buffer;
-          options.registry = registry_;
+          BranchRegistry* registry = registry_;
+          options.branch_for = [registry](const TargetSettings& settings) {
+            return registry->Get(settings);
+          };
           options.sink = sink_;
           options.metrics = options_.metrics;
           it = targets_.emplace(key, SpawnTargetStream(system_, options)).first;

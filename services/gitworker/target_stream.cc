@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include "absl/strings/str_cat.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::gitworker {
@@ -50,6 +51,7 @@ void Pump(Self* self);
 void Taken(Self* self) {
   auto& state = self->state;
   if (state.in_flight > 0) --state.in_flight;
+  Pump(self);  // first hand over what is queued, then let waiting messages in behind it
   while (!state.waiting.empty() && state.queue.size() < state.options.capacity) {
     auto [sequence, item] = std::move(state.waiting.front());
     state.waiting.pop_front();
@@ -64,7 +66,7 @@ void Pump(Self* self) {
   while (state.in_flight < state.options.max_in_flight && !state.queue.empty()) {
     WorkItemPtr item = std::move(state.queue.front());
     state.queue.pop_front();
-    caf::actor branch = state.options.registry->Get(*item->settings);
+    caf::actor branch = state.options.branch_for(*item->settings);
     ++state.in_flight;
     self->request(branch, caf::infinite, item_atom::value, std::move(item))
         .then([self](bool) { Taken(self); },
@@ -90,6 +92,11 @@ caf::behavior TargetStream(Self* self, TargetStreamOptions options) {
         Enqueue(self, item);
         state.options.sink->Accepted(sequence);
         Pump(self);
+      },
+      [=](status_atom) {
+        auto& state = self->state;
+        return absl::StrCat("queued=", state.queue.size(), " waiting=", state.waiting.size(),
+                            " in_flight=", state.in_flight);
       },
   };
 }

@@ -7,6 +7,7 @@
 // the branch actor at a time; each one it takes frees a slot.
 
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
 
 #include "libs/runtime/metrics.h"
@@ -17,7 +18,8 @@ namespace reverser::gitworker {
 struct TargetStreamOptions {
   size_t capacity = 1000;     // buffered items
   size_t max_in_flight = 32;  // items handed to the branch actor and not yet taken
-  BranchRegistry* registry = nullptr;
+  // The branch actor an item of these settings goes to (BranchRegistry::Get in the service).
+  std::function<caf::actor(const TargetSettings&)> branch_for;
   std::shared_ptr<FeedbackSink> sink;
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -26,6 +28,7 @@ struct TargetStreamOptions {
 //   (config_atom, SettingsPtr) -> void             the target's settings (before any item)
 //   (deliver_atom, uint64_t sequence, WorkItemPtr) -> void
 //       buffered (sink->Accepted(sequence)) now, or once the buffer has room
+//   (status_atom) -> std::string   "queued=N waiting=N in_flight=N" (tests, debugging)
 caf::actor SpawnTargetStream(caf::actor_system& system, TargetStreamOptions options);
 
 }  // namespace reverser::gitworker
