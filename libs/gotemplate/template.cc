@@ -13,6 +13,10 @@
 namespace reverser::gotemplate {
 namespace {
 
+// Nesting of control structures and parentheses; keeps recursion (and the stack) bounded for
+// hostile templates. Go has no such limit, but no sane template comes near it.
+constexpr int kMaxNesting = 100;
+
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool IsIdentStart(char c) { return absl::ascii_isalpha(c) || c == '_'; }
 bool IsIdentChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
@@ -180,7 +184,9 @@ absl::StatusOr<std::pair<size_t, bool>> LexAction(absl::string_view s, size_t i,
       continue;
     }
     if (s.substr(i, 2) == "}}") return std::make_pair(i + 2, false);
-    Token tok{Tok::kPipe, i};
+    Token tok;
+    tok.kind = Tok::kPipe;
+    tok.offset = i;
     if (c == '|') {
       tok.kind = Tok::kPipe, ++i;
     } else if (c == '(') {
@@ -381,6 +387,15 @@ class Parser {
 
   absl::Status ParseControl(const std::string& keyword, size_t offset,
                             const std::vector<Token>& tokens, Node* node) {
+    if (nesting_ >= kMaxNesting) return pos_.Error(offset, "template nested too deeply");
+    ++nesting_;
+    absl::Status status = ParseControlBody(keyword, offset, tokens, node);
+    --nesting_;
+    return status;
+  }
+
+  absl::Status ParseControlBody(const std::string& keyword, size_t offset,
+                                const std::vector<Token>& tokens, Node* node) {
     node->kind = keyword == "if"     ? Node::Kind::kIf
                  : keyword == "with" ? Node::Kind::kWith
                                      : Node::Kind::kRange;
@@ -516,6 +531,8 @@ class Parser {
         operand->source = tok.text;
         return absl::OkStatus();
       case Tok::kLeftParen: {
+        if (nesting_ >= kMaxNesting) return pos_.Error(tok.offset, "template nested too deeply");
+        ++nesting_;
         operand->kind = Operand::Kind::kPipeline;
         operand->pipeline = std::make_shared<Pipeline>();
         operand->pipeline->offset = tok.offset;
@@ -524,6 +541,7 @@ class Parser {
           return pos_.Error(tok.offset, "unclosed left paren");
         }
         ++*i;
+        --nesting_;
         operand->source = "(...)";
         return absl::OkStatus();
       }
@@ -549,6 +567,7 @@ class Parser {
   size_t next_ = 0;
   std::vector<Token> else_rest_;
   std::vector<std::string> variables_ = {"$"};
+  int nesting_ = 0;
   const Positions& pos_;
 };
 

@@ -153,6 +153,16 @@ TEST(TemplateTest, FunctionsAndPipelines) {
             "comparison");
 }
 
+TEST(TemplateTest, DeepNestingIsRefusedNotOverflowed) {
+  std::string parens = "{{" + std::string(100000, '(') + "1" + std::string(100000, ')') + "}}";
+  EXPECT_EQ(ErrorOf(parens), "template: t:1:103: template nested too deeply");
+  std::string ifs;
+  for (int i = 0; i < 5000; ++i) ifs += "{{if .A}}";
+  EXPECT_EQ(ErrorOf(ifs, Value(Value::Map{{"A", true}})).substr(0, 20), "template: t:1:901: t");
+  // 50 levels are fine.
+  EXPECT_EQ(MustRender("{{" + std::string(50, '(') + "1" + std::string(50, ')') + "}}", Value()), "1");
+}
+
 TEST(TemplateTest, ParsedTemplateIsReusable) {
   auto tmpl = Template::Parse("event", kEventTemplate);
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
