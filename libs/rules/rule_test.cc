@@ -152,5 +152,48 @@ TEST(ParseRuleObjectTest, BadJsonAndUnknownKindsAreErrorsNotCrashes) {
   }
 }
 
+// Every field of valid objects replaced, in turn, by every JSON type: a clear error or a
+// successful parse, never a crash or an exception.
+void Mutations(const json& node, const json::json_pointer& at,
+               std::vector<json::json_pointer>& out) {
+  out.push_back(at);
+  if (node.is_object()) {
+    for (const auto& [key, child] : node.items()) Mutations(child, at / key, out);
+  } else if (node.is_array()) {
+    for (size_t i = 0; i < node.size(); ++i) Mutations(node[i], at / i, out);
+  }
+}
+
+TEST(ParseRuleObjectTest, SurvivesEveryFieldReplacedByEveryType) {
+  const std::vector<json> originals = {
+      WatchRuleJson(
+          "ns", "r", "t",
+          {RuleJson({"configmaps"},
+                    {{"apiGroups", {""}}, {"apiVersions", {"v1"}}, {"operations", {"CREATE"}}})}),
+      ClusterWatchRuleJson("c", "ns", "t", {RuleJson({"*"}, {{"scope", "Cluster"}})})};
+  const std::vector<json> replacements = {
+      nullptr, 1, -1.5, true, "x", "", json::array(), json::object(), json::array({1, 2})};
+  int parsed = 0, rejected = 0;
+  for (const json& original : originals) {
+    std::vector<json::json_pointer> paths;
+    Mutations(original, json::json_pointer(), paths);
+    for (const auto& path : paths) {
+      for (const json& value : replacements) {
+        json mutated = original;
+        mutated[path] = value;
+        auto rule = ParseRuleObject(mutated.dump());
+        if (rule.ok()) {
+          ++parsed;
+        } else {
+          ++rejected;
+          EXPECT_EQ(rule.status().code(), absl::StatusCode::kInvalidArgument);
+        }
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(rejected, 100);
+}
+
 }  // namespace
 }  // namespace reverser::rules

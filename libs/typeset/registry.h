@@ -68,6 +68,7 @@ class Registry final : public TypeLookup {
 
   using Observer = std::function<void(const LifecycleEvent&)>;
 
+  // `clock` must outlive the registry.
   explicit Registry(const core::Clock& clock, RegistryOptions options = {});
 
   // Applies one catalog snapshot (see the header comment for the rules).
