@@ -55,6 +55,19 @@ const KindSpecDrops kKindSpecDrops[] = {
     {"PersistentVolumeClaim", {"volumeName", "volumeMode"}},
 };
 
+// Deeper values cannot be rendered to YAML (libs/manifest stops at the same depth), and
+// bounding it here keeps every later recursive walk bounded too.
+constexpr int kMaxDepth = 512;
+
+bool NestedDeeperThan(const json& value, int limit) {
+  if (!value.is_structured()) return false;
+  if (limit == 0) return true;
+  for (const json& child : value) {
+    if (NestedDeeperThan(child, limit - 1)) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> RequiredString(const json& object, const char* field) {
   const auto it = object.find(field);
   if (it == object.end() || it->is_null()) {
@@ -125,6 +138,10 @@ absl::StatusOr<nlohmann::json> Sanitize(const nlohmann::json& object) {
   if (!object.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("a Kubernetes object must be a JSON object, got ", object.type_name()));
+  }
+  if (NestedDeeperThan(object, kMaxDepth)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("object is nested deeper than ", kMaxDepth, " levels"));
   }
   ASSIGN_OR_RETURN(std::string api_version, RequiredString(object, "apiVersion"));
   ASSIGN_OR_RETURN(std::string kind, RequiredString(object, "kind"));

@@ -25,7 +25,9 @@ namespace reverser::sanitize {
 //    reference does).
 // Empty label/annotation maps, and a metadata map left empty, are omitted.
 // Errors (InvalidArgument) for input the API server never produces: a non-object, missing
-// apiVersion/kind (LIST items must be given them from the list first), or mistyped metadata.
+// apiVersion/kind (LIST items must be given them from the list first), mistyped metadata
+// (the reference silently drops non-string labels; here that is an error), or nesting deeper
+// than 512 levels (the YAML writer's limit).
 absl::StatusOr<nlohmann::json> Sanitize(const nlohmann::json& object);
 
 // True for controller-bookkeeping labels that never reach Git: prefixes

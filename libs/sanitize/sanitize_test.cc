@@ -136,6 +136,10 @@ TEST(SanitizeTest, RejectsMalformedObjectsWithClearErrors) {
   EXPECT_EQ(
       error_of(R"({"apiVersion": "v1", "kind": "X", "metadata": {"annotations": {"a": 1}}})"),
       "metadata.annotations[\"a\"] must be a string, got number");
+  json deep = json::array();
+  for (int i = 0; i < 600; ++i) deep = json::array({deep});
+  auto too_deep = Sanitize(json{{"apiVersion", "v1"}, {"kind", "X"}, {"spec", deep}});
+  EXPECT_EQ(too_deep.status().message(), "object is nested deeper than 512 levels");
 }
 
 TEST(SanitizeTest, ContentHashIsSha256OfGoJson) {
