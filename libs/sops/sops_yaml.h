@@ -1,0 +1,44 @@
+#pragma once
+
+// The YAML side of SOPS: reading a file with the scalar typing of gopkg.in/yaml.v3 (which decides
+// the bytes sops hashes into its MAC), and writing one the way `sops --encrypt` lays it out
+// (yaml.v3, indent 4, sequences indented under their key, `|` blocks for multi-line strings).
+//
+// Trees are nlohmann::ordered_json: mapping order is document order, which is the MAC order.
+// Leaves are strings, int64 integers, doubles, booleans and nulls.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace reverser::sops {
+
+using Tree = nlohmann::ordered_json;
+
+// What yaml.v3 makes of an untagged plain scalar (resolve.go).
+enum class PlainKind { kString, kNull, kBool, kInt, kUint, kFloat, kTimestamp, kMerge };
+struct PlainScalar {
+  PlainKind kind = PlainKind::kString;
+  bool bool_value = false;
+  int64_t int_value = 0;
+  double float_value = 0;
+};
+PlainScalar ResolvePlain(absl::string_view plain);
+
+// Parses one YAML document into a Tree with yaml.v3 typing. Refused with InvalidArgument (or
+// Unimplemented for valid YAML sops cannot hash): several documents, non-mapping top level,
+// non-string or duplicate keys, timestamps and integers beyond int64 (sops <= 3.9 cannot walk
+// them), merge keys, custom tags, nesting deeper than 512 or more than 1,000,000 nodes.
+// Comments are dropped (sops never puts them in the MAC).
+absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text);
+
+// Emits a mapping as sops does: 4-space indentation, sequences indented under their key. A string
+// is written plain only when both yaml.v3 (sops) and YAML 1.1 readers (kubectl, Flux) would read
+// it back as the same string; otherwise double-quoted. Strings ending in exactly one newline are
+// `|` blocks. InvalidArgument if the top level is not a mapping or a string is not UTF-8.
+absl::StatusOr<std::string> EmitSopsYaml(const Tree& document);
+
+}  // namespace reverser::sops
