@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "absl/strings/str_split.h"
 #include "services/gitworker/test_support.h"
 #include "tests/fixtures/git_repos.h"
@@ -332,6 +335,121 @@ TEST_F(BranchWorkerTest, UnbornBranchStartsFromTheDefaultBranch) {
   auto files = testing::ListFiles(remote_, "feature");
   ASSERT_TRUE(files.ok());
   EXPECT_THAT(*files, Contains("README.md"));
+}
+
+TEST_F(BranchWorkerTest, BufferLimitFinalizesTheWindow) {
+  BranchWorkerOptions options;
+  options.key = {"team", "repo", "main"};
+  options.remote_url = remote_;
+  options.work_dir = dir_.path() + "/work";
+  options.push_cooldown = absl::ZeroDuration();
+  options.buffer_limit_bytes = 150;  // about two small ConfigMaps
+  options.clock = &clock_;
+  options.metrics = &metrics_;
+  BranchWorker worker(options);
+  auto config = Config(remote_, 60'000);
+  for (int i = 0; i < 4; ++i) {
+    worker.Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                       "default", absl::StrCat("cm", i), "v", 10 + i, "alice")));
+  }
+  EXPECT_FALSE(worker.WindowTimer().has_value()) << "the second event filled the buffer";
+  worker.PushIfDue();
+  EXPECT_EQ(Subjects().front(), "alice on tgt: 2 resource(s)");
+  EXPECT_EQ(metrics_.GetCounter("reverser_gitworker_windows_finalized_total", "",
+                                {{"reason", "buffer-limit"}})
+                .Value(),
+            2.0);
+}
+
+TEST_F(BranchWorkerTest, HundredRoundsAgainstASecondWriterLoseNothing) {
+  auto worker = MakeWorker(absl::Hours(1));
+  auto config = Config(remote_, 0);
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  constexpr int kRounds = 100;
+  std::vector<std::string> expected = {"README.md", "clusters/a/.gittargetignore",
+                                       "clusters/a/README.md"};
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string name = absl::StrCat("cm", round);
+    worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", name, "x", 1000 + round, "alice")));
+    ASSERT_TRUE(Git(*clone, {"pull", "-q", "--rebase"}).ok());
+    ASSERT_TRUE(testing::WriteFile(absl::StrCat(*clone, "/foreign", round, ".txt"), "f").ok());
+    ASSERT_TRUE(testing::CommitAndPush(*clone, absl::StrCat("foreign ", round)).ok());
+    worker->PushIfDue(/*force=*/true);
+    ASSERT_EQ(sink_->AckedRv(ConfigMaps()), 1000u + round);
+    expected.push_back(absl::StrCat("clusters/a/default/configmaps/", name, ".yaml"));
+    expected.push_back(absl::StrCat("foreign", round, ".txt"));
+  }
+  auto files = Files();
+  std::sort(files.begin(), files.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(files, expected);
+  EXPECT_EQ(Subjects().size(), 1u + 2 * kRounds);
+  auto foreign = Git(remote_, {"log", "--format=%s", "--grep=^foreign", "main"});
+  ASSERT_TRUE(foreign.ok());
+  EXPECT_EQ(Lines(*foreign).size(), static_cast<size_t>(kRounds));
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, TransientPushFailureKeepsLocalCommitsForTheNextCycle) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10)));
+  worker->PushIfDue();
+  ASSERT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+  // The remote disappears for a while.
+  const std::string away = remote_ + ".away";
+  ASSERT_EQ(std::rename(remote_.c_str(), away.c_str()), 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "b", "1", 11)));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+  EXPECT_FALSE(worker->Status().last_error().empty());
+  EXPECT_EQ(worker->Status().pending_writes(), 1u);
+  ASSERT_TRUE(worker->NextPushAt().has_value());
+  EXPECT_GE(*worker->NextPushAt(), clock_.Now() + absl::Seconds(1)) << "backs off";
+  ASSERT_EQ(std::rename(away.c_str(), remote_.c_str()), 0);
+  clock_.Advance(absl::Seconds(1));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
+  EXPECT_TRUE(worker->Status().last_error().empty());
+  EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/b.yaml"));
+}
+
+TEST_F(BranchWorkerTest, PlacementTemplatesAndEncryptionBootstrap) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0, "apps/prod");
+  (*config.mutable_placement_by_type())["apps/v1/deployments"] = "workloads/{name}.yaml";
+  config.set_placement_default("{namespaceOrCluster}/{resource}-{name}.yaml");
+  config.add_age_recipients("age1examplerecipient");
+  worker->Add(EventItem(config, Event(config, Deployments(), reverser::v1::OPERATION_CREATE,
+                                      "default", "web", "nginx", 10)));
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "settings", "1", 11)));
+  worker->PushIfDue();
+  auto files = Files();
+  EXPECT_THAT(files, Contains("apps/prod/workloads/web.yaml"));
+  EXPECT_THAT(files, Contains("apps/prod/default/configmaps-settings.yaml"));
+  EXPECT_THAT(files, Contains("apps/prod/.sops.yaml"));
+  auto sops = testing::ShowFile(remote_, "main", "apps/prod/.sops.yaml");
+  ASSERT_TRUE(sops.ok());
+  EXPECT_NE(sops->find("age1examplerecipient"), std::string::npos);
+  EXPECT_NE(sops->find("encrypted_regex: ^(data|stringData)$"), std::string::npos);
+}
+
+TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "..", "1", 10)));
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "Not_A_Namespace", "x", "1", 11)));
+  worker->PushIfDue();
+  EXPECT_EQ(Subjects().size(), 1u);
+  EXPECT_EQ(sink_->rejected().size(), 2u);
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
 }
 
 }  // namespace
