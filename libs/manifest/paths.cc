@@ -224,6 +224,22 @@ absl::Status ValidateIdentity(const ObjectIdentity& id) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<ObjectIdentity> IdentityOf(const nlohmann::json& object,
+                                          const core::GroupVersionResource& gvr, core::Scope scope,
+                                          bool sensitive) {
+  if (!object.is_object()) return absl::InvalidArgumentError("object must be a map");
+  const auto string_at = [](const nlohmann::json& map, const char* key) -> std::string {
+    const auto it = map.find(key);
+    return it != map.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const nlohmann::json metadata = object.value("metadata", nlohmann::json::object());
+  if (!metadata.is_object()) return absl::InvalidArgumentError("metadata must be a map");
+  ObjectIdentity id{gvr, string_at(object, "kind"), scope, string_at(metadata, "namespace"),
+                    string_at(metadata, "name"), sensitive};
+  RETURN_IF_ERROR(ValidateIdentity(id));
+  return id;
+}
+
 absl::StatusOr<std::string> CanonicalPath(absl::string_view target_path, const ObjectIdentity& id) {
   RETURN_IF_ERROR(ValidateIdentity(id));
   std::vector<absl::string_view> parts;

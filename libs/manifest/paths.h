@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "libs/core/types.h"
+#include "nlohmann/json.hpp"
 
 namespace reverser::manifest {
 
@@ -28,6 +29,13 @@ struct ObjectIdentity {
   std::string name;
   bool sensitive = false;  // written encrypted as `.sops.yaml`
 };
+
+// Reads kind, metadata.name and metadata.namespace of an object (sanitized or live) into an
+// identity for the served type `gvr` of the given scope, then ValidateIdentity. A namespaced
+// object without a namespace, or a cluster-scoped one with one, is InvalidArgument.
+absl::StatusOr<ObjectIdentity> IdentityOf(const nlohmann::json& object,
+                                          const core::GroupVersionResource& gvr, core::Scope scope,
+                                          bool sensitive);
 
 // `{target_path}/{namespace}/[{group}/]{resource}/{name}.yaml` (`_cluster` for cluster-scoped,
 // `.sops.yaml` when sensitive, no version segment). `target_path` is the GitTarget's spec.path

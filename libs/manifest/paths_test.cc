@@ -160,6 +160,22 @@ TEST(PathsTest, JoinAndNormalize) {
   EXPECT_FALSE(JoinTargetPath("base", "../x.yaml").ok());
 }
 
+TEST(PathsTest, IdentityOfAnObject) {
+  const auto object = nlohmann::json::parse(
+      R"({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}})");
+  auto id = IdentityOf(object, {"apps", "v1", "deployments"}, Scope::kNamespaced, false);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->kind, "Deployment");
+  EXPECT_EQ(*CanonicalPath("base", *id), "base/prod/apps/deployments/web.yaml");
+  EXPECT_FALSE(IdentityOf(object, {"apps", "v1", "deployments"}, Scope::kCluster, false).ok());
+  EXPECT_FALSE(IdentityOf(nlohmann::json::array(), {"", "v1", "x"}, Scope::kCluster, false).ok());
+  EXPECT_EQ(IdentityOf(nlohmann::json::parse(R"({"metadata": {"namespace": "a"}})"),
+                       {"", "v1", "configmaps"}, Scope::kNamespaced, false)
+                .status()
+                .message(),
+            "name must not be empty");
+}
+
 TEST(PathsTest, TypeKeysAndSensitivity) {
   EXPECT_EQ(PlacementTypeKey({"", "v1", "secrets"}), "v1/secrets");
   EXPECT_EQ(PlacementTypeKey({"apps", "v1", "deployments"}), "apps/v1/deployments");
