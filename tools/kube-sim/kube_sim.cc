@@ -1292,7 +1292,10 @@ Reply KubeSim::Impl::Patch(Ctx& ctx) {
         (*patched)["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
       }
     }
-    if (apply && current) (*patched)["metadata"].erase("resourceVersion");
+    if (apply && current) {
+      (*patched)["metadata"].erase("resourceVersion");
+      *patched = PruneUnapplied(*current, std::move(*patched), FieldManager(ctx), patch);
+    }
     return *patched;
   };
   ApiOr<WriteResult> r = WriteObject(ctx, ctx.info.namespace_, ctx.info.name, transform, apply,

@@ -267,6 +267,20 @@ TEST_F(KubeSimTest, PatchFlavoursAndNoOpDoesNotBumpResourceVersion) {
   EXPECT_EQ(Body(again)["metadata"]["resourceVersion"], Body(ssa)["metadata"]["resourceVersion"]);
 }
 
+TEST_F(KubeSimTest, ServerSideApplyRemovesFieldsTheManagerNoLongerApplies) {
+  const char* path = "/api/v1/namespaces/default/configmaps/ssa?fieldManager=tool";
+  ASSERT_EQ(client_->Patch(path, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa","labels":{"a":"1"}},"data":{"x":"1","y":"2"}})",
+                           "application/apply-patch+yaml")->status, 201);
+  // Another manager owns z; tool drops y and the label.
+  client_->Patch("/api/v1/namespaces/default/configmaps/ssa?fieldManager=other",
+                 R"({"data":{"z":"3"}})", "application/merge-patch+json");
+  auto res = client_->Patch(path, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"},"data":{"x":"1"}})",
+                            "application/apply-patch+yaml");
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(Body(res)["data"], Json({{"x", "1"}, {"z", "3"}}));
+  EXPECT_FALSE(Body(res)["metadata"].contains("labels"));
+}
+
 TEST_F(KubeSimTest, StrategicMergeOnContainersByName) {
   auto res = Post("/api/v1/namespaces/default/pods",
                   {{"metadata", {{"name", "p"}}},

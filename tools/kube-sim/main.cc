@@ -12,6 +12,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "tools/kube-sim/kube_sim.h"
@@ -41,6 +43,10 @@ ABSL_FLAG(std::string, tls_key_file, "", "Private key for --tls-cert-file.");
 ABSL_FLAG(std::string, audit_policy_file, "",
           "audit.k8s.io/v1 Policy (YAML). Default: RequestResponse for everything.");
 ABSL_FLAG(std::string, audit_webhook_url, "", "URL the audit EventLists are POSTed to.");
+ABSL_FLAG(std::string, audit_webhook_config_file, "",
+          "kubeconfig naming the webhook, as kube-apiserver's --audit-webhook-config-file: "
+          "clusters[0].cluster.server (full URL), certificate-authority, "
+          "insecure-skip-tls-verify, users[0].user.client-certificate/client-key/token.");
 ABSL_FLAG(std::string, audit_webhook_ca_file, "", "CA bundle to verify the webhook.");
 ABSL_FLAG(bool, audit_webhook_insecure_skip_verify, false, "Do not verify the webhook's cert.");
 ABSL_FLAG(std::string, audit_webhook_client_cert, "", "Client certificate for mTLS.");
@@ -77,6 +83,13 @@ std::vector<std::string> Strings(const Json& j, const char* key) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --help lists this file's flags (absl would otherwise look for a file named like the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::StrContains(path, "kube-sim/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(
       "kube-sim [flags]: a protocol-accurate Kubernetes API server for tests.\n"
       "Admin endpoints: POST /_sim/faults, DELETE /_sim/faults, POST /_sim/compact,\n"
@@ -130,13 +143,38 @@ int main(int argc, char** argv) {
     if (!policy.ok()) return Fail(path + ": " + policy.error().message);
     options.audit_policy = *policy;
   }
-  if (std::string url = absl::GetFlag(FLAGS_audit_webhook_url); !url.empty()) {
+  std::string webhook_config = absl::GetFlag(FLAGS_audit_webhook_config_file);
+  if (std::string url = absl::GetFlag(FLAGS_audit_webhook_url); !url.empty() || !webhook_config.empty()) {
     AuditWebhookOptions w;
     w.url = url;
     w.ca_file = absl::GetFlag(FLAGS_audit_webhook_ca_file);
     w.insecure_skip_verify = absl::GetFlag(FLAGS_audit_webhook_insecure_skip_verify);
     w.client_cert_file = absl::GetFlag(FLAGS_audit_webhook_client_cert);
     w.client_key_file = absl::GetFlag(FLAGS_audit_webhook_client_key);
+    if (!webhook_config.empty()) {
+      bool ok;
+      std::string text = ReadFile(webhook_config, &ok);
+      if (!ok) return Fail("cannot read " + webhook_config);
+      ApiOr<Json> kc = ParseYamlOrJson(text);
+      if (!kc.ok() || !kc->is_object()) return Fail(webhook_config + ": not a kubeconfig");
+      try {
+        const Json& cluster = kc->at("clusters").at(0).at("cluster");
+        w.url = cluster.at("server").get<std::string>();
+        w.ca_file = cluster.value("certificate-authority", w.ca_file);
+        w.insecure_skip_verify = cluster.value("insecure-skip-tls-verify", w.insecure_skip_verify);
+        if (kc->contains("users") && (*kc)["users"].is_array() && !(*kc)["users"].empty()) {
+          const Json& user = (*kc)["users"][0].value("user", Json::object());
+          w.client_cert_file = user.value("client-certificate", w.client_cert_file);
+          w.client_key_file = user.value("client-key", w.client_key_file);
+          w.bearer_token = user.value("token", "");
+          if (user.contains("client-certificate-data") || cluster.contains("certificate-authority-data")) {
+            return Fail(webhook_config + ": *-data fields are not supported; use file paths");
+          }
+        }
+      } catch (const std::exception& e) {
+        return Fail(webhook_config + ": " + e.what());
+      }
+    }
     w.max_batch_size = absl::GetFlag(FLAGS_audit_webhook_batch_max_size);
     w.max_wait = absl::Seconds(absl::GetFlag(FLAGS_audit_webhook_batch_max_wait_seconds));
     w.initial_backoff = absl::Seconds(absl::GetFlag(FLAGS_audit_webhook_initial_backoff_seconds));

@@ -108,7 +108,57 @@ std::set<std::string> Keys(const std::map<std::string, Json>& m) {
   return s;
 }
 
+// Removes the field a FieldsV1 path names ("f:spec", "k:{...}", "v:...") from `node`.
+void RemovePath(Json& node, const std::vector<std::string>& parts, size_t i) {
+  if (i >= parts.size() || parts[i] == kSelf) return;
+  const std::string& p = parts[i];
+  bool last = i + 1 == parts.size() || (i + 2 == parts.size() && parts[i + 1] == kSelf);
+  if (p.rfind("f:", 0) == 0 && node.is_object()) {
+    std::string key = p.substr(2);
+    if (!node.contains(key)) return;
+    if (last) {
+      node.erase(key);
+    } else {
+      RemovePath(node[key], parts, i + 1);
+    }
+  } else if ((p.rfind("k:", 0) == 0 || p.rfind("v:", 0) == 0) && node.is_array()) {
+    Json want = Json::parse(p.substr(2), nullptr, false);
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      bool match = p[0] == 'v' ? *it == want : (it->is_object() && want.is_object() && [&] {
+        for (const auto& [k, v] : want.items()) {
+          if (!it->contains(k) || (*it)[k] != v) return false;
+        }
+        return true;
+      }());
+      if (!match) continue;
+      if (last) {
+        node.erase(it);
+      } else {
+        RemovePath(*it, parts, i + 1);
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace
+
+Json PruneUnapplied(const Json& current, Json merged, const std::string& manager,
+                    const Json& applied) {
+  std::set<std::string> before, others;
+  for (const auto& e : current.value("metadata", Json::object()).value("managedFields", Json::array())) {
+    if (!e.is_object()) continue;
+    bool mine = e.value("manager", "") == manager && e.value("operation", "") == "Apply";
+    FromFieldsV1(e.value("fieldsV1", Json::object()), "", mine ? before : others);
+  }
+  std::set<std::string> now = Keys(FlattenObject(applied, false));
+  for (const auto& path : before) {
+    if (now.count(path) || others.count(path)) continue;
+    std::vector<std::string> parts = absl::StrSplit(path, kSep);
+    RemovePath(merged, parts, 0);
+  }
+  return merged;
+}
 
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());

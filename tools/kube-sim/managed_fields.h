@@ -28,6 +28,11 @@ struct ManagerWrite {
 Json UpdateManagedFields(const Json& previous, const Json& updated, const Json& applied,
                          const ManagerWrite& write);
 
+// Server-side apply: fields `manager` applied before but left out of `applied` now are removed
+// from `merged`, unless another manager also owns them.
+Json PruneUnapplied(const Json& current, Json merged, const std::string& manager,
+                    const Json& applied);
+
 // The FieldsV1 set of every field present in `object` (identity metadata excluded).
 Json FieldsV1Of(const Json& object);
 
