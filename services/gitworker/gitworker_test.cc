@@ -235,6 +235,31 @@ TEST_F(GitWorkerServiceTest, UnusableMessagesAreRejectedAndAccepted) {
   EXPECT_EQ(Subjects().size(), 1u);
 }
 
+TEST_F(GitWorkerServiceTest, SilenceTimerClosesTheWindowAndCooldownTimerPushes) {
+  StartService("1s");
+  DeliveryClient client(service_->grpc_target());
+  auto config = Config(remote_, 300);  // 300 ms of silence closes a window
+  client.SendConfig(config);
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
+                         "1", 10, "alice"));
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "b",
+                         "1", 11, "alice"));
+  ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 11; },
+                               absl::Seconds(30)))
+      << service_->Logs();
+  EXPECT_EQ(Subjects().front(), "alice on tgt: 2 resource(s)");
+  // The next window lands within the push cooldown after the first push: its push waits for
+  // the cooldown timer, then it is acked.
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "c",
+                         "1", 12, "bob"));
+  ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 12; },
+                               absl::Seconds(30)))
+      << service_->Logs();
+  auto subjects = Subjects();
+  ASSERT_EQ(subjects.size(), 3u);
+  EXPECT_EQ(subjects[0], "[CREATE] v1/configmaps/c");
+}
+
 TEST_F(GitWorkerServiceTest, OpenWindowIsCommittedAndPushedOnShutdown) {
   StartService();
   DeliveryClient client(service_->grpc_target());
