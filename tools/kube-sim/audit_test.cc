@@ -177,8 +177,8 @@ TEST(AuditWebhookTest, ImpersonatedUserIsRecorded) {
   auto sim = KubeSim::Start(options);
   ASSERT_TRUE(sim.ok());
   httplib::Client c("127.0.0.1", (*sim)->port());
-  c.Post("/api/v1/namespaces/default/configmaps",
-         {{"Impersonate-User", "alice"}, {"Impersonate-Group", "devs"}},
+  const std::string uri = "/api/v1/namespaces/default/configmaps?fieldManager=a%2Fb&dryRun=All";
+  c.Post(uri.c_str(), {{"Impersonate-User", "alice"}, {"Impersonate-Group", "devs"}},
          R"({"metadata":{"name":"x"}})", "application/json");
   ASSERT_TRUE((*sim)->audit()->WaitIdle(absl::Seconds(10)));
   std::vector<Json> events = receiver.Events();
@@ -188,6 +188,7 @@ TEST(AuditWebhookTest, ImpersonatedUserIsRecorded) {
   EXPECT_EQ(e["impersonatedUser"]["username"], "alice");
   EXPECT_EQ(e["impersonatedUser"]["groups"], Json({"devs", "system:authenticated"}));
   EXPECT_EQ(e["sourceIPs"][0], "127.0.0.1");
+  EXPECT_EQ(e["requestURI"], uri);  // raw, as sent
 }
 
 }  // namespace

@@ -81,9 +81,11 @@ struct Ctx {
     return QueryValue(req->params, k).value_or("");
   }
   bool Has(const std::string& k) const { return req->params.count(k) > 0; }
+  // The path and query exactly as sent (audit's requestURI).
   std::string RequestUri() const {
+    if (!req->target.empty()) return req->target;
+    // In-process calls (KubeSim::Call) have no raw target: rebuild one.
     std::string uri = req->path;
-    // httplib decodes the query; rebuild it in the order received.
     std::vector<std::string> parts;
     for (const auto& [k, v] : req->params) {
       parts.push_back(absl::StrCat(httplib::detail::encode_query_param(k), "=",
@@ -1494,6 +1496,7 @@ KubeSim::Response KubeSim::Call(const std::string& method, const std::string& pa
                                 const std::string& body, const std::string& content_type) {
   httplib::Request req;
   req.method = method;
+  req.target = path_and_query;
   size_t q = path_and_query.find('?');
   req.path = path_and_query.substr(0, q);
   if (q != std::string::npos) {

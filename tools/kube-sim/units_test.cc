@@ -1,0 +1,140 @@
+// Unit tests of the pure pieces: patches, selectors, names, store history, request parsing.
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/kube-sim/managed_fields.h"
+#include "tools/kube-sim/names.h"
+#include "tools/kube-sim/patch.h"
+#include "tools/kube-sim/request_info.h"
+#include "tools/kube-sim/selectors.h"
+#include "tools/kube-sim/store.h"
+
+namespace reverser::kubesim {
+namespace {
+
+TEST(PatchTest, MergePatchFollowsRfc7386) {
+  Json target = Json::parse(R"({"a":"b","c":{"d":"e","f":"g"}})");
+  Json patch = Json::parse(R"({"a":"z","c":{"f":null}})");
+  EXPECT_EQ(ApplyMergePatch(target, patch), Json::parse(R"({"a":"z","c":{"d":"e"}})"));
+  EXPECT_EQ(ApplyMergePatch(Json::parse(R"({"a":[1,2]})"), Json::parse(R"({"a":[3]})")),
+            Json::parse(R"({"a":[3]})"));
+}
+
+TEST(PatchTest, JsonPatchOperationsAndErrors) {
+  Json doc = Json::parse(R"({"a":{"b":[1,2]}})");
+  auto r = ApplyJsonPatch(doc, Json::parse(R"([
+    {"op":"add","path":"/a/b/-","value":3},
+    {"op":"replace","path":"/a/b/0","value":0},
+    {"op":"copy","from":"/a/b","path":"/c"},
+    {"op":"move","from":"/c","path":"/d"},
+    {"op":"test","path":"/d/2","value":3},
+    {"op":"remove","path":"/a/b/1"}])"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, Json::parse(R"({"a":{"b":[0,3]},"d":[0,2,3]})"));
+  auto bad = ApplyJsonPatch(doc, Json::parse(R"([{"op":"test","path":"/a/b/0","value":9}])"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, 422);
+  EXPECT_FALSE(ApplyJsonPatch(doc, Json::object()).ok());
+  EXPECT_FALSE(ApplyJsonPatch(doc, Json::parse(R"([{"op":"replace","path":"/zz","value":1}])")).ok());
+}
+
+TEST(PatchTest, StrategicMergeDirectives) {
+  Json pod = Json::parse(R"({"spec":{"containers":[{"name":"a","image":"1","env":[{"name":"X","value":"1"}]},{"name":"b","image":"1"}]},
+                             "metadata":{"finalizers":["f1"]}})");
+  auto r = ApplyStrategicMergePatch(pod, Json::parse(R"({
+    "spec":{"containers":[{"name":"a","env":[{"name":"Y","value":"2"}]},{"name":"b","$patch":"delete"}]},
+    "metadata":{"finalizers":["f2"],"$deleteFromPrimitiveList/finalizers":["f1"]}})"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["spec"]["containers"].size(), 1u);
+  EXPECT_EQ((*r)["spec"]["containers"][0]["env"].size(), 2u);
+  EXPECT_EQ((*r)["metadata"]["finalizers"], Json({"f2"}));
+  auto replaced = ApplyStrategicMergePatch(pod, Json::parse(R"({"spec":{"$patch":"replace","x":1}})"));
+  EXPECT_EQ((*replaced)["spec"], Json::parse(R"({"x":1})"));
+  EXPECT_EQ(MergeKeyFor("ports", Json::parse(R"({"containerPort":80})")), "containerPort");
+  EXPECT_EQ(MergeKeyFor("ports", Json::parse(R"({"port":80})")), "port");
+  EXPECT_EQ(MergeKeyFor("args", "x"), "");
+}
+
+TEST(SelectorTest, LabelAndFieldSelectors) {
+  Json o = Json::parse(R"({"metadata":{"name":"n","namespace":"ns","labels":{"app":"web","tier":"fe"}}})");
+  auto match = [&](const std::string& s) { return Selector::ParseLabels(s)->Matches(o); };
+  EXPECT_TRUE(match("app=web"));
+  EXPECT_TRUE(match("app==web,tier!=be"));
+  EXPECT_TRUE(match("app in (web, api),!missing"));
+  EXPECT_FALSE(match("app notin (web)"));
+  EXPECT_FALSE(match("missing"));
+  EXPECT_TRUE(Selector::ParseFields("metadata.name=n,metadata.namespace!=x")->Matches(o));
+  EXPECT_FALSE(Selector::ParseFields("metadata.name=m")->Matches(o));
+  EXPECT_FALSE(Selector::ParseFields("garbage").ok());
+}
+
+TEST(NamesTest, RealValidationMessages) {
+  EXPECT_TRUE(ValidateSubdomain("a.b-c").empty());
+  EXPECT_FALSE(ValidateSubdomain("A").empty());
+  EXPECT_THAT(ValidateSubdomain(std::string(254, 'a')), ::testing::Contains("must be no more than 253 characters"));
+  EXPECT_TRUE(ValidateLabel("abc-1").empty());
+  EXPECT_FALSE(ValidateLabel("a.b").empty());
+  EXPECT_TRUE(ValidatePathSegment("system:controller:x").empty());
+  EXPECT_THAT(ValidatePathSegment("a/b"), ::testing::ElementsAre("may not contain '/'"));
+}
+
+TEST(RequestInfoTest, PathsAndVerbs) {
+  std::multimap<std::string, std::string> none, watch{{"watch", "True"}};
+  RequestInfo i = ParseRequestInfo("GET", "/apis/apps/v1/namespaces/ns/deployments/web/scale", none);
+  EXPECT_TRUE(i.is_resource);
+  EXPECT_EQ(i.group, "apps");
+  EXPECT_EQ(i.namespace_, "ns");
+  EXPECT_EQ(i.resource, "deployments");
+  EXPECT_EQ(i.name, "web");
+  EXPECT_EQ(i.subresource, "scale");
+  EXPECT_EQ(i.verb, "get");
+  EXPECT_EQ(ParseRequestInfo("GET", "/api/v1/namespaces/ns/configmaps", watch).verb, "watch");
+  EXPECT_EQ(ParseRequestInfo("GET", "/api/v1/watch/namespaces/ns/configmaps", none).verb, "watch");
+  RequestInfo ns = ParseRequestInfo("PUT", "/api/v1/namespaces/ns/status", none);
+  EXPECT_EQ(ns.resource, "namespaces");
+  EXPECT_EQ(ns.name, "ns");
+  EXPECT_EQ(ns.subresource, "status");
+  EXPECT_EQ(ParseRequestInfo("DELETE", "/api/v1/namespaces/ns/configmaps", none).verb, "deletecollection");
+  EXPECT_FALSE(ParseRequestInfo("GET", "/apis/apps/v1", none).is_resource);
+  EXPECT_TRUE(QueryBool({{"w", ""}}, "w"));
+  EXPECT_FALSE(QueryBool({{"w", "FALSE"}}, "w"));
+  EXPECT_FALSE(QueryBool({{"w", "0"}}, "w"));
+}
+
+TEST(StoreTest, ListAtResourceVersionRollsBackHistory) {
+  Store store(100);
+  auto put = [&](const std::string& name, const std::string& v) {
+    return store.Write("/configmaps", "ns", name, [&](const Json*) -> ApiOr<WriteDecision> {
+      return WriteDecision{WriteDecision::Kind::kPut,
+                           {{"metadata", {{"name", name}, {"namespace", "ns"}}}, {"v", v}}};
+    }, false);
+  };
+  put("a", "1");
+  int64_t at = store.CurrentRv();
+  put("a", "2");
+  put("b", "1");
+  auto then = store.List("/configmaps", "ns", at);
+  ASSERT_TRUE(then.ok());
+  ASSERT_EQ(then->items.size(), 1u);
+  EXPECT_EQ(then->items[0]["v"], "1");
+  EXPECT_EQ(store.List("/configmaps", "ns")->items.size(), 2u);
+  store.Compact();
+  EXPECT_EQ(store.List("/configmaps", "ns", at).error().code, 410);
+  Store::WaitResult w = store.WaitForEvents("/configmaps", at, absl::Now(), store.epoch());
+  EXPECT_TRUE(w.expired);
+}
+
+TEST(ManagedFieldsTest, FieldsV1ShapesMatchTheApiserver) {
+  Json o = Json::parse(R"({"metadata":{"labels":{"a":"b"},"finalizers":["x"]},"data":{"k":"v"},
+                           "spec":{"containers":[{"name":"c","image":"i"}]}})");
+  EXPECT_EQ(FieldsV1Of(o), Json::parse(R"({
+    "f:data":{".":{},"f:k":{}},
+    "f:metadata":{"f:finalizers":{".":{},"v:\"x\"":{}},"f:labels":{".":{},"f:a":{}}},
+    "f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{},"f:name":{}}}}})"));
+  EXPECT_EQ(Rfc3339(absl::FromUnixSeconds(0)), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(Rfc3339Micro(absl::FromUnixMicros(1)), "1970-01-01T00:00:00.000001Z");
+}
+
+}  // namespace
+}  // namespace reverser::kubesim
