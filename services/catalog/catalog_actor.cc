@@ -11,19 +11,36 @@ namespace reverser::catalog {
 namespace {
 
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 
 struct ActorState {
   std::unique_ptr<CatalogState> catalog;
   absl::Time tick_at = absl::InfiniteFuture();
+  bool reconcile_pending = false;
+  std::vector<ScanInput> applied_scans;  // answered after the next reconcile
 };
 
 using Self = caf::stateful_actor<ActorState>;
 
-// Reconciles, publishes, and makes sure a tick is due at the registry's next deadline.
-void AfterChange(Self* self, const CatalogActorDeps& deps) {
+// Inputs only record facts; the reconcile runs once the inputs already queued behind this one
+// were applied (the reconcile message joins the end of the mailbox). A burst of watch events —
+// e.g. our own status writes coming back — costs one reconcile, not one per event.
+void AfterChange(Self* self, const CatalogActorDeps& /*deps*/) {
+  if (self->state.reconcile_pending) return;
+  self->state.reconcile_pending = true;
+  self->send(self, reconcile_atom::value);
+}
+
+// Reconciles, publishes, answers scans, and makes sure a tick is due at the registry's next
+// deadline.
+void ReconcileNow(Self* self, const CatalogActorDeps& deps) {
+  self->state.reconcile_pending = false;
   CatalogState& catalog = *self->state.catalog;
   CatalogChanges changes = catalog.Reconcile();
   deps.outputs->Publish(catalog, changes);
+  std::vector<ScanInput> scans;
+  scans.swap(self->state.applied_scans);
+  for (ScanInput& scan : scans) deps.outputs->ScanApplied(catalog, scan);
   std::optional<absl::Time> deadline = catalog.NextDeadline();
   if (deadline && *deadline < self->state.tick_at) {
     self->state.tick_at = *deadline;
@@ -45,8 +62,8 @@ void Apply(Self* self, const CatalogActorDeps& deps, CatalogInput& input) {
             runtime::LogWarning("discovery failed",
                                 {{"error", std::string(in.scan.status().message())}});
           }
+          self->state.applied_scans.push_back(std::move(in));
           AfterChange(self, deps);
-          deps.outputs->ScanApplied(catalog, in);
         } else if constexpr (std::is_same_v<T, ReplaceInput>) {
           catalog.ReplaceObjects(in.kind, in.objects);
           AfterChange(self, deps);
@@ -82,6 +99,7 @@ caf::behavior CatalogActor(Self* self, CatalogActorDeps deps) {
         self->state.catalog->Tick();
         AfterChange(self, deps);
       },
+      [self, deps](reconcile_atom) { ReconcileNow(self, deps); },
   };
 }
 

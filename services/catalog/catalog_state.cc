@@ -116,6 +116,13 @@ void CatalogState::ApplyProbe(const ObjectKey& provider, ProviderProbe probe) {
 
 void CatalogState::ApplySummary(const reverser::v1::StreamSummary& summary) {
   if (summary.target().uid().empty()) return;
+  // Once every GitTarget is known, a summary for an unknown uid (a deleted or recreated
+  // target) is dropped rather than kept forever.
+  if (synced(ObjectKind::kGitTarget)) {
+    const nlohmann::json* target = Object(
+        {ObjectKind::kGitTarget, summary.target().namespace_(), summary.target().name()});
+    if (target == nullptr || UidOf(*target) != summary.target().uid()) return;
+  }
   summaries_[summary.target().uid()] = summary;
 }
 
