@@ -212,6 +212,16 @@ absl::Status BranchWorker::EnsureRepo() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const std::string& path,
+                                                      const std::optional<std::string>& tip) {
+  auto it = indexes_.find(path);
+  if (it == indexes_.end() || it->second.at != tip) {
+    ASSIGN_OR_RETURN(IdentityIndex index, IdentityIndex::Build(*repo_, tip, path));
+    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index)}).first;
+  }
+  return &it->second.index;
+}
+
 void BranchWorker::CommitPending() {
   if (auto s = EnsureRepo(); !s.ok()) {
     last_error_ = std::string(s.message());
@@ -243,13 +253,18 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const TargetSettings& settings = *unit.settings;
   const std::string& branch = options_.key.branch;
   ASSIGN_OR_RETURN(std::optional<std::string> tip, repo_->LocalTip(branch));
+  ASSIGN_OR_RETURN(IdentityIndex * index, IndexFor(settings.path, tip));
   git::ChangeSet changes;
+  std::map<std::string, DocumentKey> keys;
   std::string message;
   std::vector<std::string> swept;
   if (unit.kind == Kind::kWindow) {
     std::vector<commitmeta::ChangedResource> resources;
     for (const PlannedWrite& write : unit.writes) {
-      changes[write.path] = write.content;
+      // Match-first: an existing document is edited (or deleted) in the file it lives in.
+      const std::string path = index->Find(write.key).value_or(write.path);
+      changes[path] = write.content;
+      if (write.content.has_value()) keys[path] = write.key;
       resources.push_back(write.change);
     }
     if (unit.message_override.has_value()) {
@@ -261,9 +276,9 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
                                     settings.target.name(), resources));
     }
   } else {
-    ASSIGN_OR_RETURN(ResyncChanges resync,
-                     PlanResyncChanges(*repo_, tip, settings, unit.resync));
+    ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
     changes = std::move(resync.changes);
+    keys = std::move(resync.keys);
     swept = std::move(resync.swept);
     commitmeta::ReconcileMessageData data;
     data.count = unit.resync.desired_count;
@@ -310,6 +325,14 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const absl::Time now = options_.clock->Now();
   git::CommitSpec spec{IdentityAt(unit.author, now), IdentityAt(settings.committer, now), message};
   ASSIGN_OR_RETURN(std::optional<std::string> sha, repo_->CommitOnBranch(branch, changes, spec));
+  if (sha.has_value()) {
+    // Every index that described the old tip now describes the new one.
+    for (auto& [path, cached] : indexes_) {
+      if (cached.at != tip) continue;
+      cached.index.Apply(changes, keys);
+      cached.at = *sha;
+    }
+  }
   if (sha.has_value() && !unit.counted) {
     unit.counted = true;
     runtime::Labels labels = BranchLabels();
@@ -326,8 +349,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
         ->GetCounter("gitopsreverser_objects_written_total",
                      "Object files written or deleted by commits.")
         .Increment(static_cast<double>(unit.kind == Kind::kWindow ? unit.writes.size()
-                                                                  : unit.resync.upserts.size() +
-                                                                        swept.size()));
+                                                                  : keys.size() + swept.size()));
     if (!swept.empty()) {
       options_.metrics
           ->GetCounter("gitopsreverser_resync_sweep_deletes_total",

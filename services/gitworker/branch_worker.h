@@ -121,6 +121,9 @@ class BranchWorker {
   };
 
   absl::Status EnsureRepo();
+  // The document index of a target path at `tip`, rebuilt when the branch moved under it.
+  absl::StatusOr<IdentityIndex*> IndexFor(const std::string& path,
+                                          const std::optional<std::string>& tip);
   void CommitPending();
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
   void RejectUnit(Unit& unit, const absl::Status& status);
@@ -134,6 +137,11 @@ class BranchWorker {
   BranchWorkerOptions options_;
   std::unique_ptr<git::Repository> repo_;
   std::optional<std::string> expected_remote_;  // CAS old value: the remote tip we build on
+  struct CachedIndex {
+    std::optional<std::string> at;  // the commit the index describes
+    IdentityIndex index;
+  };
+  std::map<std::string, CachedIndex> indexes_;  // target path → its documents
   std::optional<Unit> window_;
   uint64_t window_generation_ = 0;
   std::deque<Unit> units_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/str_split.h"
 #include "services/gitworker/test_support.h"
@@ -437,6 +438,48 @@ TEST_F(BranchWorkerTest, PlacementTemplatesAndEncryptionBootstrap) {
   ASSERT_TRUE(sops.ok());
   EXPECT_NE(sops->find("age1examplerecipient"), std::string::npos);
   EXPECT_NE(sops->find("encrypted_regex: ^(data|stringData)$"), std::string::npos);
+}
+
+TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  std::filesystem::create_directories(*clone + "/clusters/a/hand");
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/hand/web-config.yaml",
+                                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+                                 "  namespace: default\ndata:\n  key: old\n")
+                  .ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/hand/stale.yml",
+                                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stale\n"
+                                 "  namespace: default\n")
+                  .ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "hand-placed").ok());
+
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE,
+                                      "default", "a", "new", 10)));
+  worker->PushIfDue();
+  auto files = Files();
+  EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/a.yaml")));
+  auto edited = testing::ShowFile(remote_, "main", "clusters/a/hand/web-config.yaml");
+  ASSERT_TRUE(edited.ok());
+  EXPECT_NE(edited->find("key: new"), std::string::npos) << *edited;
+
+  // A resync keeps "a" where it lives and sweeps the stale hand-placed document.
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "new")}, 20)));
+  worker->PushIfDue();
+  files = Files();
+  EXPECT_THAT(files, Contains("clusters/a/hand/web-config.yaml"));
+  EXPECT_THAT(files, Not(Contains("clusters/a/hand/stale.yml")));
+  EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/a.yaml")));
+
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE,
+                                      "default", "a", "", 30)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/hand/web-config.yaml")));
+  EXPECT_EQ(Subjects().front(), "[DELETE] v1/configmaps/a");
+  ExpectFsckClean();
 }
 
 TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {

@@ -5,7 +5,6 @@
 #include "absl/strings/str_join.h"
 #include "libs/core/proto_convert.h"
 #include "libs/core/status.h"
-#include "libs/manifest/yaml_reader.h"
 #include "libs/manifest/yaml_writer.h"
 #include "nlohmann/json.hpp"
 
@@ -37,10 +36,6 @@ bool IsAllowlisted(absl::string_view path) {
                                            : path.rfind('/') + 1);
   return base == "kustomization.yaml" || base == "kustomization.yml" || base == ".sops.yaml" ||
          base == "Kustomization";
-}
-
-bool IsYamlFile(absl::string_view path) {
-  return absl::EndsWith(path, ".yaml") || absl::EndsWith(path, ".yml");
 }
 
 manifest::ObjectIdentity IdentityOf(const reverser::v1::ObjectBody& object) {
@@ -169,6 +164,21 @@ absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
   return manifest::RenderManifest(body);
 }
 
+DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
+  DocumentKey key;
+  key.group = object.ref().gvr().group();
+  key.kind = object.gvk().kind();
+  if (key.kind.empty()) {
+    nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
+    if (body.is_object() && body.contains("kind") && body["kind"].is_string()) {
+      key.kind = body["kind"].get<std::string>();
+    }
+  }
+  key.namespace_ = object.ref().namespace_();
+  key.name = object.ref().name();
+  return key;
+}
+
 absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
                                        const reverser::v1::LiveEvent& event) {
   PlannedWrite write;
@@ -180,6 +190,7 @@ absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
   write.change.gvr = core::FromProto(object.ref().gvr());
   write.change.namespace_ = object.ref().namespace_();
   write.change.name = object.ref().name();
+  write.key = KeyOf(object);
   ASSIGN_OR_RETURN(write.path, ObjectPath(settings, object));
   if (event.operation() != reverser::v1::OPERATION_DELETE) {
     ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object));
@@ -205,53 +216,29 @@ PreparedResync PrepareResync(const TargetSettings& settings,
     }
     auto yaml = RenderObject(settings, object);
     if (!yaml.ok()) {
-      prepared.protected_paths.insert(*path);
+      prepared.protected_keys.insert(KeyOf(object));
       prepared.rejected.push_back(std::string(yaml.status().message()));
       continue;
     }
-    prepared.upserts[*path] = std::move(*yaml);
+    prepared.upserts.push_back({KeyOf(object), *path, std::move(*yaml)});
   }
   return prepared;
 }
 
-absl::StatusOr<ResyncChanges> PlanResyncChanges(git::Repository& repo,
-                                                const std::optional<std::string>& base,
-                                                const TargetSettings& settings,
-                                                const PreparedResync& prepared) {
+ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared) {
   ResyncChanges out;
-  for (const auto& [path, yaml] : prepared.upserts) out.changes[path] = yaml;
-  if (!base.has_value()) return out;
-  ASSIGN_OR_RETURN(std::vector<std::string> files, repo.ListFiles(*base, settings.path));
-  const auto bootstrap = BootstrapFiles(settings);
-  for (const std::string& file : files) {
-    if (!IsYamlFile(file) || IsAllowlisted(file) || bootstrap.count(file) ||
-        prepared.upserts.count(file) || prepared.protected_paths.count(file)) {
-      continue;
-    }
-    auto text = repo.ReadFile(*base, file);
-    if (!text.ok() || !text->has_value()) continue;
-    auto docs = manifest::ParseYamlDocuments(**text);
-    // Only whole single-object files are swept; anything else is not ours to delete.
-    if (!docs.ok() || docs->size() != 1 || !(*docs)[0].is_object()) continue;
-    const nlohmann::json& doc = (*docs)[0];
-    auto api_version = doc.find("apiVersion");
-    auto kind = doc.find("kind");
-    auto metadata = doc.find("metadata");
-    if (api_version == doc.end() || !api_version->is_string() || kind == doc.end() ||
-        !kind->is_string() || metadata == doc.end() || !metadata->is_object()) {
-      continue;
-    }
-    auto group_version = core::ParseApiVersion(api_version->get<std::string>());
-    if (!group_version.ok() || group_version->first != prepared.gvr.group) continue;
-    if (kind->get<std::string>() != prepared.kind) continue;
-    if (prepared.namespace_.has_value()) {
-      auto ns = metadata->find("namespace");
-      if (ns == metadata->end() || !ns->is_string() || ns->get<std::string>() != *prepared.namespace_) {
-        continue;
-      }
-    }
-    out.changes[file] = std::nullopt;
-    out.swept.push_back(file);
+  std::set<DocumentKey> desired = prepared.protected_keys;
+  for (const auto& upsert : prepared.upserts) {
+    const std::string path = index.Find(upsert.key).value_or(upsert.path);
+    out.changes[path] = upsert.yaml;
+    out.keys[path] = upsert.key;
+    desired.insert(upsert.key);
+  }
+  for (const auto& [key, path] : index.OfType(prepared.gvr.group, prepared.kind,
+                                              prepared.namespace_)) {
+    if (desired.count(key) || IsAllowlisted(path) || out.changes.count(path)) continue;
+    out.changes[path] = std::nullopt;
+    out.swept.push_back(path);
   }
   return out;
 }

@@ -19,6 +19,7 @@
 #include "libs/commitmeta/messages.h"
 #include "libs/git/repository.h"
 #include "libs/manifest/paths.h"
+#include "services/gitworker/identity_index.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 
 namespace reverser::gitworker {
@@ -48,7 +49,8 @@ absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
 
 // One file change planned for one object.
 struct PlannedWrite {
-  std::string path;
+  DocumentKey key;
+  std::string path;  // where a new object goes; an existing document is edited where it lives
   std::optional<std::string> content;  // nullopt: delete the file
   commitmeta::ChangedResource change;  // for the commit message
 };
@@ -63,15 +65,24 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
                                          const reverser::v1::ObjectBody& object);
 
+// The identity an object's document states: group, kind (from the GVK, else the body),
+// namespace, name.
+DocumentKey KeyOf(const reverser::v1::ObjectBody& object);
+
 // A live event as one file change (upsert or delete).
 absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
                                        const reverser::v1::LiveEvent& event);
 
 // A resync's desired set rendered once (kept for replays after a push conflict).
 struct PreparedResync {
-  std::map<std::string, std::string> upserts;  // path → YAML
-  // Paths of desired objects that could not be rendered (e.g. sensitive): never swept.
-  std::set<std::string> protected_paths;
+  struct Upsert {
+    DocumentKey key;
+    std::string path;  // for a new object
+    std::string yaml;
+  };
+  std::vector<Upsert> upserts;
+  // Desired objects that could not be rendered (e.g. sensitive): never swept.
+  std::set<DocumentKey> protected_keys;
   std::vector<std::string> rejected;  // one reason per object that could not be written
   core::GroupVersionResource gvr;     // the swept type
   std::string kind;
@@ -81,19 +92,17 @@ struct PreparedResync {
 PreparedResync PrepareResync(const TargetSettings& settings,
                              const reverser::v1::ClusterSnapshot& snapshot);
 
-// The full change set of a resync against the tree of `base` (nullopt: empty tree): every
-// desired upsert, plus a delete for every single-document YAML file under the target path whose
-// object is of the swept (group, kind) — and, for a namespaced claim, in its namespace — and is
-// not desired. Other types, multi-document files, unparsable files and allowlisted auxiliary
-// files (kustomization.yaml, .sops.yaml, bootstrap files) are kept.
+// The full change set of a resync against the target path's documents (`index`): every desired
+// object written where its document lives (else at its placement path), plus a delete for every
+// single-document YAML file whose object is of the swept (group, kind) — and, for a namespaced
+// claim, in its namespace — and is not desired. Other types, multi-document files, unparsable
+// files and allowlisted auxiliary files (kustomization.yaml, .sops.yaml) are kept.
 struct ResyncChanges {
   git::ChangeSet changes;
-  std::vector<std::string> swept;  // paths deleted by the sweep
+  std::map<std::string, DocumentKey> keys;  // written path → object
+  std::vector<std::string> swept;           // paths deleted by the sweep
 };
-absl::StatusOr<ResyncChanges> PlanResyncChanges(git::Repository& repo,
-                                                const std::optional<std::string>& base,
-                                                const TargetSettings& settings,
-                                                const PreparedResync& prepared);
+ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
 
 // The bootstrap files of a target path (reference §2A.12): README.md, .gittargetignore (fully
 // commented), and .sops.yaml when age recipients are configured. Keys are full repo paths.

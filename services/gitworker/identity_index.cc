@@ -1,0 +1,116 @@
+#include "services/gitworker/identity_index.h"
+
+#include "absl/strings/match.h"
+#include "libs/core/status.h"
+#include "libs/core/types.h"
+#include "libs/manifest/yaml_reader.h"
+
+namespace reverser::gitworker {
+namespace {
+
+bool IsYamlFile(absl::string_view path) {
+  return absl::EndsWith(path, ".yaml") || absl::EndsWith(path, ".yml");
+}
+
+}  // namespace
+
+std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
+  auto docs = manifest::ParseYamlDocuments(text);
+  if (!docs.ok()) return std::nullopt;
+  // Trailing empty documents ("---" at the end) do not count.
+  std::vector<const nlohmann::json*> objects;
+  for (const auto& doc : *docs) {
+    if (!doc.is_null()) objects.push_back(&doc);
+  }
+  if (objects.size() != 1 || !objects[0]->is_object()) return std::nullopt;
+  const nlohmann::json& doc = *objects[0];
+  auto api_version = doc.find("apiVersion");
+  auto kind = doc.find("kind");
+  auto metadata = doc.find("metadata");
+  if (api_version == doc.end() || !api_version->is_string() || kind == doc.end() ||
+      !kind->is_string() || metadata == doc.end() || !metadata->is_object()) {
+    return std::nullopt;
+  }
+  auto name = metadata->find("name");
+  if (name == metadata->end() || !name->is_string()) return std::nullopt;
+  auto group_version = core::ParseApiVersion(api_version->get<std::string>());
+  if (!group_version.ok()) return std::nullopt;
+  DocumentKey key;
+  key.group = group_version->first;
+  key.kind = kind->get<std::string>();
+  key.name = name->get<std::string>();
+  if (auto ns = metadata->find("namespace"); ns != metadata->end() && ns->is_string()) {
+    key.namespace_ = ns->get<std::string>();
+  }
+  return key;
+}
+
+absl::StatusOr<IdentityIndex> IdentityIndex::Build(git::Repository& repo,
+                                                   const std::optional<std::string>& base,
+                                                   const std::string& path) {
+  IdentityIndex index;
+  index.path_ = path;
+  if (!base.has_value()) return index;
+  ASSIGN_OR_RETURN(std::vector<std::string> files, repo.ListFiles(*base, path));
+  for (const std::string& file : files) {
+    if (!IsYamlFile(file)) continue;
+    ASSIGN_OR_RETURN(std::optional<std::string> text, repo.ReadFile(*base, file));
+    if (text.has_value()) index.Add(file, *text);
+  }
+  return index;
+}
+
+void IdentityIndex::Add(const std::string& path, const std::string& text) {
+  auto key = KeyOfFile(text);
+  if (key.has_value()) Record(path, *key);
+}
+
+void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
+  // Two files claiming one identity: keep the first (sorted) so the choice is stable.
+  if (by_key_.count(key)) return;
+  by_key_[key] = path;
+  by_path_[path] = key;
+}
+
+void IdentityIndex::Remove(const std::string& path) {
+  auto it = by_path_.find(path);
+  if (it == by_path_.end()) return;
+  auto key = by_key_.find(it->second);
+  if (key != by_key_.end() && key->second == path) by_key_.erase(key);
+  by_path_.erase(it);
+}
+
+void IdentityIndex::Apply(const git::ChangeSet& changes,
+                          const std::map<std::string, DocumentKey>& keys) {
+  const std::string prefix = path_.empty() ? "" : path_ + "/";
+  for (const auto& [path, content] : changes) {
+    if (!absl::StartsWith(path, prefix) || !IsYamlFile(path)) continue;
+    Remove(path);
+    if (!content.has_value()) continue;
+    if (auto key = keys.find(path); key != keys.end()) {
+      Record(path, key->second);
+    } else {
+      Add(path, *content);
+    }
+  }
+}
+
+std::optional<std::string> IdentityIndex::Find(const DocumentKey& key) const {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::pair<DocumentKey, std::string>> IdentityIndex::OfType(
+    const std::string& group, const std::string& kind,
+    const std::optional<std::string>& namespace_) const {
+  std::vector<std::pair<DocumentKey, std::string>> out;
+  for (const auto& [key, path] : by_key_) {
+    if (key.group != group || key.kind != kind) continue;
+    if (namespace_.has_value() && key.namespace_ != *namespace_) continue;
+    out.emplace_back(key, path);
+  }
+  return out;
+}
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,59 @@
+#pragma once
+
+// Where each object's document lives under a GitTarget's path, found by identity rather than by
+// path (reference §2A.11 "match-first"): an object already in Git is updated or deleted in the
+// file it lives in, even if a placement template or a person put it somewhere else. Built by
+// scanning the YAML files under the path at one commit, then kept current with our own writes.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "libs/git/repository.h"
+
+namespace reverser::gitworker {
+
+// Identity of a Kubernetes object as a document states it (versions do not matter).
+struct DocumentKey {
+  std::string group;
+  std::string kind;
+  std::string namespace_;  // empty for cluster-scoped
+  std::string name;
+  auto operator<=>(const DocumentKey&) const = default;
+};
+
+class IdentityIndex {
+ public:
+  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree).
+  static absl::StatusOr<IdentityIndex> Build(git::Repository& repo,
+                                             const std::optional<std::string>& base,
+                                             const std::string& path);
+
+  // The single-document file holding `key`, if any. Objects in multi-document files are not
+  // returned (they are not rewritten whole).
+  std::optional<std::string> Find(const DocumentKey& key) const;
+  // Every single-document file whose object has this group and kind (and namespace, if given).
+  std::vector<std::pair<DocumentKey, std::string>> OfType(
+      const std::string& group, const std::string& kind,
+      const std::optional<std::string>& namespace_) const;
+
+  // Records the writes and deletes of a commit under the indexed path. `keys` names the object
+  // of written files when known; other written YAML files are parsed.
+  void Apply(const git::ChangeSet& changes, const std::map<std::string, DocumentKey>& keys);
+
+  // The identity stated by one YAML document's text, if it is a single Kubernetes object.
+  static std::optional<DocumentKey> KeyOfFile(const std::string& text);
+
+ private:
+  void Remove(const std::string& path);
+  void Add(const std::string& path, const std::string& text);
+  void Record(const std::string& path, const DocumentKey& key);
+
+  std::string path_;
+  std::map<DocumentKey, std::string> by_key_;
+  std::map<std::string, DocumentKey> by_path_;
+};
+
+}  // namespace reverser::gitworker
