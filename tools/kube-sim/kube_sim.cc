@@ -19,6 +19,7 @@
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/object_rules.h"
 #include "tools/kube-sim/patch.h"
+#include "tools/kube-sim/protobuf.h"
 #include "tools/kube-sim/request_info.h"
 #include "tools/kube-sim/selectors.h"
 #include "tools/kube-sim/yaml_json.h"
@@ -1072,6 +1073,14 @@ std::optional<ApiError> KubeSim::Impl::ParseBody(Ctx& ctx, Json& out, bool yaml_
   }
   if (media == "application/yaml" || (yaml_ok && media == "application/apply-patch+yaml")) {
     ApiOr<Json> j = ParseYamlOrJson(ctx.req->body);
+    if (!j.ok()) return j.error();
+    out = *j;
+    return std::nullopt;
+  }
+  if (media == kProtobufContentType) {
+    // kubectl's generator commands (create configmap/secret/namespace/sa/deployment) send
+    // protobuf; other kinds get 415 and should be sent as JSON.
+    ApiOr<Json> j = DecodeKubernetesProtobuf(ctx.req->body);
     if (!j.ok()) return j.error();
     out = *j;
     return std::nullopt;

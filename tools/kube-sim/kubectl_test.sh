@@ -185,6 +185,17 @@ set -e
 expect "delete missing" 'Error from server (NotFound): configmaps "demo" not found' "$OUT"
 expect "delete missing rc" "1" "$RC"
 
+# Generator commands (kubectl >= 1.33 sends these bodies as protobuf).
+expect "create namespace" "namespace/team-a created" "$(k create namespace team-a 2>&1)"
+expect "create configmap" "configmap/gen created" "$(k -n team-a create configmap gen --from-literal=a=b 2>&1)"
+expect "create secret" "secret/s1 created" "$(k -n team-a create secret generic s1 --from-literal=pw=hunter2 2>&1)"
+expect "secret stored" "aHVudGVyMg== Opaque" "$(k -n team-a get secret s1 -o jsonpath='{.data.pw} {.type}')"
+expect "create deployment" "deployment.apps/d created" "$(k -n team-a create deployment d --image=nginx:1.25 2>&1)"
+expect "deployment stored" "1 nginx:1.25 RollingUpdate" \
+  "$(k -n team-a get deploy d -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].image} {.spec.strategy.type}')"
+expect "delete namespace" 'namespace "team-a" deleted' "$(k delete namespace team-a 2>&1)"
+expect "namespace contents gone" "" "$(k get cm -A -o name | grep gen || true)"
+
 # SIGTERM stops the server cleanly.
 kill -TERM "$SIM_PID"; wait "$SIM_PID"; RC=$?; SIM_PID=""
 expect "sigterm exit code" "0" "$RC"

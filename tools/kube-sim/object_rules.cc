@@ -161,7 +161,8 @@ Json ApplyDefaults(const ResourceType& type, Json o) {
     Json& spec = o["spec"];
     if (!spec.is_object()) spec = Json::object();
     if (!spec.contains("replicas")) spec["replicas"] = 1;
-    if (!spec.contains("strategy")) {
+    if (!spec.contains("strategy") || !spec["strategy"].is_object() ||
+        !spec["strategy"].contains("type")) {
       spec["strategy"] = {{"type", "RollingUpdate"},
                           {"rollingUpdate", {{"maxUnavailable", "25%"}, {"maxSurge", "25%"}}}};
     }
