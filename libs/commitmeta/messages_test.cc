@@ -70,13 +70,13 @@ TEST(MessagesTest, ValidationRefusesBrokenTemplatesAndNamesThem) {
   const absl::Status status = ValidateTemplates(typo);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
-            "group commit template: template: group:1:3: executing \"group\" at <.Authr>: "
+            "group commit template: template: group:1:2: executing \"group\" at <.Authr>: "
             "map has no entry for key \"Authr\"");
 
   CommitTemplates syntax;
   syntax.reconcile = "{{if .Count}}unterminated";
   EXPECT_EQ(ValidateTemplates(syntax).message(),
-            "reconcile commit template: template: reconcile:1:1: unexpected EOF in if");
+            "reconcile commit template: template: reconcile:1: unexpected EOF");
 }
 
 }  // namespace

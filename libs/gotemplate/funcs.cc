@@ -144,6 +144,27 @@ std::string Sprintf(absl::string_view format, const std::vector<Value>& args) {
       case 't':
         text = arg.is_bool() ? arg.ToString() : BadVerb(verb, arg);
         break;
+      case 'x':
+      case 'X': {
+        const char* digits = verb == 'x' ? "0123456789abcdef" : "0123456789ABCDEF";
+        if (arg.is_string()) {
+          for (unsigned char c : arg.str()) {
+            text.push_back(digits[c >> 4]);
+            text.push_back(digits[c & 0xF]);
+          }
+        } else if (arg.is_int()) {
+          const int64_t v = arg.integer();
+          uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+          do {
+            text.insert(text.begin(), digits[magnitude & 0xF]);
+            magnitude >>= 4;
+          } while (magnitude != 0);
+          if (v < 0) text.insert(text.begin(), '-');
+        } else {
+          text = BadVerb(verb, arg);
+        }
+        break;
+      }
       default:
         text = BadVerb(verb, arg);
     }

@@ -19,7 +19,7 @@ bool IsBuiltinFunction(absl::string_view name);
 // wording where there is one.
 absl::StatusOr<Value> CallBuiltin(absl::string_view name, const std::vector<Value>& args);
 
-// fmt.Sprintf for the verbs %s %d %v %q %t %% with `-`/`0` flags and a width; mismatches are
+// fmt.Sprintf for the verbs %s %d %v %q %t %x %X %% with `-`/`0`/`+` flags and a width; mismatches are
 // rendered the way Go renders them (`%!d(string=x)`, `%!s(MISSING)`, `%!(EXTRA int=1)`).
 std::string Sprintf(absl::string_view format, const std::vector<Value>& args);
 

@@ -12,6 +12,7 @@ TEST(FuncsTest, SprintfVerbsFlagsAndWidth) {
   EXPECT_EQ(Sprintf("[%5s][%-5s][%05d][%-4d][%+d][%05d]", {"ab", "ab", 42, 7, 3, -42}),
             "[   ab][ab   ][00042][7   ][+3][-0042]");
   EXPECT_EQ(Sprintf("100%%", {}), "100%");
+  EXPECT_EQ(Sprintf("%x|%X|%x|%x", {"Hi", 255, -255, true}), "4869|FF|-ff|%!x(bool=true)");
   EXPECT_EQ(Sprintf("%v", {Value::Map{{"b", 2}, {"a", 1}}}), "map[a:1 b:2]");
 }
 
@@ -20,7 +21,7 @@ TEST(FuncsTest, SprintfMismatchesRenderLikeGo) {
   EXPECT_EQ(Sprintf("%s", {5}), "%!s(int=5)");
   EXPECT_EQ(Sprintf("%s %s", {"a"}), "a %!s(MISSING)");
   EXPECT_EQ(Sprintf("%s", {"a", 1, "b"}), "a%!(EXTRA int=1, string=b)");
-  EXPECT_EQ(Sprintf("%x", {1}), "%!x(int=1)");
+  EXPECT_EQ(Sprintf("%y", {1}), "%!y(int=1)");
   EXPECT_EQ(Sprintf("%v %s", {Value(), Value()}), "<nil> %!s(<nil>)");
   EXPECT_EQ(Sprintf("tail %", {}), "tail %!(NOVERB)");
 }

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "libs/gotemplate/funcs.h"
@@ -40,8 +41,10 @@ enum class Tok {
 };
 
 struct Token {
-  Tok kind;
-  size_t offset;     // into the template source, for positions
+  Tok kind = Tok::kPipe;
+  size_t offset = 0;        // into the template source, for positions
+  size_t chain_offset = 0;  // where Go positions the operand (see LexAction)
+  std::string source;       // the token as written
   std::string text;  // source text (identifier / variable name / number / decoded string)
   std::vector<std::string> fields;
   int64_t number = 0;
@@ -67,6 +70,7 @@ struct Operand {
 };
 
 struct Command {
+  size_t offset = 0;  // of its first token, where Go positions a command
   std::vector<Operand> operands;
 };
 
@@ -90,24 +94,54 @@ namespace {
 
 using Node = Template::Node;
 
+// Go's String() forms, used in "executing ... at <...>".
+std::string PipelineString(const Pipeline& pipe);
+
+std::string CommandString(const Command& command) {
+  std::string out;
+  for (const Operand& operand : command.operands) {
+    if (!out.empty()) out += " ";
+    out += operand.source;
+  }
+  return out;
+}
+
+std::string PipelineString(const Pipeline& pipe) {
+  std::string out;
+  if (!pipe.declarations.empty()) {
+    for (size_t i = 0; i < pipe.declarations.size(); ++i) {
+      out += (i ? ", " : "") + pipe.declarations[i];
+    }
+    out += pipe.assign ? " = " : " := ";
+  }
+  for (size_t i = 0; i < pipe.commands.size(); ++i) {
+    out += (i ? " | " : "") + CommandString(pipe.commands[i]);
+  }
+  return out;
+}
+
 // Maps a source offset to "name:line:col".
 class Positions {
  public:
   Positions(std::string name, absl::string_view text) : name_(std::move(name)), text_(text) {}
+  // Go's ErrorContext: "name:line:col" with a 1-based line and a 0-based byte column.
   std::string At(size_t offset) const {
-    int line = 1, col = 1;
+    int line = 1, col = 0;
     for (size_t i = 0; i < offset && i < text_.size(); ++i) {
       if (text_[i] == '\n') {
         ++line;
-        col = 1;
+        col = 0;
       } else {
         ++col;
       }
     }
     return absl::StrCat(name_, ":", line, ":", col);
   }
+  // Go's parse errors name only the line: "template: name:line: message".
   absl::Status Error(size_t offset, absl::string_view message) const {
-    return absl::InvalidArgumentError(absl::StrCat("template: ", At(offset), ": ", message));
+    int line = 1;
+    for (size_t i = 0; i < offset && i < text_.size(); ++i) line += text_[i] == '\n';
+    return absl::InvalidArgumentError(absl::StrCat("template: ", name_, ":", line, ": ", message));
   }
   const std::string& name() const { return name_; }
   absl::string_view text() const { return text_; }
@@ -167,8 +201,11 @@ absl::StatusOr<std::string> DecodeQuoted(absl::string_view body, size_t offset,
 absl::StatusOr<std::pair<size_t, bool>> LexAction(absl::string_view s, size_t i,
                                                    const Positions& pos, size_t action_offset,
                                                    std::vector<Token>* tokens) {
-  const auto read_chain = [&](size_t j, std::vector<std::string>* fields) {
+  // Reads ".A.B..." at j; `starts` receives where each field begins.
+  const auto read_chain = [&](size_t j, std::vector<std::string>* fields,
+                              std::vector<size_t>* starts) {
     while (j < s.size() && s[j] == '.' && j + 1 < s.size() && IsIdentStart(s[j + 1])) {
+      starts->push_back(j);
       size_t k = j + 1;
       while (k < s.size() && IsIdentChar(s[k])) ++k;
       fields->emplace_back(s.substr(j + 1, k - j - 1));
@@ -187,6 +224,7 @@ absl::StatusOr<std::pair<size_t, bool>> LexAction(absl::string_view s, size_t i,
     Token tok;
     tok.kind = Tok::kPipe;
     tok.offset = i;
+    tok.chain_offset = i;
     if (c == '|') {
       tok.kind = Tok::kPipe, ++i;
     } else if (c == '(') {
@@ -205,7 +243,10 @@ absl::StatusOr<std::pair<size_t, bool>> LexAction(absl::string_view s, size_t i,
     } else if (c == '.') {
       tok.kind = Tok::kField;
       if (i + 1 < s.size() && IsIdentStart(s[i + 1])) {
-        i = read_chain(i, &tok.fields);
+        // Go positions a chain ".A.B" at its first chained field, ".B".
+        std::vector<size_t> starts;
+        i = read_chain(i, &tok.fields, &starts);
+        if (starts.size() >= 2) tok.chain_offset = starts[1];
       } else if (i + 1 < s.size() && absl::ascii_isdigit(s[i + 1])) {
         return pos.Error(i, "floating-point numbers are not supported");
       } else {
@@ -216,7 +257,9 @@ absl::StatusOr<std::pair<size_t, bool>> LexAction(absl::string_view s, size_t i,
       size_t k = i + 1;
       while (k < s.size() && IsIdentChar(s[k])) ++k;
       tok.text = std::string(s.substr(i, k - i));
-      i = read_chain(k, &tok.fields);
+      std::vector<size_t> starts;
+      i = read_chain(k, &tok.fields, &starts);
+      if (!starts.empty()) tok.chain_offset = starts[0];  // "$x.A" is positioned at ".A"
     } else if (c == '"' || c == '`') {
       tok.kind = Tok::kString;
       const size_t close = c == '"' ? [&] {
@@ -262,6 +305,7 @@ absl::StatusOr<std::pair<size_t, bool>> LexAction(absl::string_view s, size_t i,
     } else {
       return pos.Error(i, absl::StrCat("unexpected \"", std::string(1, c), "\" in command"));
     }
+    tok.source = std::string(s.substr(tok.offset, i - tok.offset));
     tokens->push_back(std::move(tok));
   }
   return pos.Error(action_offset, "unclosed action");
@@ -406,7 +450,7 @@ class Parser {
     std::string terminator;
     size_t end_offset = 0;
     RETURN_IF_ERROR(ParseList(&node->children, &terminator, &end_offset));
-    if (terminator.empty()) return pos_.Error(offset, absl::StrCat("unexpected EOF in ", keyword));
+    if (terminator.empty()) return pos_.Error(pos_.text().size(), "unexpected EOF");
     if (terminator == "else") {
       std::vector<Token> rest = std::move(else_rest_);
       if (!rest.empty()) {
@@ -425,7 +469,7 @@ class Parser {
       RETURN_IF_ERROR(ParseList(&node->otherwise, &terminator, &end_offset));
       if (terminator != "end") {
         return pos_.Error(end_offset, terminator.empty()
-                                          ? absl::StrCat("unexpected EOF in ", keyword)
+                                          ? "unexpected EOF"
                                           : "expected end; found {{else}}");
       }
     }
@@ -473,12 +517,15 @@ class Parser {
         break;
       }
       if (tok.kind == Tok::kPipe) {
-        if (command.operands.empty()) return pos_.Error(tok.offset, "missing command");
+        if (command.operands.empty()) return pos_.Error(tok.offset, "unexpected \"|\" in command");
         pipe->commands.push_back(std::move(command));
         command = Command();
         ++*i;
+        // Go accepts (and ignores) a pipe that ends the action: `{{.A | }}`.
+        if (!in_parens && *i == tokens.size()) return absl::OkStatus();
         continue;
       }
+      if (command.operands.empty()) command.offset = tok.offset;
       Operand operand;
       RETURN_IF_ERROR(ParseOperand(tokens, i, &operand));
       command.operands.push_back(std::move(operand));
@@ -492,7 +539,7 @@ class Parser {
 
   absl::Status ParseOperand(const std::vector<Token>& tokens, size_t* i, Operand* operand) {
     const Token& tok = tokens[(*i)++];
-    operand->offset = tok.offset;
+    operand->offset = tok.chain_offset;
     operand->fields = tok.fields;
     switch (tok.kind) {
       case Tok::kField:
@@ -510,7 +557,7 @@ class Parser {
       case Tok::kString:
         operand->kind = Operand::Kind::kString;
         operand->literal = Value(tok.text);
-        operand->source = "\"" + tok.text + "\"";
+        operand->source = tok.source;
         return absl::OkStatus();
       case Tok::kNumber:
         operand->kind = Operand::Kind::kNumber;
@@ -542,7 +589,7 @@ class Parser {
         }
         ++*i;
         --nesting_;
-        operand->source = "(...)";
+        operand->source = "(" + PipelineString(*operand->pipeline) + ")";
         return absl::OkStatus();
       }
       default:
@@ -645,8 +692,8 @@ class Executor {
         status = iterate(Value(it->first), it->second);
       }
     } else if (!value.is_null()) {
-      status = pos_.Error(node.pipeline.offset,
-                          absl::StrCat("range can't iterate over ", value.ToString()));
+      status = Fail(node.pipeline.commands.back().operands.front(),
+                    absl::StrCat("range can't iterate over ", value.ToString()));
     }
     vars_.resize(scope);
     if (status.ok() && !value.Truthy()) status = Walk(node.otherwise, dot, out);
@@ -686,10 +733,19 @@ class Executor {
       }
       if (piped) args.push_back(*piped);
       absl::StatusOr<Value> result = CallBuiltin(head.name, args);
-      if (!result.ok()) return Fail(head, result.status().message());
+      if (!result.ok()) {
+        // Go reports a failing call at the whole command, an argument-count error at the name.
+        if (absl::StartsWith(result.status().message(), "error calling ")) {
+          return Fail(command.offset, CommandString(command), result.status().message());
+        }
+        return Fail(head, result.status().message());
+      }
       return result;
     }
     if (command.operands.size() > 1 || piped) {
+      if (head.kind == Operand::Kind::kField) {
+        return Fail(head, absl::StrCat(head.fields.back(), " is not a method but has arguments"));
+      }
       return Fail(head, absl::StrCat("can't give argument to non-function ", head.source));
     }
     return EvalOperand(head, dot);
@@ -739,6 +795,12 @@ class Executor {
       }
     }
     return value;
+  }
+
+  absl::Status Fail(size_t offset, absl::string_view context, absl::string_view message) const {
+    return absl::InvalidArgumentError(absl::StrCat("template: ", pos_.At(offset),
+                                                   ": executing \"", pos_.name(), "\" at <",
+                                                   context, ">: ", message));
   }
 
   absl::Status Fail(const Operand& operand, absl::string_view message) const {

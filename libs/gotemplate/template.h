@@ -13,11 +13,14 @@
 //   `{{if}}` / `{{else if}}` / `{{else}}` / `{{end}}`, `{{with}}` (+ else),
 //   `{{range pipeline}}` and `{{range $i, $e := pipeline}}` over lists and maps (maps in sorted
 //   key order, as Go) with `{{else}}` for the empty case;
-//   functions `len`, `printf` (verbs %s %d %v %q %t %%, flags `-` `0`, width), `print`,
+//   functions `len`, `printf` (verbs %s %d %v %q %t %x %X %%, flags `-` `0` `+`, width), `print`,
 //   `index`, `not`, `and`, `or`, `eq`, `ne`.
 // Not supported (parse error): `define` / `template` / `block`, `break` / `continue`, methods,
 // `nil`, floats, chars, and any other function.
-// Errors carry `template: <name>:<line>:<col>: ...` positions (1-based).
+// Errors use Go's exact wording and format: parse errors `template: <name>:<line>: ...`,
+// execution errors `template: <name>:<line>:<col>: executing "<name>" at <node>: ...` (line
+// 1-based, column a 0-based byte offset, as Go prints them). kubectl_oracle_test checks both
+// against kubectl's go-template printer, which is Go's text/template.
 
 #include <memory>
 #include <string>
