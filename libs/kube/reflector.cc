@@ -95,7 +95,7 @@ void ReplacingHandler::OnEvent(const ReflectorEvent& event) {
       return;
     default:
       if (event.initial) {
-        // Initial sets hold ADDED events only; keep the latest state per event.
+        // Initial sets are ADDED events; a (rare) DELETED inside one is simply not kept.
         if (event.type != ReflectorEventType::kDeleted) pending_.push_back(event.object);
         return;
       }
