@@ -85,6 +85,12 @@ TEST(YamlReaderTest, PlainScalarsResolveAsGoYamlDoes) {
     "null-ish": null})"));
 }
 
+TEST(YamlReaderTest, ToleratesBomCrlfAndComments) {
+  EXPECT_EQ(MustParse("\xEF\xBB\xBF# head\r\napiVersion: v1 # trailing\r\nkind: X\r\n"),
+            json::parse(R"({"apiVersion": "v1", "kind": "X"})"));
+  EXPECT_EQ(MustParse("s: |\r\n  a\r\n  b\r\n"), json::parse(R"({"s": "a\nb\n"})"));
+}
+
 TEST(YamlReaderTest, AnchorsAndMultipleDocuments) {
   EXPECT_EQ(MustParse("a: &x [1, 2]\nb: *x\n"), json::parse(R"({"a": [1, 2], "b": [1, 2]})"));
   auto docs = ParseYamlDocuments("---\na: 1\n---\n---\nb: 2\n...\n");
