@@ -296,6 +296,22 @@ TEST_F(ReflectorTest, ResumesFromACursorAndRelistsWhenItIsGone) {
   EXPECT_TRUE(sleeper_.delays().empty());  // relists are immediate
 }
 
+TEST_F(ReflectorTest, TooLargeResourceVersionLeadsToARelist) {
+  // A cursor ahead of the server (e.g. restored from another cluster's state): 504 as an
+  // ERROR event, as the watch cache sends it.
+  std::string too_large = ReadTestData("k8s/handmade/status/504-too-large-resource-version.json");
+  ASSERT_FALSE(too_large.empty());
+  collection_->AddStream(absl::StrCat(R"({"type":"ERROR","object":)", too_large, "}\n"));
+  collection_->AddStream(Bookmark("60", true));
+  StartReflector({.resume_resource_version = "1400"});
+  ASSERT_TRUE(handler_.WaitForCount(2));
+  ASSERT_TRUE(collection_->WaitForRequests(3));
+  EXPECT_THAT(handler_.lines(), ElementsAre("SyncStarted watchlist expired",
+                                            "InitialEventsEnd @60 watchlist expired"));
+  EXPECT_EQ(collection_->targets()[1], kWatchList);
+  EXPECT_EQ(reflector_->stats().expired, 1);
+}
+
 TEST_F(ReflectorTest, HonoursRetryAfterAndBacksOffOnErrors) {
   collection_->AddStream(Bookmark("5", true));
   collection_->Add([](const httplib::Request&, httplib::Response& res) {
