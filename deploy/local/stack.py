@@ -135,6 +135,7 @@ class Stack:
              "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=reverser-local-ca",
              "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         for name, cn, ext in [("webhook", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+                              ("kube", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
                               ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")]:
             with open(os.path.join(d, f"{name}.ext"), "w") as f:
                 f.write(ext)
@@ -180,7 +181,9 @@ class Stack:
                 f.write(f'{token},{user},uid-{i},"{groups}"\n')
         policy = os.path.join(self.root, "deploy", "local", "audit-policy.yaml")
         port_file = os.path.join(self.dir, "kube-sim.port")
+        # HTTPS, as a real API server: kubectl sends bearer tokens only over TLS.
         self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}",
+                                 f"--tls_cert_file={pki}/kube.crt", f"--tls_key_file={pki}/kube.key",
                                  f"--tokens_file={tokens}", f"--audit_policy_file={policy}",
                                  f"--audit_webhook_url=https://127.0.0.1:{self.ports['audit']}/audit-webhook",
                                  f"--audit_webhook_ca_file={pki}/ca.crt",
@@ -190,7 +193,7 @@ class Stack:
                                  "--audit_webhook_initial_backoff_seconds=0.2"])
         wait_until(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 20, "kube-sim")
         self.ports["kube"] = int(open(port_file).read().strip())
-        self.server = f"http://127.0.0.1:{self.ports['kube']}"
+        self.server = f"https://127.0.0.1:{self.ports['kube']}"
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         with open(self.kubeconfig, "w") as f:
             f.write(f"""apiVersion: v1
@@ -199,6 +202,7 @@ clusters:
 - name: local
   cluster:
     server: {self.server}
+    certificate-authority: {pki}/ca.crt
 users:
 - name: reverser
   user:
@@ -216,7 +220,10 @@ current-context: local
         for crd in sorted(os.listdir(os.path.join(self.root, "deploy", "crds"))):
             if crd.endswith(".yaml"):
                 self.kubectl("apply", "-f", os.path.join(self.root, "deploy", "crds", crd))
-        self.kubectl("create", "namespace", "demo")
+        # kubectl's `create` subcommands send protobuf bodies, which kube-sim does not decode:
+        # objects are created with `apply` (JSON) instead.
+        self.kubectl("apply", "-f", "-", input=json.dumps(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}))
 
         self.start_service("gitworker")
         self.start_service("catalog")
@@ -272,7 +279,7 @@ current-context: local
         token = {"admin": "admin-token", "alice": "alice-token", "bob": "bob-token", "ci": "ci-token"}[user]
         cache = os.path.join(self.dir, f"kubecache-{user}")
         cmd = [self.kubectl_bin, f"--server={self.server}", f"--token={token}", f"--cache-dir={cache}",
-               "--kubeconfig=/dev/null", *args]
+               f"--certificate-authority={self.pki}/ca.crt", "--kubeconfig=/dev/null", *args]
         return run(cmd, check=check, input=input)
 
     def git(self, *args):
@@ -296,6 +303,22 @@ current-context: local
     def wait_for_absent(self, path, timeout=30):
         wait_until(lambda: path not in self.files(), timeout, f"{path} removed from Git")
 
+    def metrics(self, name):
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.http(name) + "/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            return ""
+
+    def wait_for_streams(self, count, timeout=60):
+        """Until the splicer has sent the initial resync of `count` (target, type) streams."""
+        def ready():
+            lines = [l for l in self.metrics("splicer").splitlines()
+                     if l.startswith("reverser_splicer_resyncs_total{")]
+            return len(lines) >= count
+        wait_until(ready, timeout, f"{count} splice streams to send their initial resync", poll=0.1)
+
     def apply_mirror(self, path="clusters/local", rules=None):
         """GitProvider + GitTarget + WatchRule in namespace demo, mirroring into `path`."""
         rules = rules or [{"operations": ["*"], "apiGroups": ["", "apps", "example.com"],
@@ -313,7 +336,8 @@ current-context: local
                  "metadata": {"name": "demo-objects", "namespace": "demo"},
                  "spec": {"targetRef": {"name": "mirror"}, "rules": rules}},
             ]}
-        self.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+        # kube-sim publishes no OpenAPI for custom resources, so client-side validation is off.
+        self.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(manifest))
 
 
 DEMO_CRD = """apiVersion: apiextensions.k8s.io/v1
@@ -343,30 +367,35 @@ def demo(stack):
     path = "clusters/local"
     stack.apply_mirror(path)
     stack.kubectl("apply", "-f", "-", input=DEMO_CRD)
-    stack.log("==> waiting for the mirror to come up")
-    wait_until(lambda: f"{path}/README.md" in stack.files() or any(f.startswith(path + "/") for f in stack.files()),
-               60, "the first commit under the target path")
-    story = [
-        ("alice", ["create", "configmap", "app-config", "-n", "demo", "--from-literal=color=blue"],
-         f"{path}/demo/configmaps/app-config.yaml"),
-        ("bob", ["patch", "configmap", "app-config", "-n", "demo", "--type=merge", "-p",
-                 '{"data":{"color":"green"}}'], f"{path}/demo/configmaps/app-config.yaml"),
-        ("alice", ["create", "deployment", "web", "-n", "demo", "--image=nginx:1.27"],
-         f"{path}/demo/apps/deployments/web.yaml"),
-        ("bob", ["scale", "deployment", "web", "-n", "demo", "--replicas=3"], f"{path}/demo/apps/deployments/web.yaml"),
-        ("alice", ["apply", "-f", "-"], f"{path}/demo/example.com/widgets/blue.yaml"),
-        ("bob", ["delete", "configmap", "app-config", "-n", "demo"], None),
-    ]
+    stack.log("==> waiting for the mirror to come up (one initial resync per followed type)")
+    stack.wait_for_streams(3)
+    config_map = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "app-config", "namespace": "demo"},
+                             "data": {"color": "blue"}})
+    deployment = json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
+                             "metadata": {"name": "web", "namespace": "demo"},
+                             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                                      "template": {"metadata": {"labels": {"app": "web"}},
+                                                   "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}})
     widget = json.dumps({"apiVersion": "example.com/v1", "kind": "Widget",
                          "metadata": {"name": "blue", "namespace": "demo"}, "spec": {"size": 3}})
+    story = [
+        ("alice", ["apply", "-f", "-"], config_map, "create ConfigMap app-config"),
+        ("bob", ["patch", "configmap", "app-config", "-n", "demo", "--type=merge", "-p",
+                 '{"data":{"color":"green"}}'], None, "edit ConfigMap app-config"),
+        ("alice", ["apply", "-f", "-"], deployment, "create Deployment web"),
+        ("bob", ["scale", "deployment", "web", "-n", "demo", "--replicas=3"], None, "scale Deployment web to 3"),
+        ("alice", ["apply", "--validate=false", "-f", "-"], widget, "create Widget blue (a custom resource)"),
+        ("bob", ["delete", "configmap", "app-config", "-n", "demo"], None, "delete ConfigMap app-config"),
+    ]
     latencies = []
-    for user, args, expect in story:
+    for user, args, body, what in story:
         before = stack.head()
         started = time.monotonic()
-        stack.kubectl(*args, user=user, input=widget if args[0] == "apply" else None)
-        wait_until(lambda: stack.head() != before, 60, f"a commit for: kubectl {' '.join(args)}", poll=0.005)
+        stack.kubectl(*args, user=user, input=body)
+        wait_until(lambda: stack.head() != before, 60, f"a commit for: {what}", poll=0.005)
         latencies.append(time.monotonic() - started)
-        stack.log(f"    {user:<6} kubectl {' '.join(args[:3]):<40} -> commit in {latencies[-1]*1000:.0f} ms")
+        stack.log(f"    {user:<6} {what:<42} -> pushed commit in {latencies[-1]*1000:.0f} ms")
     print("\n==> git log (author | subject):")
     for line in stack.log_lines("%h %an <%ae> | %s"):
         print("    " + line)
@@ -394,7 +423,7 @@ def main():
         demo(stack)
         if args.keep:
             print(f"\n==> the stack keeps running. Try:\n"
-                  f"    {stack.kubectl_bin} --server={stack.server} --token=alice-token get configmaps -A\n"
+                  f"    {stack.kubectl_bin} --server={stack.server} --certificate-authority={stack.pki}/ca.crt --token=alice-token get configmaps -A\n"
                   f"    git -C {stack.remote} log --format='%an | %s'\n"
                   f"    logs: {stack.dir}/*.log      Ctrl-C stops everything.")
             while True:
