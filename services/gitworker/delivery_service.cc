@@ -306,7 +306,9 @@ grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
     } else {
       auto branch = registry_->ForTarget(target_key);
       if (!branch.has_value()) {
-        resolve(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW, "");
+        // Nothing delivered for this target yet: no window to attach to (poll again).
+        response->set_resolved(false);
+        response->set_outcome(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
         reactor->Finish(grpc::Status::OK);
         return reactor;
       }

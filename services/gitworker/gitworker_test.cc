@@ -260,6 +260,51 @@ TEST_F(GitWorkerServiceTest, SilenceTimerClosesTheWindowAndCooldownTimerPushes) 
   EXPECT_EQ(subjects[0], "[CREATE] v1/configmaps/c");
 }
 
+TEST_F(GitWorkerServiceTest, AttachCommitFinalizesTheAuthorsWindowWithItsMessage) {
+  StartService();
+  auto channel = grpc::CreateChannel(service_->grpc_target(), grpc::InsecureChannelCredentials());
+  auto stub = reverser::v1::GitWorker::NewStub(channel);
+  auto config = Config(remote_, 3'600'000);
+  reverser::v1::AttachCommitRequest request;
+  request.set_namespace_("team");
+  request.set_name("release-1");
+  request.set_uid("cr-uid-1");
+  request.mutable_author()->set_username("alice");
+  *request.mutable_target() = config.target();
+  request.set_message("Release 1: bump settings");
+  auto attach = [&] {
+    grpc::ClientContext context;
+    reverser::v1::FinalizeResult result;
+    EXPECT_TRUE(stub->AttachCommit(&context, request, &result).ok());
+    return result;
+  };
+  // Before any window of alice exists: not attached yet.
+  auto early = attach();
+  EXPECT_FALSE(early.resolved());
+  EXPECT_EQ(early.outcome(), reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+
+  DeliveryClient client(service_->grpc_target());
+  client.SendConfig(config);
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
+                         "1", 10, "alice"));
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 2; }, absl::Seconds(10)));
+  reverser::v1::FinalizeResult result;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        result = attach();
+        return result.resolved();
+      },
+      absl::Seconds(30)))
+      << service_->Logs();
+  EXPECT_EQ(result.outcome(), reverser::v1::FINALIZE_OUTCOME_COMMITTED);
+  EXPECT_EQ(result.branch(), "main");
+  auto head = Git(remote_, {"rev-parse", "main"});
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(result.sha() + "\n", *head);
+  EXPECT_EQ(Subjects().front(), "Release 1: bump settings");
+  EXPECT_TRUE(attach().resolved()) << "idempotent once resolved";
+}
+
 TEST_F(GitWorkerServiceTest, OpenWindowIsCommittedAndPushedOnShutdown) {
   StartService();
   DeliveryClient client(service_->grpc_target());
