@@ -113,6 +113,13 @@ TEST(RenderManifestTest, QuotingBlockLiteralsAndEmptyCollections) {
             "  \"n\": null\n");  // a plain `n` key would read back as the boolean false
 }
 
+TEST(RenderManifestTest, KeepChompedBlockAtTheEndHasNoDocumentEndMarker) {
+  const json object = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"data", {{"z", "x\n\n"}}}};
+  EXPECT_EQ(MustRender(object),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\ndata:\n  z: |+\n    x\n\n");
+  EXPECT_EQ(*MarshalYaml(json("tail\n\n")), "|+\n  tail\n\n");
+}
+
 TEST(RenderManifestTest, MatchesMarshalYamlWhenGoOrderAgrees) {
   // With sorted metadata and payload keys that sort after "metadata", the ordered document is
   // exactly what plain sigs.k8s.io/yaml marshalling (verified against kubectl) produces.
