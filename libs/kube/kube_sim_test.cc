@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <thread>
 
@@ -336,6 +337,28 @@ TEST_F(KubeSimTest, DroppedWatchResumesWithoutLosingOrRepeatingEvents) {
     EXPECT_THAT(watches[i], HasSubstr("resourceVersion=")) << watches[i];
     EXPECT_THAT(watches[i], ::testing::Not(HasSubstr("sendInitialEvents"))) << watches[i];
   }
+}
+
+TEST_F(KubeSimTest, OneClientServesManyThreads) {
+  StartSim();
+  constexpr int kThreads = 8;
+  constexpr int kEach = 25;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        std::string name = absl::StrCat("t", t, "-", i);
+        if (!client_->Create(kConfigMaps, "default", ConfigMap(name)).ok()) ++failures;
+        if (!client_->Get(kConfigMaps, "default", name).ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto all = client_->ListAll(kConfigMaps, "default", {.limit = 50});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->items.size(), static_cast<size_t>(kThreads * kEach));
 }
 
 TEST_F(KubeSimTest, LargeInitialSetsStreamThroughBothSyncMethods) {
