@@ -272,6 +272,7 @@ absl::StatusOr<Tree> EncryptTree(const Tree& plaintext,
   ASSIGN_OR_RETURN(Selector selector, Selector::Create(options.rule));
 
   ASSIGN_OR_RETURN(std::string data_key, random.Bytes(kDataKeySize));
+  if (options.data_key_out != nullptr) *options.data_key_out = data_key;
   Tree age_entries = Tree::array();
   for (const age::X25519Recipient& recipient : recipients) {
     // One age file per recipient, as sops does.

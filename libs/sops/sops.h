@@ -35,6 +35,8 @@ struct EncryptOptions {
   std::string version = std::string(kDefaultSopsVersion);
   absl::Time now = absl::Now();                      // -> lastmodified (UTC, whole seconds)
   crypto::Random* random = &crypto::SystemRandom();  // data key, age wrapping, IVs
+  // If set, receives the data key (for a caller's self-check); treat it as a secret.
+  std::string* data_key_out = nullptr;
 };
 
 // Encrypts a plaintext document (a mapping without a top-level `sops` key) and appends the
