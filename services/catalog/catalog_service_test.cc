@@ -243,6 +243,8 @@ class CatalogServiceTest : public ::testing::Test {
 
   // Settles newly discovered types: past the settle window, then a tick.
   void Settle() {
+    // The first discovery pass must have been applied, or there is nothing to settle yet.
+    ASSERT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
     clock_.Advance(typeset::Registry::kSettleWindow + absl::Seconds(1));
     service_->Tick();
   }
@@ -501,6 +503,65 @@ TEST_F(CatalogServiceTest, AdminListsTypesWithTheReasonTheyAreNotFollowed) {
   ASSERT_TRUE(admin_->Rescan(&rescan_context, {}, &rescan).ok());
   EXPECT_GT(rescan.types(), 10u);
   EXPECT_TRUE(rescan.degraded_group_versions().empty());
+}
+
+TEST_F(CatalogServiceTest, ClusterWatchRulesClaimClusterWide) {
+  auto claims = WatchClaims();
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "platform", "repo", "main", "platform");
+  Settle();
+  Create(ObjectKind::kClusterWatchRule,
+         {{"metadata", {{"name", "platform"}}},
+          {"spec",
+           {{"targetRef", {{"name", "platform"}, {"namespace", "team-a"}}},
+            {"rules",
+             {{{"resources", {"namespaces"}}, {"scope", "Cluster"}},
+              {{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"scope", "Namespaced"}}}}}}});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto last = claims->last();
+        return last && HasClaim(*last, "", "namespaces", "") && HasClaim(*last, "", "configmaps", "");
+      },
+      kWait))
+      << Get(ObjectKind::kClusterWatchRule, "", "platform").dump() << "\n"
+      << (claims->last() ? claims->last()->DebugString() : "no claims");
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kClusterWatchRule, "", "platform", "Ready", kTrue,
+                               "Ready"));
+
+  // A namespaced WatchRule on the same type adds no claim: the cluster-wide one covers it.
+  CreateWatchRule("team-a", "cm", "platform", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}});
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Ready", kTrue, "Ready"));
+  EXPECT_FALSE(HasClaim(*claims->last(), "", "configmaps", "team-a"));
+}
+
+TEST_F(CatalogServiceTest, SurvivesDroppedWatchesAndCompaction) {
+  auto claims = WatchClaims();
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "apps");
+  CreateWatchRule("team-a", "cm", "app", {{{"apiGroups", {""}}, {"apiVersions", {"v1"}},
+                                           {"resources", {"configmaps"}}}});
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "", "configmaps", "team-a"); },
+      kWait));
+
+  // Every watch is cut: the reflectors resume from their resourceVersion.
+  sim_->DropWatches();
+  CreateWatchRule("team-a", "svc", "app", {{{"apiGroups", {""}}, {"apiVersions", {"v1"}},
+                                            {"resources", {"services"}}}});
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "", "services", "team-a"); },
+      kWait));
+
+  // History compacted and watches cut: resuming gets 410 and relists; a deletion that happened
+  // in between is noticed through the relist.
+  sim_->Compact();
+  sim_->DropWatches();
+  ASSERT_TRUE(client_->Delete(GvrOf(ObjectKind::kWatchRule), "team-a", "cm").ok());
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && !HasClaim(*claims->last(), "", "configmaps", "team-a"); },
+      kWait));
+  EXPECT_TRUE(HasClaim(*claims->last(), "", "services", "team-a"));
+  EXPECT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
 }
 
 }  // namespace
