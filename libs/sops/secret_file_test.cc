@@ -1,9 +1,11 @@
 #include "libs/sops/secret_file.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -232,6 +234,41 @@ TEST(SecretFileCliTest, AgeCliUnwrapsTheDataKeyThatVerifiesTheFile) {
   auto decrypted = DecryptTreeWithDataKey(*tree, data_key->out);
   ASSERT_TRUE(decrypted.ok()) << decrypted.status();
   EXPECT_EQ((*&decrypted->plaintext)["stringData"]["token"], "s3cr3t-t0ken");
+}
+
+}  // namespace
+}  // namespace reverser::sops
+
+namespace reverser::sops {
+namespace {
+
+// Optional: an independent reader (npm `sops-age` 4.0.2: typage + noble AES-GCM, no MAC check)
+// decrypts what we write. Opt in with
+//   bazel test //libs/sops:secret_file_test --test_env=REVERSER_SOPS_AGE_JS=<dir>
+// where <dir>/node_modules/sops-age exists (`npm install sops-age@4.0.2` in <dir>).
+TEST(IndependentReaderTest, NpmSopsAgeDecryptsOurFile) {
+  const char* js_dir = std::getenv("REVERSER_SOPS_AGE_JS");
+  if (js_dir == nullptr || *js_dir == '\0') GTEST_SKIP() << "REVERSER_SOPS_AGE_JS not set";
+  reverser::testing::ScopedTempDir dir("sops-age-js");
+  testing::ScriptedRandom keys;
+  auto identity = *age::X25519Identity::Generate(keys);
+  nlohmann::json secret = SanitizedSecret();
+  secret["data"].erase("123");  // sops-age drops digit-only path keys from the AAD (its bug)
+  auto text = EncryptSecretYaml(secret, {identity.Recipient().String()});
+  ASSERT_TRUE(text.ok()) << text.status();
+  const std::string file = dir.path() + "/secret.sops.yaml";
+  ASSERT_TRUE(reverser::testing::WriteFile(file, *text).ok());
+  const std::string script = absl::StrCat(
+      "import { decryptSops } from '", js_dir, "/node_modules/sops-age/dist/index.js';\n",
+      "const out = await decryptSops({ path: process.argv[2], secretKey: process.argv[3], ",
+      "fileType: 'yaml' });\nconsole.log(JSON.stringify(out));\n");
+  ASSERT_TRUE(reverser::testing::WriteFile(dir.path() + "/check.mjs", script).ok());
+  auto result =
+      reverser::testing::RunCommand({"node", dir.path() + "/check.mjs", file, identity.String()});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->exit_code, 0) << result->err;
+  secret.erase("status");
+  EXPECT_EQ(nlohmann::json::parse(result->out), secret);
 }
 
 }  // namespace
