@@ -97,6 +97,16 @@ struct Ctx {
   }
 };
 
+// The parser's message for a body that is not JSON.
+std::string JsonParseError(const std::string& body) {
+  try {
+    Json ignored = Json::parse(body);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string MediaType(const std::string& content_type) {
   std::string t(absl::StripAsciiWhitespace(content_type.substr(0, content_type.find(';'))));
   return absl::AsciiStrToLower(t);
@@ -161,6 +171,7 @@ class KubeSim::Impl {
   absl::Status Start();
   void Stop();
   void Serve(const httplib::Request& req, httplib::Response& res);
+  void ServeRequest(const httplib::Request& req, httplib::Response& res);
 
   KubeSimOptions options_;
   TypeRegistry types_;
@@ -305,6 +316,23 @@ void KubeSim::Impl::Stop() {
 // Request pipeline
 
 void KubeSim::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
+  // Input that slips past validation must never take the server down: a JSON type error deep
+  // in a handler becomes a 500 Status and the server keeps serving.
+  try {
+    ServeRequest(req, res);
+  } catch (const nlohmann::json::exception& e) {
+    // A field of the wrong JSON type: the apiserver's decoder rejects these with 400.
+    ApiError err = BadRequest(absl::StrCat("unable to decode the request body: ", e.what()));
+    res.status = err.code;
+    res.set_content(err.StatusBody(), "application/json");
+  } catch (const std::exception& e) {
+    ApiError err = InternalError(e.what());
+    res.status = err.code;
+    res.set_content(err.StatusBody(), "application/json");
+  }
+}
+
+void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response& res) {
   auto ctx = std::make_shared<Ctx>();
   ctx->req = &req;
   ctx->received = absl::Now();
@@ -1061,13 +1089,7 @@ std::optional<ApiError> KubeSim::Impl::ParseBody(Ctx& ctx, Json& out, bool yaml_
   if (media.empty() || media == "application/json" || media == "*/*") {
     out = Json::parse(ctx.req->body, nullptr, false);
     if (out.is_discarded()) {
-      std::string detail;
-      try {
-        (void)Json::parse(ctx.req->body);
-      } catch (const std::exception& e) {
-        detail = e.what();
-      }
-      return BadRequest(absl::StrCat("json parse error: ", detail));
+      return BadRequest(absl::StrCat("json parse error: ", JsonParseError(ctx.req->body)));
     }
     return std::nullopt;
   }
@@ -1102,7 +1124,7 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     ApiOr<Json> desired = transform(current);
     if (!desired.ok()) return desired.error();
     Json next = std::move(*desired);
-    if (!next.is_object()) return BadRequest("the object must be a JSON object");
+    if (auto type_error = CheckFieldTypes(type, next)) return *type_error;
     next["kind"] = type.kind;
     next["apiVersion"] = type.ApiVersion();
     if (!next["metadata"].is_object()) next["metadata"] = Json::object();
@@ -1270,13 +1292,8 @@ Reply KubeSim::Impl::Patch(Ctx& ctx) {
   } else {
     patch = Json::parse(ctx.req->body, nullptr, false);
     if (patch.is_discarded()) {
-      std::string detail;
-      try {
-        (void)Json::parse(ctx.req->body);
-      } catch (const std::exception& e) {
-        detail = e.what();
-      }
-      return Reply::Err(BadRequest(absl::StrCat("error decoding patch: ", detail)));
+      return Reply::Err(BadRequest(absl::StrCat("error decoding patch: ",
+                                                JsonParseError(ctx.req->body))));
     }
   }
   ctx.request_object = patch;

@@ -40,7 +40,7 @@ struct KubeSimOptions {
   absl::Duration bookmark_interval = absl::Minutes(1);
   absl::Duration default_watch_timeout = absl::Minutes(30);  // when timeoutSeconds is absent
   absl::Duration too_large_rv_wait = absl::Seconds(3);
-  int worker_threads = 64;  // each open watch holds one
+  int worker_threads = 256;  // each open watch (and idle keep-alive connection) holds one
   // TLS (both set: serve HTTPS).
   std::string tls_cert_file;
   std::string tls_key_file;

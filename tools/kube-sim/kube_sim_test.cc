@@ -240,6 +240,42 @@ TEST_F(KubeSimTest, BadInputGetsStatusAndServerKeepsServing) {
   CreateConfigMap("after-errors");
 }
 
+TEST_F(KubeSimTest, OddlyTypedBodiesNeverTakeTheServerDown) {
+  CreateConfigMap("target");
+  const std::vector<std::string> bodies = {
+      R"({"metadata":"x"})", R"({"metadata":{"name":5}})", R"({"metadata":{"name":"n","labels":[]}})",
+      R"({"metadata":{"name":"n2","finalizers":"x"}})", R"({"metadata":{"name":"n3"},"data":5})",
+      R"([])", R"("str")", R"(null)", R"({"kind":5})", R"({"metadata":{"generateName":7}})",
+      R"({"metadata":{"name":"n4","resourceVersion":12}})"};
+  for (const auto& b : bodies) {
+    auto post = client_->Post("/api/v1/namespaces/default/configmaps", b, "application/json");
+    ASSERT_TRUE(post) << b;
+    EXPECT_GE(post->status, 400) << b;
+    EXPECT_LT(post->status, 500) << b << " " << post->body;
+    auto put = client_->Put("/api/v1/namespaces/default/configmaps/target", b, "application/json");
+    ASSERT_TRUE(put) << b;
+    auto patch = client_->Patch("/api/v1/namespaces/default/configmaps/target", b,
+                                "application/merge-patch+json");
+    ASSERT_TRUE(patch) << b;
+    auto smp = client_->Patch("/api/v1/namespaces/default/configmaps/target", b,
+                              "application/strategic-merge-patch+json");
+    ASSERT_TRUE(smp) << b;
+    auto apply = client_->Patch("/api/v1/namespaces/default/configmaps/target?fieldManager=x", b,
+                                "application/apply-patch+yaml");
+    ASSERT_TRUE(apply) << b;
+    auto del = client_->Delete("/api/v1/namespaces/default/configmaps/none", b, "application/json");
+    ASSERT_TRUE(del) << b;
+    auto deployments = client_->Post("/apis/apps/v1/namespaces/default/deployments", b, "application/json");
+    ASSERT_TRUE(deployments) << b;
+  }
+  for (const char* q : {"?limit=abc", "?continue=%%%", "?labelSelector=a%20in%20x", "?resourceVersion=abc",
+                        "?watch=1&resourceVersion=abc", "?fieldSelector=bad", "?timeoutSeconds=-5&watch=1&resourceVersion=0&sendInitialEvents=false"}) {
+    auto res = client_->Get((std::string("/api/v1/namespaces/default/configmaps") + q).c_str());
+    ASSERT_TRUE(res) << q;
+  }
+  EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps/target")->status, 200);
+}
+
 TEST_F(KubeSimTest, PatchFlavoursAndNoOpDoesNotBumpResourceVersion) {
   CreateConfigMap("p", {{"a", "1"}, {"b", "2"}});
   const std::string path = "/api/v1/namespaces/default/configmaps/p";

@@ -69,6 +69,47 @@ void DefaultContainers(Json& pod_spec) {
 
 }  // namespace
 
+std::optional<ApiError> CheckFieldTypes(const ResourceType& type, const Json& o) {
+  auto fail = [&](const std::string& field, const Json& v, const std::string& go_type) {
+    return BadRequest(absl::StrCat(type.kind, " in version \"", type.version,
+                                   "\" cannot be handled as a ", type.kind,
+                                   ": json: cannot unmarshal ", v.type_name(),
+                                   " into Go struct field ", field, " of type ", go_type));
+  };
+  if (!o.is_object()) return BadRequest("the body must be a JSON object");
+  if (!o.contains("metadata")) return std::nullopt;
+  const Json& m = o["metadata"];
+  if (!m.is_object()) return fail("ObjectMeta.metadata", m, "v1.ObjectMeta");
+  for (const char* k : {"name", "generateName", "namespace", "uid", "resourceVersion"}) {
+    if (m.contains(k) && !m[k].is_string() && !m[k].is_null()) {
+      return fail(absl::StrCat("ObjectMeta.metadata.", k), m[k], "string");
+    }
+  }
+  for (const char* k : {"labels", "annotations"}) {
+    if (!m.contains(k) || m[k].is_null()) continue;
+    if (!m[k].is_object()) return fail(absl::StrCat("ObjectMeta.metadata.", k), m[k], "map[string]string");
+    for (const auto& [mk, mv] : m[k].items()) {
+      if (!mv.is_string()) return fail(absl::StrCat("ObjectMeta.metadata.", k), mv, "string");
+    }
+  }
+  if (m.contains("finalizers") && !m["finalizers"].is_null()) {
+    if (!m["finalizers"].is_array()) return fail("ObjectMeta.metadata.finalizers", m["finalizers"], "[]string");
+    for (const auto& f : m["finalizers"]) {
+      if (!f.is_string()) return fail("ObjectMeta.metadata.finalizers", f, "string");
+    }
+  }
+  if (type.plural == "configmaps" || type.plural == "secrets") {
+    for (const char* k : {"data", "binaryData", "stringData"}) {
+      if (!o.contains(k) || o[k].is_null()) continue;
+      if (!o[k].is_object()) return fail(absl::StrCat(type.kind, ".", k), o[k], "map[string]string");
+      for (const auto& [dk, dv] : o[k].items()) {
+        if (!dv.is_string()) return fail(absl::StrCat(type.kind, ".", k), dv, "string");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::string NewUid() {
   std::uniform_int_distribution<uint64_t> dist;
   uint64_t a = dist(Rng()), b = dist(Rng());

@@ -3,6 +3,7 @@
 // Per-kind strategy: what the apiserver fills in on create (defaults, uid, timestamps), which
 // names are valid, and how generation moves.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ std::string GenerateName(const std::string& prefix);
 
 // Validates metadata.name for the type (and type-specific fields). Empty: valid.
 std::vector<StatusCause> ValidateObject(const ResourceType& type, const Json& object);
+
+// The decoder's type checks for well-known fields (metadata strings, string maps, finalizers,
+// ConfigMap/Secret data): a 400 with Go's "cannot unmarshal" wording, or nullopt.
+std::optional<ApiError> CheckFieldTypes(const ResourceType& type, const Json& object);
 
 // Fills what the server sets on create: uid, creationTimestamp, generation, kind defaults.
 Json PrepareForCreate(const ResourceType& type, Json object, absl::Time now);
