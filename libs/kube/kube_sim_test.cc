@@ -80,6 +80,14 @@ class RecordingHandler : public WatchHandler {
   std::vector<std::string> lines_;
 };
 
+// The resourceVersion query value of a logged request ("" if none).
+std::string ExtractRv(const std::string& request) {
+  size_t at = request.find("resourceVersion=");
+  if (at == std::string::npos) return "";
+  at += strlen("resourceVersion=");
+  return request.substr(at, request.find('&', at) - at);
+}
+
 json ConfigMap(const std::string& name, const std::string& value = "v") {
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
@@ -337,6 +345,33 @@ TEST_F(KubeSimTest, DroppedWatchResumesWithoutLosingOrRepeatingEvents) {
     EXPECT_THAT(watches[i], HasSubstr("resourceVersion=")) << watches[i];
     EXPECT_THAT(watches[i], ::testing::Not(HasSubstr("sendInitialEvents"))) << watches[i];
   }
+}
+
+TEST_F(KubeSimTest, StreamsEndingAtTimeoutSecondsAreResumed) {
+  StartSim();
+  Create("a");
+  ReflectorOptions options;
+  options.gvr = kConfigMaps;
+  options.namespace_ = "default";
+  options.sleeper = &sleeper_;
+  options.min_watch_timeout_seconds = options.max_watch_timeout_seconds = 1;
+  reflector_ = std::make_unique<Reflector>(*client_, options, handler_);
+  thread_ = std::thread([this] { EXPECT_TRUE(reflector_->Run().ok()); });
+  ASSERT_TRUE(handler_.WaitFor("InitialEventsEnd watchlist"));
+  // Wait (with a deadline) until the server has ended two streams and the reflector re-watched.
+  absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (WatchRequests().size() < 3 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  std::vector<std::string> watches = WatchRequests();
+  ASSERT_GE(watches.size(), 3u);
+  for (const std::string& watch : watches) EXPECT_THAT(watch, HasSubstr("timeoutSeconds=1"));
+  // The re-watches resume from the same RV: nothing changed in between.
+  EXPECT_THAT(watches[2], HasSubstr(absl::StrCat("resourceVersion=", ExtractRv(watches[1]))));
+  Create("b");
+  ASSERT_TRUE(handler_.WaitFor("ADDED b"));
+  std::vector<std::string> lines = handler_.lines();
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "ADDED b"), 1);
 }
 
 TEST_F(KubeSimTest, OneClientServesManyThreads) {

@@ -299,6 +299,7 @@ absl::Status Reflector::Run() {
   }
   while (!stop_.cancelled()) {
     progressed_ = false;
+    const absl::Time attempt_start = absl::Now();
     absl::Status status;
     if (step_ == Step::kSync && watch_list_supported_) {
       status = SyncWithWatchList();
@@ -317,9 +318,10 @@ absl::Status Reflector::Run() {
     }
     if (stop_.cancelled()) break;
     if (status.ok()) {
-      // The server ended the stream (timeoutSeconds): watch again from the same RV. A stream
-      // that ended with nothing in it backs off so a misbehaving server is not hammered.
-      if (progressed_) {
+      // The server ended the stream (timeoutSeconds): watch again from the same RV. Only a
+      // very short, empty stream backs off (client-go's "very short watch"), so a misbehaving
+      // server is not hammered while quiet types re-watch at once.
+      if (progressed_ || absl::Now() - attempt_start >= absl::Seconds(1)) {
         backoff_ = options_.initial_backoff;
         continue;
       }
