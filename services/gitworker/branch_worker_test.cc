@@ -482,6 +482,21 @@ TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {
   ExpectFsckClean();
 }
 
+TEST_F(BranchWorkerTest, ResyncWithoutATypeNeverSweeps) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "1")}, 10)));
+  worker->PushIfDue();
+  reverser::v1::Claim untyped;
+  untyped.mutable_scope()->set_cluster(true);
+  worker->Add(ResyncItem(config, Snapshot(config, untyped, {}, 20)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/a.yaml"));
+  ASSERT_EQ(sink_->rejected().size(), 1u);
+  EXPECT_NE(sink_->rejected()[0].find("no sweep"), std::string::npos);
+}
+
 TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);

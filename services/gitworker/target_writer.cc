@@ -204,6 +204,15 @@ PreparedResync PrepareResync(const TargetSettings& settings,
   PreparedResync prepared;
   prepared.gvr = core::FromProto(snapshot.claim().type().gvr());
   prepared.kind = snapshot.claim().type().gvk().kind();
+  // The claim should name its kind; otherwise the desired objects tell it.
+  for (int i = 0; prepared.kind.empty() && i < snapshot.desired_size(); ++i) {
+    prepared.kind = KeyOf(snapshot.desired(i)).kind;
+  }
+  prepared.sweep = !prepared.kind.empty() && !prepared.gvr.resource.empty();
+  if (!prepared.sweep) {
+    prepared.rejected.push_back(
+        "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no sweep");
+  }
   if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
     prepared.namespace_ = snapshot.claim().scope().namespace_();
   }
@@ -234,6 +243,7 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
     out.keys[path] = upsert.key;
     desired.insert(upsert.key);
   }
+  if (!prepared.sweep) return out;
   for (const auto& [key, path] : index.OfType(prepared.gvr.group, prepared.kind,
                                               prepared.namespace_)) {
     if (desired.count(key) || IsAllowlisted(path) || out.changes.count(path)) continue;

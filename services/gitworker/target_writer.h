@@ -87,6 +87,7 @@ struct PreparedResync {
   core::GroupVersionResource gvr;     // the swept type
   std::string kind;
   std::optional<std::string> namespace_;  // set when the claim is namespaced
+  bool sweep = true;  // false when the type is unknown: never guess what to delete
   int64_t desired_count = 0;
 };
 PreparedResync PrepareResync(const TargetSettings& settings,
