@@ -81,7 +81,7 @@ void CatalogService::Rescan(RescanCallback done) {
 
 void CatalogService::Publish(const CatalogState& state, const CatalogChanges& changes) {
   auto& metrics = host_.metrics();
-  if (changes.types_changed || !types_.Current()->ready) {
+  if (changes.types_changed) {
     auto snapshot = std::make_shared<TypeSnapshot>();
     const auto& current = state.catalog().current();
     snapshot->generation = current.generation;

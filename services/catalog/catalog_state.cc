@@ -215,6 +215,12 @@ reverser::v1::GitTargetConfig CatalogState::ConfigFor(const nlohmann::json& targ
 
 CatalogChanges CatalogState::Reconcile() {
   CatalogChanges changes;
+  // Type records are served (ListTypes, GetType) as soon as a scan exists, primed or not.
+  changes.types_changed = !types_published_ || registry_.revision() != published_revision_ ||
+                          registry_.Ready() != published_ready_;
+  types_published_ = true;
+  published_ready_ = registry_.Ready();
+  published_revision_ = registry_.revision();
   if (!primed()) return changes;
   Validate();
   rules::RefreshResult refreshed = tables_.Refresh(rules::RegistrySource(registry_));
@@ -253,8 +259,6 @@ CatalogChanges CatalogState::Reconcile() {
     changes.tables = std::move(delta);
   }
   if (!ever_published_ || claims_changed) changes.claims = Claims();
-  changes.types_changed = !ever_published_ || registry_.revision() != published_revision_;
-  published_revision_ = registry_.revision();
   ever_published_ = true;
 
   CollectStatus(changes);

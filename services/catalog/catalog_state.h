@@ -142,6 +142,8 @@ class CatalogState {
   std::map<rules::TargetKey, reverser::v1::WatchedTypeTable> table_protos_;
   uint64_t tables_generation_;
   uint64_t published_revision_ = 0;
+  bool types_published_ = false;
+  bool published_ready_ = false;
   bool ever_published_ = false;
 };
 
