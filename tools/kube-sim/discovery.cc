@@ -86,7 +86,8 @@ Json LegacyResourceList(const TypeRegistry& registry, const std::string& group,
   return list;
 }
 
-Json AggregatedDiscovery(const TypeRegistry& registry, bool core, Profile profile) {
+Json AggregatedDiscovery(const TypeRegistry& registry, bool core, Profile profile,
+                         const std::string& version) {
   Json items = Json::array();
   auto version_entry = [&](const std::string& group, const std::string& version) {
     Json resources = Json::array();
@@ -130,23 +131,30 @@ Json AggregatedDiscovery(const TypeRegistry& registry, bool core, Profile profil
     }
   }
   return {{"kind", "APIGroupDiscoveryList"},
-          {"apiVersion", "apidiscovery.k8s.io/v2"},
+          {"apiVersion", "apidiscovery.k8s.io/" + version},
           {"metadata", Json::object()},
           {"items", items}};
 }
 
-bool AcceptsAggregatedV2(const std::string& accept) {
+std::string NegotiateAggregatedDiscovery(const std::string& accept, bool allow_v2beta1) {
   for (absl::string_view part : absl::StrSplit(accept, ',')) {
-    bool g = false, v = false, as = false;
+    bool g = false, as = false;
+    std::string v;
     for (absl::string_view param : absl::StrSplit(part, ';')) {
       param = absl::StripAsciiWhitespace(param);
       if (param == "g=apidiscovery.k8s.io") g = true;
-      if (param == "v=v2") v = true;
       if (param == "as=APIGroupDiscoveryList") as = true;
+      if (absl::ConsumePrefix(&param, "v=")) v = std::string(param);
     }
-    if (g && v && as) return true;
+    if (!g || !as) continue;
+    if (v == "v2" || (v == "v2beta1" && allow_v2beta1)) return v;
   }
-  return false;
+  return "";
+}
+
+std::string AggregatedContentType(const std::string& version) {
+  return absl::StrCat("application/json;g=apidiscovery.k8s.io;v=", version,
+                      ";as=APIGroupDiscoveryList");
 }
 
 Json MinimalOpenApiV3(const TypeRegistry& registry, const std::string& group,

@@ -24,13 +24,16 @@ Json LegacyGroup(const TypeRegistry& registry, const std::string& group);
 // GET /api/v1 or /apis/{g}/{v}; null if not served.
 Json LegacyResourceList(const TypeRegistry& registry, const std::string& group,
                         const std::string& version);
-// Aggregated discovery: GET /api (core only) or GET /apis (named groups).
-Json AggregatedDiscovery(const TypeRegistry& registry, bool core, Profile profile);
+// Aggregated discovery: GET /api (core only) or GET /apis (named groups). `version` is "v2" or
+// "v2beta1" (same shape, different apiVersion).
+Json AggregatedDiscovery(const TypeRegistry& registry, bool core, Profile profile,
+                         const std::string& version = "v2");
 
-// The Accept header asks for apidiscovery.k8s.io/v2 APIGroupDiscoveryList.
-bool AcceptsAggregatedV2(const std::string& accept);
-inline constexpr char kAggregatedContentType[] =
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+// The aggregated discovery version to answer an Accept header with: "v2", "v2beta1" (only when
+// allowed: servers before 1.35 still serve it) or "" for the legacy documents. The first
+// acceptable entry of the header wins, as in content negotiation.
+std::string NegotiateAggregatedDiscovery(const std::string& accept, bool allow_v2beta1);
+std::string AggregatedContentType(const std::string& version);
 
 // Minimal OpenAPI v3 document for a group/version (paths carry the fieldValidation parameter and
 // x-kubernetes-group-version-kind so kubectl uses server-side field validation).

@@ -170,8 +170,10 @@ class KubeSim::Impl {
 
   absl::Status Start();
   void Stop();
-  void Serve(const httplib::Request& req, httplib::Response& res);
-  void ServeRequest(const httplib::Request& req, httplib::Response& res);
+  // `as_user`: already authenticated (in-process calls); otherwise the Authorization header.
+  void Serve(const httplib::Request& req, httplib::Response& res,
+             const UserInfo* as_user = nullptr);
+  void ServeRequest(const httplib::Request& req, httplib::Response& res, const UserInfo* as_user);
 
   KubeSimOptions options_;
   TypeRegistry types_;
@@ -315,11 +317,12 @@ void KubeSim::Impl::Stop() {
 // ---------------------------------------------------------------------------------------------
 // Request pipeline
 
-void KubeSim::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
+void KubeSim::Impl::Serve(const httplib::Request& req, httplib::Response& res,
+                          const UserInfo* as_user) {
   // Input that slips past validation must never take the server down: a JSON type error deep
   // in a handler becomes a 500 Status and the server keeps serving.
   try {
-    ServeRequest(req, res);
+    ServeRequest(req, res, as_user);
   } catch (const nlohmann::json::exception& e) {
     // A field of the wrong JSON type: the apiserver's decoder rejects these with 400.
     ApiError err = BadRequest(absl::StrCat("unable to decode the request body: ", e.what()));
@@ -332,7 +335,8 @@ void KubeSim::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
   }
 }
 
-void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response& res) {
+void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response& res,
+                                 const UserInfo* as_user) {
   auto ctx = std::make_shared<Ctx>();
   ctx->req = &req;
   ctx->received = absl::Now();
@@ -348,9 +352,13 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   if (absl::StartsWith(req.path, "/_sim/")) {
     if (auto reply = ServeAdmin(*ctx)) return Respond(*ctx, *reply, res);
   }
-  ApiOr<UserInfo> user = authn_.Authenticate(req.get_header_value("Authorization"));
-  if (!user.ok()) return Respond(*ctx, Reply::Err(user.error()), res);
-  ctx->user = *user;
+  if (as_user) {
+    ctx->user = *as_user;
+  } else {
+    ApiOr<UserInfo> user = authn_.Authenticate(req.get_header_value("Authorization"));
+    if (!user.ok()) return Respond(*ctx, Reply::Err(user.error()), res);
+    ctx->user = *user;
+  }
   if (auto err = Impersonate(*ctx)) return Respond(*ctx, Reply::Err(*err), res);
 
   ctx->info = ParseRequestInfo(req.method, req.path, req.params);
@@ -596,10 +604,12 @@ std::optional<Reply> KubeSim::Impl::ServeNonResource(Ctx& ctx) {
     r.content_type = "text/plain; charset=utf-8";
     return r;
   }
+  std::string aggregated_version = NegotiateAggregatedDiscovery(
+      req.get_header_value("Accept"), /*allow_v2beta1=*/options_.profile == Profile::kLegacy);
   auto aggregated = [&](bool core) -> Reply {
     Reply r;
-    r.raw = AggregatedDiscovery(types_, core, options_.profile).dump();
-    r.content_type = kAggregatedContentType;
+    r.raw = AggregatedDiscovery(types_, core, options_.profile, aggregated_version).dump();
+    r.content_type = AggregatedContentType(aggregated_version);
     std::string etag = absl::StrCat("\"", Sha512Hex(r.raw), "\"");
     r.headers = {{"ETag", etag}, {"Vary", "Accept"}, {"Cache-Control", "public"}};
     if (req.get_header_value("If-None-Match") == etag) {
@@ -608,7 +618,7 @@ std::optional<Reply> KubeSim::Impl::ServeNonResource(Ctx& ctx) {
     }
     return r;
   };
-  bool wants_v2 = AcceptsAggregatedV2(req.get_header_value("Accept"));
+  bool wants_v2 = !aggregated_version.empty();
   if (path == "/api" || path == "/api/") {
     if (wants_v2) return aggregated(true);
     return Reply::Of(200, LegacyApiVersions(absl::StrCat(options_.bind_address, ":", port_)));
@@ -1533,7 +1543,8 @@ KubeSim::Response KubeSim::Call(const std::string& method, const std::string& pa
   req.set_header("User-Agent", "kube-sim-test");
   req.remote_addr = "127.0.0.1";
   httplib::Response res;
-  impl_->Serve(req, res);
+  static const UserInfo kAdmin{"system:admin", "", {"system:masters", "system:authenticated"}, {}};
+  impl_->Serve(req, res, &kAdmin);
   return {res.status, res.body, res.get_header_value("Content-Type")};
 }
 

@@ -88,7 +88,7 @@ class KubeSim {
   // "METHOD /path?query" of every request served, in order (for asserting client behaviour).
   std::vector<std::string> RequestLog() const;
 
-  // Serves one request in-process, as the default (admin) user unless headers say otherwise.
+  // Serves one request in-process as system:admin (system:masters), whatever tokens/RBAC say.
   // Returns {status code, body}. Handy to seed objects without an HTTP client.
   struct Response {
     int status = 0;

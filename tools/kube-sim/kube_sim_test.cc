@@ -432,6 +432,23 @@ TEST_F(KubeSimTest, LegacyProfileRejectsWatchListWithReal422) {
             R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","details":{"group":"meta.k8s.io","kind":"ListOptions","causes":[{"reason":"FieldValueForbidden","message":"Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","field":"sendInitialEvents"}]},"code":422})");
 }
 
+TEST_F(KubeSimTest, LegacyProfileShapes) {
+  StartSim(KubeSimOptions{.profile = Profile::kLegacy, .bookmark_interval = absl::Milliseconds(50)});
+  EXPECT_EQ(Body(client_->Get("/version"))["minor"], "33");
+  // kubectl 1.27 asks for v2beta1 first; servers before 1.35 answer it.
+  auto beta = client_->Get("/api", {{"Accept", "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}});
+  EXPECT_EQ(beta->get_header_value("Content-Type"),
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList");
+  Json core = Body(beta);
+  EXPECT_EQ(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+  EXPECT_EQ(core["items"][0]["metadata"], Json::parse(R"({"creationTimestamp":null})"));
+  std::string rv = std::to_string(sim_->CurrentResourceVersion());
+  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv);
+  EXPECT_EQ(watch.NextJson(),
+            Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
+                        rv + R"(","creationTimestamp":null}}})"));
+}
+
 TEST_F(KubeSimTest, ModernRejectsSendInitialEventsWithoutMatch) {
   auto res = client_->Get("/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true");
   EXPECT_EQ(res->status, 422);
@@ -558,6 +575,8 @@ TEST_F(KubeSimTest, TokensRbacAndImpersonation) {
   sim_->authorizer().AddRule({{"system:serviceaccount:mirror:reverser"}, {}, {"get", "list"}, {""}, {"configmaps"}, {}});
   auto bad = client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer nope"}});
   EXPECT_EQ(bad->status, 401);
+  EXPECT_EQ(Body(bad)["message"], "Unauthorized");
+  EXPECT_EQ(sim_->Call("GET", "/api/v1/namespaces/default/configmaps").status, 200);  // in-process: admin
   auto ok = client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer reader-token"}});
   EXPECT_EQ(ok->status, 200);
   auto forbidden = client_->Get("/api/v1/namespaces/default/configmaps?watch=1",
