@@ -14,6 +14,13 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 
 struct ActorState {
+  // Rescan callers waiting for a reconcile that will not come get an answer on shutdown.
+  ~ActorState() {
+    for (ScanInput& scan : applied_scans) {
+      for (auto& done : scan.callbacks) done(absl::UnavailableError("the catalog stopped"));
+    }
+  }
+
   std::unique_ptr<CatalogState> catalog;
   absl::Time tick_at = absl::InfiniteFuture();
   bool reconcile_pending = false;
