@@ -58,10 +58,11 @@ bool IsStatusKind(const json& value) {
 json ToJson(const ApiError& error) {
   json causes = json::array();
   for (const StatusCause& cause : error.causes) {
-    causes.push_back({{"reason", cause.reason}, {"message", cause.message}, {"field", cause.field}});
+    causes.push_back(
+        {{"reason", cause.reason}, {"message", cause.message}, {"field", cause.field}});
   }
-  json out = {{"code", error.code},       {"reason", error.reason}, {"message", error.message},
-              {"name", error.name},       {"kind", error.kind},     {"causes", causes}};
+  json out = {{"code", error.code}, {"reason", error.reason}, {"message", error.message},
+              {"name", error.name}, {"kind", error.kind},     {"causes", causes}};
   if (error.retry_after) out["retryAfterMs"] = absl::ToInt64Milliseconds(*error.retry_after);
   return out;
 }
@@ -159,8 +160,8 @@ std::optional<ApiError> GetApiError(const absl::Status& status) {
   error.kind = parsed.value("kind", "");
   if (auto causes = parsed.find("causes"); causes != parsed.end() && causes->is_array()) {
     for (const json& cause : *causes) {
-      error.causes.push_back({cause.value("reason", ""), cause.value("message", ""),
-                              cause.value("field", "")});
+      error.causes.push_back(
+          {cause.value("reason", ""), cause.value("message", ""), cause.value("field", "")});
     }
   }
   if (auto it = parsed.find("retryAfterMs"); it != parsed.end() && it->is_number()) {

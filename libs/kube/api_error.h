@@ -26,11 +26,11 @@ struct StatusCause {
 };
 
 struct ApiError {
-  int code = 0;          // HTTP status (== Status.code when the body was a Status)
-  std::string reason;    // Status.reason: "NotFound", "Expired", "Conflict", ... ("" if unknown)
-  std::string message;   // Status.message, or the text body
-  std::string name;      // details.name
-  std::string kind;      // details.kind
+  int code = 0;         // HTTP status (== Status.code when the body was a Status)
+  std::string reason;   // Status.reason: "NotFound", "Expired", "Conflict", ... ("" if unknown)
+  std::string message;  // Status.message, or the text body
+  std::string name;     // details.name
+  std::string kind;     // details.kind
   std::vector<StatusCause> causes;
   // From Status.details.retryAfterSeconds or the Retry-After header (header wins).
   std::optional<absl::Duration> retry_after;
@@ -40,9 +40,7 @@ struct ApiError {
   bool IsConflict() const { return code == 409 && reason != "AlreadyExists"; }
   bool IsInvalid() const { return code == 422; }
   // 410 Expired, or Gone from pre-1.18 servers: the resourceVersion or continue token is too old.
-  bool IsExpired() const {
-    return code == 410 || reason == "Expired" || reason == "Gone";
-  }
+  bool IsExpired() const { return code == 410 || reason == "Expired" || reason == "Gone"; }
   bool IsTooManyRequests() const { return code == 429; }
   // 504 with cause ResourceVersionTooLarge: the watch cache is behind the requested RV.
   bool IsResourceVersionTooLarge() const;

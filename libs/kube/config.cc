@@ -69,8 +69,8 @@ absl::Status AddNamedList(const YAML::Node& root, const char* list_key, const ch
     }
     YAML::Node body = item[item_key];
     if (body && !body.IsNull() && !body.IsMap()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kubeconfig: ", list_key, " \"", name, "\": \"", item_key, "\" is not a map"));
+      return absl::InvalidArgumentError(absl::StrCat("kubeconfig: ", list_key, " \"", name,
+                                                     "\": \"", item_key, "\" is not a map"));
     }
     // First definition wins, as in client-go's merge of $KUBECONFIG.
     into.emplace(name, Entry{body ? body : YAML::Node(YAML::NodeType::Map), base_dir});
@@ -112,20 +112,21 @@ absl::StatusOr<std::string> ReadPemField(const Entry& entry, const std::string& 
 
 absl::StatusOr<ClusterConfig> Resolve(const Merged& merged, const KubeconfigOptions& options) {
   try {
-    std::string context_name =
-        options.context.empty() ? merged.current_context : options.context;
+    std::string context_name = options.context.empty() ? merged.current_context : options.context;
     if (context_name.empty()) {
       return absl::FailedPreconditionError("kubeconfig: no current-context and none requested");
     }
     auto context = merged.contexts.find(context_name);
     if (context == merged.contexts.end()) {
-      return absl::NotFoundError(absl::StrCat("kubeconfig: context \"", context_name, "\" not found"));
+      return absl::NotFoundError(
+          absl::StrCat("kubeconfig: context \"", context_name, "\" not found"));
     }
     std::string cluster_name = Scalar(context->second.node, "cluster");
     auto cluster = merged.clusters.find(cluster_name);
     if (cluster == merged.clusters.end()) {
       return absl::NotFoundError(absl::StrCat("kubeconfig: context \"", context_name,
-                                              "\" refers to unknown cluster \"", cluster_name, "\""));
+                                              "\" refers to unknown cluster \"", cluster_name,
+                                              "\""));
     }
     ClusterConfig config;
     config.context = context_name;
@@ -149,8 +150,9 @@ absl::StatusOr<ClusterConfig> Resolve(const Merged& merged, const KubeconfigOpti
       }
       const Entry& u = user->second;
       if (u.node["exec"] || u.node["auth-provider"]) {
-        return absl::UnimplementedError(absl::StrCat(
-            "kubeconfig: user \"", user_name, "\" uses exec/auth-provider, which is not supported"));
+        return absl::UnimplementedError(
+            absl::StrCat("kubeconfig: user \"", user_name,
+                         "\" uses exec/auth-provider, which is not supported"));
       }
       ASSIGN_OR_RETURN(config.client_cert_pem, ReadPemField(u, "client-certificate"));
       ASSIGN_OR_RETURN(config.client_key_pem, ReadPemField(u, "client-key"));

@@ -62,7 +62,8 @@ users:
   user:
     client-certificate-data: )",
                                   absl::Base64Escape("CERT"), R"(
-    client-key-data: )", absl::Base64Escape("KEY"), R"(
+    client-key-data: )",
+                                  absl::Base64Escape("KEY"), R"(
 - name: bot
   user:
     token: abc.def
@@ -137,8 +138,8 @@ contexts:
 current-context: other
 )");
   auto config = LoadDefaultConfig(
-      "", {}, Env({{"KUBECONFIG", absl::StrCat(first, ":", (dir_ / "missing").string(), ":",
-                                               second)}}));
+      "", {},
+      Env({{"KUBECONFIG", absl::StrCat(first, ":", (dir_ / "missing").string(), ":", second)}}));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->server, "https://first");
   EXPECT_EQ(config->context, "ctx");
@@ -146,7 +147,8 @@ current-context: other
 }
 
 TEST_F(ConfigTest, ReadsTheAuditWebhookKubeconfigFromTheReferenceData) {
-  // Same shape as ../shared/testdata/k8s/audit/config/gitops-reverser-e2e-audit-webhook-kubeconfig.yaml.
+  // Same shape as
+  // ../shared/testdata/k8s/audit/config/gitops-reverser-e2e-audit-webhook-kubeconfig.yaml.
   auto config = ParseKubeconfig(R"(apiVersion: v1
 kind: Config
 preferences: {}
@@ -184,25 +186,26 @@ TEST_F(ConfigTest, BadInputGivesClearErrors) {
     EXPECT_FALSE(ParseKubeconfig(text, "").ok()) << text;
   }
   // Context pointing at a missing cluster.
-  EXPECT_EQ(ParseKubeconfig("contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n", "")
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      ParseKubeconfig("contexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n", "")
+          .status()
+          .code(),
+      absl::StatusCode::kNotFound);
   // Bad base64, missing CA file, cert without key, exec plugins.
-  std::string base =
-      "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
+  std::string base = "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
   EXPECT_EQ(ParseKubeconfig(base + "clusters: [{name: c, cluster: {server: s, "
                                    "certificate-authority-data: '!!!'}}]\nusers: [{name: u}]\n",
                             "")
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseKubeconfig(base + "clusters: [{name: c, cluster: {server: s, "
-                                   "certificate-authority: /nonexistent/ca}}]\nusers: [{name: u}]\n",
-                            "")
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      ParseKubeconfig(base + "clusters: [{name: c, cluster: {server: s, "
+                             "certificate-authority: /nonexistent/ca}}]\nusers: [{name: u}]\n",
+                      "")
+          .status()
+          .code(),
+      absl::StatusCode::kNotFound);
   EXPECT_EQ(ParseKubeconfig(base + "clusters: [{name: c, cluster: {server: s}}]\n"
                                    "users: [{name: u, user: {client-certificate-data: QQ==}}]\n",
                             "")

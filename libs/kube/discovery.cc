@@ -57,8 +57,8 @@ absl::Status ParseAggregatedVersion(const std::string& group, const json& versio
     resource.gvr = {group, version, Str(entry, "resource")};
     if (resource.gvr.resource.empty()) continue;
     resource.gvk = ResponseKind(entry, group, version);
-    resource.scope = Str(entry, "scope") == "Cluster" ? core::Scope::kCluster
-                                                       : core::Scope::kNamespaced;
+    resource.scope =
+        Str(entry, "scope") == "Cluster" ? core::Scope::kCluster : core::Scope::kNamespaced;
     resource.singular = Str(entry, "singularResource");
     resource.verbs = Strings(entry, "verbs");
     resource.short_names = Strings(entry, "shortNames");
@@ -95,8 +95,8 @@ absl::StatusOr<json> ParseBody(const HttpResponse& response) {
 void DiscoverLegacyGroupVersion(RestClient& client, const std::string& group_version,
                                 bool preferred, DiscoveryResult& into) {
   bool core = !absl::StrContains(group_version, '/');
-  std::string path = core ? absl::StrCat("/api/", group_version)
-                          : absl::StrCat("/apis/", group_version);
+  std::string path =
+      core ? absl::StrCat("/api/", group_version) : absl::StrCat("/apis/", group_version);
   absl::Status status = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(HttpResponse response, client.GetRaw(path, {{"Accept", "application/json"}}));
     ASSIGN_OR_RETURN(json list, ParseBody(response));
@@ -194,8 +194,8 @@ absl::Status ParseAggregatedDiscovery(const json& list, DiscoveryResult& into) {
       if (Str(version, "freshness") == "Stale") {
         // client-go reports stale aggregated APIs as failed group versions.
         into.failures.push_back(
-            {group_version, absl::UnavailableError(absl::StrCat(
-                                "discovery for ", group_version, " is stale"))});
+            {group_version,
+             absl::UnavailableError(absl::StrCat("discovery for ", group_version, " is stale"))});
         continue;
       }
       if (absl::Status status = ParseAggregatedVersion(group, version, preferred, into);
@@ -207,8 +207,8 @@ absl::Status ParseAggregatedDiscovery(const json& list, DiscoveryResult& into) {
   return absl::OkStatus();
 }
 
-absl::Status ParseApiResourceList(const json& list, absl::string_view group_version,
-                                  bool preferred, DiscoveryResult& into) {
+absl::Status ParseApiResourceList(const json& list, absl::string_view group_version, bool preferred,
+                                  DiscoveryResult& into) {
   if (!list.is_object() || Str(list, "kind") != "APIResourceList") {
     return absl::DataLossError(absl::StrCat(group_version, ": not an APIResourceList"));
   }

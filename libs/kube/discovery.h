@@ -8,10 +8,9 @@
 // (503 from a dead aggregated API, "Stale" freshness, a malformed document) is reported in
 // `failures` and left out; the rest of the result stays usable.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,7 +21,7 @@
 namespace reverser::kube {
 
 struct ApiSubresource {
-  std::string name;           // "status", "scale"
+  std::string name;            // "status", "scale"
   core::GroupVersionKind gvk;  // the response kind (Scale is autoscaling/v1)
   std::vector<std::string> verbs;
 };

@@ -27,7 +27,8 @@ json Load(const std::string& file) {
 
 TEST(DiscoveryParseTest, AggregatedDocumentFromARealServer) {
   DiscoveryResult result;
-  ASSERT_TRUE(ParseAggregatedDiscovery(Load(absl::StrCat(kDir, "aggregated_v2.json")), result).ok());
+  ASSERT_TRUE(
+      ParseAggregatedDiscovery(Load(absl::StrCat(kDir, "aggregated_v2.json")), result).ok());
   EXPECT_EQ(result.resources.size(), 71u);
   EXPECT_TRUE(result.failures.empty());
   const ApiResource* deployments = result.FindPreferred("apps", "deployments");
@@ -50,9 +51,9 @@ TEST(DiscoveryParseTest, AggregatedDocumentFromARealServer) {
 
 TEST(DiscoveryParseTest, AggregatedCoreGroupAndStaleVersions) {
   DiscoveryResult result;
-  ASSERT_TRUE(ParseAggregatedDiscovery(
-                  Load("k8s/handmade/discovery/aggregated-api-core.json"), result)
-                  .ok());
+  ASSERT_TRUE(
+      ParseAggregatedDiscovery(Load("k8s/handmade/discovery/aggregated-api-core.json"), result)
+          .ok());
   const ApiResource* cms = result.FindPreferred("", "configmaps");
   ASSERT_NE(cms, nullptr);
   EXPECT_EQ(cms->gvk.ApiVersion(), "v1");
@@ -84,10 +85,12 @@ TEST(DiscoveryParseTest, LegacyResourceListAttachesSubresources) {
   ASSERT_EQ(deployments->subresources.size(), 2u);
   EXPECT_EQ(deployments->subresources[0].name, "scale");
   EXPECT_EQ(deployments->subresources[0].gvk.group, "autoscaling");
-  for (const ApiResource& r : result.resources) EXPECT_EQ(r.gvr.resource.find('/'), std::string::npos);
+  for (const ApiResource& r : result.resources)
+    EXPECT_EQ(r.gvr.resource.find('/'), std::string::npos);
 
   DiscoveryResult core;
-  ASSERT_TRUE(ParseApiResourceList(Load(absl::StrCat(kDir, "api__v1.json")), "v1", true, core).ok());
+  ASSERT_TRUE(
+      ParseApiResourceList(Load(absl::StrCat(kDir, "api__v1.json")), "v1", true, core).ok());
   const ApiResource* pods = core.Find({"", "v1", "pods"});
   ASSERT_NE(pods, nullptr);
   EXPECT_EQ(pods->subresources.size(), 9u);  // attach binding ephemeralcontainers eviction ...
@@ -106,8 +109,7 @@ TEST(DiscoveryTest, LegacyFallbackReportsFailedGroupVersionsWithoutFailing) {
   };
   server.server().Get("/api", serve(ReadTestData(absl::StrCat(kDir, "api.json"))));
   server.server().Get("/api/v1", serve(ReadTestData(absl::StrCat(kDir, "api__v1.json"))));
-  server.server().Get(
-      "/apis", serve(R"({"kind":"APIGroupList","apiVersion":"v1","groups":[
+  server.server().Get("/apis", serve(R"({"kind":"APIGroupList","apiVersion":"v1","groups":[
         {"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],
          "preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},
         {"name":"metrics.k8s.io","versions":[{"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],
@@ -151,7 +153,8 @@ TEST(DiscoveryTest, AggregatedServerNeedsTwoRequests) {
       res.set_content(body, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
     };
   };
-  server.server().Get("/api", serve(ReadTestData("k8s/handmade/discovery/aggregated-api-core.json")));
+  server.server().Get("/api",
+                      serve(ReadTestData("k8s/handmade/discovery/aggregated-api-core.json")));
   server.server().Get("/apis", serve(ReadTestData(absl::StrCat(kDir, "aggregated_v2.json"))));
   server.Start();
   ClusterConfig config;

@@ -24,9 +24,9 @@ absl::Status FrameDecoder::Feed(absl::string_view chunk, const FrameCallback& on
       // Between frames: only whitespace or the start of the next object is valid.
       if (IsJsonWhitespace(c)) continue;
       if (c != '{') {
-        return Fail(absl::DataLossError(absl::StrCat(
-            "watch stream: expected '{' at the start of a frame, got byte 0x",
-            absl::Hex(static_cast<unsigned char>(c)))));
+        return Fail(absl::DataLossError(
+            absl::StrCat("watch stream: expected '{' at the start of a frame, got byte 0x",
+                         absl::Hex(static_cast<unsigned char>(c)))));
       }
       depth_ = 1;
       frame_start = i;

@@ -63,10 +63,9 @@ TEST(FrameDecoderTest, SplitAtEveryByteBoundaryGivesTheSameFrames) {
 }
 
 TEST(FrameDecoderTest, BracesAndQuotesInsideStringsDoNotConfuseIt) {
-  std::string body =
-      R"({"type":"ADDED","object":{"data":{"k":"}{][\"\\","e":"\\\\"}}})"
-      "\n"
-      R"({"type":"DELETED","object":{"data":{"k":"\"}"}}})";
+  std::string body = R"({"type":"ADDED","object":{"data":{"k":"}{][\"\\","e":"\\\\"}}})"
+                     "\n"
+                     R"({"type":"DELETED","object":{"data":{"k":"\"}"}}})";
   for (size_t cut = 0; cut <= body.size(); ++cut) {
     std::vector<std::string> frames = DecodeInPieces(body, {cut});
     ASSERT_EQ(frames.size(), 2u) << cut;
@@ -115,9 +114,8 @@ TEST(FrameDecoderTest, BalancedButInvalidJsonIsRejectedByTheEventParser) {
 
 TEST(FrameDecoderTest, CallbackErrorStopsDecoding) {
   FrameDecoder decoder;
-  absl::Status status = decoder.Feed("{}{}", [](absl::string_view) {
-    return absl::CancelledError("stop");
-  });
+  absl::Status status =
+      decoder.Feed("{}{}", [](absl::string_view) { return absl::CancelledError("stop"); });
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
 }
 
@@ -162,8 +160,9 @@ TEST(FrameDecoderTest, HundredThousandEventsNeverBufferMoreThanOneFrame) {
   };
   for (int i = 0; i < 100'000; ++i) {
     absl::StrAppend(&chunk, R"({"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1",)",
-                    R"("metadata":{"name":"cm-)", i, R"(","namespace":"default","resourceVersion":")",
-                    i + 1, R"("},"data":{"k":"v"}}})", "\n");
+                    R"("metadata":{"name":"cm-)", i,
+                    R"(","namespace":"default","resourceVersion":")", i + 1,
+                    R"("},"data":{"k":"v"}}})", "\n");
     // Flush in odd-sized chunks so frames straddle chunk boundaries.
     if (chunk.size() > 7001) {
       ASSERT_TRUE(decoder.Feed(absl::string_view(chunk).substr(0, 7001), count).ok());

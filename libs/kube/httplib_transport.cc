@@ -33,7 +33,8 @@ struct StoreDeleter {
 };
 
 std::unique_ptr<BIO, BioDeleter> MemoryBio(const std::string& pem) {
-  return std::unique_ptr<BIO, BioDeleter>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  return std::unique_ptr<BIO, BioDeleter>(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
 // Every certificate in a PEM bundle, in a fresh store (httplib's SSL_CTX takes ownership).
@@ -77,8 +78,8 @@ void SetTimeout(httplib::ClientImpl& client, absl::Duration timeout) {
 }
 
 absl::Status TransportError(const HttpRequest& request, httplib::Error error) {
-  return absl::UnavailableError(absl::StrCat(request.method, " ", request.path, ": ",
-                                             httplib::to_string(error)));
+  return absl::UnavailableError(
+      absl::StrCat(request.method, " ", request.path, ": ", httplib::to_string(error)));
 }
 
 }  // namespace
@@ -117,8 +118,8 @@ absl::StatusOr<std::unique_ptr<HttplibTransport>> HttplibTransport::Create(
   }
   endpoint.host = std::string(host);
   endpoint.port = endpoint.tls ? 443 : 80;
-  if (!port.empty() && (!absl::SimpleAtoi(port, &endpoint.port) || endpoint.port <= 0 ||
-                        endpoint.port > 65535)) {
+  if (!port.empty() &&
+      (!absl::SimpleAtoi(port, &endpoint.port) || endpoint.port <= 0 || endpoint.port > 65535)) {
     return absl::InvalidArgumentError(absl::StrCat("server \"", config.server, "\": bad port"));
   }
   auto transport =

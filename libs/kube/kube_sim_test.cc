@@ -2,6 +2,8 @@
 // real HTTP: discovery, CRUD, WatchList, 410 → relist, 422 → LIST+WATCH (legacy profile),
 // 429 → retry after the server's delay, dropped watch → resume without loss or duplicates.
 
+#include "tools/kube-sim/kube_sim.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,7 +19,6 @@
 #include "libs/kube/httplib_transport.h"
 #include "libs/kube/reflector.h"
 #include "libs/kube/rest_client.h"
-#include "tools/kube-sim/kube_sim.h"
 
 namespace reverser::kube {
 namespace {
@@ -54,7 +55,8 @@ class RecordingHandler : public WatchHandler {
     if (e.type == ReflectorEventType::kBookmark) return;  // timing-dependent; not asserted
     if (e.object.is_object()) absl::StrAppend(&line, " ", e.object["metadata"].value("name", ""));
     if (e.initial) absl::StrAppend(&line, " initial");
-    if (e.type == ReflectorEventType::kSyncStarted || e.type == ReflectorEventType::kInitialEventsEnd) {
+    if (e.type == ReflectorEventType::kSyncStarted ||
+        e.type == ReflectorEventType::kInitialEventsEnd) {
       absl::StrAppend(&line, e.method == SyncMethod::kList ? " list" : " watchlist",
                       e.reason == SyncReason::kExpired ? " expired" : "");
     }
@@ -69,9 +71,8 @@ class RecordingHandler : public WatchHandler {
   // Waits until a line equal to `line` has been recorded `times` times.
   bool WaitFor(const std::string& line, int times = 1) {
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(30), [&] {
-      return std::count(lines_.begin(), lines_.end(), line) >= times;
-    });
+    return cv_.wait_for(lock, std::chrono::seconds(30),
+                        [&] { return std::count(lines_.begin(), lines_.end(), line) >= times; });
   }
 
  private:
@@ -198,8 +199,8 @@ TEST_F(KubeSimTest, CrudListPagingAndErrors) {
   absl::Status stale = client_->Update(kConfigMaps, "default", update).status();
   EXPECT_TRUE(IsApiConflict(stale)) << stale;
 
-  auto merged = client_->Patch(kConfigMaps, "default", "a", PatchType::kMerge,
-                               {{"data", {{"m", "1"}}}});
+  auto merged =
+      client_->Patch(kConfigMaps, "default", "a", PatchType::kMerge, {{"data", {{"m", "1"}}}});
   ASSERT_TRUE(merged.ok()) << merged.status();
   EXPECT_EQ((*merged)["data"]["m"], "1");
   auto json_patched = client_->Patch(kConfigMaps, "default", "a", PatchType::kJson,
@@ -327,15 +328,18 @@ TEST_F(KubeSimTest, DroppedWatchResumesWithoutLosingOrRepeatingEvents) {
     sim_->DropWatches();
     // Changes made while the watch is down or reconnecting.
     Create(absl::StrCat("during-", round));
-    ASSERT_TRUE(client_->Delete(kConfigMaps, "default", round == 0 ? "a" : absl::StrCat("during-", round - 1)).ok());
+    ASSERT_TRUE(
+        client_
+            ->Delete(kConfigMaps, "default", round == 0 ? "a" : absl::StrCat("during-", round - 1))
+            .ok());
   }
   Create("after");
   ASSERT_TRUE(handler_.WaitFor("ADDED after"));
   std::vector<std::string> lines = handler_.lines();
   std::vector<std::string> live(lines.begin() + 3, lines.end());
-  EXPECT_THAT(live, ElementsAre("ADDED a", "ADDED during-0", "DELETED a", "ADDED during-1",
-                                "DELETED during-0", "ADDED during-2", "DELETED during-1",
-                                "ADDED after"));
+  EXPECT_THAT(live,
+              ElementsAre("ADDED a", "ADDED during-0", "DELETED a", "ADDED during-1",
+                          "DELETED during-0", "ADDED during-2", "DELETED during-1", "ADDED after"));
   // Resumed with plain watches from the last seen RV, never a relist.
   EXPECT_EQ(reflector_->stats().watch_list_syncs, 1);
   EXPECT_EQ(reflector_->stats().list_syncs, 0);

@@ -30,8 +30,8 @@ ReflectorEventType LiveType(WatchEventType type) {
 absl::Status ErrorEventStatus(const WatchEvent& event) {
   std::optional<ApiError> error = ParseStatusObject(event.object.dump());
   if (!error) {
-    return absl::DataLossError(absl::StrCat("watch ERROR event without a Status: ",
-                                            event.object.dump().substr(0, 200)));
+    return absl::DataLossError(
+        absl::StrCat("watch ERROR event without a Status: ", event.object.dump().substr(0, 200)));
   }
   return ToStatus(*error);
 }
@@ -62,7 +62,8 @@ void SetTypeFromList(json& item, const ListPage& page) {
 }
 
 // Internal signal: a WatchList stream ended before the end-of-initial-events bookmark.
-constexpr char kNoInitialEventsEnd[] = "watch-list stream ended without the initial-events-end bookmark";
+constexpr char kNoInitialEventsEnd[] =
+    "watch-list stream ended without the initial-events-end bookmark";
 
 }  // namespace
 
@@ -145,8 +146,8 @@ WatchOptions Reflector::BaseWatchOptions() {
   options.allow_bookmarks = true;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
-  int64_t span = std::max<int64_t>(
-      0, options_.max_watch_timeout_seconds - options_.min_watch_timeout_seconds);
+  int64_t span =
+      std::max<int64_t>(0, options_.max_watch_timeout_seconds - options_.min_watch_timeout_seconds);
   rng_state_ = rng_state_ * 6364136223846793005ULL + 1442695040888963407ULL;
   options.timeout_seconds =
       options_.min_watch_timeout_seconds +

@@ -23,10 +23,9 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -36,8 +35,8 @@
 namespace reverser::kube {
 
 enum class ReflectorEventType {
-  kSyncStarted,       // a full listing begins (see `reason`); objects of the set follow
-  kAdded,             // `initial` = part of the listing rather than a live change
+  kSyncStarted,  // a full listing begins (see `reason`); objects of the set follow
+  kAdded,        // `initial` = part of the listing rather than a live change
   kModified,
   kDeleted,
   kBookmark,          // progress only: resource_version advanced

@@ -56,11 +56,12 @@ class RecordingHandler : public WatchHandler {
     }
     if (!e.resource_version.empty()) absl::StrAppend(&line, " @", e.resource_version);
     if (e.initial) absl::StrAppend(&line, " initial");
-    if (e.type == ReflectorEventType::kSyncStarted || e.type == ReflectorEventType::kInitialEventsEnd) {
+    if (e.type == ReflectorEventType::kSyncStarted ||
+        e.type == ReflectorEventType::kInitialEventsEnd) {
       absl::StrAppend(&line, e.method == SyncMethod::kList ? " list" : " watchlist");
       absl::StrAppend(&line, e.reason == SyncReason::kInitial   ? " initial-sync"
                              : e.reason == SyncReason::kExpired ? " expired"
-                                                                 : " retry");
+                                                                : " retry");
     }
     std::lock_guard lock(mu_);
     lines_.push_back(line);
@@ -226,8 +227,8 @@ std::string WatchFrom(const std::string& rv) {
 }
 
 TEST_F(ReflectorTest, WatchListThenResumesFromTheEndMarkerAndBookmarks) {
-  collection_->AddStream(Event("ADDED", "a", "11") + Event("ADDED", "b", "7") + Bookmark("20", true) +
-                         Event("MODIFIED", "a", "21") + Bookmark("25"));
+  collection_->AddStream(Event("ADDED", "a", "11") + Event("ADDED", "b", "7") +
+                         Bookmark("20", true) + Event("MODIFIED", "a", "21") + Bookmark("25"));
   // The server ends the stream (timeout); the next watch resumes at 25.
   collection_->AddStream(Event("DELETED", "b", "26"));
   StartReflector();
@@ -244,7 +245,8 @@ TEST_F(ReflectorTest, WatchListThenResumesFromTheEndMarkerAndBookmarks) {
 }
 
 TEST_F(ReflectorTest, UnprocessableWatchListFallsBackToPagedListAndRemembersIt) {
-  collection_->AddStatus(422, ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
+  collection_->AddStatus(422,
+                         ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
   collection_->AddList(List("30", {"a", "b"}, "tok"));
   collection_->AddList(List("30", {"c"}));
   // The watch gets a 410 ERROR event: relist, with LIST again (fallback remembered).
@@ -286,9 +288,8 @@ TEST_F(ReflectorTest, ResumesFromACursorAndRelistsWhenItIsGone) {
   StartReflector({.resume_resource_version = "12"});
   ASSERT_TRUE(handler_.WaitForCount(3));
   ASSERT_TRUE(collection_->WaitForRequests(3));
-  EXPECT_THAT(handler_.lines(),
-              ElementsAre("SyncStarted watchlist expired", "ADDED a @50 initial",
-                          "InitialEventsEnd @50 watchlist expired"));
+  EXPECT_THAT(handler_.lines(), ElementsAre("SyncStarted watchlist expired", "ADDED a @50 initial",
+                                            "InitialEventsEnd @50 watchlist expired"));
   std::vector<std::string> targets = collection_->targets();
   EXPECT_EQ(targets[0], WatchFrom("12"));
   EXPECT_EQ(targets[1], kWatchList);  // resourceVersion "" after Expired
@@ -393,7 +394,8 @@ TEST(ReplacingHandlerTest, DeliversTheInitialSetInOneCall) {
                    .object = {{"metadata", {{"name", "b"}}}},
                    .initial = true});
   handler.OnEvent({.type = ReflectorEventType::kInitialEventsEnd, .resource_version = "9"});
-  handler.OnEvent({.type = ReflectorEventType::kModified, .object = {{"metadata", {{"name", "b"}}}}});
+  handler.OnEvent(
+      {.type = ReflectorEventType::kModified, .object = {{"metadata", {{"name", "b"}}}}});
   EXPECT_THAT(handler.replaced_, ElementsAre("b"));
   EXPECT_EQ(handler.replaced_rv_, "9");
   EXPECT_THAT(handler.live_, ElementsAre("MODIFIED"));

@@ -196,9 +196,10 @@ absl::StatusOr<ListPage> RestClient::List(const core::GroupVersionResource& gvr,
   return page;
 }
 
-absl::StatusOr<std::string> RestClient::ListEach(
-    const core::GroupVersionResource& gvr, absl::string_view ns, const ListOptions& options,
-    const std::function<absl::Status(json)>& on_item, CancelToken* cancel) {
+absl::StatusOr<std::string> RestClient::ListEach(const core::GroupVersionResource& gvr,
+                                                 absl::string_view ns, const ListOptions& options,
+                                                 const std::function<absl::Status(json)>& on_item,
+                                                 CancelToken* cancel) {
   ListOptions page_options = options;
   std::string list_rv;
   for (bool first = true;; first = false) {
@@ -225,9 +226,8 @@ absl::StatusOr<ListPage> RestClient::ListAll(const core::GroupVersionResource& g
   return all;
 }
 
-absl::StatusOr<json> RestClient::Create(const core::GroupVersionResource& gvr,
-                                        absl::string_view ns, const json& object,
-                                        const WriteOptions& options) {
+absl::StatusOr<json> RestClient::Create(const core::GroupVersionResource& gvr, absl::string_view ns,
+                                        const json& object, const WriteOptions& options) {
   Query query;
   AddWriteQuery(query, options);
   HttpRequest request;
@@ -238,9 +238,8 @@ absl::StatusOr<json> RestClient::Create(const core::GroupVersionResource& gvr,
   return DoJson(std::move(request));
 }
 
-absl::StatusOr<json> RestClient::Update(const core::GroupVersionResource& gvr,
-                                        absl::string_view ns, const json& object,
-                                        const WriteOptions& options,
+absl::StatusOr<json> RestClient::Update(const core::GroupVersionResource& gvr, absl::string_view ns,
+                                        const json& object, const WriteOptions& options,
                                         absl::string_view subresource) {
   std::string name = MetadataString(object, "name");
   if (name.empty()) return absl::InvalidArgumentError("update: object has no metadata.name");
@@ -276,9 +275,8 @@ absl::StatusOr<json> RestClient::Patch(const core::GroupVersionResource& gvr, ab
   return DoJson(std::move(request));
 }
 
-absl::StatusOr<json> RestClient::Delete(const core::GroupVersionResource& gvr,
-                                        absl::string_view ns, absl::string_view name,
-                                        const DeleteOptions& options) {
+absl::StatusOr<json> RestClient::Delete(const core::GroupVersionResource& gvr, absl::string_view ns,
+                                        absl::string_view name, const DeleteOptions& options) {
   if (name.empty()) return absl::InvalidArgumentError("delete: empty name");
   json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
@@ -314,8 +312,8 @@ absl::Status RestClient::Watch(const core::GroupVersionResource& gvr, absl::stri
   request.path = ResourcePath(gvr, ns) + query.str();
   request.headers.emplace_back("Accept", kJson);
   // The server closes the stream at timeoutSeconds; allow a margin before calling it dead.
-  request.timeout = options.timeout_seconds ? absl::Seconds(*options.timeout_seconds + 30)
-                                            : absl::Minutes(61);
+  request.timeout =
+      options.timeout_seconds ? absl::Seconds(*options.timeout_seconds + 30) : absl::Minutes(61);
 
   FrameDecoder decoder;
   absl::Status consumer_status;
@@ -323,11 +321,13 @@ absl::Status RestClient::Watch(const core::GroupVersionResource& gvr, absl::stri
     ASSIGN_OR_RETURN(WatchEvent event, ParseWatchEvent(frame));
     return on_event(std::move(event));
   };
-  absl::StatusOr<HttpResponse> response =
-      transport_->Stream(request, [&](absl::string_view chunk) {
+  absl::StatusOr<HttpResponse> response = transport_->Stream(
+      request,
+      [&](absl::string_view chunk) {
         consumer_status = decoder.Feed(chunk, on_frame);
         return consumer_status.ok();
-      }, cancel);
+      },
+      cancel);
   if (!consumer_status.ok()) return consumer_status;
   if (!response.ok()) return response.status();
   if (response->status < 200 || response->status >= 300) {

@@ -8,11 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -120,12 +119,12 @@ class RestClient {
 
   // `ns` is the target namespace ("" for cluster-scoped types); the object's own
   // metadata.namespace is not consulted.
-  absl::StatusOr<nlohmann::json> Create(const core::GroupVersionResource& gvr,
-                                        absl::string_view ns, const nlohmann::json& object,
+  absl::StatusOr<nlohmann::json> Create(const core::GroupVersionResource& gvr, absl::string_view ns,
+                                        const nlohmann::json& object,
                                         const WriteOptions& options = {});
   // PUT to metadata.name (optimistic concurrency through metadata.resourceVersion).
-  absl::StatusOr<nlohmann::json> Update(const core::GroupVersionResource& gvr,
-                                        absl::string_view ns, const nlohmann::json& object,
+  absl::StatusOr<nlohmann::json> Update(const core::GroupVersionResource& gvr, absl::string_view ns,
+                                        const nlohmann::json& object,
                                         const WriteOptions& options = {},
                                         absl::string_view subresource = "");
   absl::StatusOr<nlohmann::json> Patch(const core::GroupVersionResource& gvr, absl::string_view ns,
@@ -134,9 +133,8 @@ class RestClient {
                                        const PatchOptions& options = {});
   // Returns what the server returned: the object (when deletion is deferred by finalizers or
   // graceful deletion) or a Status.
-  absl::StatusOr<nlohmann::json> Delete(const core::GroupVersionResource& gvr,
-                                        absl::string_view ns, absl::string_view name,
-                                        const DeleteOptions& options = {});
+  absl::StatusOr<nlohmann::json> Delete(const core::GroupVersionResource& gvr, absl::string_view ns,
+                                        absl::string_view name, const DeleteOptions& options = {});
 
   // GET of any path, JSON result (discovery, /version).
   absl::StatusOr<HttpResponse> GetRaw(const std::string& path, HeaderList headers = {});

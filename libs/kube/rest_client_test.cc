@@ -104,10 +104,8 @@ TEST_F(RestClientTest, CrudSendsTheRightRequests) {
   EXPECT_EQ((*got)["metadata"]["resourceVersion"], "7");
   ASSERT_TRUE(client->Create(kConfigMaps, "default", cm, {.field_manager = "reverser"}).ok());
   ASSERT_TRUE(client->Update(kConfigMaps, "default", cm, {.dry_run = true}).ok());
-  ASSERT_TRUE(client
-                  ->Patch(kConfigMaps, "default", "x", PatchType::kMerge,
-                          {{"data", {{"k", "w"}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client->Patch(kConfigMaps, "default", "x", PatchType::kMerge, {{"data", {{"k", "w"}}}}).ok());
   ASSERT_TRUE(client
                   ->Patch(kConfigMaps, "default", "x", PatchType::kJson,
                           json::array({{{"op", "remove"}, {"path", "/data/k"}}}))
@@ -144,24 +142,21 @@ TEST_F(RestClientTest, CrudSendsTheRightRequests) {
 
 TEST_F(RestClientTest, ServerStatusBecomesApiError) {
   ScriptedServer server;
-  server.server().Get("/api/v1/namespaces/default/configmaps/missing",
-                      [](const httplib::Request&, httplib::Response& res) {
-                        res.status = 404;
-                        res.set_content(ReadTestData("k8s/handmade/status/404-notfound-core.json"),
-                                        "application/json");
-                      });
-  server.server().Post("/api/v1/namespaces/default/configmaps",
-                       [](const httplib::Request&, httplib::Response& res) {
-                         res.status = 409;
-                         res.set_content(ReadTestData("k8s/handmade/status/409-alreadyexists.json"),
-                                         "application/json");
-                       });
-  server.server().Get("/api/v1/namespaces/default/configmaps/boom",
-                      [](const httplib::Request&, httplib::Response& res) {
-                        res.status = 500;
-                        res.set_content(ReadTestData("k8s/handmade/status/500-internal.json"),
-                                        "application/json");
-                      });
+  server.server().Get("/api/v1/namespaces/default/configmaps/missing", [](const httplib::Request&,
+                                                                          httplib::Response& res) {
+    res.status = 404;
+    res.set_content(ReadTestData("k8s/handmade/status/404-notfound-core.json"), "application/json");
+  });
+  server.server().Post("/api/v1/namespaces/default/configmaps", [](const httplib::Request&,
+                                                                   httplib::Response& res) {
+    res.status = 409;
+    res.set_content(ReadTestData("k8s/handmade/status/409-alreadyexists.json"), "application/json");
+  });
+  server.server().Get("/api/v1/namespaces/default/configmaps/boom", [](const httplib::Request&,
+                                                                       httplib::Response& res) {
+    res.status = 500;
+    res.set_content(ReadTestData("k8s/handmade/status/500-internal.json"), "application/json");
+  });
   server.Start();
   auto client = Connect(server);
   absl::Status missing = client->Get(kConfigMaps, "default", "missing").status();
@@ -180,31 +175,28 @@ TEST_F(RestClientTest, ServerStatusBecomesApiError) {
 TEST_F(RestClientTest, TooManyRequestsIsRetriedAfterTheServersDelay) {
   ScriptedServer server;
   std::atomic<int> calls{0};
-  server.server().Get("/api/v1/namespaces/default/configmaps/x",
-                      [&](const httplib::Request&, httplib::Response& res) {
-                        int call = ++calls;
-                        if (call == 1) {  // APF rejection: text/plain with Retry-After
-                          res.status = 429;
-                          res.set_header("Retry-After", "3");
-                          res.set_content("Too many requests, please try again later.",
-                                          "text/plain; charset=utf-8");
-                        } else if (call == 2) {  // shutting down: 503 Status with Retry-After
-                          res.status = 503;
-                          res.set_header("Retry-After", "2");
-                          res.set_content(R"({"kind":"Status","apiVersion":"v1","code":503,)"
-                                          R"("reason":"ServiceUnavailable","message":"bye"})",
-                                          "application/json");
-                        } else {
-                          res.set_content(R"({"kind":"ConfigMap","metadata":{"name":"x"}})",
-                                          "application/json");
-                        }
-                      });
+  server.server().Get("/api/v1/namespaces/default/configmaps/x", [&](const httplib::Request&,
+                                                                     httplib::Response& res) {
+    int call = ++calls;
+    if (call == 1) {  // APF rejection: text/plain with Retry-After
+      res.status = 429;
+      res.set_header("Retry-After", "3");
+      res.set_content("Too many requests, please try again later.", "text/plain; charset=utf-8");
+    } else if (call == 2) {  // shutting down: 503 Status with Retry-After
+      res.status = 503;
+      res.set_header("Retry-After", "2");
+      res.set_content(R"({"kind":"Status","apiVersion":"v1","code":503,)"
+                      R"("reason":"ServiceUnavailable","message":"bye"})",
+                      "application/json");
+    } else {
+      res.set_content(R"({"kind":"ConfigMap","metadata":{"name":"x"}})", "application/json");
+    }
+  });
   server.server().Get("/api/v1/namespaces/default/configmaps/always",
                       [&](const httplib::Request&, httplib::Response& res) {
                         res.status = 429;
                         res.set_header("Retry-After", "1");
-                        res.set_content("Too many requests, please try again later.",
-                                        "text/plain");
+                        res.set_content("Too many requests, please try again later.", "text/plain");
                       });
   server.Start();
   auto client = Connect(server, /*max_retries=*/2);
@@ -223,14 +215,12 @@ TEST_F(RestClientTest, TooManyRequestsIsRetriedAfterTheServersDelay) {
 
 TEST_F(RestClientTest, ListFollowsContinueTokens) {
   ScriptedServer server;
-  server.server().Get("/api/v1/namespaces/default/configmaps",
-                      [](const httplib::Request& req, httplib::Response& res) {
-                        std::string page = req.has_param("continue")
-                                               ? "configmaplist-page2-last.json"
-                                               : "configmaplist-page1-with-continue.json";
-                        res.set_content(ReadTestData("k8s/handmade/list/" + page),
-                                        "application/json");
-                      });
+  server.server().Get("/api/v1/namespaces/default/configmaps", [](const httplib::Request& req,
+                                                                  httplib::Response& res) {
+    std::string page = req.has_param("continue") ? "configmaplist-page2-last.json"
+                                                 : "configmaplist-page1-with-continue.json";
+    res.set_content(ReadTestData("k8s/handmade/list/" + page), "application/json");
+  });
   server.Start();
   auto client = Connect(server);
   auto page1 = client->List(kConfigMaps, "default", {.limit = 2});
@@ -297,21 +287,24 @@ TEST_F(RestClientTest, WatchDeliversEventsWhileTheBodyIsStillArriving) {
 
 TEST_F(RestClientTest, WatchReportsCutStreamsAndHttpErrors) {
   ScriptedServer server;
-  server.server().Get("/api/v1/configmaps", [](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_param("sendInitialEvents")) {
-      res.status = 422;
-      res.set_content(ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"),
-                      "application/json");
-      return;
-    }
-    // Ends inside a frame.
-    res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
-      std::string body = R"({"type":"ADDED","object":{}})" "\n" R"({"type":"MODI)";
-      sink.write(body.data(), body.size());
-      sink.done();
-      return true;
-    });
-  });
+  server.server().Get(
+      "/api/v1/configmaps", [](const httplib::Request& req, httplib::Response& res) {
+        if (req.has_param("sendInitialEvents")) {
+          res.status = 422;
+          res.set_content(ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"),
+                          "application/json");
+          return;
+        }
+        // Ends inside a frame.
+        res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
+          std::string body = R"({"type":"ADDED","object":{}})"
+                             "\n"
+                             R"({"type":"MODI)";
+          sink.write(body.data(), body.size());
+          sink.done();
+          return true;
+        });
+      });
   server.Start();
   auto client = Connect(server);
   int events = 0;
@@ -333,7 +326,8 @@ TEST_F(RestClientTest, WatchCanBeCancelledFromAnotherThread) {
   bool release = false;
   server.server().Get("/api/v1/configmaps", [&](const httplib::Request&, httplib::Response& res) {
     res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
-      std::string event = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})" "\n";
+      std::string event = R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})"
+                          "\n";
       sink.write(event.data(), event.size());
       std::unique_lock lock(mu);
       cv.wait_for(lock, std::chrono::seconds(30), [&] { return release; });
@@ -346,10 +340,13 @@ TEST_F(RestClientTest, WatchCanBeCancelledFromAnotherThread) {
   absl::Notification got_event;
   absl::Status status;
   std::thread watcher([&] {
-    status = client->Watch(kConfigMaps, "", {.timeout_seconds = 300}, [&](WatchEvent) {
-      got_event.Notify();
-      return absl::OkStatus();
-    }, &cancel);
+    status = client->Watch(
+        kConfigMaps, "", {.timeout_seconds = 300},
+        [&](WatchEvent) {
+          got_event.Notify();
+          return absl::OkStatus();
+        },
+        &cancel);
   });
   ASSERT_TRUE(got_event.WaitForNotificationWithTimeout(absl::Seconds(30)));
   cancel.Cancel();

@@ -31,11 +31,13 @@ class TlsTest : public ::testing::Test {
         "set -e; cd '", d, "';",
         "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca "
         "  -keyout ca.key -out ca.crt;",
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr;",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out "
+        "server.csr;",
         "printf 'subjectAltName=IP:127.0.0.1' > san.ext;",
         "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
         "  -extfile san.ext -out server.crt;",
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=reverser -keyout client.key -out client.csr;",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=reverser -keyout client.key -out "
+        "client.csr;",
         "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 "
         "  -out client.crt) > openssl.log 2>&1");
     script = absl::StrCat("(", script);
@@ -57,11 +59,11 @@ class TlsTest : public ::testing::Test {
   }
 
   static void Serve(ScriptedServer& server, std::string* authorization) {
-    server.server().Get("/version", [authorization](const httplib::Request& req,
-                                                    httplib::Response& res) {
-      *authorization = req.get_header_value("Authorization");
-      res.set_content(R"({"major":"1","minor":"33"})", "application/json");
-    });
+    server.server().Get("/version",
+                        [authorization](const httplib::Request& req, httplib::Response& res) {
+                          *authorization = req.get_header_value("Authorization");
+                          res.set_content(R"({"major":"1","minor":"33"})", "application/json");
+                        });
     server.Start();
   }
 
@@ -126,14 +128,14 @@ TEST_F(TlsTest, KubeconfigWithFilesAndTokenFile) {
   std::string authorization;
   Serve(server, &authorization);
   std::ofstream(Path("token")) << "from-file\n";
-  std::ofstream(Path("kubeconfig")) << "clusters:\n- name: c\n  cluster:\n    server: "
-                                    << server.url()
-                                    << "\n    certificate-authority: ca.crt\n"
-                                       "users:\n- name: u\n  user:\n"
-                                       "    client-certificate: client.crt\n"
-                                       "    client-key: client.key\n    tokenFile: token\n"
-                                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-                                       "current-context: x\n";
+  std::ofstream(Path("kubeconfig"))
+      << "clusters:\n- name: c\n  cluster:\n    server: " << server.url()
+      << "\n    certificate-authority: ca.crt\n"
+         "users:\n- name: u\n  user:\n"
+         "    client-certificate: client.crt\n"
+         "    client-key: client.key\n    tokenFile: token\n"
+         "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+         "current-context: x\n";
   auto config = LoadKubeconfigFiles({Path("kubeconfig")});
   ASSERT_TRUE(config.ok()) << config.status();
   auto response = Fetch(*config);

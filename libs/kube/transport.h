@@ -20,7 +20,7 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
   std::string method = "GET";
-  std::string path;  // absolute path plus query, e.g. "/api/v1/namespaces/a/configmaps?limit=5"
+  std::string path;    // absolute path plus query, e.g. "/api/v1/namespaces/a/configmaps?limit=5"
   HeaderList headers;  // e.g. Accept, Content-Type
   std::string body;
   // Longest wait for the next response byte (for streams: between chunks). Zero = the

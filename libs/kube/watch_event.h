@@ -2,9 +2,8 @@
 
 // One decoded `metav1.WatchEvent` frame: {"type":"ADDED","object":{...}}.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
