@@ -1,0 +1,92 @@
+// Bad input must give an error, never a crash: mutated real SOPS and age files, YAML bombs.
+
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "libs/sops/age.h"
+#include "libs/sops/sops.h"
+#include "libs/sops/sops_yaml.h"
+#include "tests/fixtures/temp_dir.h"
+
+namespace reverser::sops {
+namespace {
+
+std::string Read(const std::string& relative) {
+  auto dir = reverser::testing::SharedTestdataDir();
+  EXPECT_TRUE(dir.ok());
+  auto text = reverser::testing::ReadFile(*dir + "/sops/" + relative);
+  EXPECT_TRUE(text.ok()) << relative;
+  return text.ok() ? *text : "";
+}
+
+std::string Mutate(std::string s, std::mt19937& rng) {
+  if (s.empty()) return s;
+  std::uniform_int_distribution<size_t> pos(0, s.size() - 1);
+  switch (rng() % 4) {
+    case 0:
+      s[pos(rng)] = static_cast<char>(rng());
+      break;  // flip a byte
+    case 1:
+      s.erase(pos(rng), 1 + rng() % 8);
+      break;  // delete a run
+    case 2:
+      s.insert(pos(rng), std::string(1 + rng() % 4, "\n :-[\"|"[rng() % 7]));
+      break;
+    default:
+      s.resize(pos(rng));
+      break;  // truncate
+  }
+  return s;
+}
+
+TEST(RobustnessTest, MutatedSopsFilesNeverCrashTheReader) {
+  const std::string original = Read("fluxcd-kustomize-controller/algorithms/age.yaml");
+  auto identities = age::ParseIdentityFile(Read("fluxcd-kustomize-controller/keys/age.txt"));
+  ASSERT_TRUE(identities.ok());
+  ASSERT_TRUE(DecryptYaml(original, *identities).ok());
+  std::mt19937 rng(42);
+  int failures = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string mutated = original;
+    for (int n = 1 + rng() % 3; n > 0; --n) mutated = Mutate(mutated, rng);
+    auto result = DecryptYaml(mutated, *identities);
+    if (!result.ok()) ++failures;
+  }
+  EXPECT_GT(failures, 2000);  // nearly every mutation is caught (the MAC covers every value)
+}
+
+TEST(RobustnessTest, MutatedAgeFilesNeverCrashTheDecrypter) {
+  auto identities = age::ParseIdentityFile(Read("fluxcd-kustomize-controller/keys/age.txt"));
+  ASSERT_TRUE(identities.ok());
+  auto binary = age::Encrypt("payload", {identities->front().Recipient()});
+  ASSERT_TRUE(binary.ok());
+  std::mt19937 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    const std::string mutated = Mutate(*binary, rng);
+    auto plain = age::Decrypt(mutated, *identities);
+    if (plain.ok()) EXPECT_EQ(*plain, "payload");  // only harmless edits may pass
+    (void)age::Dearmor(Mutate(age::Armor(*binary), rng));
+  }
+}
+
+TEST(RobustnessTest, YamlBombsAndDeepNestingAreRefused) {
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "[";
+  EXPECT_FALSE(ParseSopsYaml(absl::StrCat("a: ", deep)).ok());
+  std::string nested = "a:\n";
+  for (int i = 1; i < 600; ++i) nested += std::string(i * 2, ' ') + "a:\n";
+  EXPECT_FALSE(ParseSopsYaml(nested).ok());
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 0; i < 8; ++i) {
+    bomb += absl::StrCat(std::string(1, 'b' + i), ": &", std::string(1, 'b' + i), " [",
+                         std::string(1, 'a' + i));
+    for (int k = 0; k < 9; ++k) bomb += absl::StrCat(", *", std::string(1, 'a' + i));
+    bomb += "]\n";
+  }
+  EXPECT_FALSE(ParseSopsYaml(bomb).ok());
+}
+
+}  // namespace
+}  // namespace reverser::sops
