@@ -564,5 +564,63 @@ TEST_F(CatalogServiceTest, SurvivesDroppedWatchesAndCompaction) {
   EXPECT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
 }
 
+TEST_F(CatalogServiceTest, ManySubscribersComeAndGoWhileClaimsChange) {
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "apps");
+  std::vector<std::unique_ptr<StreamRecorder<reverser::v1::ClaimSet>>> streams;
+  std::vector<std::unique_ptr<StreamRecorder<reverser::v1::TableUpdate>>> table_streams;
+  // (group, version, resource) served by kube-sim and not excluded by the watch policy.
+  const std::vector<std::vector<std::string>> types = {
+      {"", "v1", "configmaps"},      {"", "v1", "services"},
+      {"", "v1", "serviceaccounts"}, {"", "v1", "secrets"},
+      {"apps", "v1", "deployments"}, {"apiextensions.k8s.io", "v1", "customresourcedefinitions"}};
+  for (size_t i = 0; i < types.size(); ++i) {
+    streams.push_back(WatchClaims());
+    table_streams.push_back(WatchTables());
+    CreateWatchRule("team-a", absl::StrCat("r", i), "app",
+                    {{{"apiGroups", {types[i][0]}},
+                      {"apiVersions", {types[i][1]}},
+                      {"resources", {types[i][2]}}}});
+    if (i % 2 == 1) {
+      streams.erase(streams.begin());  // cancels a stream mid-flight
+      table_streams.erase(table_streams.begin());
+    }
+  }
+  for (const auto& stream : streams) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto last = stream->last();
+          if (!last) return false;
+          for (const auto& t : types) {
+            // Cluster-scoped types named by a WatchRule are not claimed (own namespace only).
+            if (t[2] == "customresourcedefinitions") continue;
+            if (!HasClaim(*last, t[0], t[2], "team-a")) return false;
+          }
+          return true;
+        },
+        kWait));
+  }
+  // Every table stream converges on the same final generation.
+  uint64_t final_generation = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto last = table_streams.back()->last();
+        if (!last) return false;
+        final_generation = last->generation();
+        if (last->upserted_size() != 1) return false;
+        std::set<std::string> followed;
+        for (const auto& t : last->upserted(0).types()) followed.insert(t.type().gvr().resource());
+        for (const auto& t : types) {
+          if (t[2] != "customresourcedefinitions" && followed.count(t[2]) == 0) return false;
+        }
+        return true;
+      },
+      kWait));
+  for (const auto& stream : table_streams) {
+    EXPECT_TRUE(WaitFor([&] { return stream->last() && stream->last()->generation() == final_generation; },
+                        kWait));
+  }
+}
+
 }  // namespace
 }  // namespace reverser::catalog
