@@ -191,5 +191,31 @@ TEST(AuditWebhookTest, ImpersonatedUserIsRecorded) {
   EXPECT_EQ(e["requestURI"], uri);  // raw, as sent
 }
 
+TEST(AuditWebhookTest, GarbageCollectorDeletesDependentsAsItsServiceAccount) {
+  Receiver receiver;
+  KubeSimOptions options;
+  options.audit_webhook = AuditWebhookOptions{.url = receiver.url(), .max_wait = absl::Milliseconds(10)};
+  options.audit_policy = RealE2ePolicy();
+  auto sim = KubeSim::Start(options);
+  ASSERT_TRUE(sim.ok());
+  auto& s = **sim;
+  Json parent = Json::parse(s.Call("POST", "/api/v1/namespaces/default/configmaps",
+                                   R"({"metadata":{"name":"parent"}})").body);
+  Json child = {{"metadata", {{"name", "child"}, {"ownerReferences", {{{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+                                                                    {"name", "parent"}, {"uid", parent["metadata"]["uid"]}}}}}}};
+  ASSERT_EQ(s.Call("POST", "/api/v1/namespaces/default/configmaps", child.dump()).status, 201);
+  ASSERT_EQ(s.Call("DELETE", "/api/v1/namespaces/default/configmaps/parent",
+                   R"({"propagationPolicy":"Background"})").status, 200);
+  ASSERT_TRUE(s.audit()->WaitIdle(absl::Seconds(10)));
+  std::vector<Json> events = receiver.Events();
+  ASSERT_EQ(events.size(), 4u);
+  const Json& gc = events[2]["objectRef"]["name"] == "child" ? events[2] : events[3];
+  EXPECT_EQ(gc["verb"], "delete");
+  EXPECT_EQ(gc["user"]["username"], "system:serviceaccount:kube-system:generic-garbage-collector");
+  EXPECT_EQ(gc["requestObject"]["propagationPolicy"], "Background");
+  EXPECT_EQ(gc["responseStatus"]["status"], "Success");
+  EXPECT_EQ(gc["responseStatus"]["details"]["name"], "child");
+}
+
 }  // namespace
 }  // namespace reverser::kubesim

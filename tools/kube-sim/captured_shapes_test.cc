@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -145,6 +146,26 @@ TEST_F(CapturedShapesTest, DeleteCollection) {
     EXPECT_EQ(Normalize(watch->NextJson()),
               Capture(std::string("deletecollection/watch.deleted.") + n + ".yaml"));
   }
+}
+
+TEST_F(CapturedShapesTest, OwnerReferenceCascade) {
+  auto parent = client_->Post("/api/v1/namespaces/mutationlab/configmaps",
+                              Cm("cm-parent", "owner-ref-cascade").dump(), "application/json");
+  ASSERT_EQ(parent->status, 201);
+  Json child = Cm("cm-child", "owner-ref-cascade");
+  child["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
+                                           {"kind", "ConfigMap"},
+                                           {"name", "cm-parent"},
+                                           {"uid", Json::parse(parent->body)["metadata"]["uid"]}}};
+  ASSERT_EQ(Create(child), 201);
+  auto watch = WatchFromNow();
+  EXPECT_EQ(client_->Delete("/api/v1/namespaces/mutationlab/configmaps/cm-parent")->status, 200);
+  Json first = watch->NextJson(), second = watch->NextJson();
+  EXPECT_EQ(first["type"], "DELETED");
+  EXPECT_EQ(second["type"], "DELETED");
+  std::set<std::string> names = {first["object"]["metadata"]["name"], second["object"]["metadata"]["name"]};
+  EXPECT_EQ(names, (std::set<std::string>{"cm-parent", "cm-child"}));
+  EXPECT_EQ(client_->Get("/api/v1/namespaces/mutationlab/configmaps/cm-child")->status, 404);
 }
 
 TEST_F(CapturedShapesTest, WatchListBookmark) {

@@ -225,6 +225,9 @@ class KubeSim::Impl {
   ApiOr<Json> FromScale(const ResourceType& type, const Json& current, const Json& scale) const;
   std::optional<ApiError> ValidateListOptions(const Ctx& ctx, bool watch) const;
   void RemoveCrdTypes(Ctx& ctx, const Json& crd);
+  // The garbage collector's share: dependents whose only owner was `owner` are deleted through
+  // ordinary DELETE requests by the GC's service account (so they are audited as in a cluster).
+  void CollectGarbage(const Json& owner, const Json& options);
   std::string OpenApiHash(const std::string& gv);
   std::string OpenApiDoc(const std::string& gv);
   bool ServesOpenApiV2() const {
@@ -544,6 +547,11 @@ void KubeSim::Impl::EmitAudit(Ctx& ctx, const std::string& stage, const Reply* r
   }
   if (reply) {
     Json status = {{"metadata", Json::object()}, {"code", reply->code}};
+    if (!reply->error && reply->object.is_object() && reply->object.value("kind", "") == "Status") {
+      for (const char* k : {"status", "message", "reason", "details"}) {
+        if (reply->object.contains(k)) status[k] = reply->object[k];
+      }
+    }
     if (reply->error) {
       Json s = reply->error->ToStatus();
       for (const char* k : {"status", "message", "reason", "details"}) {
@@ -1210,6 +1218,52 @@ void KubeSim::Impl::RemoveCrdTypes(Ctx& ctx, const Json& crd) {
   types_.RemoveCustom(group, plural);
 }
 
+void KubeSim::Impl::CollectGarbage(const Json& owner, const Json& options) {
+  if (options.value("propagationPolicy", "") == "Orphan") return;
+  const Json& meta = owner["metadata"];
+  std::string uid = meta.value("uid", "");
+  std::string owner_ns = meta.value("namespace", "");
+  if (uid.empty()) return;
+  static const UserInfo kGarbageCollector{
+      "system:serviceaccount:kube-system:generic-garbage-collector", NewUid(),
+      {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+      {}};
+  for (const auto& t : types_.All()) {
+    ApiOr<Store::Snapshot> snap = store_.List(t->Key(), owner_ns);
+    if (!snap.ok()) continue;
+    for (const auto& o : snap->items) {
+      const Json& refs = o["metadata"].value("ownerReferences", Json::array());
+      if (!refs.is_array() || refs.empty()) continue;
+      bool only_this_owner = std::all_of(refs.begin(), refs.end(), [&](const Json& ref) {
+        return ref.is_object() && ref.value("uid", "") == uid;
+      });
+      if (!only_this_owner) continue;
+      const Json& m = o["metadata"];
+      std::string path = absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/",
+                                      t->version, "/",
+                                      t->namespaced ? "namespaces/" + m.value("namespace", "") + "/" : "",
+                                      t->plural, "/", m.value("name", ""));
+      httplib::Request req;
+      req.method = "DELETE";
+      req.path = path;
+      req.target = path;
+      req.body = Json{{"kind", "DeleteOptions"},
+                      {"apiVersion", "v1"},
+                      {"propagationPolicy", "Background"},
+                      {"preconditions",
+                       {{"uid", m.value("uid", "")}, {"resourceVersion", m.value("resourceVersion", "")}}}}
+                     .dump();
+      req.set_header("Content-Type", "application/json");
+      req.set_header("User-Agent",
+                     "kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/kube-sim/"
+                     "system:serviceaccount:kube-system:generic-garbage-collector");
+      req.remote_addr = "127.0.0.1";
+      httplib::Response res;
+      Serve(req, res, &kGarbageCollector);
+    }
+  }
+}
+
 Reply KubeSim::Impl::Create(Ctx& ctx) {
   const ResourceType& type = *ctx.type;
   Json body;
@@ -1418,6 +1472,7 @@ Reply KubeSim::Impl::Delete(Ctx& ctx) {
   if (!r.ok()) return Reply::Err(r.error());
   if (!ctx.dry_run) AfterWrite(ctx, type, *r);
   if (r->event != "DELETED") return Reply::Of(202, r->object);  // pending finalizers
+  if (!ctx.dry_run) CollectGarbage(r->object, options);
   if (type.custom || type.plural == "pods" || type.plural == "namespaces" ||
       type.plural == "services") {
     return Reply::Of(200, r->object);
@@ -1456,6 +1511,7 @@ Reply KubeSim::Impl::DeleteCollection(Ctx& ctx) {
                                         options);
     if (!r.ok()) continue;  // raced with another delete
     if (!ctx.dry_run) AfterWrite(ctx, type, *r);
+    if (!ctx.dry_run && r->event == "DELETED") CollectGarbage(r->object, options);
     items.push_back(StripForList(r->object));
   }
   return Reply::Of(200, {{"kind", type.kind + "List"},
