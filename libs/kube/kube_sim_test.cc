@@ -378,6 +378,49 @@ TEST_F(KubeSimTest, StreamsEndingAtTimeoutSecondsAreResumed) {
   EXPECT_EQ(std::count(lines.begin(), lines.end(), "ADDED b"), 1);
 }
 
+// Compacts the server while the first page of a paged LIST is being delivered, so the
+// continue token of the next page has expired (410).
+class CompactingHandler : public RecordingHandler {
+ public:
+  explicit CompactingHandler(kubesim::KubeSim& sim) : sim_(sim) {}
+  void OnEvent(const ReflectorEvent& e) override {
+    if (e.initial && !compacted_) {
+      compacted_ = true;
+      auto reply = sim_.Call("POST", "/api/v1/namespaces/default/configmaps",
+                             ConfigMap("written-during-list").dump());
+      EXPECT_EQ(reply.status, 201) << reply.body;
+      sim_.Compact();
+    }
+    RecordingHandler::OnEvent(e);
+  }
+
+ private:
+  kubesim::KubeSim& sim_;
+  bool compacted_ = false;
+};
+
+TEST_F(KubeSimTest, ExpiredContinueTokenRestartsTheList) {
+  StartSim(kubesim::Profile::kLegacy);
+  for (const char* name : {"a", "b", "c", "d", "e"}) Create(name);
+  CompactingHandler handler(*sim_);
+  ReflectorOptions options{.gvr = kConfigMaps, .namespace_ = "default", .page_size = 2};
+  options.sleeper = &sleeper_;
+  Reflector reflector(*client_, options, handler);
+  std::thread thread([&] { EXPECT_TRUE(reflector.Run().ok()); });
+  ASSERT_TRUE(handler.WaitFor("InitialEventsEnd list expired"));
+  reflector.Stop();
+  thread.join();
+  std::vector<std::string> lines = handler.lines();
+  // First attempt: one page, then 410 on the continue token; second attempt: all six.
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], "SyncStarted list");
+  auto restart = std::find(lines.begin(), lines.end(), "SyncStarted list expired");
+  ASSERT_NE(restart, lines.end());
+  EXPECT_EQ(restart - lines.begin(), 3);  // SyncStarted + the 2 items of page one
+  EXPECT_EQ(lines.end() - restart, 8);    // SyncStarted + 6 items + InitialEventsEnd
+  EXPECT_EQ(reflector.stats().expired, 1);
+}
+
 TEST_F(KubeSimTest, OneClientServesManyThreads) {
   StartSim();
   constexpr int kThreads = 8;
