@@ -80,9 +80,9 @@ struct Stanza {
 };
 struct Header {
   std::vector<Stanza> stanzas;
-  std::string mac;        // 32 bytes
-  size_t mac_input_end;   // header bytes [0, mac_input_end) are MACed (through "---")
-  size_t payload_offset;  // first byte after the MAC line
+  std::string mac;            // 32 bytes
+  size_t mac_input_end = 0;   // header bytes [0, mac_input_end) are MACed (through "---")
+  size_t payload_offset = 0;  // first byte after the MAC line
 };
 absl::StatusOr<Header> ParseHeader(absl::string_view file);
 

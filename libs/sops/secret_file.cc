@@ -163,6 +163,8 @@ absl::StatusOr<std::string> EncryptSecretYaml(const nlohmann::json& sanitized_ob
         absl::StrCat("no age recipients configured: refusing to write ", Describe(sanitized_object),
                      " (sensitive objects are never written in plaintext)"));
   }
+  if (options.clock == nullptr || options.random == nullptr)
+    return absl::InvalidArgumentError("sops: SecretFileOptions needs a clock and a random source");
   std::vector<age::X25519Recipient> recipients;
   for (const std::string& text : normalized) {
     ASSIGN_OR_RETURN(age::X25519Recipient recipient, age::X25519Recipient::Parse(text));
@@ -191,6 +193,19 @@ absl::StatusOr<std::string> EncryptSecretYaml(const nlohmann::json& sanitized_ob
                                             " does not read back as written"));
   }
   return text;
+}
+
+bool LooksLikeSopsYaml(absl::string_view text) {
+  if (!absl::StrContains(text, "mac: ENC[")) return false;
+  auto tree = ParseSopsYaml(text);
+  return tree.ok() && tree->contains("sops") && (*tree)["sops"].is_object();
+}
+
+absl::StatusOr<nlohmann::json> DecryptSecretYaml(
+    absl::string_view text, const std::vector<age::X25519Identity>& identities) {
+  ASSIGN_OR_RETURN(DecryptedDocument decrypted, DecryptYaml(text, identities));
+  std::fill(decrypted.data_key.begin(), decrypted.data_key.end(), '\0');
+  return nlohmann::json::parse(decrypted.plaintext.dump());
 }
 
 absl::StatusOr<std::string> BootstrapSopsConfig(const std::vector<std::string>& age_recipients) {

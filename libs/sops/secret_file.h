@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "libs/core/clock.h"
 #include "libs/manifest/yaml_writer.h"
+#include "libs/sops/age.h"
 #include "libs/sops/crypto.h"
 #include "libs/sops/sops.h"
 #include "nlohmann/json.hpp"
@@ -70,6 +71,18 @@ absl::StatusOr<std::string> SecretFingerprint(const nlohmann::json& sanitized_ob
                                               const std::vector<std::string>& age_recipients,
                                               absl::string_view hmac_key,
                                               const SecretFileOptions& options = {});
+
+// Whether `text` is a SOPS-encrypted YAML file, the way Flux's kustomize-controller tells: the
+// bytes `mac: ENC[` and a top-level `sops` mapping.
+bool LooksLikeSopsYaml(absl::string_view text);
+
+// Reads a file written by EncryptSecretYaml (or by sops): unwraps the data key with one of
+// `identities` (e.g. parsed from `*.agekey` entries), decrypts and verifies the MAC, and returns
+// the object without the `sops` block. Lets a caller that holds a key compare Git with the
+// cluster instead of re-encrypting. Errors as DecryptTree (NotFound: no identity fits;
+// DataLoss: MAC mismatch or tampering).
+absl::StatusOr<nlohmann::json> DecryptSecretYaml(
+    absl::string_view text, const std::vector<age::X25519Identity>& identities);
 
 // The ordered plaintext tree EncryptSecretYaml encrypts (exposed for tests and callers that
 // want to compare a decrypted file with an object).

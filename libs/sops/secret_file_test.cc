@@ -159,6 +159,31 @@ TEST_F(SecretFileTest, RefusesObjectsItCannotWriteFaithfully) {
   EXPECT_FALSE(EncryptSecretYaml(bad_meta, r, options_).ok());
 }
 
+TEST_F(SecretFileTest, ReadsBackWhatItWroteWhenAKeyIsAvailable) {
+  auto text = EncryptSecretYaml(SanitizedSecret(), {identity_.Recipient().String()}, options_);
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(LooksLikeSopsYaml(*text));
+  EXPECT_FALSE(LooksLikeSopsYaml("apiVersion: v1\nkind: Secret\n"));
+  EXPECT_FALSE(LooksLikeSopsYaml("note: \"mac: ENC[\"\n"));
+  auto object = DecryptSecretYaml(*text, {other_, identity_});
+  ASSERT_TRUE(object.ok()) << object.status();
+  nlohmann::json expected = SanitizedSecret();
+  expected.erase("status");
+  EXPECT_EQ(*object, expected);
+  EXPECT_EQ(DecryptSecretYaml(*text, {other_}).status().code(), absl::StatusCode::kNotFound);
+  // Real sops output reads the same way.
+  auto real = reverser::testing::ReadFile(SopsTestdata() +
+                                          "/fluxcd-kustomize-controller/global/secret.yaml");
+  ASSERT_TRUE(real.ok());
+  EXPECT_TRUE(LooksLikeSopsYaml(*real));
+  auto key = reverser::testing::ReadFile(SopsTestdata() +
+                                         "/fluxcd-kustomize-controller/keys/age-global.txt");
+  ASSERT_TRUE(key.ok());
+  auto real_object = DecryptSecretYaml(*real, *age::ParseIdentityFile(*key));
+  ASSERT_TRUE(real_object.ok()) << real_object.status();
+  EXPECT_EQ((*real_object)["stringData"]["key"], "global-value");
+}
+
 TEST(BootstrapSopsConfigTest, RendersTheReferenceTemplate) {
   const std::string a = "age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29";
   const std::string b = "age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph";
