@@ -256,6 +256,36 @@ TEST_F(CatalogStateTest, ProvidersAreProbedOnceAndAgainAfterTheInterval) {
   EXPECT_EQ(state_.Reconcile().probes.size(), 1u);
 }
 
+TEST_F(CatalogStateTest, DeletedTargetOrProviderRemovesTablesAndClaims) {
+  Prime({Provider("a", "repo")}, {Target("a", "t1", "one"), Target("a", "t2", "two")},
+        {Rule("a", "r1", "t1", {{{"resources", {"configmaps"}}}}),
+         Rule("a", "r2", "t2", {{{"resources", {"deployments"}}}})});
+  state_.Reconcile();
+  state_.DeleteObject(ObjectKind::kGitTarget, Target("a", "t1", "one"));
+  CatalogChanges changes = state_.Reconcile();
+  ASSERT_TRUE(changes.tables);
+  ASSERT_EQ(changes.tables->removed_size(), 1);
+  EXPECT_EQ(changes.tables->removed(0).name(), "t1");
+  EXPECT_EQ(changes.tables->removed(0).uid(), "a-t1-uid");
+  ASSERT_TRUE(changes.claims);
+  EXPECT_FALSE(Claimed(*changes.claims, "configmaps", "a"));
+  EXPECT_TRUE(Claimed(*changes.claims, "deployments", "a"));
+  // The rule now names a missing target.
+  const json* rule = StatusWriteFor(changes, ObjectKind::kWatchRule, "r1");
+  ASSERT_NE(rule, nullptr);
+  EXPECT_EQ(Reason(*rule, "GitTargetReady"), "GitTargetNotFound");
+
+  // Without its provider the other target is invalid: no table, no claims.
+  state_.DeleteObject(ObjectKind::kGitProvider, Provider("a", "repo"));
+  CatalogChanges gone = state_.Reconcile();
+  ASSERT_TRUE(gone.tables);
+  EXPECT_EQ(gone.tables->removed_size(), 1);
+  EXPECT_EQ(state_.claim_count(), 0u);
+  const json* target = StatusWriteFor(gone, ObjectKind::kGitTarget, "t2");
+  ASSERT_NE(target, nullptr);
+  EXPECT_EQ(Reason(*target, "Validated"), "ProviderNotFound");
+}
+
 // Reference bench: 500 types, 1,000 rules over 100 GitTargets; the time to recompute every
 // table after a registry change (printed, not asserted).
 TEST_F(CatalogStateTest, BenchRecomputeAllTables) {
