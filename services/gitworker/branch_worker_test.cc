@@ -10,6 +10,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_split.h"
+#include "libs/sops/age.h"
+#include "libs/sops/sops.h"
 #include "services/gitworker/test_support.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/temp_dir.h"
@@ -22,6 +24,11 @@ using namespace ::reverser::gitworker::testsupport;  // NOLINT
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::Not;
+
+// A fixed age identity for tests.
+sops::age::X25519Identity Identity() {
+  return *sops::age::X25519Identity::FromSecretKey(std::string(32, 7));
+}
 
 std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
@@ -316,6 +323,33 @@ TEST_F(BranchWorkerTest, SensitiveObjectsAreNeverWrittenInPlaintext) {
   EXPECT_FALSE(grep.ok());
 }
 
+TEST_F(BranchWorkerTest, SensitiveObjectsAreSopsEncryptedAndRedeliveryCommitsNothing) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  config.add_age_recipients(Identity().Recipient().String());
+  auto secrets = Claim("", "v1", "secrets", "Secret");
+  auto event = Event(config, secrets, reverser::v1::OPERATION_CREATE, "default", "s", "aHVudGVyMg==", 10);
+  event.mutable_object()->set_sensitive(true);
+  worker->Add(EventItem(config, event));
+  worker->PushIfDue();
+  EXPECT_TRUE(sink_->rejected().empty());
+  auto file = testing::ShowFile(remote_, "main", "clusters/a/default/secrets/s.sops.yaml");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->find("aHVudGVyMg=="), std::string::npos) << "never in plaintext";
+  EXPECT_NE(file->find("ENC[AES256_GCM"), std::string::npos);
+  auto decrypted = sops::DecryptYaml(*file, {Identity()});
+  ASSERT_TRUE(decrypted.ok()) << decrypted.status();
+  EXPECT_THAT(Files(), Contains("clusters/a/.sops.yaml"));
+  const size_t commits = Subjects().size();
+  auto again = event;
+  again.mutable_position()->set_rv(11);
+  worker->Add(EventItem(config, again));
+  worker->PushIfDue();
+  EXPECT_EQ(Subjects().size(), commits) << "unchanged Secret: no re-encryption commit";
+  EXPECT_EQ(sink_->AckedRv(secrets), 11u);
+  ExpectFsckClean();
+}
+
 TEST_F(BranchWorkerTest, UnbornBranchStartsFromTheDefaultBranch) {
   BranchWorkerOptions options;
   options.key = {"team", "repo", "feature"};
@@ -424,7 +458,7 @@ TEST_F(BranchWorkerTest, PlacementTemplatesAndEncryptionBootstrap) {
   auto config = Config(remote_, 0, "apps/prod");
   (*config.mutable_placement_by_type())["apps/v1/deployments"] = "workloads/{name}.yaml";
   config.set_placement_default("{namespaceOrCluster}/{resource}-{name}.yaml");
-  config.add_age_recipients("age1examplerecipient");
+  config.add_age_recipients(Identity().Recipient().String());
   worker->Add(EventItem(config, Event(config, Deployments(), reverser::v1::OPERATION_CREATE,
                                       "default", "web", "nginx", 10)));
   worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
@@ -436,8 +470,8 @@ TEST_F(BranchWorkerTest, PlacementTemplatesAndEncryptionBootstrap) {
   EXPECT_THAT(files, Contains("apps/prod/.sops.yaml"));
   auto sops = testing::ShowFile(remote_, "main", "apps/prod/.sops.yaml");
   ASSERT_TRUE(sops.ok());
-  EXPECT_NE(sops->find("age1examplerecipient"), std::string::npos);
-  EXPECT_NE(sops->find("encrypted_regex: ^(data|stringData)$"), std::string::npos);
+  EXPECT_NE(sops->find(Identity().Recipient().String()), std::string::npos);
+  EXPECT_NE(sops->find("^(data|stringData)$"), std::string::npos);
 }
 
 TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {

@@ -1,11 +1,16 @@
 #include "services/gitworker/target_writer.h"
 
+#include <mutex>
+#include <unordered_map>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/proto_convert.h"
 #include "libs/core/status.h"
 #include "libs/manifest/yaml_writer.h"
+#include "libs/sops/crypto.h"
+#include "libs/sops/secret_file.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::gitworker {
@@ -30,6 +35,42 @@ constexpr char kGitTargetIgnore[] =
     "# *.md\n";
 
 // Auxiliary files a sweep never deletes, whatever they contain.
+// Every SOPS encryption yields new bytes. To keep re-delivery of an unchanged sensitive object a
+// no-op, the file written for (object, recipients) is remembered under a keyed fingerprint and
+// reused. In memory only: after a restart the first re-delivery re-encrypts once.
+class EncryptionCache {
+ public:
+  static EncryptionCache& Get() {
+    static EncryptionCache* cache = new EncryptionCache();
+    return *cache;
+  }
+
+  absl::StatusOr<std::string> Encrypt(const nlohmann::json& object,
+                                      const std::vector<std::string>& recipients) {
+    ASSIGN_OR_RETURN(std::string fingerprint,
+                     sops::SecretFingerprint(object, recipients, hmac_key_));
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = files_.find(fingerprint); it != files_.end()) return it->second;
+    }
+    ASSIGN_OR_RETURN(std::string file, sops::EncryptSecretYaml(object, recipients));
+    std::lock_guard lock(mu_);
+    if (files_.size() >= kMaxEntries) files_.clear();
+    files_[fingerprint] = file;
+    return file;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 20000;
+  EncryptionCache() {
+    auto key = sops::crypto::SystemRandom().Bytes(32);
+    hmac_key_ = key.ok() ? *key : std::string();
+  }
+  std::mutex mu_;
+  std::string hmac_key_;
+  std::unordered_map<std::string, std::string> files_;
+};
+
 bool IsAllowlisted(absl::string_view path) {
   absl::string_view base = path.substr(path.rfind('/') == absl::string_view::npos
                                            ? 0
@@ -145,21 +186,25 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
 
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
                                          const reverser::v1::ObjectBody& object) {
-  if (object.sensitive()) {
-    if (settings.age_recipients.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
-                       " not written: no age recipients configured (never written in plaintext)"));
-    }
-    return absl::UnimplementedError(
+  if (object.sensitive() && settings.age_recipients.empty()) {
+    return absl::FailedPreconditionError(
         absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
-                     " not written: SOPS encryption is not implemented in the gitworker yet"));
+                     " not written: no age recipients configured (never written in plaintext)"));
   }
   nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("object ", object.ref().namespace_(), "/",
                                                    object.ref().name(),
                                                    ": sanitized_json is not a JSON object"));
+  }
+  if (object.sensitive()) {
+    auto file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
+    if (!file.ok()) {
+      return core::Annotate(file.status(), absl::StrCat("sensitive object ",
+                                                        object.ref().namespace_(), "/",
+                                                        object.ref().name(), " not written"));
+    }
+    return file;
   }
   return manifest::RenderManifest(body);
 }
@@ -265,15 +310,10 @@ std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings
   files[under("README.md")] = kReadme;
   files[under(".gittargetignore")] = kGitTargetIgnore;
   if (!settings.age_recipients.empty()) {
-    files[under(".sops.yaml")] = absl::StrCat(
-        "creation_rules:\n"
-        "- path_regex: .*\\.sops\\.ya?ml$\n"
-        "  encrypted_regex: ^(data|stringData)$\n"
-        "  key_groups:\n"
-        "  - age:\n",
-        absl::StrJoin(settings.age_recipients, "", [](std::string* out, const std::string& r) {
-          absl::StrAppend(out, "    - ", r, "\n");
-        }));
+    // Invalid recipients fail every sensitive write anyway; the config is then left out.
+    if (auto config = sops::BootstrapSopsConfig(settings.age_recipients); config.ok()) {
+      files[under(".sops.yaml")] = *config;
+    }
   }
   return files;
 }

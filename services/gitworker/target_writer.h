@@ -60,8 +60,9 @@ struct PlannedWrite {
 absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
                                        const reverser::v1::ObjectBody& object);
 
-// The YAML written for an object. Sensitive objects are refused (FailedPrecondition): they are
-// never written in plaintext, and SOPS encryption is not implemented yet.
+// The YAML written for an object. Sensitive objects are SOPS-encrypted to the target's age
+// recipients (libs/sops); without recipients they are refused (FailedPrecondition), never
+// written in plaintext.
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
                                          const reverser::v1::ObjectBody& object);
 
