@@ -199,11 +199,10 @@ absl::Status CheckUtf8(absl::string_view s) {
 }
 
 bool CanBePlain(absl::string_view s) {
-  if (s.empty()) return false;
-  if (absl::StrContains("-?:,[]{}#&*!|>'\"%@`<= \t.", s[0]) &&
-      !(s[0] == '.' && s.size() > 1 && s[1] != '.')) {
-    return false;
-  }
+  // Characters that begin a YAML indicator (or need care) when they come first.
+  constexpr absl::string_view kBadFirst = "-?:,[]{}#&*!|>'\"%@`<= \t";
+  if (s.empty() || kBadFirst.find(s[0]) != absl::string_view::npos) return false;
+  if (absl::StartsWith(s, "..")) return false;  // "..." ends a document
   for (char c : s) {
     if (c < 0x20 || c > 0x7E) return false;  // control or non-ASCII: quote
   }
@@ -220,10 +219,10 @@ std::string DoubleQuoted(absl::string_view s) {
     const size_t len = manifest::goyaml::Utf8SequenceLength(s, i);
     if (len > 1) {
       if (IsBreakLike(s, i, len)) {
-        const uint32_t cp = len == 2 ? 0x85
-                            : s.substr(i, len) == "\xEF\xBB\xBF"
-                                ? 0xFEFF
-                                : (s[i + 2] == '\xA8' ? 0x2028 : 0x2029);
+        // Decode the (2- or 3-byte) sequence and escape it as \uXXXX.
+        uint32_t cp = static_cast<unsigned char>(s[i]) & (len == 2 ? 0x1F : 0x0F);
+        for (size_t k = 1; k < len; ++k)
+          cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
         absl::StrAppend(&out, absl::StrFormat("\\u%04X", cp));
       } else {
         out.append(s.data() + i, len);

@@ -113,6 +113,12 @@ TEST(SopsYamlTest, EmitsQuotingAndLayoutThatReadsBack) {
   auto back = ParseSopsYaml(*text);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, doc);
+  // Characters YAML 1.1 readers treat as line breaks (or a BOM) are escaped.
+  Tree breaks = Tree{{"s", "a\u2028b\u0085c\ufeffd\u2029"}};
+  auto escaped = EmitSopsYaml(breaks);
+  ASSERT_TRUE(escaped.ok());
+  EXPECT_EQ(*escaped, "s: \"a\\u2028b\\u0085c\\uFEFFd\\u2029\"\n");
+  EXPECT_EQ(*ParseSopsYaml(*escaped), breaks);
   EXPECT_FALSE(EmitSopsYaml(Tree::array()).ok());
   EXPECT_FALSE(EmitSopsYaml(Tree{{"bad", std::string("\xff")}}).ok());
 }
