@@ -216,6 +216,28 @@ TEST_F(GitWorkerServiceTest, ResyncAndEventsArePushedThenAckedAndRedeliveryIsIde
   EXPECT_EQ(branches.branches(0).pending_writes(), 0u);
 }
 
+TEST_F(GitWorkerServiceTest, SnapshotLargerThanTheDefaultMessageLimitIsApplied) {
+  StartService();
+  auto config = Config(remote_, 0);
+  std::vector<reverser::v1::ObjectBody> objects;
+  const std::string filler(1500, 'x');
+  for (int i = 0; i < 4000; ++i) {
+    objects.push_back(Object(ConfigMaps(), "default", absl::StrCat("cm", i), filler));
+  }
+  auto snapshot = Snapshot(config, ConfigMaps(), objects, 77);
+  ASSERT_GT(snapshot.ByteSizeLong(), 4u << 20);  // above gRPC's 4 MiB default
+  DeliveryClient client(service_->grpc_target());
+  client.SendConfig(config);
+  client.SendResync(snapshot);
+  ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 77; },
+                               absl::Seconds(120)))
+      << service_->Logs();
+  auto files = testing::ListFiles(remote_, "main");
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(files->size(), 4000u + 3);  // + seed README.md and the two bootstrap files
+  EXPECT_EQ(Subjects().front(), "reconciled 4000 configmaps (last resourceVersion: 77)");
+}
+
 TEST_F(GitWorkerServiceTest, UnusableMessagesAreRejectedAndAccepted) {
   StartService();
   DeliveryClient client(service_->grpc_target());
