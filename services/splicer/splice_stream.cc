@@ -209,6 +209,13 @@ void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
   auto resolution = facts_->Lookup(query);
   bool found = resolution.ok() && resolution->code != redisstore::AuthorResolutionCode::kAbsent &&
                resolution->fact.has_value() && !resolution->fact->author.empty();
+  // A removal found only through `:last` may still see the object's previous writer (the delete's
+  // own fact has not arrived yet): within the grace, wait for a fact that records a removal.
+  if (found && pending.event.removal && !final_attempt &&
+      resolution->code == redisstore::AuthorResolutionCode::kWeak &&
+      resolution->fact->verb != "delete" && resolution->fact->verb != "deletecollection") {
+    found = false;
+  }
   if (found) pending.author = ToAuthor(*resolution);
   if (found || final_attempt) {
     pending.resolved = true;
