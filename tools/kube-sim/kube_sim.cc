@@ -1385,6 +1385,9 @@ Reply KubeSim::Impl::Patch(Ctx& ctx) {
       }
     }
     if (apply && current) {
+      if (!QueryBool(ctx.params(), "force")) {
+        if (auto conflict = ApplyConflicts(*current, patch, FieldManager(ctx))) return *conflict;
+      }
       (*patched)["metadata"].erase("resourceVersion");
       *patched = PruneUnapplied(*current, std::move(*patched), FieldManager(ctx), patch);
     }

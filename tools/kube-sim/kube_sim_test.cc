@@ -317,6 +317,24 @@ TEST_F(KubeSimTest, ServerSideApplyRemovesFieldsTheManagerNoLongerApplies) {
   EXPECT_FALSE(Body(res)["metadata"].contains("labels"));
 }
 
+TEST_F(KubeSimTest, ServerSideApplyConflictsUnlessForced) {
+  CreateConfigMap("c", {{"key", "value"}});  // manager cpp-httplib, operation Update
+  const std::string body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"key":"mine"}})";
+  auto conflict = client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl&force=false",
+                                 body, "application/apply-patch+yaml");
+  EXPECT_EQ(conflict->status, 409);
+  EXPECT_EQ(conflict->body,
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Apply failed with 1 conflict: conflict with \"cpp-httplib\" using v1: .data.key","reason":"Conflict","details":{"causes":[{"reason":"FieldManagerConflict","message":"conflict with \"cpp-httplib\" using v1","field":".data.key"}]},"code":409})");
+  auto forced = client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl&force=true",
+                               body, "application/apply-patch+yaml");
+  EXPECT_EQ(forced->status, 200);
+  EXPECT_EQ(Body(forced)["data"]["key"], "mine");
+  // Same value as the other manager's: no conflict.
+  auto same = client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=other-tool",
+                             body, "application/apply-patch+yaml");
+  EXPECT_EQ(same->status, 200) << same->body;
+}
+
 TEST_F(KubeSimTest, StrategicMergeOnContainersByName) {
   auto res = Post("/api/v1/namespaces/default/pods",
                   {{"metadata", {{"name", "p"}}},

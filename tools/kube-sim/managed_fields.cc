@@ -1,5 +1,6 @@
 #include "tools/kube-sim/managed_fields.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tools/kube-sim/patch.h"
 
 namespace reverser::kubesim {
@@ -158,6 +160,83 @@ Json PruneUnapplied(const Json& current, Json merged, const std::string& manager
     RemovePath(merged, parts, 0);
   }
   return merged;
+}
+
+namespace {
+
+// structured-merge-diff's Path.String(): .data.key, .spec.containers[name="c"].image, [="v"].
+std::string HumanPath(const std::string& path) {
+  std::string out;
+  for (absl::string_view part : absl::StrSplit(path, kSep)) {
+    if (part == kSelf) continue;
+    if (absl::ConsumePrefix(&part, "f:")) {
+      absl::StrAppend(&out, ".", part);
+    } else if (absl::ConsumePrefix(&part, "k:")) {
+      Json key = Json::parse(std::string(part), nullptr, false);
+      std::vector<std::string> terms;
+      if (key.is_object()) {
+        for (const auto& [k, v] : key.items()) terms.push_back(absl::StrCat(k, "=", v.dump()));
+      }
+      absl::StrAppend(&out, "[", absl::StrJoin(terms, ","), "]");
+    } else if (absl::ConsumePrefix(&part, "v:")) {
+      absl::StrAppend(&out, "[=", part, "]");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ApiError> ApplyConflicts(const Json& current, const Json& applied,
+                                       const std::string& manager) {
+  std::map<std::string, Json> live = FlattenObject(current, false);
+  std::map<std::string, Json> want = FlattenObject(applied, false);
+  std::vector<std::pair<std::string, std::string>> conflicts;  // (printed manager, path)
+  for (const auto& e : current.value("metadata", Json::object()).value("managedFields", Json::array())) {
+    if (!e.is_object()) continue;
+    std::string name = e.value("manager", "");
+    std::string op = e.value("operation", "");
+    if (name == manager && op == "Apply") continue;
+    if (!e.value("subresource", "").empty()) continue;
+    std::set<std::string> owned;
+    FromFieldsV1(e.value("fieldsV1", Json::object()), "", owned);
+    std::string printed = Json(name).dump();
+    if (op == "Update") absl::StrAppend(&printed, " using ", e.value("apiVersion", ""));
+    for (const auto& [path, value] : want) {
+      if (value == kSelf || !owned.count(path)) continue;
+      auto l = live.find(path);
+      if (l != live.end() && l->second != value) conflicts.emplace_back(printed, path);
+    }
+  }
+  if (conflicts.empty()) return std::nullopt;
+  std::sort(conflicts.begin(), conflicts.end());
+  Json causes = Json::array();
+  for (const auto& [m, p] : conflicts) {
+    causes.push_back({{"reason", "FieldManagerConflict"},
+                      {"message", absl::StrCat("conflict with ", m)},
+                      {"field", HumanPath(p)}});
+  }
+  std::string message;
+  if (conflicts.size() == 1) {
+    message = absl::StrCat("Apply failed with 1 conflict: conflict with ", conflicts[0].first, ": ",
+                           HumanPath(conflicts[0].second));
+  } else {
+    std::vector<std::string> lines;
+    std::string last;
+    for (const auto& [m, p] : conflicts) {
+      if (m != last) lines.push_back(absl::StrCat("conflicts with ", m, ":"));
+      last = m;
+      lines.push_back(absl::StrCat("- ", HumanPath(p)));
+    }
+    message = absl::StrCat("Apply failed with ", conflicts.size(), " conflicts: ",
+                           absl::StrJoin(lines, "\n"));
+  }
+  ApiError e;
+  e.code = 409;
+  e.reason = "Conflict";
+  e.message = message;
+  e.details = {{"causes", causes}};
+  return e;
 }
 
 std::string Rfc3339(absl::Time t) {

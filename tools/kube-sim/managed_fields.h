@@ -5,10 +5,12 @@
 // a manager owns the fields it set or changed; a change by one manager takes the field from
 // the others.
 
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "tools/kube-sim/api_error.h"
 
 namespace reverser::kubesim {
 
@@ -32,6 +34,12 @@ Json UpdateManagedFields(const Json& previous, const Json& updated, const Json& 
 // from `merged`, unless another manager also owns them.
 Json PruneUnapplied(const Json& current, Json merged, const std::string& manager,
                     const Json& applied);
+
+// Server-side apply without force: fields in `applied` whose live value differs and that another
+// manager owns. Empty: no conflict. Otherwise the real 409 (reason Conflict, causes of type
+// FieldManagerConflict, "Apply failed with N conflict(s): ...").
+std::optional<ApiError> ApplyConflicts(const Json& current, const Json& applied,
+                                       const std::string& manager);
 
 // The FieldsV1 set of every field present in `object` (identity metadata excluded).
 Json FieldsV1Of(const Json& object);
