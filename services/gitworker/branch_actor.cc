@@ -97,7 +97,8 @@ CredentialsResolver DirectoryCredentialsResolver(std::string dir) {
     const std::string path = absl::StrCat(dir, "/", parts[0], "/", parts[1]);
     DIR* d = opendir(path.c_str());
     if (d == nullptr) {
-      return absl::NotFoundError(absl::StrCat("credentials secret ", secret, " not found at ", path));
+      return absl::NotFoundError(
+          absl::StrCat("credentials secret ", secret, " not found at ", path));
     }
     std::map<std::string, std::string> data;
     while (dirent* entry = readdir(d)) {

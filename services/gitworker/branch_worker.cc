@@ -1,10 +1,10 @@
 #include "services/gitworker/branch_worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
 #include "libs/core/status.h"
 #include "libs/runtime/log.h"
-#include "google/protobuf/util/time_util.h"
 
 namespace reverser::gitworker {
 namespace {
@@ -102,7 +102,7 @@ void BranchWorker::Add(WorkItem item) {
       actor = commitmeta::Actor{username, author_proto.display_name(), author_proto.email()};
     }
     unit.author = commitmeta::AuthorFor(actor, item.settings->committer);
-    unit.author_kind = username.empty()                      ? "committer"
+    unit.author_kind = username.empty()                    ? "committer"
                        : author_proto.is_service_account() ? "serviceaccount"
                                                            : "user";
     window_ = std::move(unit);
@@ -132,9 +132,10 @@ void BranchWorker::Add(WorkItem item) {
 void BranchWorker::Reject(const std::vector<Coverage>& covers, const std::string& reason) {
   runtime::LogWarning("write rejected", {{"branch", options_.key.ToString()}, {"reason", reason}});
   options_.metrics
-      ->GetCounter("reverser_gitworker_rejected_writes_total",
-                   "Objects that could never be written (invalid, or sensitive without encryption).",
-                   BranchLabels())
+      ->GetCounter(
+          "reverser_gitworker_rejected_writes_total",
+          "Objects that could never be written (invalid, or sensitive without encryption).",
+          BranchLabels())
       .Increment();
   for (const Coverage& cover : covers) {
     if (cover.sink) cover.sink->Rejected(reason);
@@ -162,7 +163,8 @@ void BranchWorker::Finalize(FinalizeReason reason) {
                                          {"reason", std::string(FinalizeReasonName(reason))},
                                          {"writes", window_->writes.size()}});
   options_.metrics
-      ->GetCounter("reverser_gitworker_windows_finalized_total", "Commit windows closed, by reason.",
+      ->GetCounter("reverser_gitworker_windows_finalized_total",
+                   "Commit windows closed, by reason.",
                    {{"reason", std::string(FinalizeReasonName(reason))}})
       .Increment();
   units_.push_back(std::move(*window_));
@@ -285,7 +287,8 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
     data.git_target = settings.target.name();
     data.scope = unit.resync.gvr;
     data.revision = unit.revision;
-    ASSIGN_OR_RETURN(message, commitmeta::RenderReconcileMessage(settings.templates.reconcile, data));
+    ASSIGN_OR_RETURN(message,
+                     commitmeta::RenderReconcileMessage(settings.templates.reconcile, data));
   }
 
   // Bootstrap files come with the first effective write into a never-bootstrapped path.
@@ -381,8 +384,8 @@ void BranchWorker::PushIfDue(bool force) {
   if (!force && now < next_push_allowed_) return;
   auto fail = [&](const std::string& error) {
     last_error_ = error;
-    next_push_allowed_ = options_.clock->Now() + std::max(options_.push_cooldown,
-                                                          options_.retry_backoff);
+    next_push_allowed_ =
+        options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
     runtime::LogWarning("push cycle failed; local commits kept",
                         {{"branch", options_.key.ToString()}, {"error", error}});
   };

@@ -51,7 +51,7 @@ struct BranchWorkerOptions {
   BranchKey key;
   std::string remote_url;
   git::GitCredentials credentials;
-  std::string work_dir;                           // clones live under it (LocalClonePath)
+  std::string work_dir;                             // clones live under it (LocalClonePath)
   absl::Duration push_cooldown = absl::Seconds(5);  // between successful pushes
   absl::Duration retry_backoff = absl::Seconds(1);  // least wait after a failed push cycle
   size_t buffer_limit_bytes = 8 << 20;              // a window this large is finalized
@@ -108,8 +108,8 @@ class BranchWorker {
     std::string window_key;  // username + target key
     std::string username;
     commitmeta::Signature author;
-    std::string author_kind;  // committer | user | serviceaccount
-    std::vector<PlannedWrite> writes;   // first-seen path order, last write wins
+    std::string author_kind;              // committer | user | serviceaccount
+    std::vector<PlannedWrite> writes;     // first-seen path order, last write wins
     std::map<std::string, size_t> index;  // path → position in writes
     size_t bytes = 0;
     PreparedResync resync;

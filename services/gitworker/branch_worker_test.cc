@@ -122,8 +122,9 @@ TEST_F(BranchWorkerTest, ResyncWritesCanonicalPathsWithBootstrapAndReconcileMess
             "data:\n  key: \"1\"\n");
   auto author = Git(remote_, {"log", "-1", "--format=%an <%ae>|%cn <%ce>", "main"});
   ASSERT_TRUE(author.ok());
-  EXPECT_EQ(*author,
-            "GitOps Reverser <noreply@configbutler.ai>|GitOps Reverser <noreply@configbutler.ai>\n");
+  EXPECT_EQ(
+      *author,
+      "GitOps Reverser <noreply@configbutler.ai>|GitOps Reverser <noreply@configbutler.ai>\n");
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 120u);
 
   // The same resync again is a no-op: no commit, but still acked.
@@ -208,8 +209,9 @@ TEST_F(BranchWorkerTest, ResyncSweepDeletesOnlyAbsentDocumentsOfItsType) {
                                            Object(ConfigMaps(), "default", "b", "2"),
                                            Object(ConfigMaps(), "other", "c", "3")},
                                           100)));
-  worker->Add(ResyncItem(config, Snapshot(config, Deployments(),
-                                          {Object(Deployments(), "default", "web", "nginx")}, 101)));
+  worker->Add(ResyncItem(
+      config,
+      Snapshot(config, Deployments(), {Object(Deployments(), "default", "web", "nginx")}, 101)));
   worker->PushIfDue();
   // A hand-written kustomization and a README beside the mirrored files.
   auto clone = testing::CloneRepo(remote_, dir_.path());
@@ -278,10 +280,10 @@ TEST_F(BranchWorkerTest, ConcurrentForeignPushIsSurvivedByFetchResetReplay) {
     EXPECT_THAT(files, Contains(absl::StrCat("foreign", round, ".txt")));
   }
   EXPECT_EQ(Subjects().size(), 11u);  // seed + 5 foreign + 5 ours
-  EXPECT_GT(metrics_.GetCounter("reverser_gitworker_push_conflicts_total", "",
-                                {{"provider_namespace", "team"},
-                                 {"provider_name", "repo"},
-                                 {"branch", "main"}})
+  EXPECT_GT(metrics_
+                .GetCounter(
+                    "reverser_gitworker_push_conflicts_total", "",
+                    {{"provider_namespace", "team"}, {"provider_name", "repo"}, {"branch", "main"}})
                 .Value(),
             0.0);
   ExpectFsckClean();
@@ -311,7 +313,8 @@ TEST_F(BranchWorkerTest, SensitiveObjectsAreNeverWrittenInPlaintext) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);
   auto secrets = Claim("", "v1", "secrets", "Secret");
-  auto event = Event(config, secrets, reverser::v1::OPERATION_CREATE, "default", "s", "hunter2", 10);
+  auto event =
+      Event(config, secrets, reverser::v1::OPERATION_CREATE, "default", "s", "hunter2", 10);
   event.mutable_object()->set_sensitive(true);
   worker->Add(EventItem(config, event));
   worker->PushIfDue();
@@ -328,7 +331,8 @@ TEST_F(BranchWorkerTest, SensitiveObjectsAreSopsEncryptedAndRedeliveryCommitsNot
   auto config = Config(remote_, 0);
   config.add_age_recipients(Identity().Recipient().String());
   auto secrets = Claim("", "v1", "secrets", "Secret");
-  auto event = Event(config, secrets, reverser::v1::OPERATION_CREATE, "default", "s", "aHVudGVyMg==", 10);
+  auto event =
+      Event(config, secrets, reverser::v1::OPERATION_CREATE, "default", "s", "aHVudGVyMg==", 10);
   event.mutable_object()->set_sensitive(true);
   worker->Add(EventItem(config, event));
   worker->PushIfDue();
@@ -390,8 +394,9 @@ TEST_F(BranchWorkerTest, BufferLimitFinalizesTheWindow) {
   EXPECT_FALSE(worker.WindowTimer().has_value()) << "the second event filled the buffer";
   worker.PushIfDue();
   EXPECT_EQ(Subjects().front(), "alice on tgt: 2 resource(s)");
-  EXPECT_EQ(metrics_.GetCounter("reverser_gitworker_windows_finalized_total", "",
-                                {{"reason", "buffer-limit"}})
+  EXPECT_EQ(metrics_
+                .GetCounter("reverser_gitworker_windows_finalized_total", "",
+                            {{"reason", "buffer-limit"}})
                 .Value(),
             2.0);
 }
@@ -500,16 +505,16 @@ TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {
   EXPECT_NE(edited->find("key: new"), std::string::npos) << *edited;
 
   // A resync keeps "a" where it lives and sweeps the stale hand-placed document.
-  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
-                                          {Object(ConfigMaps(), "default", "a", "new")}, 20)));
+  worker->Add(ResyncItem(
+      config, Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "new")}, 20)));
   worker->PushIfDue();
   files = Files();
   EXPECT_THAT(files, Contains("clusters/a/hand/web-config.yaml"));
   EXPECT_THAT(files, Not(Contains("clusters/a/hand/stale.yml")));
   EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/a.yaml")));
 
-  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE,
-                                      "default", "a", "", 30)));
+  worker->Add(EventItem(
+      config, Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "a", "", 30)));
   worker->PushIfDue();
   EXPECT_THAT(Files(), Not(Contains("clusters/a/hand/web-config.yaml")));
   EXPECT_EQ(Subjects().front(), "[DELETE] v1/configmaps/a");
@@ -519,8 +524,8 @@ TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {
 TEST_F(BranchWorkerTest, ResyncWithoutATypeNeverSweeps) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);
-  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
-                                          {Object(ConfigMaps(), "default", "a", "1")}, 10)));
+  worker->Add(ResyncItem(
+      config, Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 10)));
   worker->PushIfDue();
   reverser::v1::Claim untyped;
   untyped.mutable_scope()->set_cluster(true);

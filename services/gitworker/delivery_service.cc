@@ -208,8 +208,8 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
         const std::string key = absl::StrCat(target.namespace_(), "/", target.name());
         auto it = targets_.find(key);
         if (it == targets_.end()) {
-          RejectLocked(absl::StrCat("sequence ", sequence, ": no target_config for GitTarget ",
-                                    key, " on this stream"));
+          RejectLocked(absl::StrCat("sequence ", sequence, ": no target_config for GitTarget ", key,
+                                    " on this stream"));
           AcceptLocked(sequence);
           return;
         }
@@ -288,8 +288,7 @@ grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
                              ? absl::StrCat(request->namespace_(), "/", request->name())
                              : request->uid();
   caf::scoped_actor self{system_};
-  const std::string branch_name =
-      registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch;
+  const std::string branch_name = registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch;
   auto resolve = [&](reverser::v1::FinalizeOutcome outcome, const std::string& sha) {
     response->set_resolved(true);
     response->set_outcome(outcome);

@@ -94,8 +94,8 @@ TEST(FirstMirrorBench, BranchWorkerAgainstFastImport) {
             << " (render+commit " << absl::FormatDuration(commit_time) << ", of which render "
             << absl::FormatDuration(prepare_time) << ")"
             << " (peak RSS " << usage.ru_maxrss / 1024 << " MiB), git fast-import "
-            << absl::FormatDuration(theirs) << ", ratio "
-            << absl::FDivDuration(ours, theirs) << "\n";
+            << absl::FormatDuration(theirs) << ", ratio " << absl::FDivDuration(ours, theirs)
+            << "\n";
 }
 
 // Single-object commits per second: window 0, cooldown 0 (commit + push per event) through the
@@ -142,8 +142,8 @@ TEST(CommitRateBench, BranchWorkerAgainstGitCli) {
   const absl::Duration theirs = absl::Now() - cli_start;
   const double our_rate = n / absl::ToDoubleSeconds(ours);
   const double their_rate = n / absl::ToDoubleSeconds(theirs);
-  std::cout << n << " single-object commits+pushes: gitworker " << our_rate
-            << "/s, git CLI " << their_rate << "/s, ratio " << our_rate / their_rate << "\n";
+  std::cout << n << " single-object commits+pushes: gitworker " << our_rate << "/s, git CLI "
+            << their_rate << "/s, ratio " << our_rate / their_rate << "\n";
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ class DeliveryClient {
   std::vector<std::string> Rejected() {
     std::vector<std::string> out;
     for (const auto& f : Feedback()) {
-      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRejected) out.push_back(f.rejected());
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRejected)
+        out.push_back(f.rejected());
     }
     return out;
   }
@@ -101,8 +102,8 @@ class DeliveryClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<reverser::v1::GitWorker::Stub> stub_;
   grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<reverser::v1::DeliveryMessage,
-                                           reverser::v1::DeliveryFeedback>>
+  std::unique_ptr<
+      grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>>
       stream_;
   std::thread reader_;
   std::mutex mu_;
@@ -144,16 +145,16 @@ TEST_F(GitWorkerServiceTest, ResyncAndEventsArePushedThenAckedAndRedeliveryIsIde
   {
     DeliveryClient client(service_->grpc_target());
     client.SendConfig(config);
-    client.SendResync(Snapshot(config, ConfigMaps(),
-                               {Object(ConfigMaps(), "default", "a", "1"),
-                                Object(ConfigMaps(), "default", "b", "2")},
-                               100));
+    client.SendResync(Snapshot(
+        config, ConfigMaps(),
+        {Object(ConfigMaps(), "default", "a", "1"), Object(ConfigMaps(), "default", "b", "2")},
+        100));
     client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", "a",
                            "changed", 101, "alice"));
-    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "b",
-                           "", 102, "alice"));
-    ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 102; },
-                                 absl::Seconds(30)))
+    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "b", "",
+                           102, "alice"));
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 102; }, absl::Seconds(30)))
         << service_->Logs();
     EXPECT_THAT(client.Accepted(), ::testing::ElementsAre(1, 2, 3, 4));
     // Every ack names a commit the remote has: acks come only after the push.
@@ -189,10 +190,10 @@ TEST_F(GitWorkerServiceTest, ResyncAndEventsArePushedThenAckedAndRedeliveryIsIde
     client.SendConfig(config);
     client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", "a",
                            "changed", 101, "alice"));
-    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "b",
-                           "", 102, "alice"));
-    ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 102; },
-                                 absl::Seconds(30)));
+    client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "b", "",
+                           102, "alice"));
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 102; }, absl::Seconds(30)));
   }
   EXPECT_EQ(Subjects().size(), 4u);
   EXPECT_TRUE(Git(remote_, {"fsck", "--strict"}).ok());
@@ -229,8 +230,8 @@ TEST_F(GitWorkerServiceTest, SnapshotLargerThanTheDefaultMessageLimitIsApplied) 
   DeliveryClient client(service_->grpc_target());
   client.SendConfig(config);
   client.SendResync(snapshot);
-  ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 77; },
-                               absl::Seconds(120)))
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 77; }, absl::Seconds(120)))
       << service_->Logs();
   auto files = testing::ListFiles(remote_, "main");
   ASSERT_TRUE(files.ok());
@@ -242,8 +243,8 @@ TEST_F(GitWorkerServiceTest, UnusableMessagesAreRejectedAndAccepted) {
   StartService();
   DeliveryClient client(service_->grpc_target());
   auto config = Config(remote_, 0);
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
-                         "1", 5));  // no target_config yet
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a", "1",
+                         5));  // no target_config yet
   auto bad = config;
   bad.set_event_template("{{.NoSuchField}");
   client.SendConfig(bad);
@@ -262,20 +263,20 @@ TEST_F(GitWorkerServiceTest, SilenceTimerClosesTheWindowAndCooldownTimerPushes) 
   DeliveryClient client(service_->grpc_target());
   auto config = Config(remote_, 300);  // 300 ms of silence closes a window
   client.SendConfig(config);
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
-                         "1", 10, "alice"));
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "b",
-                         "1", 11, "alice"));
-  ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 11; },
-                               absl::Seconds(30)))
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a", "1",
+                         10, "alice"));
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "b", "1",
+                         11, "alice"));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 11; }, absl::Seconds(30)))
       << service_->Logs();
   EXPECT_EQ(Subjects().front(), "alice on tgt: 2 resource(s)");
   // The next window lands within the push cooldown after the first push: its push waits for
   // the cooldown timer, then it is acked.
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "c",
-                         "1", 12, "bob"));
-  ASSERT_TRUE(testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 12; },
-                               absl::Seconds(30)))
+  client.SendEvent(
+      Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "c", "1", 12, "bob"));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 12; }, absl::Seconds(30)))
       << service_->Logs();
   auto subjects = Subjects();
   ASSERT_EQ(subjects.size(), 3u);
@@ -307,8 +308,8 @@ TEST_F(GitWorkerServiceTest, AttachCommitFinalizesTheAuthorsWindowWithItsMessage
 
   DeliveryClient client(service_->grpc_target());
   client.SendConfig(config);
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
-                         "1", 10, "alice"));
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a", "1",
+                         10, "alice"));
   ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 2; }, absl::Seconds(10)));
   reverser::v1::FinalizeResult result;
   ASSERT_TRUE(testing::WaitFor(
@@ -332,10 +333,10 @@ TEST_F(GitWorkerServiceTest, OpenWindowIsCommittedAndPushedOnShutdown) {
   DeliveryClient client(service_->grpc_target());
   auto config = Config(remote_, 3'600'000);  // an hour: only shutdown closes this window
   client.SendConfig(config);
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a",
-                         "1", 10, "alice"));
-  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "b",
-                         "1", 11, "alice"));
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a", "1",
+                         10, "alice"));
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "b", "1",
+                         11, "alice"));
   ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 3; }, absl::Seconds(10)));
   // The admin view shows the open window; nothing is pushed or acked yet.
   auto channel = grpc::CreateChannel(service_->grpc_target(), grpc::InsecureChannelCredentials());
@@ -344,8 +345,8 @@ TEST_F(GitWorkerServiceTest, OpenWindowIsCommittedAndPushedOnShutdown) {
       [&] {
         grpc::ClientContext context;
         reverser::v1::ListBranchesResponse branches;
-        return admin->ListBranches(&context, {}, &branches).ok() &&
-               branches.branches_size() == 1 && branches.branches(0).window_open();
+        return admin->ListBranches(&context, {}, &branches).ok() && branches.branches_size() == 1 &&
+               branches.branches(0).window_open();
       },
       absl::Seconds(10)));
   EXPECT_EQ(client.AckedRv(ConfigMaps()), 0u);

@@ -9,8 +9,9 @@
 #include "services/gitworker/branch_actor.h"
 #include "services/gitworker/delivery_service.h"
 
-ABSL_FLAG(std::string, work_dir, "/tmp/reverser-gitworker",
-          "Where branch clones live: <work_dir>/<provider ns>/<provider>/<branch>/repos/<url digest>.");
+ABSL_FLAG(
+    std::string, work_dir, "/tmp/reverser-gitworker",
+    "Where branch clones live: <work_dir>/<provider ns>/<provider>/<branch>/repos/<url digest>.");
 ABSL_FLAG(absl::Duration, push_cooldown, absl::Seconds(5),
           "Least time between two successful pushes of a branch (0 allowed).");
 ABSL_FLAG(int64_t, target_buffer, 1000,

@@ -75,8 +75,8 @@ TEST_F(TargetStreamTest, CoalescesQueuedEventsAndWithholdsCreditWhenFull) {
   caf::anon_send(stream, config_atom::value, *settings);
   auto send = [&](uint64_t sequence, const std::string& name, uint64_t rv) {
     auto item = std::make_shared<WorkItem>();
-    item->event = Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", name,
-                        "v", rv);
+    item->event =
+        Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", name, "v", rv);
     item->covers.push_back(CoverageOf(*item, sink_));
     caf::anon_send(stream, deliver_atom::value, sequence, item);
   };

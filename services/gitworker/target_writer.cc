@@ -72,9 +72,8 @@ class EncryptionCache {
 };
 
 bool IsAllowlisted(absl::string_view path) {
-  absl::string_view base = path.substr(path.rfind('/') == absl::string_view::npos
-                                           ? 0
-                                           : path.rfind('/') + 1);
+  absl::string_view base =
+      path.substr(path.rfind('/') == absl::string_view::npos ? 0 : path.rfind('/') + 1);
   return base == "kustomization.yaml" || base == "kustomization.yml" || base == ".sops.yaml" ||
          base == "Kustomization";
 }
@@ -114,8 +113,8 @@ absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
   auto settings = std::make_shared<TargetSettings>();
   settings->target = config.target();
   settings->destination = config.destination();
-  const std::string where = absl::StrCat("GitTarget ", config.target().namespace_(), "/",
-                                         config.target().name(), ": ");
+  const std::string where =
+      absl::StrCat("GitTarget ", config.target().namespace_(), "/", config.target().name(), ": ");
   if (config.target().name().empty()) {
     return absl::InvalidArgumentError("target_config without target name");
   }
@@ -200,9 +199,9 @@ absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
   if (object.sensitive()) {
     auto file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
     if (!file.ok()) {
-      return core::Annotate(file.status(), absl::StrCat("sensitive object ",
-                                                        object.ref().namespace_(), "/",
-                                                        object.ref().name(), " not written"));
+      return core::Annotate(file.status(),
+                            absl::StrCat("sensitive object ", object.ref().namespace_(), "/",
+                                         object.ref().name(), " not written"));
     }
     return file;
   }
@@ -289,8 +288,8 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
     desired.insert(upsert.key);
   }
   if (!prepared.sweep) return out;
-  for (const auto& [key, path] : index.OfType(prepared.gvr.group, prepared.kind,
-                                              prepared.namespace_)) {
+  for (const auto& [key, path] :
+       index.OfType(prepared.gvr.group, prepared.kind, prepared.namespace_)) {
     if (desired.count(key) || IsAllowlisted(path) || out.changes.count(path)) continue;
     out.changes[path] = std::nullopt;
     out.swept.push_back(path);
@@ -299,7 +298,8 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
 }
 
 std::string BootstrapMarkerPath(const TargetSettings& settings) {
-  return settings.path.empty() ? ".gittargetignore" : absl::StrCat(settings.path, "/.gittargetignore");
+  return settings.path.empty() ? ".gittargetignore"
+                               : absl::StrCat(settings.path, "/.gittargetignore");
 }
 
 std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings) {

@@ -19,8 +19,8 @@
 #include "libs/commitmeta/messages.h"
 #include "libs/git/repository.h"
 #include "libs/manifest/paths.h"
-#include "services/gitworker/identity_index.h"
 #include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/identity_index.h"
 
 namespace reverser::gitworker {
 

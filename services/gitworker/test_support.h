@@ -52,7 +52,9 @@ inline reverser::v1::Claim Claim(const std::string& group, const std::string& ve
 inline reverser::v1::Claim ConfigMaps(const std::string& ns = "") {
   return Claim("", "v1", "configmaps", "ConfigMap", ns);
 }
-inline reverser::v1::Claim Deployments() { return Claim("apps", "v1", "deployments", "Deployment"); }
+inline reverser::v1::Claim Deployments() {
+  return Claim("apps", "v1", "deployments", "Deployment");
+}
 
 // An object of the claim's type with data {key: value} (ConfigMap) or spec.replicas (others).
 inline reverser::v1::ObjectBody Object(const reverser::v1::Claim& claim, const std::string& ns,
@@ -63,14 +65,15 @@ inline reverser::v1::ObjectBody Object(const reverser::v1::Claim& claim, const s
   object.mutable_ref()->set_namespace_(ns);
   object.mutable_ref()->set_name(name);
   *object.mutable_gvk() = claim.type().gvk();
-  const std::string api_version = gvr.group().empty() ? gvr.version()
-                                                      : absl::StrCat(gvr.group(), "/", gvr.version());
-  std::string metadata = absl::StrCat("{\"name\":\"", name, "\"",
-                                      ns.empty() ? "" : absl::StrCat(",\"namespace\":\"", ns, "\""),
-                                      "}");
-  std::string body = claim.type().gvk().kind() == "ConfigMap" || claim.type().gvk().kind() == "Secret"
-                         ? absl::StrCat("\"data\":{\"key\":\"", value, "\"}")
-                         : absl::StrCat("\"spec\":{\"image\":\"", value, "\"}");
+  const std::string api_version =
+      gvr.group().empty() ? gvr.version() : absl::StrCat(gvr.group(), "/", gvr.version());
+  std::string metadata =
+      absl::StrCat("{\"name\":\"", name, "\"",
+                   ns.empty() ? "" : absl::StrCat(",\"namespace\":\"", ns, "\""), "}");
+  std::string body =
+      claim.type().gvk().kind() == "ConfigMap" || claim.type().gvk().kind() == "Secret"
+          ? absl::StrCat("\"data\":{\"key\":\"", value, "\"}")
+          : absl::StrCat("\"spec\":{\"image\":\"", value, "\"}");
   object.set_sanitized_json(absl::StrCat("{\"apiVersion\":\"", api_version, "\",\"kind\":\"",
                                          claim.type().gvk().kind(), "\",\"metadata\":", metadata,
                                          ",", body, "}"));
@@ -142,7 +145,8 @@ class RecordingSink : public FeedbackSink {
     std::lock_guard lock(mu_);
     uint64_t rv = 0;
     for (const auto& ack : acks_) {
-      if (ClaimKey(ack.claim()) == ClaimKey(claim)) rv = std::max<uint64_t>(rv, ack.position().rv());
+      if (ClaimKey(ack.claim()) == ClaimKey(claim))
+        rv = std::max<uint64_t>(rv, ack.position().rv());
     }
     return rv;
   }

@@ -44,7 +44,7 @@ struct WorkItem {
   enum class Kind { kEvent, kResync };
   Kind kind = Kind::kEvent;
   std::shared_ptr<const TargetSettings> settings;
-  reverser::v1::LiveEvent event;        // kEvent
+  reverser::v1::LiveEvent event;         // kEvent
   reverser::v1::ClusterSnapshot resync;  // kResync
   // Usually one; coalescing in the target stream folds older positions of the same object in.
   std::vector<Coverage> covers;
