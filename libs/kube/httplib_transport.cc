@@ -182,11 +182,11 @@ void HttplibTransport::ReturnPooledClient(std::unique_ptr<httplib::ClientImpl> c
   if (pool_.size() < kMaxPooledClients) pool_.push_back(std::move(client));
 }
 
-absl::StatusOr<std::string> HttplibTransport::BearerToken() {
+absl::StatusOr<std::string> HttplibTransport::BearerToken(bool reload) {
   if (config_.token_file.empty()) return config_.token;
   std::lock_guard lock(token_mu_);
   absl::Time now = absl::Now();
-  if (now - token_read_at_ >= kTokenRefresh || cached_token_.empty()) {
+  if (reload || now - token_read_at_ >= kTokenRefresh || cached_token_.empty()) {
     absl::StatusOr<std::string> token = ReadFileToString(config_.token_file);
     if (!token.ok()) {
       // Keep using the last good token if the file is briefly missing during rotation.
@@ -224,7 +224,19 @@ void CopyHead(const httplib::Response& from, HttpResponse& to) {
 }  // namespace
 
 absl::StatusOr<HttpResponse> HttplibTransport::Send(const HttpRequest& request) {
-  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  ASSIGN_OR_RETURN(std::string token, BearerToken(/*reload=*/false));
+  ASSIGN_OR_RETURN(HttpResponse response, SendWithToken(request, token));
+  if (response.status == 401 && !config_.token_file.empty()) {
+    // The token file may have been rotated since it was last read: re-read it now and, if it
+    // changed, try once more.
+    ASSIGN_OR_RETURN(std::string fresh, BearerToken(/*reload=*/true));
+    if (fresh != token) return SendWithToken(request, fresh);
+  }
+  return response;
+}
+
+absl::StatusOr<HttpResponse> HttplibTransport::SendWithToken(const HttpRequest& request,
+                                                             const std::string& token) {
   ASSIGN_OR_RETURN(httplib::Request req,
                    ToHttplibRequest(request, endpoint_.path_prefix, token, user_agent_));
   std::unique_ptr<httplib::ClientImpl> client = TakePooledClient();
@@ -244,7 +256,7 @@ absl::StatusOr<HttpResponse> HttplibTransport::Send(const HttpRequest& request) 
 absl::StatusOr<HttpResponse> HttplibTransport::Stream(
     const HttpRequest& request, const std::function<bool(absl::string_view)>& on_data,
     CancelToken* cancel) {
-  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  ASSIGN_OR_RETURN(std::string token, BearerToken(/*reload=*/false));
   ASSIGN_OR_RETURN(httplib::Request req,
                    ToHttplibRequest(request, endpoint_.path_prefix, token, user_agent_));
   // A dedicated connection: stop() on it must not disturb other requests.
@@ -279,6 +291,8 @@ absl::StatusOr<HttpResponse> HttplibTransport::Stream(
   if (is_cancelled()) return absl::CancelledError("stream cancelled");
   if (consumer_stopped) return absl::CancelledError("stream stopped by its consumer");
   if (!result) return TransportError(request, result.error());
+  // A rotated token file: make the next request re-read it (the caller retries streams).
+  if (response.status == 401 && !config_.token_file.empty()) (void)BearerToken(/*reload=*/true);
   return response;
 }
 

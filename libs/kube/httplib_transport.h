@@ -1,7 +1,8 @@
 #pragma once
 
 // HttpTransport over cpp-httplib (HTTP/1.1, OpenSSL): server CA (in-memory PEM), client
-// certificates, bearer tokens (token files re-read every minute), insecure-skip-tls-verify and
+// certificates, bearer tokens (token files re-read every minute and after a 401),
+// insecure-skip-tls-verify and
 // a server URL path prefix. Plain requests reuse keep-alive connections from a small pool;
 // each stream gets its own connection so it can be cancelled alone.
 
@@ -47,7 +48,9 @@ class HttplibTransport final : public HttpTransport {
   absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> NewClient() const;
   std::unique_ptr<httplib::ClientImpl> TakePooledClient();
   void ReturnPooledClient(std::unique_ptr<httplib::ClientImpl> client);
-  absl::StatusOr<std::string> BearerToken();
+  // The bearer token; from the token file when set (cached for a minute, or re-read now).
+  absl::StatusOr<std::string> BearerToken(bool reload);
+  absl::StatusOr<HttpResponse> SendWithToken(const HttpRequest& request, const std::string& token);
 
   const ClusterConfig config_;
   const Endpoint endpoint_;

@@ -145,3 +145,50 @@ TEST_F(TlsTest, KubeconfigWithFilesAndTokenFile) {
 
 }  // namespace
 }  // namespace reverser::kube
+
+namespace reverser::kube {
+namespace {
+
+TEST(TokenFileTest, RotatedTokenIsReReadAfterUnauthorized) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string token_path = std::string(tmp ? tmp : "/tmp") + "/rotating-token";
+  std::ofstream(token_path) << "old\n";
+  testing::ScriptedServer server;
+  std::mutex mu;
+  std::vector<std::string> seen;
+  server.server().Get("/version", [&](const httplib::Request& req, httplib::Response& res) {
+    std::string auth = req.get_header_value("Authorization");
+    {
+      std::lock_guard lock(mu);
+      seen.push_back(auth);
+    }
+    if (auth != "Bearer new") {
+      res.status = 401;
+      res.set_content(R"({"kind":"Status","apiVersion":"v1","code":401,"reason":"Unauthorized",)"
+                      R"("message":"Unauthorized"})",
+                      "application/json");
+      return;
+    }
+    res.set_content("{}", "application/json");
+  });
+  server.Start();
+  ClusterConfig config;
+  config.server = server.url();
+  config.token_file = token_path;
+  auto transport = HttplibTransport::Create(config);
+  ASSERT_TRUE(transport.ok());
+  HttpRequest request;
+  request.path = "/version";
+  auto first = (*transport)->Send(request);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->status, 401);         // the file still holds the old token: no second attempt
+  std::ofstream(token_path) << "new\n";  // rotated
+  auto second = (*transport)->Send(request);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->status, 200);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"Bearer old", "Bearer old", "Bearer new"}));
+}
+
+}  // namespace
+}  // namespace reverser::kube
