@@ -63,10 +63,22 @@ caf::behavior BranchActor(caf::stateful_actor<BranchActorState>* self,
       },
       [=](status_atom) { return self->state.worker->Status().SerializeAsString(); },
       [=](attach_atom, const std::string& username, const std::string& target_key,
-          const std::string& message) -> uint64_t {
-        auto id = self->state.worker->FinalizeWithMessage(username, target_key, message);
+          const std::string& message, uint32_t close_delay_seconds) -> uint64_t {
+        auto& worker = *self->state.worker;
+        auto id = worker.AttachToWindow(username, target_key, message);
+        if (!id.has_value()) return 0;
+        if (close_delay_seconds == 0) {
+          worker.FinalizeWrite(*id);
+          Rearm(self);
+        } else {
+          self->delayed_send(self, std::chrono::seconds(close_delay_seconds), finalize_atom::value,
+                             *id);
+        }
+        return *id;
+      },
+      [=](finalize_atom, uint64_t id) {
+        self->state.worker->FinalizeWrite(id);
         Rearm(self);
-        return id.value_or(0);
       },
       [=](outcome_atom, uint64_t id) -> std::string {
         auto outcome = self->state.worker->WriteOutcome(id);

@@ -33,6 +33,7 @@ using status_atom = caf::atom_constant<caf::atom("status")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
 using outcome_atom = caf::atom_constant<caf::atom("outcome")>;
+using finalize_atom = caf::atom_constant<caf::atom("finalize")>;
 using config_atom = caf::atom_constant<caf::atom("config")>;
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
 
@@ -49,7 +50,10 @@ namespace reverser::gitworker {
 //   (window_atom, uint64_t generation) -> void  silence timer (self-sent)
 //   (push_atom) -> void                         push timer (self-sent)
 //   (status_atom) -> std::string                serialized reverser.v1.BranchStatus
-//   (attach_atom, username, target_key, message) -> uint64_t   write id, 0: no matching window
+//   (attach_atom, username, target_key, message, uint32_t close_delay_seconds) -> uint64_t
+//       attaches to the open window of (username, target) and finalizes it after the delay;
+//       returns the write id, 0 when no such window is open
+//   (finalize_atom, uint64_t id) -> void         delayed finalize (self-sent)
 //   (outcome_atom, uint64_t id) -> std::string  "pending", or "pushed:<sha>" ("pushed:" = no-op)
 //   (stop_atom) -> bool                         finalize (shutdown), push, quit
 caf::actor SpawnBranchActor(caf::actor_system& system, BranchWorkerOptions options);

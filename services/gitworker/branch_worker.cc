@@ -524,11 +524,21 @@ reverser::v1::BranchStatus BranchWorker::Status() const {
 std::optional<uint64_t> BranchWorker::FinalizeWithMessage(const std::string& username,
                                                           const std::string& target_key,
                                                           const std::string& message) {
-  if (!HasWindow(username, target_key)) return std::nullopt;
-  const uint64_t id = window_->id;
-  window_->message_override = message;
-  Finalize(FinalizeReason::kFinalizeSignal);
+  auto id = AttachToWindow(username, target_key, message);
+  if (id.has_value()) FinalizeWrite(*id);
   return id;
+}
+
+std::optional<uint64_t> BranchWorker::AttachToWindow(const std::string& username,
+                                                     const std::string& target_key,
+                                                     const std::string& message) {
+  if (!HasWindow(username, target_key)) return std::nullopt;
+  window_->message_override = message;
+  return window_->id;
+}
+
+void BranchWorker::FinalizeWrite(uint64_t id) {
+  if (window_.has_value() && window_->id == id) Finalize(FinalizeReason::kFinalizeSignal);
 }
 
 bool BranchWorker::HasWindow(const std::string& username, const std::string& target_key) const {

@@ -91,6 +91,12 @@ class BranchWorker {
   std::optional<uint64_t> FinalizeWithMessage(const std::string& username,
                                               const std::string& target_key,
                                               const std::string& message);
+  // The same without closing the window yet: the message is attached and FinalizeWrite(id)
+  // closes it later (a CommitRequest's closeDelaySeconds); events may still join meanwhile.
+  std::optional<uint64_t> AttachToWindow(const std::string& username, const std::string& target_key,
+                                         const std::string& message);
+  // Finalizes the open window if it is still write `id` (finalize-signal).
+  void FinalizeWrite(uint64_t id);
   // Outcome of a write returned by FinalizeWithMessage: nullopt while not pushed; then the
   // pushed commit sha ("" when the write was a no-op).
   std::optional<std::string> WriteOutcome(uint64_t id) const;

@@ -12,6 +12,7 @@ namespace reverser::gitworker {
 namespace {
 
 using Message = reverser::v1::DeliveryMessage;
+constexpr uint32_t kMaxCloseDelaySeconds = 3600;
 using Feedback = reverser::v1::DeliveryFeedback;
 
 class DeliverReactor;
@@ -314,7 +315,8 @@ grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
       attachment.branch = *branch;
       grpc::Status status = grpc::Status::OK;
       self->request(*branch, std::chrono::seconds(10), attach_atom::value,
-                    request->author().username(), target_key, request->message())
+                    request->author().username(), target_key, request->message(),
+                    std::min<uint32_t>(request->close_delay_seconds(), kMaxCloseDelaySeconds))
           .receive([&](uint64_t write_id) { attachment.write_id = write_id; },
                    [&](caf::error& err) {
                      status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));

@@ -295,6 +295,7 @@ TEST_F(GitWorkerServiceTest, AttachCommitFinalizesTheAuthorsWindowWithItsMessage
   request.mutable_author()->set_username("alice");
   *request.mutable_target() = config.target();
   request.set_message("Release 1: bump settings");
+  request.set_close_delay_seconds(1);
   auto attach = [&] {
     grpc::ClientContext context;
     reverser::v1::FinalizeResult result;
