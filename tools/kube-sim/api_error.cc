@@ -121,7 +121,8 @@ ApiError Invalid(const ErrorSubject& s, const std::string& name,
     parts.push_back(c.field.empty() ? c.message : absl::StrCat(c.field, ": ", c.message));
     jcauses.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
   }
-  std::string joined = parts.size() == 1 ? parts[0] : absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  std::string joined =
+      parts.size() == 1 ? parts[0] : absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
   Json d = Json::object();
   if (!name.empty()) d["name"] = name;
   if (!s.group.empty()) d["group"] = s.group;
@@ -141,10 +142,10 @@ ApiError MethodNotSupported(const ErrorSubject& s, const std::string& action) {
   Json d = Json::object();
   if (!s.group.empty()) d["group"] = s.group;
   d["kind"] = s.resource;
-  return Make(405, "MethodNotAllowed",
-              absl::StrCat(action, " is not supported on resources of kind ",
-                           Quote(s.QualifiedResource())),
-              d);
+  return Make(
+      405, "MethodNotAllowed",
+      absl::StrCat(action, " is not supported on resources of kind ", Quote(s.QualifiedResource())),
+      d);
 }
 
 ApiError UnsupportedMediaType(const std::string& accepted) {
@@ -188,11 +189,11 @@ ApiError InternalError(const std::string& message) {
 }
 
 ApiError TooLargeResourceVersion(int64_t requested, int64_t current) {
-  ApiError e = Make(504, "Timeout",
-                    absl::StrCat("Timeout: Too large resource version: ", requested,
-                                 ", current: ", current),
-                    Json{{"causes", Json::array({Json{{"reason", "ResourceVersionTooLarge"},
-                                                      {"message", "Too large resource version"}}})}});
+  ApiError e =
+      Make(504, "Timeout",
+           absl::StrCat("Timeout: Too large resource version: ", requested, ", current: ", current),
+           Json{{"causes", Json::array({Json{{"reason", "ResourceVersionTooLarge"},
+                                             {"message", "Too large resource version"}}})}});
   e.retry_after_seconds = 1;
   return e;
 }
@@ -215,8 +216,8 @@ StatusCause FieldNotSupported(const std::string& field, const Json& value,
   std::vector<std::string> q;
   for (const auto& s : supported) q.push_back(Quote(s));
   return {"FieldValueNotSupported",
-          absl::StrCat("Unsupported value: ", ValueText(value), ": supported values: ",
-                       absl::StrJoin(q, ", ")),
+          absl::StrCat("Unsupported value: ", ValueText(value),
+                       ": supported values: ", absl::StrJoin(q, ", ")),
           field};
 }
 

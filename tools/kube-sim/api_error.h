@@ -25,7 +25,7 @@ struct ApiError {
   int code = 500;
   std::string reason;  // "NotFound", "AlreadyExists", ... (empty for 500 without reason)
   std::string message;
-  Json details;  // null: no details
+  Json details;                 // null: no details
   int retry_after_seconds = 0;  // >0: Retry-After header and details.retryAfterSeconds
 
   Json ToStatus() const;
@@ -77,8 +77,8 @@ StatusCause FieldNotSupported(const std::string& field, const Json& value,
 template <typename T>
 class ApiOr {
  public:
-  ApiOr(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-  ApiOr(ApiError error) : v_(std::move(error)) {}   // NOLINT
+  ApiOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  ApiOr(ApiError error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return std::holds_alternative<T>(v_); }
   T& value() { return std::get<T>(v_); }
   const T& value() const { return std::get<T>(v_); }

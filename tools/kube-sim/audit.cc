@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "absl/time/clock.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "httplib.h"
 
 namespace reverser::kubesim {
@@ -58,10 +58,14 @@ bool PathMatches(const std::vector<std::string>& patterns, const std::string& pa
 
 const char* AuditLevelName(AuditLevel level) {
   switch (level) {
-    case AuditLevel::kNone: return "None";
-    case AuditLevel::kMetadata: return "Metadata";
-    case AuditLevel::kRequest: return "Request";
-    case AuditLevel::kRequestResponse: return "RequestResponse";
+    case AuditLevel::kNone:
+      return "None";
+    case AuditLevel::kMetadata:
+      return "Metadata";
+    case AuditLevel::kRequest:
+      return "Request";
+    case AuditLevel::kRequestResponse:
+      return "RequestResponse";
   }
   return "None";
 }
@@ -213,7 +217,8 @@ bool AuditWebhookBackend::Post(const std::string& body) {
   client->set_connection_timeout(secs, 0);
   client->set_read_timeout(secs, 0);
   client->set_write_timeout(secs, 0);
-  httplib::Headers headers = {{"User-Agent", "kube-apiserver/v1.34.0 (linux/amd64) kubernetes/kube-sim"}};
+  httplib::Headers headers = {
+      {"User-Agent", "kube-apiserver/v1.34.0 (linux/amd64) kubernetes/kube-sim"}};
   if (!options_.bearer_token.empty()) {
     headers.emplace("Authorization", absl::StrCat("Bearer ", options_.bearer_token));
   }
@@ -230,9 +235,9 @@ void AuditWebhookBackend::Run() {
       if (queue_.empty()) {
         cv_.wait(lock);
       } else {
-        cv_.wait_for(lock, absl::ToChronoMilliseconds(
-                               std::max(first_queued_ + options_.max_wait - absl::Now(),
-                                        absl::Milliseconds(1))));
+        cv_.wait_for(lock,
+                     absl::ToChronoMilliseconds(std::max(
+                         first_queued_ + options_.max_wait - absl::Now(), absl::Milliseconds(1))));
       }
     }
     if (queue_.empty()) return;  // stopping with nothing left
@@ -243,11 +248,11 @@ void AuditWebhookBackend::Run() {
     }
     first_queued_ = queue_.empty() ? absl::InfiniteFuture() : absl::Now();
     in_flight_ = true;
-    std::string body = Json{{"kind", "EventList"},
-                            {"apiVersion", "audit.k8s.io/v1"},
-                            {"metadata", Json::object()},
-                            {"items", items}}
-                           .dump();
+    std::string body = Json{
+        {"kind", "EventList"},
+        {"apiVersion", "audit.k8s.io/v1"},
+        {"metadata", Json::object()},
+        {"items", items}}.dump();
     absl::Duration backoff = options_.initial_backoff;
     bool sent = false;
     for (int attempt = 0; attempt < options_.backoff_steps; ++attempt) {

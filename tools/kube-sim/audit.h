@@ -34,11 +34,11 @@ struct AuditRequestAttributes {
   std::string verb;
   bool is_resource = true;
   std::string api_group;
-  std::string resource;     // plural
+  std::string resource;  // plural
   std::string subresource;
   std::string namespace_;
   std::string name;
-  std::string path;         // for nonResourceURLs
+  std::string path;  // for nonResourceURLs
 };
 
 class AuditPolicy {
@@ -69,8 +69,8 @@ class AuditPolicy {
 };
 
 struct AuditWebhookOptions {
-  std::string url;  // full URL POSTed to, e.g. https://127.0.0.1:9443/audit-webhook/default
-  std::string ca_file;           // verify the receiver with this CA
+  std::string url;      // full URL POSTed to, e.g. https://127.0.0.1:9443/audit-webhook/default
+  std::string ca_file;  // verify the receiver with this CA
   bool insecure_skip_verify = false;
   std::string client_cert_file;  // mTLS
   std::string client_key_file;

@@ -19,13 +19,14 @@ namespace {
 class Receiver {
  public:
   explicit Receiver(int fail_first = 0) : fail_left_(fail_first) {
-    server_.Post("/audit-webhook/default", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      posts_.push_back(Json::parse(req.body, nullptr, false));
-      content_types_.push_back(req.get_header_value("Content-Type"));
-      res.status = fail_left_-- > 0 ? 500 : 200;
-      cv_.notify_all();
-    });
+    server_.Post("/audit-webhook/default",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard lock(mu_);
+                   posts_.push_back(Json::parse(req.body, nullptr, false));
+                   content_types_.push_back(req.get_header_value("Content-Type"));
+                   res.status = fail_left_-- > 0 ? 500 : 200;
+                   cv_.notify_all();
+                 });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
@@ -83,14 +84,23 @@ TEST(AuditPolicyTest, RealE2ePolicyDecisions) {
   EXPECT_EQ(create.level, AuditLevel::kRequestResponse);
   EXPECT_TRUE(create.omit_managed_fields);
   EXPECT_THAT(create.omit_stages, ::testing::ElementsAre("RequestReceived"));
-  EXPECT_EQ(p.Evaluate({"u", {}, "update", true, "apps", "deployments", "status", "ns", "x", ""}).level,
-            AuditLevel::kNone);
+  EXPECT_EQ(
+      p.Evaluate({"u", {}, "update", true, "apps", "deployments", "status", "ns", "x", ""}).level,
+      AuditLevel::kNone);
   EXPECT_EQ(p.Evaluate({"u", {}, "create", true, "", "pods", "", "ns", "x", ""}).level,
             AuditLevel::kNone);
   EXPECT_EQ(p.Evaluate({"u", {}, "get", true, "", "configmaps", "", "ns", "x", ""}).level,
             AuditLevel::kNone);  // reads match no rule
-  EXPECT_EQ(p.Evaluate({"system:serviceaccount:kube-system:horizontal-pod-autoscaler", {}, "patch",
-                        true, "apps", "deployments", "scale", "ns", "x", ""})
+  EXPECT_EQ(p.Evaluate({"system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+                        {},
+                        "patch",
+                        true,
+                        "apps",
+                        "deployments",
+                        "scale",
+                        "ns",
+                        "x",
+                        ""})
                 .level,
             AuditLevel::kNone);
 }
@@ -99,18 +109,19 @@ TEST(AuditWebhookTest, EventsCarryRealFieldsUnderThePolicy) {
   Receiver receiver;
   KubeSimOptions options;
   options.audit_policy = RealE2ePolicy();
-  options.audit_webhook = AuditWebhookOptions{.url = receiver.url(),
-                                              .max_batch_size = 100,
-                                              .max_wait = absl::Milliseconds(20)};
+  options.audit_webhook = AuditWebhookOptions{
+      .url = receiver.url(), .max_batch_size = 100, .max_wait = absl::Milliseconds(20)};
   auto sim = KubeSim::Start(options);
   ASSERT_TRUE(sim.ok());
   auto& s = **sim;
-  auto created = s.Call("POST", "/api/v1/namespaces/default/configmaps?fieldManager=kubectl-client-side-apply",
-                        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-a"},"data":{"key":"value"}})");
+  auto created = s.Call(
+      "POST", "/api/v1/namespaces/default/configmaps?fieldManager=kubectl-client-side-apply",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-a"},"data":{"key":"value"}})");
   ASSERT_EQ(created.status, 201);
   s.Call("POST", "/api/v1/namespaces/default/configmaps?dryRun=All",
          R"({"metadata":{"name":"dry"}})");
-  s.Call("POST", "/api/v1/namespaces/default/configmaps", R"({"metadata":{"name":"cm-a"}})");  // 409
+  s.Call("POST", "/api/v1/namespaces/default/configmaps",
+         R"({"metadata":{"name":"cm-a"}})");                    // 409
   s.Call("GET", "/api/v1/namespaces/default/configmaps/cm-a");  // not audited by policy
   ASSERT_TRUE(s.audit()->WaitIdle(absl::Seconds(10)));
   std::vector<Json> events = receiver.Events();
@@ -125,7 +136,10 @@ TEST(AuditWebhookTest, EventsCarryRealFieldsUnderThePolicy) {
   EXPECT_EQ(e["requestURI"],
             "/api/v1/namespaces/default/configmaps?fieldManager=kubectl-client-side-apply");
   EXPECT_EQ(e["user"]["username"], "system:admin");
-  EXPECT_EQ(e["objectRef"], Json::parse(R"({"apiVersion":"v1","name":"cm-a","namespace":"default","resource":"configmaps"})"));
+  EXPECT_EQ(
+      e["objectRef"],
+      Json::parse(
+          R"({"apiVersion":"v1","name":"cm-a","namespace":"default","resource":"configmaps"})"));
   EXPECT_EQ(e["responseStatus"], Json::parse(R"({"metadata":{},"code":201})"));
   EXPECT_EQ(e["requestObject"]["data"]["key"], "value");
   EXPECT_FALSE(e["responseObject"]["metadata"].contains("managedFields"));  // omitManagedFields
@@ -172,7 +186,8 @@ TEST(AuditWebhookTest, BatchesBySizeAndRetriesNon2xx) {
 TEST(AuditWebhookTest, ImpersonatedUserIsRecorded) {
   Receiver receiver;
   KubeSimOptions options;
-  options.audit_webhook = AuditWebhookOptions{.url = receiver.url(), .max_wait = absl::Milliseconds(10)};
+  options.audit_webhook =
+      AuditWebhookOptions{.url = receiver.url(), .max_wait = absl::Milliseconds(10)};
   options.audit_policy = AuditPolicy::AllAt(AuditLevel::kRequest);
   auto sim = KubeSim::Start(options);
   ASSERT_TRUE(sim.ok());
@@ -194,18 +209,27 @@ TEST(AuditWebhookTest, ImpersonatedUserIsRecorded) {
 TEST(AuditWebhookTest, GarbageCollectorDeletesDependentsAsItsServiceAccount) {
   Receiver receiver;
   KubeSimOptions options;
-  options.audit_webhook = AuditWebhookOptions{.url = receiver.url(), .max_wait = absl::Milliseconds(10)};
+  options.audit_webhook =
+      AuditWebhookOptions{.url = receiver.url(), .max_wait = absl::Milliseconds(10)};
   options.audit_policy = RealE2ePolicy();
   auto sim = KubeSim::Start(options);
   ASSERT_TRUE(sim.ok());
   auto& s = **sim;
-  Json parent = Json::parse(s.Call("POST", "/api/v1/namespaces/default/configmaps",
-                                   R"({"metadata":{"name":"parent"}})").body);
-  Json child = {{"metadata", {{"name", "child"}, {"ownerReferences", {{{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-                                                                    {"name", "parent"}, {"uid", parent["metadata"]["uid"]}}}}}}};
+  Json parent = Json::parse(
+      s.Call("POST", "/api/v1/namespaces/default/configmaps", R"({"metadata":{"name":"parent"}})")
+          .body);
+  Json child = {{"metadata",
+                 {{"name", "child"},
+                  {"ownerReferences",
+                   {{{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"name", "parent"},
+                     {"uid", parent["metadata"]["uid"]}}}}}}};
   ASSERT_EQ(s.Call("POST", "/api/v1/namespaces/default/configmaps", child.dump()).status, 201);
   ASSERT_EQ(s.Call("DELETE", "/api/v1/namespaces/default/configmaps/parent",
-                   R"({"propagationPolicy":"Background"})").status, 200);
+                   R"({"propagationPolicy":"Background"})")
+                .status,
+            200);
   ASSERT_TRUE(s.audit()->WaitIdle(absl::Seconds(10)));
   std::vector<Json> events = receiver.Events();
   ASSERT_EQ(events.size(), 4u);

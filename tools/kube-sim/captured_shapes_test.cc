@@ -30,7 +30,8 @@ Json Normalize(Json j) {
       } else if (k == "namespace") {
         v = "<ns>";
       } else if (k == "message" && v.is_string()) {
-        std::string m = std::regex_replace(v.get<std::string>(), std::regex("<rv-[0-9]+>|[0-9]+"), "<rv>");
+        std::string m =
+            std::regex_replace(v.get<std::string>(), std::regex("<rv-[0-9]+>|[0-9]+"), "<rv>");
         v = m;
       } else if (k == "name" && v.is_string() && v.get<std::string>().rfind("cm-gen-", 0) == 0) {
         v = "cm-gen-<suffix>";
@@ -60,9 +61,13 @@ class CapturedShapesTest : public ::testing::Test {
     ASSERT_TRUE(sim.ok());
     sim_ = std::move(*sim);
     client_ = std::make_unique<httplib::Client>("127.0.0.1", sim_->port());
-    client_->set_default_headers({{"User-Agent", "e2e.test/v0.0.0 (linux/amd64) kubernetes/$Format"}});
-    ASSERT_EQ(client_->Post("/api/v1/namespaces", R"({"metadata":{"name":"mutationlab"}})",
-                            "application/json")->status, 201);
+    client_->set_default_headers(
+        {{"User-Agent", "e2e.test/v0.0.0 (linux/amd64) kubernetes/$Format"}});
+    ASSERT_EQ(client_
+                  ->Post("/api/v1/namespaces", R"({"metadata":{"name":"mutationlab"}})",
+                         "application/json")
+                  ->status,
+              201);
   }
   std::unique_ptr<StreamReader> WatchFromNow() {
     auto w = std::make_unique<StreamReader>(
@@ -72,11 +77,14 @@ class CapturedShapesTest : public ::testing::Test {
     return w;
   }
   int Create(const Json& cm) {
-    return client_->Post("/api/v1/namespaces/mutationlab/configmaps", cm.dump(), "application/json")->status;
+    return client_->Post("/api/v1/namespaces/mutationlab/configmaps", cm.dump(), "application/json")
+        ->status;
   }
   static Json Cm(const std::string& name, const std::string& scenario) {
-    return {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-            {"metadata", {{"name", name}, {"labels", {{"mutationlab.configbutler.ai/scenario", scenario}}}}},
+    return {{"apiVersion", "v1"},
+            {"kind", "ConfigMap"},
+            {"metadata",
+             {{"name", name}, {"labels", {{"mutationlab.configbutler.ai/scenario", scenario}}}}},
             {"data", {{"key", "value"}}}};
   }
 
@@ -104,12 +112,17 @@ TEST_F(CapturedShapesTest, Update) {
   Json live = Json::parse(client_->Get("/api/v1/namespaces/mutationlab/configmaps/cm-a")->body);
   live["data"]["key"] = "updated";
   auto watch = WatchFromNow();
-  ASSERT_EQ(client_->Put("/api/v1/namespaces/mutationlab/configmaps/cm-a", live.dump(), "application/json")->status, 200);
+  ASSERT_EQ(
+      client_
+          ->Put("/api/v1/namespaces/mutationlab/configmaps/cm-a", live.dump(), "application/json")
+          ->status,
+      200);
   EXPECT_EQ(Normalize(watch->NextJson()), Capture("update/watch.modified.yaml"));
 }
 
 TEST_F(CapturedShapesTest, NoOpApplyEmitsNothingAndKeepsResourceVersion) {
-  const std::string path = "/api/v1/namespaces/mutationlab/configmaps/cm-a?fieldManager=mutationlab-apply&force=true";
+  const std::string path =
+      "/api/v1/namespaces/mutationlab/configmaps/cm-a?fieldManager=mutationlab-apply&force=true";
   Json cm = Cm("cm-a", "no-op-apply");
   auto first = client_->Patch(path.c_str(), cm.dump(), "application/apply-patch+yaml");
   ASSERT_EQ(first->status, 201);
@@ -132,7 +145,8 @@ TEST_F(CapturedShapesTest, FinalizerDelete) {
   EXPECT_EQ(client_->Delete("/api/v1/namespaces/mutationlab/configmaps/cm-hold")->status, 202);
   EXPECT_EQ(Normalize(watch->NextJson()), Capture("finalizer-delete/watch.modified.yaml"));
   client_->Patch("/api/v1/namespaces/mutationlab/configmaps/cm-hold",
-                 R"([{"op":"remove","path":"/metadata/finalizers"}])", "application/json-patch+json");
+                 R"([{"op":"remove","path":"/metadata/finalizers"}])",
+                 "application/json-patch+json");
   EXPECT_EQ(Normalize(watch->NextJson()), Capture("finalizer-delete/watch.deleted.yaml"));
 }
 
@@ -140,7 +154,8 @@ TEST_F(CapturedShapesTest, DeleteCollection) {
   for (const char* n : {"cm-a", "cm-b", "cm-c"}) ASSERT_EQ(Create(Cm(n, "deletecollection")), 201);
   auto watch = WatchFromNow();
   auto res = client_->Delete(
-      "/api/v1/namespaces/mutationlab/configmaps?labelSelector=mutationlab.configbutler.ai%2Fscenario%3Ddeletecollection");
+      "/api/v1/namespaces/mutationlab/"
+      "configmaps?labelSelector=mutationlab.configbutler.ai%2Fscenario%3Ddeletecollection");
   EXPECT_EQ(res->status, 200);
   for (const char* n : {"cm-a", "cm-b", "cm-c"}) {
     EXPECT_EQ(Normalize(watch->NextJson()),
@@ -163,7 +178,8 @@ TEST_F(CapturedShapesTest, OwnerReferenceCascade) {
   Json first = watch->NextJson(), second = watch->NextJson();
   EXPECT_EQ(first["type"], "DELETED");
   EXPECT_EQ(second["type"], "DELETED");
-  std::set<std::string> names = {first["object"]["metadata"]["name"], second["object"]["metadata"]["name"]};
+  std::set<std::string> names = {first["object"]["metadata"]["name"],
+                                 second["object"]["metadata"]["name"]};
   EXPECT_EQ(names, (std::set<std::string>{"cm-parent", "cm-child"}));
   EXPECT_EQ(client_->Get("/api/v1/namespaces/mutationlab/configmaps/cm-child")->status, 404);
 }
@@ -179,7 +195,8 @@ TEST_F(CapturedShapesTest, ExpiredWatch) {
   std::string rv = std::to_string(sim_->CurrentResourceVersion());
   ASSERT_EQ(Create(Cm("cm-a", "watch-resync")), 201);
   sim_->Compact();
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/mutationlab/configmaps?watch=1&resourceVersion=" + rv);
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/mutationlab/configmaps?watch=1&resourceVersion=" + rv);
   EXPECT_EQ(Normalize(watch.NextJson()), Capture("watch-resync/watch.error.yaml"));
 }
 

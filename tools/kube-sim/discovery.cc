@@ -17,7 +17,8 @@ Json GroupVersionFor(const std::string& group, const std::string& version) {
 Json GroupJson(const std::string& group, const std::vector<std::string>& versions) {
   Json vs = Json::array();
   for (const auto& v : versions) vs.push_back(GroupVersionFor(group, v));
-  return {{"name", group}, {"versions", vs}, {"preferredVersion", GroupVersionFor(group, versions[0])}};
+  return {
+      {"name", group}, {"versions", vs}, {"preferredVersion", GroupVersionFor(group, versions[0])}};
 }
 
 Json StringList(const std::vector<std::string>& v) {
@@ -107,10 +108,11 @@ Json AggregatedDiscovery(const TypeRegistry& registry, bool core, Profile profil
       if (!t->subresources.empty()) {
         Json subs = Json::array();
         for (const auto& s : t->subresources) {
-          Json sk = s.kind.empty() ? kind : Json{{"group", s.group}, {"version", s.version},
-                                                 {"kind", s.kind}};
-          subs.push_back({{"subresource", s.name}, {"responseKind", sk},
-                          {"verbs", StringList(s.verbs)}});
+          Json sk = s.kind.empty()
+                        ? kind
+                        : Json{{"group", s.group}, {"version", s.version}, {"kind", s.kind}};
+          subs.push_back(
+              {{"subresource", s.name}, {"responseKind", sk}, {"verbs", StringList(s.verbs)}});
         }
         r["subresources"] = subs;
       }
@@ -162,9 +164,10 @@ Json MinimalOpenApiV3(const TypeRegistry& registry, const std::string& group,
   Json paths = Json::object();
   Json field_validation = {{"name", "fieldValidation"},
                            {"in", "query"},
-                           {"description", "fieldValidation instructs the server on how to handle "
-                                           "objects in the request containing unknown or "
-                                           "duplicate fields."},
+                           {"description",
+                            "fieldValidation instructs the server on how to handle "
+                            "objects in the request containing unknown or "
+                            "duplicate fields."},
                            {"schema", {{"type", "string"}, {"uniqueItems", true}}}};
   for (const auto& t : registry.All()) {
     if (t->group != group || t->version != version) continue;

@@ -18,8 +18,8 @@ ApiOr<FaultRule> FaultRule::FromJson(const Json& j) {
   } else if (action == "delay") {
     r.action = Action::kDelay;
   } else {
-    return BadRequest(absl::StrCat("unknown fault action \"", action,
-                                   "\" (want 429, 503, 500 or delay)"));
+    return BadRequest(
+        absl::StrCat("unknown fault action \"", action, "\" (want 429, 503, 500 or delay)"));
   }
   try {
     r.verb = j.value("verb", "");

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <thread>
 
-#include "absl/time/clock.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -15,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "httplib.h"
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/object_rules.h"
@@ -39,8 +39,8 @@ using Params = std::multimap<std::string, std::string>;
 // What a handler produces; turned into the HTTP response and the audit event.
 struct Reply {
   int code = 200;
-  Json object;            // JSON body (ignored when `raw` is set)
-  std::string raw;        // pre-rendered body
+  Json object;      // JSON body (ignored when `raw` is set)
+  std::string raw;  // pre-rendered body
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::optional<ApiError> error;
@@ -78,9 +78,7 @@ struct Ctx {
 
   const UserInfo& effective_user() const { return impersonated ? *impersonated : user; }
   const Params& params() const { return req->params; }
-  std::string Param(const std::string& k) const {
-    return QueryValue(req->params, k).value_or("");
-  }
+  std::string Param(const std::string& k) const { return QueryValue(req->params, k).value_or(""); }
   bool Has(const std::string& k) const { return req->params.count(k) > 0; }
   // The path and query exactly as sent (audit's requestURI).
   std::string RequestUri() const {
@@ -165,8 +163,7 @@ class KubeSim::Impl {
   explicit Impl(KubeSimOptions options)
       : options_(std::move(options)),
         store_(options_.history_limit),
-        policy_(options_.audit_policy.value_or(
-            AuditPolicy::AllAt(AuditLevel::kRequestResponse))) {}
+        policy_(options_.audit_policy.value_or(AuditPolicy::AllAt(AuditLevel::kRequestResponse))) {}
 
   absl::Status Start();
   void Stop();
@@ -260,16 +257,17 @@ absl::Status KubeSim::Impl::Start() {
   server_->Delete(".*", handler);
   server_->Options(".*", handler);
   // Body-level failures httplib detects itself (413) get a real Status body.
-  server_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty() || res.content_length_ > 0) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e = res.status == 413 ? RequestEntityTooLarge(options_.max_request_body_bytes)
-                                   : (res.status == 400 ? BadRequest("bad request")
-                                                        : PathNotFound());
-    e.code = res.status;
-    res.set_content(e.StatusBody(), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  server_->set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty() || res.content_length_ > 0)
+          return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e = res.status == 413
+                         ? RequestEntityTooLarge(options_.max_request_body_bytes)
+                         : (res.status == 400 ? BadRequest("bad request") : PathNotFound());
+        e.code = res.status;
+        res.set_content(e.StatusBody(), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   if (options_.port == 0) {
     port_ = server_->bind_to_any_port(options_.bind_address.c_str());
     if (port_ <= 0) return absl::UnavailableError("cannot bind a port");
@@ -284,7 +282,8 @@ absl::Status KubeSim::Impl::Start() {
     httplib::Request req;
     req.method = "POST";
     req.path = "/api/v1/namespaces";
-    req.body = Json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}.dump();
+    req.body =
+        Json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}.dump();
     req.set_header("Content-Type", "application/json");
     req.set_header("User-Agent", "kube-apiserver");
     httplib::Response res;
@@ -381,9 +380,8 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
         return Respond(*ctx, r, res);
       }
       case FaultRule::Action::kServiceUnavailable:
-        return Respond(*ctx, Reply::Err(ServiceUnavailable(fault->message,
-                                                           fault->retry_after_seconds)),
-                       res);
+        return Respond(
+            *ctx, Reply::Err(ServiceUnavailable(fault->message, fault->retry_after_seconds)), res);
       case FaultRule::Action::kInternalError:
         return Respond(*ctx, Reply::Err(InternalError(fault->message)), res);
       case FaultRule::Action::kDelay:
@@ -406,8 +404,8 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   }
 
   // Authorization.
-  AuthzAttributes attrs{info.verb, info.group, info.resource, info.subresource, info.namespace_,
-                        info.name};
+  AuthzAttributes attrs{info.verb,        info.group,      info.resource,
+                        info.subresource, info.namespace_, info.name};
   ctx->audit = policy_.Evaluate({ctx->effective_user().username, ctx->effective_user().groups,
                                  info.verb, true, info.group, info.resource, info.subresource,
                                  info.namespace_, info.name, req.path});
@@ -420,7 +418,8 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   EmitAudit(*ctx, "RequestReceived", nullptr);
 
   if (info.verb == "watch") {
-    if (!type.HasVerb("watch")) return Respond(*ctx, Reply::Err(MethodNotSupported(type.Subject(), "watch")), res);
+    if (!type.HasVerb("watch"))
+      return Respond(*ctx, Reply::Err(MethodNotSupported(type.Subject(), "watch")), res);
     return StartWatch(ctx, res);
   }
   Reply reply;
@@ -429,8 +428,8 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   } else if (info.verb == "list") {
     reply = List(*ctx);
   } else if (info.verb == "create") {
-    reply = info.name.empty() ? Create(*ctx)
-                              : Reply::Err(MethodNotSupported(type.Subject(), "create"));
+    reply =
+        info.name.empty() ? Create(*ctx) : Reply::Err(MethodNotSupported(type.Subject(), "create"));
   } else if (info.verb == "update") {
     reply = Update(*ctx);
   } else if (info.verb == "patch") {
@@ -451,8 +450,8 @@ void KubeSim::Impl::Respond(Ctx& ctx, const Reply& reply, httplib::Response& res
   res.status = reply.code;
   for (const auto& [k, v] : reply.headers) res.set_header(k, v);
   if (reply.code != 304) {  // a 304 has no body
-    std::string body = !reply.raw.empty() ? reply.raw
-                                          : (reply.object.is_null() ? "" : reply.object.dump());
+    std::string body =
+        !reply.raw.empty() ? reply.raw : (reply.object.is_null() ? "" : reply.object.dump());
     res.set_content(body, reply.content_type);
   }
   if (ctx.info.is_resource) EmitAudit(ctx, "ResponseComplete", &reply);
@@ -470,7 +469,8 @@ std::optional<ApiError> KubeSim::Impl::Impersonate(Ctx& ctx) {
   }
   UserInfo target{as_user, req.get_header_value("Impersonate-Uid"), {}, {}};
   size_t n = req.get_header_value_count("Impersonate-Group");
-  for (size_t i = 0; i < n; ++i) target.groups.push_back(req.get_header_value("Impersonate-Group", i));
+  for (size_t i = 0; i < n; ++i)
+    target.groups.push_back(req.get_header_value("Impersonate-Group", i));
   for (const auto& [k, v] : req.headers) {
     if (absl::StartsWithIgnoreCase(k, "Impersonate-Extra-")) {
       target.extra[absl::AsciiStrToLower(k.substr(18))].push_back(v);
@@ -512,8 +512,7 @@ void KubeSim::Impl::EmitAudit(Ctx& ctx, const std::string& stage, const Reply* r
             {"requestReceivedTimestamp", Rfc3339Micro(ctx.received)},
             {"stageTimestamp", Rfc3339Micro(absl::Now())},
             {"annotations",
-             {{"authorization.k8s.io/decision",
-               reply && reply->code == 403 ? "forbid" : "allow"},
+             {{"authorization.k8s.io/decision", reply && reply->code == 403 ? "forbid" : "allow"},
               {"authorization.k8s.io/reason", ""}}}};
   if (ctx.impersonated) e["impersonatedUser"] = ctx.impersonated->ToJson();
   Json ref = {{"resource", info.resource}, {"apiVersion", info.version}};
@@ -585,9 +584,7 @@ std::string KubeSim::Impl::OpenApiDoc(const std::string& gv) {
   return "";
 }
 
-std::string KubeSim::Impl::OpenApiHash(const std::string& gv) {
-  return Sha512Hex(OpenApiDoc(gv));
-}
+std::string KubeSim::Impl::OpenApiHash(const std::string& gv) { return Sha512Hex(OpenApiDoc(gv)); }
 
 std::optional<Reply> KubeSim::Impl::ServeNonResource(Ctx& ctx) {
   const auto& req = *ctx.req;
@@ -654,8 +651,8 @@ std::optional<Reply> KubeSim::Impl::ServeNonResource(Ctx& ctx) {
     for (const auto& [g, versions] : types_.Groups()) {
       for (const auto& v : versions) {
         std::string gv = absl::StrCat("apis/", g, "/", v);
-        paths[gv] = {{"serverRelativeURL",
-                      absl::StrCat("/openapi/v3/", gv, "?hash=", OpenApiHash(gv))}};
+        paths[gv] = {
+            {"serverRelativeURL", absl::StrCat("/openapi/v3/", gv, "?hash=", OpenApiHash(gv))}};
       }
     }
     return Reply::Of(200, {{"paths", paths}});
@@ -678,7 +675,10 @@ std::optional<Reply> KubeSim::Impl::ServeNonResource(Ctx& ctx) {
     // definitions it skips client-side schema checks.
     static const std::string kDoc = [] {
       std::string info = std::string("\x0a\x0aKubernetes\x12\x07v1.33.0", 21);
-      std::string doc = std::string("\x0a\x03" "2.0", 5);
+      std::string doc = std::string(
+          "\x0a\x03"
+          "2.0",
+          5);
       doc += '\x12';
       doc += static_cast<char>(info.size());
       doc += info;
@@ -743,8 +743,10 @@ Json KubeSim::Impl::ToScale(const ResourceType& type, const Json& o) const {
   }
   int64_t replicas = 0, status_replicas = 0;
   if (type.custom) {
-    Json::json_pointer sp("/" + absl::StrReplaceAll(absl::StripPrefix(type.spec_replicas_path, "."), {{".", "/"}}));
-    Json::json_pointer st("/" + absl::StrReplaceAll(absl::StripPrefix(type.status_replicas_path, "."), {{".", "/"}}));
+    Json::json_pointer sp(
+        "/" + absl::StrReplaceAll(absl::StripPrefix(type.spec_replicas_path, "."), {{".", "/"}}));
+    Json::json_pointer st(
+        "/" + absl::StrReplaceAll(absl::StripPrefix(type.status_replicas_path, "."), {{".", "/"}}));
     if (o.contains(sp) && o[sp].is_number_integer()) replicas = o[sp];
     if (o.contains(st) && o[st].is_number_integer()) status_replicas = o[st];
   } else {
@@ -780,7 +782,8 @@ ApiOr<Json> KubeSim::Impl::FromScale(const ResourceType& type, const Json& curre
   }
   Json next = current;
   if (type.custom) {
-    Json::json_pointer sp("/" + absl::StrReplaceAll(absl::StripPrefix(type.spec_replicas_path, "."), {{".", "/"}}));
+    Json::json_pointer sp(
+        "/" + absl::StrReplaceAll(absl::StripPrefix(type.spec_replicas_path, "."), {{".", "/"}}));
     next[sp] = replicas;
   } else {
     next["spec"]["replicas"] = replicas;
@@ -806,22 +809,26 @@ std::optional<ApiError> KubeSim::Impl::ValidateListOptions(const Ctx& ctx, bool 
   std::vector<StatusCause> causes;
   if (!watch) {
     if (has_sie) {
-      causes.push_back(FieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+      causes.push_back(
+          FieldForbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
     }
     if (has_match) {
       if (rv.empty()) {
-        causes.push_back(FieldForbidden("resourceVersionMatch",
-                                        "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        causes.push_back(
+            FieldForbidden("resourceVersionMatch",
+                           "resourceVersionMatch is forbidden unless resourceVersion is provided"));
       }
       if (!ctx.Param("continue").empty()) {
-        causes.push_back(FieldForbidden("resourceVersionMatch",
-                                        "resourceVersionMatch is forbidden when continue is provided"));
+        causes.push_back(FieldForbidden(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
       }
       if (match != "Exact" && match != "NotOlderThan") {
-        causes.push_back(FieldNotSupported("resourceVersionMatch", match, {"Exact", "NotOlderThan"}));
+        causes.push_back(
+            FieldNotSupported("resourceVersionMatch", match, {"Exact", "NotOlderThan"}));
       } else if (match == "Exact" && rv == "0") {
-        causes.push_back(FieldForbidden("resourceVersionMatch",
-                                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+        causes.push_back(FieldForbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
       }
     }
   } else if (options_.profile == Profile::kLegacy) {
@@ -884,8 +891,7 @@ Reply KubeSim::Impl::List(Ctx& ctx) {
   } else if (!rv.empty() && rv != "0") {
     int64_t n = ParseRv(rv);
     if (n < 0) return Reply::Err(BadRequest(absl::StrCat("invalid resource version: ", rv)));
-    if (n > store_.CurrentRv() &&
-        !store_.WaitForRv(n, absl::Now() + options_.too_large_rv_wait)) {
+    if (n > store_.CurrentRv() && !store_.WaitForRv(n, absl::Now() + options_.too_large_rv_wait)) {
       return Reply::Err(TooLargeResourceVersion(n, store_.CurrentRv()));
     }
     if (match == "Exact") at = n;
@@ -1026,13 +1032,11 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   };
   absl::Duration bookmark_interval = options_.bookmark_interval;
   // Counts open watch streams; released when httplib drops the provider.
-  auto open_watch = std::shared_ptr<void>(
-      (++active_watches_, nullptr), [this](void*) { --active_watches_; });
+  auto open_watch =
+      std::shared_ptr<void>((++active_watches_, nullptr), [this](void*) { --active_watches_; });
   res.set_chunked_content_provider(
-      "application/json",
-      [this, ctx, state, type_key, matches, bookmarks, bookmark, error_line, bookmark_interval,
-       open_watch](
-          size_t, httplib::DataSink& sink) {
+      "application/json", [this, ctx, state, type_key, matches, bookmarks, bookmark, error_line,
+                           bookmark_interval, open_watch](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& line) { return sink.write(line.data(), line.size()); };
         if (!state->started) {
           state->started = true;
@@ -1052,12 +1056,12 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
           EmitAudit(*ctx, "ResponseComplete", &done);
           return true;
         }
-        absl::Time wake = std::min(state->deadline, bookmarks ? state->next_bookmark
-                                                              : absl::InfiniteFuture());
+        absl::Time wake =
+            std::min(state->deadline, bookmarks ? state->next_bookmark : absl::InfiniteFuture());
         Store::WaitResult w = store_.WaitForEvents(type_key, state->cursor, wake, state->epoch);
         if (w.interrupted) {
           if (store_.shutting_down()) return true;  // next call ends the stream cleanly
-          return false;  // DropWatches(): cut the connection mid-stream
+          return false;                             // DropWatches(): cut the connection mid-stream
         }
         if (w.expired) {
           write(error_line(Gone(absl::StrCat("too old resource version: ", state->cursor, " (",
@@ -1125,7 +1129,8 @@ std::optional<ApiError> KubeSim::Impl::ParseBody(Ctx& ctx, Json& out, bool yaml_
     out = *j;
     return std::nullopt;
   }
-  return UnsupportedMediaType("application/json, application/yaml, application/vnd.kubernetes.protobuf");
+  return UnsupportedMediaType(
+      "application/json, application/yaml, application/vnd.kubernetes.protobuf");
 }
 
 ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
@@ -1167,7 +1172,8 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     next = PrepareForUpdate(type, *current, std::move(next), subresource);
     std::vector<StatusCause> causes = ValidateObject(type, next);
     if (!causes.empty()) return Invalid(type.Subject(), name, causes);
-    next["metadata"]["managedFields"] = (*current)["metadata"].value("managedFields", Json::array());
+    next["metadata"]["managedFields"] =
+        (*current)["metadata"].value("managedFields", Json::array());
     next = UpdateManagedFields(*current, next, applied, write);
     if (SameContent(next, *current)) {
       return WriteDecision{WriteDecision::Kind::kNoChange, *current};
@@ -1207,11 +1213,12 @@ void KubeSim::Impl::RemoveCrdTypes(Ctx& ctx, const Json& crd) {
     if (!snap.ok()) continue;
     for (const auto& o : snap->items) {
       const Json& m = o["metadata"];
-      store_.Write(t->Key(), m.value("namespace", ""), m.value("name", ""),
-                   [&](const Json* cur) -> ApiOr<WriteDecision> {
-                     return WriteDecision{WriteDecision::Kind::kDelete, cur ? *cur : Json()};
-                   },
-                   false);
+      store_.Write(
+          t->Key(), m.value("namespace", ""), m.value("name", ""),
+          [&](const Json* cur) -> ApiOr<WriteDecision> {
+            return WriteDecision{WriteDecision::Kind::kDelete, cur ? *cur : Json()};
+          },
+          false);
     }
     break;
   }
@@ -1225,7 +1232,8 @@ void KubeSim::Impl::CollectGarbage(const Json& owner, const Json& options) {
   std::string owner_ns = meta.value("namespace", "");
   if (uid.empty()) return;
   static const UserInfo kGarbageCollector{
-      "system:serviceaccount:kube-system:generic-garbage-collector", NewUid(),
+      "system:serviceaccount:kube-system:generic-garbage-collector",
+      NewUid(),
       {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
       {}};
   for (const auto& t : types_.All()) {
@@ -1239,20 +1247,21 @@ void KubeSim::Impl::CollectGarbage(const Json& owner, const Json& options) {
       });
       if (!only_this_owner) continue;
       const Json& m = o["metadata"];
-      std::string path = absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/",
-                                      t->version, "/",
-                                      t->namespaced ? "namespaces/" + m.value("namespace", "") + "/" : "",
-                                      t->plural, "/", m.value("name", ""));
+      std::string path =
+          absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/", t->version, "/",
+                       t->namespaced ? "namespaces/" + m.value("namespace", "") + "/" : "",
+                       t->plural, "/", m.value("name", ""));
       httplib::Request req;
       req.method = "DELETE";
       req.path = path;
       req.target = path;
-      req.body = Json{{"kind", "DeleteOptions"},
-                      {"apiVersion", "v1"},
-                      {"propagationPolicy", "Background"},
-                      {"preconditions",
-                       {{"uid", m.value("uid", "")}, {"resourceVersion", m.value("resourceVersion", "")}}}}
-                     .dump();
+      req.body =
+          Json{{"kind", "DeleteOptions"},
+               {"apiVersion", "v1"},
+               {"propagationPolicy", "Background"},
+               {"preconditions",
+                {{"uid", m.value("uid", "")}, {"resourceVersion", m.value("resourceVersion", "")}}}}
+              .dump();
       req.set_header("Content-Type", "application/json");
       req.set_header("User-Agent",
                      "kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/kube-sim/"
@@ -1270,23 +1279,26 @@ Reply KubeSim::Impl::Create(Ctx& ctx) {
   if (auto err = ParseBody(ctx, body, false)) return Reply::Err(*err);
   ctx.request_object = body;
   if (!body.is_object()) {
-    return Reply::Err(BadRequest("Object 'Kind' is missing in '" + ctx.req->body.substr(0, 100) + "'"));
+    return Reply::Err(
+        BadRequest("Object 'Kind' is missing in '" + ctx.req->body.substr(0, 100) + "'"));
   }
   std::string kind = body.value("kind", "");
   if (!kind.empty() && kind != type.kind) {
-    return Reply::Err(BadRequest(absl::StrCat(kind, " in version \"", type.version,
-                                              "\" cannot be handled as a ", type.kind,
-                                              ": no kind \"", kind, "\" is registered for version \"",
-                                              type.ApiVersion(), "\" in scheme")));
+    return Reply::Err(
+        BadRequest(absl::StrCat(kind, " in version \"", type.version, "\" cannot be handled as a ",
+                                type.kind, ": no kind \"", kind, "\" is registered for version \"",
+                                type.ApiVersion(), "\" in scheme")));
   }
-  if (!body.contains("metadata") || !body["metadata"].is_object()) body["metadata"] = Json::object();
+  if (!body.contains("metadata") || !body["metadata"].is_object())
+    body["metadata"] = Json::object();
   Json& meta = body["metadata"];
   std::string ns = ctx.info.namespace_;
   if (type.namespaced) {
     std::string body_ns = meta.value("namespace", "");
     if (!body_ns.empty() && body_ns != ns) {
-      return Reply::Err(BadRequest("the namespace of the provided object does not match the "
-                                   "namespace sent on the request"));
+      return Reply::Err(
+          BadRequest("the namespace of the provided object does not match the "
+                     "namespace sent on the request"));
     }
     if (!store_.Get("/namespaces", "", ns)) {
       return Reply::Err(NotFound(ErrorSubject{"", "namespaces", "Namespace"}, ns));
@@ -1297,8 +1309,8 @@ Reply KubeSim::Impl::Create(Ctx& ctx) {
     name = GenerateName(meta.value("generateName", ""));
   }
   if (name.empty()) {
-    return Reply::Err(Invalid(type.Subject(), "",
-                              {FieldRequired("metadata.name", "name or generateName is required")}));
+    return Reply::Err(Invalid(
+        type.Subject(), "", {FieldRequired("metadata.name", "name or generateName is required")}));
   }
   ApiOr<WriteResult> r = WriteObject(
       ctx, ns, name,
@@ -1356,8 +1368,8 @@ Reply KubeSim::Impl::Patch(Ctx& ctx) {
   } else {
     patch = Json::parse(ctx.req->body, nullptr, false);
     if (patch.is_discarded()) {
-      return Reply::Err(BadRequest(absl::StrCat("error decoding patch: ",
-                                                JsonParseError(ctx.req->body))));
+      return Reply::Err(
+          BadRequest(absl::StrCat("error decoding patch: ", JsonParseError(ctx.req->body))));
     }
   }
   ctx.request_object = patch;
@@ -1413,7 +1425,8 @@ ApiOr<WriteResult> KubeSim::Impl::DeleteObject(Ctx& ctx, const ResourceType& typ
         if (preconditions.contains(k) && preconditions[k].is_string() &&
             preconditions[k] != meta.value(k, "")) {
           return Conflict(type.Subject(), name,
-                          absl::StrCat("Precondition failed: ", k == std::string("uid") ? "UID" : "ResourceVersion",
+                          absl::StrCat("Precondition failed: ",
+                                       k == std::string("uid") ? "UID" : "ResourceVersion",
                                        " in precondition: ", preconditions[k].get<std::string>(),
                                        ", ", k == std::string("uid") ? "UID" : "ResourceVersion",
                                        " in object meta: ", meta.value(k, "")));
@@ -1463,11 +1476,12 @@ Reply KubeSim::Impl::Delete(Ctx& ctx) {
       ApiOr<Store::Snapshot> snap = store_.List(t->Key(), name);
       if (!snap.ok()) continue;
       for (const auto& o : snap->items) {
-        store_.Write(t->Key(), name, o["metadata"].value("name", ""),
-                     [](const Json* cur) -> ApiOr<WriteDecision> {
-                       return WriteDecision{WriteDecision::Kind::kDelete, cur ? *cur : Json()};
-                     },
-                     false);
+        store_.Write(
+            t->Key(), name, o["metadata"].value("name", ""),
+            [](const Json* cur) -> ApiOr<WriteDecision> {
+              return WriteDecision{WriteDecision::Kind::kDelete, cur ? *cur : Json()};
+            },
+            false);
       }
     }
   }
@@ -1510,8 +1524,8 @@ Reply KubeSim::Impl::DeleteCollection(Ctx& ctx) {
   for (const auto& o : snap->items) {
     if (!labels->Matches(o) || !fields->Matches(o)) continue;
     const Json& m = o["metadata"];
-    ApiOr<WriteResult> r = DeleteObject(ctx, type, m.value("namespace", ""), m.value("name", ""),
-                                        options);
+    ApiOr<WriteResult> r =
+        DeleteObject(ctx, type, m.value("namespace", ""), m.value("name", ""), options);
     if (!r.ok()) continue;  // raced with another delete
     if (!ctx.dry_run) AfterWrite(ctx, type, *r);
     if (!ctx.dry_run && r->event == "DELETED") CollectGarbage(r->object, options);

@@ -31,11 +31,10 @@ class KubeSimTest : public ::testing::Test {
   }
   Json CreateConfigMap(const std::string& name, const Json& data = {{"k", "v"}},
                        const std::string& ns = "default") {
-    auto res = Post("/api/v1/namespaces/" + ns + "/configmaps",
-                    {{"apiVersion", "v1"},
-                     {"kind", "ConfigMap"},
-                     {"metadata", {{"name", name}}},
-                     {"data", data}});
+    auto res = Post("/api/v1/namespaces/" + ns + "/configmaps", {{"apiVersion", "v1"},
+                                                                 {"kind", "ConfigMap"},
+                                                                 {"metadata", {{"name", name}}},
+                                                                 {"data", data}});
     EXPECT_EQ(res->status, 201) << res->body;
     return Json::parse(res->body);
   }
@@ -160,8 +159,9 @@ TEST_F(KubeSimTest, GenerateNameAndDeploymentGeneration) {
   EXPECT_EQ(d["metadata"]["generation"], 1);
   EXPECT_EQ(d["spec"]["replicas"], 1);
   // Scale through the subresource: generation moves, Scale is autoscaling/v1.
-  auto scaled = client_->Patch(("/apis/apps/v1/namespaces/default/deployments/" + name + "/scale").c_str(),
-                               R"({"spec":{"replicas":3}})", "application/merge-patch+json");
+  auto scaled =
+      client_->Patch(("/apis/apps/v1/namespaces/default/deployments/" + name + "/scale").c_str(),
+                     R"({"spec":{"replicas":3}})", "application/merge-patch+json");
   ASSERT_EQ(scaled->status, 200) << scaled->body;
   EXPECT_EQ(Body(scaled)["apiVersion"], "autoscaling/v1");
   EXPECT_EQ(Body(scaled)["spec"]["replicas"], 3);
@@ -171,8 +171,9 @@ TEST_F(KubeSimTest, GenerateNameAndDeploymentGeneration) {
   // A status write does not move generation.
   Json status = after;
   status["status"] = {{"replicas", 3}};
-  auto st = client_->Put(("/apis/apps/v1/namespaces/default/deployments/" + name + "/status").c_str(),
-                         status.dump(), "application/json");
+  auto st =
+      client_->Put(("/apis/apps/v1/namespaces/default/deployments/" + name + "/status").c_str(),
+                   status.dump(), "application/json");
   ASSERT_EQ(st->status, 200) << st->body;
   EXPECT_EQ(Body(st)["metadata"]["generation"], 2);
   EXPECT_EQ(Body(st)["status"]["replicas"], 3);
@@ -182,30 +183,40 @@ TEST_F(KubeSimTest, RealErrorBodies) {
   CreateConfigMap("a");
   auto dup = Post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "a"}}}});
   EXPECT_EQ(dup->status, 409);
-  EXPECT_EQ(dup->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"a\" already exists","reason":"AlreadyExists","details":{"name":"a","kind":"configmaps"},"code":409})");
+  EXPECT_EQ(
+      dup->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"a\" already exists","reason":"AlreadyExists","details":{"name":"a","kind":"configmaps"},"code":409})");
   auto missing = client_->Get("/api/v1/namespaces/default/configmaps/missing");
-  EXPECT_EQ(missing->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"missing\" not found","reason":"NotFound","details":{"name":"missing","kind":"configmaps"},"code":404})");
+  EXPECT_EQ(
+      missing->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"missing\" not found","reason":"NotFound","details":{"name":"missing","kind":"configmaps"},"code":404})");
   auto grouped = client_->Get("/apis/apps/v1/namespaces/default/deployments/missing");
-  EXPECT_EQ(grouped->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"missing\" not found","reason":"NotFound","details":{"name":"missing","group":"apps","kind":"deployments"},"code":404})");
+  EXPECT_EQ(
+      grouped->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"missing\" not found","reason":"NotFound","details":{"name":"missing","group":"apps","kind":"deployments"},"code":404})");
   auto path = client_->Get("/api/v1/nothings");
-  EXPECT_EQ(path->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404})");
+  EXPECT_EQ(
+      path->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404})");
   // Optimistic concurrency.
   Json stale = Body(client_->Get("/api/v1/namespaces/default/configmaps/a"));
   Json fresh = stale;
   fresh["data"]["k"] = "v2";
-  ASSERT_EQ(client_->Put("/api/v1/namespaces/default/configmaps/a", fresh.dump(), "application/json")->status, 200);
+  ASSERT_EQ(
+      client_->Put("/api/v1/namespaces/default/configmaps/a", fresh.dump(), "application/json")
+          ->status,
+      200);
   stale["data"]["k"] = "v3";
-  auto conflict = client_->Put("/api/v1/namespaces/default/configmaps/a", stale.dump(), "application/json");
-  EXPECT_EQ(conflict->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"a","kind":"configmaps"},"code":409})");
+  auto conflict =
+      client_->Put("/api/v1/namespaces/default/configmaps/a", stale.dump(), "application/json");
+  EXPECT_EQ(
+      conflict->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again","reason":"Conflict","details":{"name":"a","kind":"configmaps"},"code":409})");
 }
 
 TEST_F(KubeSimTest, BadInputGetsStatusAndServerKeepsServing) {
-  auto malformed = client_->Post("/api/v1/namespaces/default/configmaps", "{not json", "application/json");
+  auto malformed =
+      client_->Post("/api/v1/namespaces/default/configmaps", "{not json", "application/json");
   EXPECT_EQ(malformed->status, 400);
   EXPECT_EQ(Body(malformed)["reason"], "BadRequest");
   auto wrong_type = client_->Post("/api/v1/namespaces/default/configmaps", "a=b", "text/plain");
@@ -219,7 +230,8 @@ TEST_F(KubeSimTest, BadInputGetsStatusAndServerKeepsServing) {
   ASSERT_TRUE(too_big);
   EXPECT_EQ(too_big->status, 413);
   EXPECT_EQ(Body(too_big)["reason"], "RequestEntityTooLarge");
-  auto bad_name = Post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "Bad_Name"}}}});
+  auto bad_name =
+      Post("/api/v1/namespaces/default/configmaps", {{"metadata", {{"name", "Bad_Name"}}}});
   EXPECT_EQ(bad_name->status, 422);
   EXPECT_EQ(
       Body(bad_name)["message"],
@@ -242,11 +254,17 @@ TEST_F(KubeSimTest, BadInputGetsStatusAndServerKeepsServing) {
 
 TEST_F(KubeSimTest, OddlyTypedBodiesNeverTakeTheServerDown) {
   CreateConfigMap("target");
-  const std::vector<std::string> bodies = {
-      R"({"metadata":"x"})", R"({"metadata":{"name":5}})", R"({"metadata":{"name":"n","labels":[]}})",
-      R"({"metadata":{"name":"n2","finalizers":"x"}})", R"({"metadata":{"name":"n3"},"data":5})",
-      R"([])", R"("str")", R"(null)", R"({"kind":5})", R"({"metadata":{"generateName":7}})",
-      R"({"metadata":{"name":"n4","resourceVersion":12}})"};
+  const std::vector<std::string> bodies = {R"({"metadata":"x"})",
+                                           R"({"metadata":{"name":5}})",
+                                           R"({"metadata":{"name":"n","labels":[]}})",
+                                           R"({"metadata":{"name":"n2","finalizers":"x"}})",
+                                           R"({"metadata":{"name":"n3"},"data":5})",
+                                           R"([])",
+                                           R"("str")",
+                                           R"(null)",
+                                           R"({"kind":5})",
+                                           R"({"metadata":{"generateName":7}})",
+                                           R"({"metadata":{"name":"n4","resourceVersion":12}})"};
   for (const auto& b : bodies) {
     auto post = client_->Post("/api/v1/namespaces/default/configmaps", b, "application/json");
     ASSERT_TRUE(post) << b;
@@ -265,11 +283,14 @@ TEST_F(KubeSimTest, OddlyTypedBodiesNeverTakeTheServerDown) {
     ASSERT_TRUE(apply) << b;
     auto del = client_->Delete("/api/v1/namespaces/default/configmaps/none", b, "application/json");
     ASSERT_TRUE(del) << b;
-    auto deployments = client_->Post("/apis/apps/v1/namespaces/default/deployments", b, "application/json");
+    auto deployments =
+        client_->Post("/apis/apps/v1/namespaces/default/deployments", b, "application/json");
     ASSERT_TRUE(deployments) << b;
   }
-  for (const char* q : {"?limit=abc", "?continue=%%%", "?labelSelector=a%20in%20x", "?resourceVersion=abc",
-                        "?watch=1&resourceVersion=abc", "?fieldSelector=bad", "?timeoutSeconds=-5&watch=1&resourceVersion=0&sendInitialEvents=false"}) {
+  for (const char* q :
+       {"?limit=abc", "?continue=%%%", "?labelSelector=a%20in%20x", "?resourceVersion=abc",
+        "?watch=1&resourceVersion=abc", "?fieldSelector=bad",
+        "?timeoutSeconds=-5&watch=1&resourceVersion=0&sendInitialEvents=false"}) {
     auto res = client_->Get((std::string("/api/v1/namespaces/default/configmaps") + q).c_str());
     ASSERT_TRUE(res) << q;
   }
@@ -279,22 +300,27 @@ TEST_F(KubeSimTest, OddlyTypedBodiesNeverTakeTheServerDown) {
 TEST_F(KubeSimTest, PatchFlavoursAndNoOpDoesNotBumpResourceVersion) {
   CreateConfigMap("p", {{"a", "1"}, {"b", "2"}});
   const std::string path = "/api/v1/namespaces/default/configmaps/p";
-  auto merge = client_->Patch(path.c_str(), R"({"data":{"b":null,"c":"3"}})", "application/merge-patch+json");
+  auto merge = client_->Patch(path.c_str(), R"({"data":{"b":null,"c":"3"}})",
+                              "application/merge-patch+json");
   EXPECT_EQ(Body(merge)["data"], Json({{"a", "1"}, {"c", "3"}}));
-  auto json_patch = client_->Patch(path.c_str(), R"([{"op":"replace","path":"/data/a","value":"9"}])",
-                                   "application/json-patch+json");
+  auto json_patch =
+      client_->Patch(path.c_str(), R"([{"op":"replace","path":"/data/a","value":"9"}])",
+                     "application/json-patch+json");
   EXPECT_EQ(Body(json_patch)["data"]["a"], "9");
   std::string rv = Body(json_patch)["metadata"]["resourceVersion"];
   int64_t global = sim_->CurrentResourceVersion();
-  auto noop = client_->Patch(path.c_str(), R"({"data":{"a":"9"}})", "application/strategic-merge-patch+json");
+  auto noop = client_->Patch(path.c_str(), R"({"data":{"a":"9"}})",
+                             "application/strategic-merge-patch+json");
   EXPECT_EQ(Body(noop)["metadata"]["resourceVersion"], rv);
   EXPECT_EQ(sim_->CurrentResourceVersion(), global);
-  auto bad = client_->Patch(path.c_str(), R"([{"op":"remove","path":"/data/zzz"}])", "application/json-patch+json");
+  auto bad = client_->Patch(path.c_str(), R"([{"op":"remove","path":"/data/zzz"}])",
+                            "application/json-patch+json");
   EXPECT_EQ(bad->status, 422);
   // Server-side apply creates, then a second manager's apply is a real (ownership) write.
-  auto ssa = client_->Patch("/api/v1/namespaces/default/configmaps/s?fieldManager=tool&force=false",
-                            R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"},"data":{"x":"1"}})",
-                            "application/apply-patch+yaml");
+  auto ssa = client_->Patch(
+      "/api/v1/namespaces/default/configmaps/s?fieldManager=tool&force=false",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"},"data":{"x":"1"}})",
+      "application/apply-patch+yaml");
   ASSERT_EQ(ssa->status, 201) << ssa->body;
   EXPECT_EQ(Body(ssa)["metadata"]["managedFields"][0]["operation"], "Apply");
   std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\ndata:\n  x: \"1\"\n";
@@ -305,13 +331,20 @@ TEST_F(KubeSimTest, PatchFlavoursAndNoOpDoesNotBumpResourceVersion) {
 
 TEST_F(KubeSimTest, ServerSideApplyRemovesFieldsTheManagerNoLongerApplies) {
   const char* path = "/api/v1/namespaces/default/configmaps/ssa?fieldManager=tool";
-  ASSERT_EQ(client_->Patch(path, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa","labels":{"a":"1"}},"data":{"x":"1","y":"2"}})",
-                           "application/apply-patch+yaml")->status, 201);
+  ASSERT_EQ(
+      client_
+          ->Patch(
+              path,
+              R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa","labels":{"a":"1"}},"data":{"x":"1","y":"2"}})",
+              "application/apply-patch+yaml")
+          ->status,
+      201);
   // Another manager owns z; tool drops y and the label.
   client_->Patch("/api/v1/namespaces/default/configmaps/ssa?fieldManager=other",
                  R"({"data":{"z":"3"}})", "application/merge-patch+json");
-  auto res = client_->Patch(path, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"},"data":{"x":"1"}})",
-                            "application/apply-patch+yaml");
+  auto res = client_->Patch(
+      path, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"},"data":{"x":"1"}})",
+      "application/apply-patch+yaml");
   ASSERT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(Body(res)["data"], Json({{"x", "1"}, {"z", "3"}}));
   EXPECT_FALSE(Body(res)["metadata"].contains("labels"));
@@ -319,14 +352,18 @@ TEST_F(KubeSimTest, ServerSideApplyRemovesFieldsTheManagerNoLongerApplies) {
 
 TEST_F(KubeSimTest, ServerSideApplyConflictsUnlessForced) {
   CreateConfigMap("c", {{"key", "value"}});  // manager cpp-httplib, operation Update
-  const std::string body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"key":"mine"}})";
-  auto conflict = client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl&force=false",
-                                 body, "application/apply-patch+yaml");
+  const std::string body =
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"key":"mine"}})";
+  auto conflict =
+      client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl&force=false",
+                     body, "application/apply-patch+yaml");
   EXPECT_EQ(conflict->status, 409);
-  EXPECT_EQ(conflict->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Apply failed with 1 conflict: conflict with \"cpp-httplib\" using v1: .data.key","reason":"Conflict","details":{"causes":[{"reason":"FieldManagerConflict","message":"conflict with \"cpp-httplib\" using v1","field":".data.key"}]},"code":409})");
-  auto forced = client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl&force=true",
-                               body, "application/apply-patch+yaml");
+  EXPECT_EQ(
+      conflict->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Apply failed with 1 conflict: conflict with \"cpp-httplib\" using v1: .data.key","reason":"Conflict","details":{"causes":[{"reason":"FieldManagerConflict","message":"conflict with \"cpp-httplib\" using v1","field":".data.key"}]},"code":409})");
+  auto forced =
+      client_->Patch("/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl&force=true",
+                     body, "application/apply-patch+yaml");
   EXPECT_EQ(forced->status, 200);
   EXPECT_EQ(Body(forced)["data"]["key"], "mine");
   // Same value as the other manager's: no conflict.
@@ -336,14 +373,16 @@ TEST_F(KubeSimTest, ServerSideApplyConflictsUnlessForced) {
 }
 
 TEST_F(KubeSimTest, StrategicMergeOnContainersByName) {
-  auto res = Post("/api/v1/namespaces/default/pods",
-                  {{"metadata", {{"name", "p"}}},
-                   {"spec", {{"containers", {{{"name", "a"}, {"image", "x:1"}},
-                                             {{"name", "b"}, {"image", "y:1"}}}}}}});
+  auto res = Post(
+      "/api/v1/namespaces/default/pods",
+      {{"metadata", {{"name", "p"}}},
+       {"spec",
+        {{"containers", {{{"name", "a"}, {"image", "x:1"}}, {{"name", "b"}, {"image", "y:1"}}}}}}});
   ASSERT_EQ(res->status, 201) << res->body;
-  auto patched = client_->Patch("/api/v1/namespaces/default/pods/p",
-                                R"({"spec":{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}],"containers":[{"name":"b","image":"y:2"}]}})",
-                                "application/strategic-merge-patch+json");
+  auto patched = client_->Patch(
+      "/api/v1/namespaces/default/pods/p",
+      R"({"spec":{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}],"containers":[{"name":"b","image":"y:2"}]}})",
+      "application/strategic-merge-patch+json");
   Json containers = Body(patched)["spec"]["containers"];
   ASSERT_EQ(containers.size(), 2u);
   EXPECT_EQ(containers[0]["image"], "x:1");
@@ -352,7 +391,8 @@ TEST_F(KubeSimTest, StrategicMergeOnContainersByName) {
 
 TEST_F(KubeSimTest, DryRunStoresNothing) {
   int64_t rv = sim_->CurrentResourceVersion();
-  auto res = Post("/api/v1/namespaces/default/configmaps?dryRun=All", {{"metadata", {{"name", "dry"}}}});
+  auto res =
+      Post("/api/v1/namespaces/default/configmaps?dryRun=All", {{"metadata", {{"name", "dry"}}}});
   EXPECT_EQ(res->status, 201);
   EXPECT_EQ(Body(res)["metadata"]["name"], "dry");
   EXPECT_EQ(sim_->CurrentResourceVersion(), rv);
@@ -369,14 +409,16 @@ TEST_F(KubeSimTest, PagingWithContinueSharesTheFirstPageResourceVersion) {
   EXPECT_EQ(page1["metadata"]["remainingItemCount"], 1);
   std::string token = page1["metadata"]["continue"];
   CreateConfigMap("d");  // after the first page: not in the paginated result
-  Json page2 = Body(client_->Get(("/api/v1/namespaces/default/configmaps?limit=2&continue=" + token).c_str()));
+  Json page2 = Body(
+      client_->Get(("/api/v1/namespaces/default/configmaps?limit=2&continue=" + token).c_str()));
   ASSERT_EQ(page2["items"].size(), 1u);
   EXPECT_EQ(page2["items"][0]["metadata"]["name"], "c");
   EXPECT_EQ(page2["metadata"]["resourceVersion"], page1["metadata"]["resourceVersion"]);
   EXPECT_FALSE(page2["metadata"].contains("continue"));
   // Once compacted, the token is too old: 410 with an inconsistent-continue token.
   sim_->Compact();
-  auto expired = client_->Get(("/api/v1/namespaces/default/configmaps?limit=2&continue=" + token).c_str());
+  auto expired =
+      client_->Get(("/api/v1/namespaces/default/configmaps?limit=2&continue=" + token).c_str());
   EXPECT_EQ(expired->status, 410);
   EXPECT_EQ(Body(expired)["reason"], "Expired");
   EXPECT_TRUE(Body(expired)["metadata"].contains("continue"));
@@ -397,7 +439,8 @@ TEST_F(KubeSimTest, ListOptionValidationAndTooLargeResourceVersion) {
 TEST_F(KubeSimTest, WatchStreamsIncrementallyFromResourceVersion) {
   Json first = CreateConfigMap("w1");
   std::string rv = first["metadata"]["resourceVersion"];
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
   ASSERT_EQ(watch.status(), 200);
   EXPECT_EQ(watch.content_type(), "application/json");
   CreateConfigMap("w2");
@@ -437,34 +480,49 @@ TEST_F(KubeSimTest, WatchListEndsInitialEventsWithAnnotatedBookmark) {
   EXPECT_EQ(watch.NextJson()["type"], "ADDED");
   EXPECT_EQ(watch.NextJson()["type"], "ADDED");
   Json bookmark = watch.NextJson();
-  EXPECT_EQ(bookmark,
-            Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
-                        rv + R"(","annotations":{"k8s.io/initial-events-end":"true"}}}})"));
+  EXPECT_EQ(
+      bookmark,
+      Json::parse(
+          R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
+          rv + R"(","annotations":{"k8s.io/initial-events-end":"true"}}}})"));
 }
 
 TEST_F(KubeSimTest, LegacyProfileRejectsWatchListWithReal422) {
   StartSim(KubeSimOptions{.profile = Profile::kLegacy});
-  auto res = client_->Get("/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+  auto res = client_->Get(
+      "/api/v1/namespaces/default/"
+      "configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&"
+      "allowWatchBookmarks=true");
   EXPECT_EQ(res->status, 422);
-  EXPECT_EQ(res->body,
-            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","details":{"group":"meta.k8s.io","kind":"ListOptions","causes":[{"reason":"FieldValueForbidden","message":"Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","field":"sendInitialEvents"}]},"code":422})");
+  EXPECT_EQ(
+      res->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","details":{"group":"meta.k8s.io","kind":"ListOptions","causes":[{"reason":"FieldValueForbidden","message":"Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","field":"sendInitialEvents"}]},"code":422})");
 }
 
 TEST_F(KubeSimTest, LegacyProfileShapes) {
-  StartSim(KubeSimOptions{.profile = Profile::kLegacy, .bookmark_interval = absl::Milliseconds(50)});
+  StartSim(
+      KubeSimOptions{.profile = Profile::kLegacy, .bookmark_interval = absl::Milliseconds(50)});
   EXPECT_EQ(Body(client_->Get("/version"))["minor"], "33");
   // kubectl 1.27 asks for v2beta1 first; servers before 1.35 answer it.
-  auto beta = client_->Get("/api", {{"Accept", "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}});
+  auto beta = client_->Get(
+      "/api", {{"Accept",
+                "application/"
+                "json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}});
   EXPECT_EQ(beta->get_header_value("Content-Type"),
             "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList");
   Json core = Body(beta);
   EXPECT_EQ(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
   EXPECT_EQ(core["items"][0]["metadata"], Json::parse(R"({"creationTimestamp":null})"));
   std::string rv = std::to_string(sim_->CurrentResourceVersion());
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv);
-  EXPECT_EQ(watch.NextJson(),
-            Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
-                        rv + R"(","creationTimestamp":null}}})"));
+  StreamReader watch(
+      sim_->port(),
+      "/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+          rv);
+  EXPECT_EQ(
+      watch.NextJson(),
+      Json::parse(
+          R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
+          rv + R"(","creationTimestamp":null}}})"));
 }
 
 TEST_F(KubeSimTest, ModernRejectsSendInitialEventsWithoutMatch) {
@@ -480,7 +538,8 @@ TEST_F(KubeSimTest, WatchFromCompactedResourceVersionGets410ErrorEvent) {
   std::string rv = cm["metadata"]["resourceVersion"];
   CreateConfigMap("newer");
   sim_->Compact();
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
   EXPECT_EQ(watch.status(), 200);
   Json e = watch.NextJson();
   EXPECT_EQ(e["type"], "ERROR");
@@ -496,16 +555,25 @@ TEST_F(KubeSimTest, HistoryWindowExpiresOldResourceVersions) {
   Json cm = CreateConfigMap("h0");
   std::string rv = cm["metadata"]["resourceVersion"];
   for (const char* n : {"h1", "h2", "h3"}) CreateConfigMap(n);
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
   EXPECT_EQ(watch.NextJson()["object"]["code"], 410);
 }
 
 TEST_F(KubeSimTest, BookmarksAndTimeoutSeconds) {
   StartSim(KubeSimOptions{.bookmark_interval = absl::Milliseconds(100)});
   std::string rv = std::to_string(sim_->CurrentResourceVersion());
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=True&allowWatchBookmarks=True&timeoutSeconds=1&resourceVersion=" + rv);
+  StreamReader watch(
+      sim_->port(),
+      "/api/v1/namespaces/default/"
+      "configmaps?watch=True&allowWatchBookmarks=True&timeoutSeconds=1&resourceVersion=" +
+          rv);
   Json b = watch.NextJson();
-  EXPECT_EQ(b, Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" + rv + R"("}}})"));
+  EXPECT_EQ(
+      b,
+      Json::parse(
+          R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":")" +
+          rv + R"("}}})"));
   EXPECT_TRUE(watch.WaitEnd());
   EXPECT_TRUE(watch.clean_end());
 }
@@ -515,15 +583,16 @@ TEST_F(KubeSimTest, FinalizerDeleteShowsModifiedThenDeleted) {
                   {{"metadata", {{"name", "hold"}, {"finalizers", {"example.com/hold"}}}}});
   ASSERT_EQ(res->status, 201);
   std::string rv = Body(res)["metadata"]["resourceVersion"];
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
   auto del = client_->Delete("/api/v1/namespaces/default/configmaps/hold");
   EXPECT_EQ(del->status, 202);
   Json m = watch.NextJson();
   EXPECT_EQ(m["type"], "MODIFIED");
   EXPECT_TRUE(m["object"]["metadata"].contains("deletionTimestamp"));
   EXPECT_EQ(m["object"]["metadata"]["deletionGracePeriodSeconds"], 0);
-  client_->Patch("/api/v1/namespaces/default/configmaps/hold", R"({"metadata":{"finalizers":null}})",
-                 "application/merge-patch+json");
+  client_->Patch("/api/v1/namespaces/default/configmaps/hold",
+                 R"({"metadata":{"finalizers":null}})", "application/merge-patch+json");
   Json d = watch.NextJson();
   EXPECT_EQ(d["type"], "DELETED");
   EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps/hold")->status, 404);
@@ -532,7 +601,8 @@ TEST_F(KubeSimTest, FinalizerDeleteShowsModifiedThenDeleted) {
 TEST_F(KubeSimTest, DeleteCollectionEmitsOneDeletedPerObject) {
   for (const char* n : {"a", "b", "c"}) CreateConfigMap(n);
   std::string rv = std::to_string(sim_->CurrentResourceVersion());
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv);
   auto res = client_->Delete("/api/v1/namespaces/default/configmaps");
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(Body(res)["items"].size(), 3u);
@@ -544,8 +614,9 @@ TEST_F(KubeSimTest, DeleteCollectionEmitsOneDeletedPerObject) {
 }
 
 TEST_F(KubeSimTest, DropWatchesCutsTheStream) {
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
-                                       std::to_string(sim_->CurrentResourceVersion()));
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
+                         std::to_string(sim_->CurrentResourceVersion()));
   ASSERT_EQ(watch.status(), 200);
   sim_->DropWatches();
   EXPECT_TRUE(watch.WaitEnd());
@@ -571,16 +642,22 @@ TEST_F(KubeSimTest, CrdAddsTypeToDiscoveryAndRemovesItOnDelete) {
   ASSERT_EQ(Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)->status, 201);
   Json list = Body(client_->Get("/apis/example.com/v1"));
   EXPECT_EQ(list["resources"][0]["name"], "widgets");
-  auto w = Post("/apis/example.com/v1/namespaces/default/widgets",
-                {{"apiVersion", "example.com/v1"}, {"kind", "Widget"},
-                 {"metadata", {{"name", "w"}}}, {"spec", {{"size", 1}}}, {"status", {{"ok", true}}}});
+  auto w =
+      Post("/apis/example.com/v1/namespaces/default/widgets", {{"apiVersion", "example.com/v1"},
+                                                               {"kind", "Widget"},
+                                                               {"metadata", {{"name", "w"}}},
+                                                               {"spec", {{"size", 1}}},
+                                                               {"status", {{"ok", true}}}});
   ASSERT_EQ(w->status, 201) << w->body;
   EXPECT_FALSE(Body(w).contains("status"));  // status subresource: dropped on create
   EXPECT_EQ(Body(w)["metadata"]["generation"], 1);
   auto smp = client_->Patch("/apis/example.com/v1/namespaces/default/widgets/w", "{}",
                             "application/strategic-merge-patch+json");
   EXPECT_EQ(smp->status, 415);
-  ASSERT_EQ(client_->Delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")->status, 200);
+  ASSERT_EQ(
+      client_->Delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")
+          ->status,
+      200);
   EXPECT_EQ(client_->Get("/apis/example.com/v1")->status, 404);
   EXPECT_EQ(client_->Get("/apis/example.com/v1/namespaces/default/widgets/w")->status, 404);
 }
@@ -589,13 +666,18 @@ TEST_F(KubeSimTest, CrdAddsTypeToDiscoveryAndRemovesItOnDelete) {
 
 TEST_F(KubeSimTest, TokensRbacAndImpersonation) {
   sim_->authenticator().AddToken("admin-token", {"admin", "", {"system:masters"}, {}});
-  sim_->authenticator().AddToken("reader-token", {"system:serviceaccount:mirror:reverser", "", {}, {}});
-  sim_->authorizer().AddRule({{"system:serviceaccount:mirror:reverser"}, {}, {"get", "list"}, {""}, {"configmaps"}, {}});
-  auto bad = client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer nope"}});
+  sim_->authenticator().AddToken("reader-token",
+                                 {"system:serviceaccount:mirror:reverser", "", {}, {}});
+  sim_->authorizer().AddRule(
+      {{"system:serviceaccount:mirror:reverser"}, {}, {"get", "list"}, {""}, {"configmaps"}, {}});
+  auto bad =
+      client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer nope"}});
   EXPECT_EQ(bad->status, 401);
   EXPECT_EQ(Body(bad)["message"], "Unauthorized");
-  EXPECT_EQ(sim_->Call("GET", "/api/v1/namespaces/default/configmaps").status, 200);  // in-process: admin
-  auto ok = client_->Get("/api/v1/namespaces/default/configmaps", {{"Authorization", "Bearer reader-token"}});
+  EXPECT_EQ(sim_->Call("GET", "/api/v1/namespaces/default/configmaps").status,
+            200);  // in-process: admin
+  auto ok = client_->Get("/api/v1/namespaces/default/configmaps",
+                         {{"Authorization", "Bearer reader-token"}});
   EXPECT_EQ(ok->status, 200);
   auto forbidden = client_->Get("/api/v1/namespaces/default/configmaps?watch=1",
                                 {{"Authorization", "Bearer reader-token"}});
@@ -603,24 +685,29 @@ TEST_F(KubeSimTest, TokensRbacAndImpersonation) {
   EXPECT_EQ(Body(forbidden)["message"],
             "configmaps is forbidden: User \"system:serviceaccount:mirror:reverser\" cannot watch "
             "resource \"configmaps\" in API group \"\" in the namespace \"default\"");
-  auto cluster = client_->Get("/apis/apps/v1/deployments", {{"Authorization", "Bearer reader-token"}});
+  auto cluster =
+      client_->Get("/apis/apps/v1/deployments", {{"Authorization", "Bearer reader-token"}});
   EXPECT_EQ(Body(cluster)["message"],
             "deployments.apps is forbidden: User \"system:serviceaccount:mirror:reverser\" cannot "
             "list resource \"deployments\" in API group \"apps\" at the cluster scope");
   // The admin may impersonate; the result is judged as the impersonated user.
-  auto as = client_->Get("/apis/apps/v1/deployments", {{"Authorization", "Bearer admin-token"},
-                                                       {"Impersonate-User", "system:serviceaccount:mirror:reverser"}});
+  auto as = client_->Get("/apis/apps/v1/deployments",
+                         {{"Authorization", "Bearer admin-token"},
+                          {"Impersonate-User", "system:serviceaccount:mirror:reverser"}});
   EXPECT_EQ(as->status, 403);
-  auto reader_as = client_->Get("/api/v1/namespaces/default/configmaps",
-                                {{"Authorization", "Bearer reader-token"}, {"Impersonate-User", "admin"}});
+  auto reader_as =
+      client_->Get("/api/v1/namespaces/default/configmaps",
+                   {{"Authorization", "Bearer reader-token"}, {"Impersonate-User", "admin"}});
   EXPECT_EQ(reader_as->status, 403);
   EXPECT_THAT(Body(reader_as)["message"].get<std::string>(),
               HasSubstr("cannot impersonate resource \"users\""));
 }
 
 TEST_F(KubeSimTest, FaultInjectionViaApiAndAdminEndpoint) {
-  sim_->faults().Add({.action = FaultRule::Action::kTooManyRequests, .verb = "list",
-                      .retry_after_seconds = 2, .times = 1});
+  sim_->faults().Add({.action = FaultRule::Action::kTooManyRequests,
+                      .verb = "list",
+                      .retry_after_seconds = 2,
+                      .times = 1});
   auto limited = client_->Get("/api/v1/namespaces/default/configmaps");
   EXPECT_EQ(limited->status, 429);
   EXPECT_EQ(limited->get_header_value("Retry-After"), "2");
@@ -628,7 +715,8 @@ TEST_F(KubeSimTest, FaultInjectionViaApiAndAdminEndpoint) {
   EXPECT_EQ(limited->body, "Too many requests, please try again later.\n");
   EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps")->status, 200);  // times=1
 
-  auto added = client_->Post("/_sim/faults", R"({"action":"503","resource":"secrets","retryAfterSeconds":1})",
+  auto added = client_->Post("/_sim/faults",
+                             R"({"action":"503","resource":"secrets","retryAfterSeconds":1})",
                              "application/json");
   ASSERT_EQ(added->status, 200) << added->body;
   auto unavailable = client_->Get("/api/v1/namespaces/default/secrets");
@@ -641,8 +729,9 @@ TEST_F(KubeSimTest, FaultInjectionViaApiAndAdminEndpoint) {
 }
 
 TEST_F(KubeSimTest, StopEndsOpenWatchesCleanly) {
-  StreamReader watch(sim_->port(), "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
-                                       std::to_string(sim_->CurrentResourceVersion()));
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
+                         std::to_string(sim_->CurrentResourceVersion()));
   ASSERT_EQ(watch.status(), 200);
   sim_->Stop();
   EXPECT_TRUE(watch.WaitEnd());

@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     options.audit_policy = *policy;
   }
   std::string webhook_config = absl::GetFlag(FLAGS_audit_webhook_config_file);
-  if (std::string url = absl::GetFlag(FLAGS_audit_webhook_url); !url.empty() || !webhook_config.empty()) {
+  if (std::string url = absl::GetFlag(FLAGS_audit_webhook_url);
+      !url.empty() || !webhook_config.empty()) {
     AuditWebhookOptions w;
     w.url = url;
     w.ca_file = absl::GetFlag(FLAGS_audit_webhook_ca_file);
@@ -167,7 +168,8 @@ int main(int argc, char** argv) {
           w.client_cert_file = user.value("client-certificate", w.client_cert_file);
           w.client_key_file = user.value("client-key", w.client_key_file);
           w.bearer_token = user.value("token", "");
-          if (user.contains("client-certificate-data") || cluster.contains("certificate-authority-data")) {
+          if (user.contains("client-certificate-data") ||
+              cluster.contains("certificate-authority-data")) {
             return Fail(webhook_config + ": *-data fields are not supported; use file paths");
           }
         }
@@ -214,8 +216,8 @@ int main(int argc, char** argv) {
     std::ofstream(tmp) << port << "\n";
     std::rename(tmp.c_str(), path.c_str());
   }
-  std::cerr << "kube-sim: serving " << (*sim)->url() << " (port " << port << ", profile "
-            << profile << ")" << std::endl;
+  std::cerr << "kube-sim: serving " << (*sim)->url() << " (port " << port << ", profile " << profile
+            << ")" << std::endl;
 
   int sig = 0;
   sigwait(&signals, &sig);

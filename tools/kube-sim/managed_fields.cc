@@ -5,11 +5,11 @@
 #include <set>
 #include <vector>
 
-#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "tools/kube-sim/patch.h"
 
 namespace reverser::kubesim {
@@ -20,9 +20,8 @@ constexpr char kSelf[] = ".";
 
 // Maps whose keys are data, not schema: the map node itself is owned ("." marker).
 bool IsDataMap(const std::string& field) {
-  static const std::set<std::string> kMaps = {"labels",      "annotations", "data",
-                                              "stringData",  "binaryData",  "matchLabels",
-                                              "nodeSelector"};
+  static const std::set<std::string> kMaps = {
+      "labels", "annotations", "data", "stringData", "binaryData", "matchLabels", "nodeSelector"};
   return kMaps.count(field) > 0;
 }
 
@@ -148,7 +147,8 @@ void RemovePath(Json& node, const std::vector<std::string>& parts, size_t i) {
 Json PruneUnapplied(const Json& current, Json merged, const std::string& manager,
                     const Json& applied) {
   std::set<std::string> before, others;
-  for (const auto& e : current.value("metadata", Json::object()).value("managedFields", Json::array())) {
+  for (const auto& e :
+       current.value("metadata", Json::object()).value("managedFields", Json::array())) {
     if (!e.is_object()) continue;
     bool mine = e.value("manager", "") == manager && e.value("operation", "") == "Apply";
     FromFieldsV1(e.value("fieldsV1", Json::object()), "", mine ? before : others);
@@ -192,7 +192,8 @@ std::optional<ApiError> ApplyConflicts(const Json& current, const Json& applied,
   std::map<std::string, Json> live = FlattenObject(current, false);
   std::map<std::string, Json> want = FlattenObject(applied, false);
   std::vector<std::pair<std::string, std::string>> conflicts;  // (printed manager, path)
-  for (const auto& e : current.value("metadata", Json::object()).value("managedFields", Json::array())) {
+  for (const auto& e :
+       current.value("metadata", Json::object()).value("managedFields", Json::array())) {
     if (!e.is_object()) continue;
     std::string name = e.value("manager", "");
     std::string op = e.value("operation", "");
@@ -228,8 +229,8 @@ std::optional<ApiError> ApplyConflicts(const Json& current, const Json& applied,
       last = m;
       lines.push_back(absl::StrCat("- ", HumanPath(p)));
     }
-    message = absl::StrCat("Apply failed with ", conflicts.size(), " conflicts: ",
-                           absl::StrJoin(lines, "\n"));
+    message = absl::StrCat("Apply failed with ", conflicts.size(),
+                           " conflicts: ", absl::StrJoin(lines, "\n"));
   }
   ApiError e;
   e.code = 409;
@@ -277,7 +278,8 @@ Json UpdateManagedFields(const Json& previous, const Json& updated, const Json& 
   }
 
   Json entries = Json::array();
-  Json old_entries = updated.value("metadata", Json::object()).value("managedFields", Json::array());
+  Json old_entries =
+      updated.value("metadata", Json::object()).value("managedFields", Json::array());
   bool found = false;
   for (const auto& e : old_entries) {
     if (!e.is_object()) continue;
@@ -315,12 +317,9 @@ Json UpdateManagedFields(const Json& previous, const Json& updated, const Json& 
   if (!found) {
     std::set<std::string> next = applied.is_null() ? changed : mine;
     if (!next.empty()) {
-      Json entry = {{"manager", write.manager},
-                    {"operation", write.operation},
-                    {"apiVersion", write.api_version},
-                    {"time", Rfc3339(write.time)},
-                    {"fieldsType", "FieldsV1"},
-                    {"fieldsV1", ToFieldsV1(next)}};
+      Json entry = {{"manager", write.manager},        {"operation", write.operation},
+                    {"apiVersion", write.api_version}, {"time", Rfc3339(write.time)},
+                    {"fieldsType", "FieldsV1"},        {"fieldsV1", ToFieldsV1(next)}};
       if (!write.subresource.empty()) entry["subresource"] = write.subresource;
       entries.push_back(entry);
     }

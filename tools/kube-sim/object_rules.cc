@@ -3,11 +3,11 @@
 #include <random>
 #include <regex>
 
-#include "absl/time/clock.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/names.h"
 
@@ -40,9 +40,8 @@ void DefaultContainers(Json& pod_spec) {
       if (!c.is_object()) continue;
       if (!c.contains("imagePullPolicy")) {
         std::string image = c.value("image", "");
-        std::string tail = image.substr(image.find_last_of('/') == std::string::npos
-                                            ? 0
-                                            : image.find_last_of('/'));
+        std::string tail = image.substr(
+            image.find_last_of('/') == std::string::npos ? 0 : image.find_last_of('/'));
         bool latest = tail.find(':') == std::string::npos || absl::EndsWith(image, ":latest");
         c["imagePullPolicy"] = latest ? "Always" : "IfNotPresent";
       }
@@ -87,13 +86,15 @@ std::optional<ApiError> CheckFieldTypes(const ResourceType& type, const Json& o)
   }
   for (const char* k : {"labels", "annotations"}) {
     if (!m.contains(k) || m[k].is_null()) continue;
-    if (!m[k].is_object()) return fail(absl::StrCat("ObjectMeta.metadata.", k), m[k], "map[string]string");
+    if (!m[k].is_object())
+      return fail(absl::StrCat("ObjectMeta.metadata.", k), m[k], "map[string]string");
     for (const auto& [mk, mv] : m[k].items()) {
       if (!mv.is_string()) return fail(absl::StrCat("ObjectMeta.metadata.", k), mv, "string");
     }
   }
   if (m.contains("finalizers") && !m["finalizers"].is_null()) {
-    if (!m["finalizers"].is_array()) return fail("ObjectMeta.metadata.finalizers", m["finalizers"], "[]string");
+    if (!m["finalizers"].is_array())
+      return fail("ObjectMeta.metadata.finalizers", m["finalizers"], "[]string");
     for (const auto& f : m["finalizers"]) {
       if (!f.is_string()) return fail("ObjectMeta.metadata.finalizers", f, "string");
     }
@@ -101,7 +102,8 @@ std::optional<ApiError> CheckFieldTypes(const ResourceType& type, const Json& o)
   if (type.plural == "configmaps" || type.plural == "secrets") {
     for (const char* k : {"data", "binaryData", "stringData"}) {
       if (!o.contains(k) || o[k].is_null()) continue;
-      if (!o[k].is_object()) return fail(absl::StrCat(type.kind, ".", k), o[k], "map[string]string");
+      if (!o[k].is_object())
+        return fail(absl::StrCat(type.kind, ".", k), o[k], "map[string]string");
       for (const auto& [dk, dv] : o[k].items()) {
         if (!dv.is_string()) return fail(absl::StrCat(type.kind, ".", k), dv, "string");
       }
@@ -151,12 +153,13 @@ std::vector<StatusCause> ValidateObject(const ResourceType& type, const Json& ob
     std::string want = absl::StrCat(spec.value("names", Json::object()).value("plural", ""), ".",
                                     spec.value("group", ""));
     if (name != want) {
-      causes.push_back(FieldInvalid("metadata.name", name,
-                                    "must be spec.names.plural+\".\"+spec.group"));
+      causes.push_back(
+          FieldInvalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"));
     }
     if (!spec.contains("versions") || !spec["versions"].is_array() || spec["versions"].empty()) {
-      causes.push_back(FieldRequired("spec.versions", "must have exactly one version marked as "
-                                                      "storage version"));
+      causes.push_back(FieldRequired("spec.versions",
+                                     "must have exactly one version marked as "
+                                     "storage version"));
     }
   }
   if (meta.contains("labels") && !meta["labels"].is_object()) {
@@ -194,7 +197,8 @@ Json ApplyDefaults(const ResourceType& type, Json o) {
       for (auto& port : spec["ports"]) {
         if (!port.is_object()) continue;
         if (!port.contains("protocol")) port["protocol"] = "TCP";
-        if (!port.contains("targetPort") && port.contains("port")) port["targetPort"] = port["port"];
+        if (!port.contains("targetPort") && port.contains("port"))
+          port["targetPort"] = port["port"];
       }
     }
     if (!o.contains("status")) o["status"] = {{"loadBalancer", Json::object()}};
@@ -215,8 +219,8 @@ Json ApplyDefaults(const ResourceType& type, Json o) {
   } else if (p == "pods") {
     DefaultContainers(o["spec"]);
     if (!o.contains("status")) o["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
-  } else if (p == "serviceaccounts" || p == "configmaps" || p == "roles" ||
-             p == "clusterroles" || p == "rolebindings" || p == "clusterrolebindings") {
+  } else if (p == "serviceaccounts" || p == "configmaps" || p == "roles" || p == "clusterroles" ||
+             p == "rolebindings" || p == "clusterrolebindings") {
     // No defaults beyond metadata.
   } else if (p == "customresourcedefinitions") {
     const Json& spec = o.value("spec", Json::object());
@@ -243,8 +247,8 @@ Json PrepareForCreate(const ResourceType& type, Json object, absl::Time now) {
   Json& meta = object["metadata"];
   meta["uid"] = NewUid();
   meta["creationTimestamp"] = Rfc3339(now);
-  for (const char* k : {"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
-                        "selfLink"}) {
+  for (const char* k :
+       {"resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"}) {
     meta.erase(k);
   }
   if (type.tracks_generation) {

@@ -93,14 +93,15 @@ ApiOr<bool> RemoveAt(Json& doc, const std::string& path) {
   const std::string& last = parts->back();
   if (c.is_object()) {
     if (!c.contains(last)) {
-      return PatchFailure(absl::StrCat("Unable to remove nonexistent key: ", last,
-                                       ": missing value"));
+      return PatchFailure(
+          absl::StrCat("Unable to remove nonexistent key: ", last, ": missing value"));
     }
     c.erase(last);
   } else if (size_t idx; c.is_array() && absl::SimpleAtoi(last, &idx) && idx < c.size()) {
     c.erase(idx);
   } else {
-    return PatchFailure(absl::StrCat("Unable to remove nonexistent key: ", last, ": missing value"));
+    return PatchFailure(
+        absl::StrCat("Unable to remove nonexistent key: ", last, ": missing value"));
   }
   return true;
 }
@@ -118,15 +119,15 @@ ApiOr<bool> AddAt(Json& doc, const std::string& path, const Json& value, bool re
   const std::string& last = parts->back();
   if (c.is_object()) {
     if (replace && !c.contains(last)) {
-      return PatchFailure(absl::StrCat("replace operation does not apply: doc is missing key: ",
-                                       path, ": missing value"));
+      return PatchFailure(absl::StrCat(
+          "replace operation does not apply: doc is missing key: ", path, ": missing value"));
     }
     c[last] = value;
   } else if (c.is_array()) {
     if (last == "-" && !replace) {
       c.push_back(value);
-    } else if (size_t idx; absl::SimpleAtoi(last, &idx) && idx <= c.size() &&
-                           (!replace || idx < c.size())) {
+    } else if (size_t idx;
+               absl::SimpleAtoi(last, &idx) && idx <= c.size() && (!replace || idx < c.size())) {
       if (replace) {
         c[idx] = value;
       } else {
@@ -156,7 +157,8 @@ ApiOr<Json> ApplyJsonPatch(const Json& target, const Json& operations) {
     std::string path = op.value("path", "");
     ApiOr<bool> r = true;
     if (kind == "add" || kind == "replace") {
-      if (!op.contains("value")) return PatchFailure(absl::StrCat(kind, " operation missing value"));
+      if (!op.contains("value"))
+        return PatchFailure(absl::StrCat(kind, " operation missing value"));
       r = AddAt(doc, path, op["value"], kind == "replace");
     } else if (kind == "remove") {
       r = RemoveAt(doc, path);
@@ -184,13 +186,20 @@ ApiOr<Json> ApplyJsonPatch(const Json& target, const Json& operations) {
 
 std::string MergeKeyFor(const std::string& field, const Json& sample) {
   static const std::map<std::string, std::string> kKeys = {
-      {"containers", "name"},       {"initContainers", "name"},
-      {"ephemeralContainers", "name"}, {"volumes", "name"},
-      {"env", "name"},              {"volumeMounts", "mountPath"},
-      {"volumeDevices", "devicePath"}, {"imagePullSecrets", "name"},
-      {"ownerReferences", "uid"},   {"conditions", "type"},
-      {"hostAliases", "ip"},        {"topologySpreadConstraints", "topologyKey"},
-      {"secrets", "name"},          {"resourceClaims", "name"}};
+      {"containers", "name"},
+      {"initContainers", "name"},
+      {"ephemeralContainers", "name"},
+      {"volumes", "name"},
+      {"env", "name"},
+      {"volumeMounts", "mountPath"},
+      {"volumeDevices", "devicePath"},
+      {"imagePullSecrets", "name"},
+      {"ownerReferences", "uid"},
+      {"conditions", "type"},
+      {"hostAliases", "ip"},
+      {"topologySpreadConstraints", "topologyKey"},
+      {"secrets", "name"},
+      {"resourceClaims", "name"}};
   if (field == "ports") {
     return sample.is_object() && sample.contains("containerPort") ? "containerPort" : "port";
   }

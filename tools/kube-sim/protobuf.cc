@@ -61,15 +61,15 @@ std::optional<std::vector<WireField>> Parse(const std::string& s) {
 
 enum class Kind {
   kString,
-  kBytes,          // base64 in JSON
+  kBytes,  // base64 in JSON
   kInt,
   kBool,
-  kTime,           // metav1.Time {seconds, nanos} → RFC 3339
-  kStringMap,      // map<string,string>
-  kBytesMap,       // map<string,bytes> → base64 values
-  kStringList,     // repeated string
-  kMessage,        // nested schema
-  kMessageList,    // repeated nested schema
+  kTime,         // metav1.Time {seconds, nanos} → RFC 3339
+  kStringMap,    // map<string,string>
+  kBytesMap,     // map<string,bytes> → base64 values
+  kStringList,   // repeated string
+  kMessage,      // nested schema
+  kMessageList,  // repeated nested schema
 };
 
 struct FieldSpec {
@@ -83,19 +83,27 @@ struct FieldSpec {
 };
 using Schema = std::vector<FieldSpec>;
 
-const Schema kOwnerReference = {{1, "kind", Kind::kString},   {3, "name", Kind::kString},
-                                {4, "uid", Kind::kString},    {5, "apiVersion", Kind::kString},
-                                {6, "controller", Kind::kBool, nullptr, true}, {7, "blockOwnerDeletion", Kind::kBool, nullptr, true}};
-const Schema kObjectMeta = {
-    {1, "name", Kind::kString},          {2, "generateName", Kind::kString},
-    {3, "namespace", Kind::kString},     {5, "uid", Kind::kString},
-    {6, "resourceVersion", Kind::kString}, {7, "generation", Kind::kInt},
-    {10, "deletionGracePeriodSeconds", Kind::kInt, nullptr, true},
-    {11, "labels", Kind::kStringMap},    {12, "annotations", Kind::kStringMap},
-    {13, "ownerReferences", Kind::kMessageList, &kOwnerReference},
-    {14, "finalizers", Kind::kStringList}};
-const Schema kObjectReference = {{1, "kind", Kind::kString}, {2, "namespace", Kind::kString},
-                                 {3, "name", Kind::kString}, {4, "uid", Kind::kString},
+const Schema kOwnerReference = {{1, "kind", Kind::kString},
+                                {3, "name", Kind::kString},
+                                {4, "uid", Kind::kString},
+                                {5, "apiVersion", Kind::kString},
+                                {6, "controller", Kind::kBool, nullptr, true},
+                                {7, "blockOwnerDeletion", Kind::kBool, nullptr, true}};
+const Schema kObjectMeta = {{1, "name", Kind::kString},
+                            {2, "generateName", Kind::kString},
+                            {3, "namespace", Kind::kString},
+                            {5, "uid", Kind::kString},
+                            {6, "resourceVersion", Kind::kString},
+                            {7, "generation", Kind::kInt},
+                            {10, "deletionGracePeriodSeconds", Kind::kInt, nullptr, true},
+                            {11, "labels", Kind::kStringMap},
+                            {12, "annotations", Kind::kStringMap},
+                            {13, "ownerReferences", Kind::kMessageList, &kOwnerReference},
+                            {14, "finalizers", Kind::kStringList}};
+const Schema kObjectReference = {{1, "kind", Kind::kString},
+                                 {2, "namespace", Kind::kString},
+                                 {3, "name", Kind::kString},
+                                 {4, "uid", Kind::kString},
                                  {5, "apiVersion", Kind::kString}};
 const Schema kLocalObjectReference = {{1, "name", Kind::kString}};
 const Schema kConfigMap = {{1, "metadata", Kind::kMessage, &kObjectMeta},
@@ -110,16 +118,17 @@ const Schema kSecret = {{1, "metadata", Kind::kMessage, &kObjectMeta},
 const Schema kNamespaceSpec = {{1, "finalizers", Kind::kStringList}};
 const Schema kNamespace = {{1, "metadata", Kind::kMessage, &kObjectMeta},
                            {2, "spec", Kind::kMessage, &kNamespaceSpec}};
-const Schema kServiceAccount = {
-    {1, "metadata", Kind::kMessage, &kObjectMeta},
-    {2, "secrets", Kind::kMessageList, &kObjectReference},
-    {3, "imagePullSecrets", Kind::kMessageList, &kLocalObjectReference},
-    {4, "automountServiceAccountToken", Kind::kBool, nullptr, true}};
+const Schema kServiceAccount = {{1, "metadata", Kind::kMessage, &kObjectMeta},
+                                {2, "secrets", Kind::kMessageList, &kObjectReference},
+                                {3, "imagePullSecrets", Kind::kMessageList, &kLocalObjectReference},
+                                {4, "automountServiceAccountToken", Kind::kBool, nullptr, true}};
 
 // apps/v1 Deployment, as far as `kubectl create deployment` fills it.
 const Schema kEmpty = {};
-const Schema kContainerPort = {{1, "name", Kind::kString}, {2, "hostPort", Kind::kInt},
-                               {3, "containerPort", Kind::kInt}, {4, "protocol", Kind::kString},
+const Schema kContainerPort = {{1, "name", Kind::kString},
+                               {2, "hostPort", Kind::kInt},
+                               {3, "containerPort", Kind::kInt},
+                               {4, "protocol", Kind::kString},
                                {5, "hostIP", Kind::kString}};
 const Schema kEnvVar = {{1, "name", Kind::kString}, {2, "value", Kind::kString}};
 const Schema kContainer = {{1, "name", Kind::kString},

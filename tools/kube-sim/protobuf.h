@@ -2,7 +2,8 @@
 
 // Decoding of Kubernetes protobuf request bodies (application/vnd.kubernetes.protobuf) for the
 // kinds kubectl's generator commands send that way (`kubectl create configmap|secret|namespace|
-// serviceaccount|deployment`): the "k8s\0" envelope, runtime.Unknown, and those kinds' generated messages.
+// serviceaccount|deployment`): the "k8s\0" envelope, runtime.Unknown, and those kinds' generated
+// messages.
 
 #include <string>
 

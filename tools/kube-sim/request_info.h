@@ -10,7 +10,7 @@ namespace reverser::kubesim {
 
 struct RequestInfo {
   bool is_resource = false;
-  std::string verb;  // get list watch create update patch delete deletecollection (or method)
+  std::string verb;        // get list watch create update patch delete deletecollection (or method)
   std::string api_prefix;  // "api" | "apis"
   std::string group;
   std::string version;

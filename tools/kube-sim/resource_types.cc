@@ -9,12 +9,12 @@ namespace {
 
 const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
                                             "list",   "patch",  "update",           "watch"};
-const std::vector<std::string> kNoCollectionDelete = {"create", "delete", "get", "list",
+const std::vector<std::string> kNoCollectionDelete = {"create", "delete", "get",  "list",
                                                       "patch",  "update", "watch"};
 const std::vector<std::string> kSubVerbs = {"get", "patch", "update"};
 
-ResourceType Builtin(std::string group, std::string plural, std::string singular,
-                     std::string kind, bool namespaced, std::vector<std::string> short_names = {},
+ResourceType Builtin(std::string group, std::string plural, std::string singular, std::string kind,
+                     bool namespaced, std::vector<std::string> short_names = {},
                      std::vector<std::string> categories = {}) {
   ResourceType t;
   t.group = std::move(group);
@@ -50,22 +50,22 @@ std::vector<ResourceType> BuiltinTypes() {
   svc.subresources = {Status()};
   v.push_back(svc);
   // apps/v1
-  auto deploy = Builtin("apps", "deployments", "deployment", "Deployment", true, {"deploy"},
-                        {"all"});
+  auto deploy =
+      Builtin("apps", "deployments", "deployment", "Deployment", true, {"deploy"}, {"all"});
   deploy.subresources = {{"scale", "autoscaling", "v1", "Scale", kSubVerbs}, Status()};
   deploy.tracks_generation = true;
   v.push_back(deploy);
   // rbac.authorization.k8s.io/v1
   const std::string rbac = "rbac.authorization.k8s.io";
-  v.push_back(Builtin(rbac, "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding",
-                      false));
+  v.push_back(
+      Builtin(rbac, "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false));
   v.push_back(Builtin(rbac, "clusterroles", "clusterrole", "ClusterRole", false));
   v.push_back(Builtin(rbac, "rolebindings", "rolebinding", "RoleBinding", true));
   v.push_back(Builtin(rbac, "roles", "role", "Role", true));
   // apiextensions.k8s.io/v1
-  auto crd = Builtin("apiextensions.k8s.io", "customresourcedefinitions",
-                     "customresourcedefinition", "CustomResourceDefinition", false,
-                     {"crd", "crds"}, {"api-extensions"});
+  auto crd =
+      Builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
+              "CustomResourceDefinition", false, {"crd", "crds"}, {"api-extensions"});
   crd.subresources = {Status()};
   crd.tracks_generation = true;
   v.push_back(crd);

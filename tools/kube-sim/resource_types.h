@@ -41,8 +41,8 @@ struct ResourceType {
   std::string spec_replicas_path;
   std::string status_replicas_path;
 
-  std::string ApiVersion() const;          // "v1", "apps/v1"
-  std::string Key() const;                 // "apps/deployments": store key, version-free
+  std::string ApiVersion() const;  // "v1", "apps/v1"
+  std::string Key() const;         // "apps/deployments": store key, version-free
   ErrorSubject Subject() const;
   const SubresourceType* FindSubresource(const std::string& name) const;
   bool HasStatus() const { return FindSubresource("status") != nullptr; }

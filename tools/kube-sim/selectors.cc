@@ -46,8 +46,8 @@ ApiOr<Selector> Selector::ParseLabels(const std::string& text) {
       r.key = Trim(term.substr(0, pos));
       std::string list = Trim(term.substr(pos + (notin ? 7 : 4)));
       if (list.size() < 2 || list.front() != '(' || list.back() != ')') {
-        return BadRequest(absl::StrCat("unable to parse requirement: found '", list,
-                                       "', expected: '('"));
+        return BadRequest(
+            absl::StrCat("unable to parse requirement: found '", list, "', expected: '('"));
       }
       for (absl::string_view v : absl::StrSplit(list.substr(1, list.size() - 2), ',')) {
         r.values.push_back(Trim(v));
@@ -99,8 +99,8 @@ ApiOr<Selector> Selector::ParseFields(const std::string& text) {
       r.key = term.substr(0, pos);
       r.values = {term.substr(pos + 1)};
     } else {
-      return BadRequest(absl::StrCat("invalid selector: '", text,
-                                     "'; can't understand '", term, "'"));
+      return BadRequest(
+          absl::StrCat("invalid selector: '", text, "'; can't understand '", term, "'"));
     }
     sel.requirements_.push_back(std::move(r));
   }
@@ -120,8 +120,10 @@ bool Selector::Matches(const Json& object) const {
         }
         cur = &(*cur)[p];
       }
-      if (cur && cur->is_string()) value = cur->get<std::string>();
-      else if (cur && !cur->is_null()) value = cur->dump();
+      if (cur && cur->is_string())
+        value = cur->get<std::string>();
+      else if (cur && !cur->is_null())
+        value = cur->dump();
       if (!value) value = "";  // absent fields compare as empty
     } else {
       const Json& labels = object.value("metadata", Json::object()).value("labels", Json::object());

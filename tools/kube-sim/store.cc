@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "absl/time/clock.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace reverser::kubesim {
 
@@ -71,8 +71,7 @@ ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& 
   auto& objects = objects_[type_key];
   std::string key = ObjectKey(ns, name);
   auto existing = objects.find(key);
-  std::shared_ptr<const Json> current =
-      existing == objects.end() ? nullptr : existing->second;
+  std::shared_ptr<const Json> current = existing == objects.end() ? nullptr : existing->second;
   ApiOr<WriteDecision> decision = mutator(current.get());
   if (!decision.ok()) return decision.error();
   WriteResult result;
@@ -98,8 +97,8 @@ ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& 
       // The DELETED event carries the deletion's own new resourceVersion.
       result.object["metadata"]["resourceVersion"] = std::to_string(++rv_);
       objects.erase(key);
-      RecordLocked({rv_, type_key, "DELETED", std::make_shared<const Json>(result.object),
-                    current});
+      RecordLocked(
+          {rv_, type_key, "DELETED", std::make_shared<const Json>(result.object), current});
       break;
     }
   }

@@ -23,8 +23,8 @@ namespace reverser::kubesim {
 
 struct StoredEvent {
   int64_t rv = 0;
-  std::string type_key;  // ResourceType::Key()
-  std::string type;      // ADDED | MODIFIED | DELETED
+  std::string type_key;                // ResourceType::Key()
+  std::string type;                    // ADDED | MODIFIED | DELETED
   std::shared_ptr<const Json> object;  // state after; for DELETED the last state at the new RV
   std::shared_ptr<const Json> prev;    // state before; null for ADDED
 };
@@ -38,8 +38,8 @@ struct WriteDecision {
 using Mutator = std::function<ApiOr<WriteDecision>(const Json* current)>;
 
 struct WriteResult {
-  Json object;           // as stored/returned (with the new resourceVersion unless dry-run)
-  std::string event;     // "ADDED" | "MODIFIED" | "DELETED" | "" (no change)
+  Json object;        // as stored/returned (with the new resourceVersion unless dry-run)
+  std::string event;  // "ADDED" | "MODIFIED" | "DELETED" | "" (no change)
 };
 
 class Store {

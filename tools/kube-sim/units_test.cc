@@ -36,11 +36,13 @@ TEST(PatchTest, JsonPatchOperationsAndErrors) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, 422);
   EXPECT_FALSE(ApplyJsonPatch(doc, Json::object()).ok());
-  EXPECT_FALSE(ApplyJsonPatch(doc, Json::parse(R"([{"op":"replace","path":"/zz","value":1}])")).ok());
+  EXPECT_FALSE(
+      ApplyJsonPatch(doc, Json::parse(R"([{"op":"replace","path":"/zz","value":1}])")).ok());
 }
 
 TEST(PatchTest, StrategicMergeDirectives) {
-  Json pod = Json::parse(R"({"spec":{"containers":[{"name":"a","image":"1","env":[{"name":"X","value":"1"}]},{"name":"b","image":"1"}]},
+  Json pod = Json::parse(
+      R"({"spec":{"containers":[{"name":"a","image":"1","env":[{"name":"X","value":"1"}]},{"name":"b","image":"1"}]},
                              "metadata":{"finalizers":["f1"]}})");
   auto r = ApplyStrategicMergePatch(pod, Json::parse(R"({
     "spec":{"containers":[{"name":"a","env":[{"name":"Y","value":"2"}]},{"name":"b","$patch":"delete"}]},
@@ -49,7 +51,8 @@ TEST(PatchTest, StrategicMergeDirectives) {
   EXPECT_EQ((*r)["spec"]["containers"].size(), 1u);
   EXPECT_EQ((*r)["spec"]["containers"][0]["env"].size(), 2u);
   EXPECT_EQ((*r)["metadata"]["finalizers"], Json({"f2"}));
-  auto replaced = ApplyStrategicMergePatch(pod, Json::parse(R"({"spec":{"$patch":"replace","x":1}})"));
+  auto replaced =
+      ApplyStrategicMergePatch(pod, Json::parse(R"({"spec":{"$patch":"replace","x":1}})"));
   EXPECT_EQ((*replaced)["spec"], Json::parse(R"({"x":1})"));
   EXPECT_EQ(MergeKeyFor("ports", Json::parse(R"({"containerPort":80})")), "containerPort");
   EXPECT_EQ(MergeKeyFor("ports", Json::parse(R"({"port":80})")), "port");
@@ -57,7 +60,8 @@ TEST(PatchTest, StrategicMergeDirectives) {
 }
 
 TEST(SelectorTest, LabelAndFieldSelectors) {
-  Json o = Json::parse(R"({"metadata":{"name":"n","namespace":"ns","labels":{"app":"web","tier":"fe"}}})");
+  Json o = Json::parse(
+      R"({"metadata":{"name":"n","namespace":"ns","labels":{"app":"web","tier":"fe"}}})");
   auto match = [&](const std::string& s) { return Selector::ParseLabels(s)->Matches(o); };
   EXPECT_TRUE(match("app=web"));
   EXPECT_TRUE(match("app==web,tier!=be"));
@@ -72,7 +76,8 @@ TEST(SelectorTest, LabelAndFieldSelectors) {
 TEST(NamesTest, RealValidationMessages) {
   EXPECT_TRUE(ValidateSubdomain("a.b-c").empty());
   EXPECT_FALSE(ValidateSubdomain("A").empty());
-  EXPECT_THAT(ValidateSubdomain(std::string(254, 'a')), ::testing::Contains("must be no more than 253 characters"));
+  EXPECT_THAT(ValidateSubdomain(std::string(254, 'a')),
+              ::testing::Contains("must be no more than 253 characters"));
   EXPECT_TRUE(ValidateLabel("abc-1").empty());
   EXPECT_FALSE(ValidateLabel("a.b").empty());
   EXPECT_TRUE(ValidatePathSegment("system:controller:x").empty());
@@ -81,7 +86,8 @@ TEST(NamesTest, RealValidationMessages) {
 
 TEST(RequestInfoTest, PathsAndVerbs) {
   std::multimap<std::string, std::string> none, watch{{"watch", "True"}};
-  RequestInfo i = ParseRequestInfo("GET", "/apis/apps/v1/namespaces/ns/deployments/web/scale", none);
+  RequestInfo i =
+      ParseRequestInfo("GET", "/apis/apps/v1/namespaces/ns/deployments/web/scale", none);
   EXPECT_TRUE(i.is_resource);
   EXPECT_EQ(i.group, "apps");
   EXPECT_EQ(i.namespace_, "ns");
@@ -95,7 +101,8 @@ TEST(RequestInfoTest, PathsAndVerbs) {
   EXPECT_EQ(ns.resource, "namespaces");
   EXPECT_EQ(ns.name, "ns");
   EXPECT_EQ(ns.subresource, "status");
-  EXPECT_EQ(ParseRequestInfo("DELETE", "/api/v1/namespaces/ns/configmaps", none).verb, "deletecollection");
+  EXPECT_EQ(ParseRequestInfo("DELETE", "/api/v1/namespaces/ns/configmaps", none).verb,
+            "deletecollection");
   EXPECT_FALSE(ParseRequestInfo("GET", "/apis/apps/v1", none).is_resource);
   EXPECT_TRUE(QueryBool({{"w", ""}}, "w"));
   EXPECT_FALSE(QueryBool({{"w", "FALSE"}}, "w"));
@@ -105,10 +112,13 @@ TEST(RequestInfoTest, PathsAndVerbs) {
 TEST(StoreTest, ListAtResourceVersionRollsBackHistory) {
   Store store(100);
   auto put = [&](const std::string& name, const std::string& v) {
-    return store.Write("/configmaps", "ns", name, [&](const Json*) -> ApiOr<WriteDecision> {
-      return WriteDecision{WriteDecision::Kind::kPut,
-                           {{"metadata", {{"name", name}, {"namespace", "ns"}}}, {"v", v}}};
-    }, false);
+    return store.Write(
+        "/configmaps", "ns", name,
+        [&](const Json*) -> ApiOr<WriteDecision> {
+          return WriteDecision{WriteDecision::Kind::kPut,
+                               {{"metadata", {{"name", name}, {"namespace", "ns"}}}, {"v", v}}};
+        },
+        false);
   };
   put("a", "1");
   int64_t at = store.CurrentRv();
