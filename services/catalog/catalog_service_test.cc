@@ -128,6 +128,8 @@ class CatalogServiceTest : public ::testing::Test {
                                        grpc::InsecureChannelCredentials());
     catalog_ = reverser::v1::Catalog::NewStub(channel);
     admin_ = reverser::v1::CatalogAdmin::NewStub(channel);
+    // The catalog publishes once the startup settle window has passed.
+    Settle();
   }
 
   void TearDown() override {
@@ -244,9 +246,17 @@ class CatalogServiceTest : public ::testing::Test {
   // Settles newly discovered types: past the settle window, then a tick.
   void Settle() {
     // The first discovery pass must have been applied, or there is nothing to settle yet.
-    ASSERT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
+    ASSERT_TRUE(WaitFor([&] { return ComponentReady("discovery"); }, kWait));
     clock_.Advance(typeset::Registry::kSettleWindow + absl::Seconds(1));
     service_->Tick();
+  }
+
+  bool ComponentReady(const std::string& name) {
+    reverser::v1::ServiceStatus status = host_->Status();
+    for (const auto& c : status.components()) {
+      if (c.name() == name) return c.ready();
+    }
+    return false;
   }
 
   core::FakeClock clock_;

@@ -38,7 +38,8 @@ CatalogState::CatalogState(const core::Clock& clock, CatalogStateOptions options
       tables_generation_(options_.generation_epoch) {}
 
 bool CatalogState::primed() const {
-  if (!registry_.Ready()) return false;
+  if (!registry_.Ready() || !first_scan_at_) return false;
+  if (clock_.Now() < *first_scan_at_ + typeset::Registry::kSettleWindow) return false;
   for (ObjectKind kind : kAllObjectKinds) {
     if (!synced(kind)) return false;
   }
@@ -47,6 +48,16 @@ bool CatalogState::primed() const {
 
 void CatalogState::ApplyScan(const typeset::DiscoveryScan& scan) {
   registry_.UpdateFromScan(catalog_.Update(scan));
+  if (!first_scan_at_) first_scan_at_ = clock_.Now();
+}
+
+std::optional<absl::Time> CatalogState::NextDeadline() const {
+  std::optional<absl::Time> deadline = registry_.NextDeadline();
+  if (first_scan_at_) {
+    absl::Time settled = *first_scan_at_ + typeset::Registry::kSettleWindow;
+    if (clock_.Now() < settled && (!deadline || settled < *deadline)) deadline = settled;
+  }
+  return deadline;
 }
 
 void CatalogState::Tick() { registry_.Tick(); }

@@ -7,9 +7,10 @@
 //
 // Inputs (scans, object events, probe results, stream summaries) only record facts;
 // Reconcile() turns them into what must leave the process: a new claim set, table deltas,
-// status writes, provider probes. Nothing is published before the state is primed (a first
-// discovery scan applied and every watched kind listed once), so a restarting catalog never
-// tells subscribers that the world is empty.
+// status writes, provider probes. Nothing is published before the state is primed: a first
+// discovery scan applied, the settle window elapsed since (at startup every type is new, and
+// version-less rules only select settled types), and every watched kind listed once. So a
+// restarting catalog never tells subscribers that the world is empty or smaller than it is.
 
 #include <cstdint>
 #include <map>
@@ -86,7 +87,8 @@ class CatalogState {
   bool synced(ObjectKind kind) const { return synced_.count(kind) > 0; }
   const typeset::Registry& registry() const { return registry_; }
   const typeset::ApiResourceCatalog& catalog() const { return catalog_; }
-  std::optional<absl::Time> NextDeadline() const { return registry_.NextDeadline(); }
+  // When a Tick() may change something (registry deadlines, the end of the startup settle).
+  std::optional<absl::Time> NextDeadline() const;
 
   reverser::v1::ClaimSet Claims() const;
   size_t claim_count() const { return claims_.claims().size(); }
@@ -142,6 +144,7 @@ class CatalogState {
   std::map<rules::TargetKey, reverser::v1::WatchedTypeTable> table_protos_;
   uint64_t tables_generation_;
   uint64_t published_revision_ = 0;
+  std::optional<absl::Time> first_scan_at_;
   bool types_published_ = false;
   bool published_ready_ = false;
   bool ever_published_ = false;

@@ -112,6 +112,12 @@ TEST_F(CatalogStateTest, NothingIsPublishedBeforePrimed) {
   EXPECT_TRUE(early.status_writes.empty());
 
   state_.ReplaceObjects(ObjectKind::kClusterWatchRule, {});
+  // Every kind listed, but the startup settle window has not passed: version-less rules would
+  // still resolve to nothing.
+  EXPECT_FALSE(state_.Reconcile().claims);
+  ASSERT_TRUE(state_.NextDeadline());
+  clock_.Set(*state_.NextDeadline());
+  state_.Tick();
   CatalogChanges first = state_.Reconcile();
   ASSERT_TRUE(first.claims);
   ASSERT_TRUE(first.tables);
