@@ -2,8 +2,9 @@
 
 // HttpTransport over cpp-httplib (HTTP/1.1, OpenSSL): server CA (in-memory PEM), client
 // certificates, bearer tokens (token files re-read every minute and after a 401),
-// insecure-skip-tls-verify and a server URL path prefix. Plain requests reuse keep-alive connections from a small pool;
-// each stream gets its own connection so it can be cancelled alone.
+// insecure-skip-tls-verify and a server URL path prefix. Plain requests reuse keep-alive
+// connections from a small pool; each stream gets its own connection so it can be cancelled
+// alone.
 
 #include <memory>
 #include <mutex>
