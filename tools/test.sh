@@ -12,7 +12,8 @@ if [ -z "${REVERSER_SHARED_DIR:-}" ] && [ -d ../shared/testdata ]; then
   export REVERSER_SHARED_DIR="$(cd ../shared && pwd)"
 fi
 
-targets=$(bazel query 'tests(//...)' 2>/dev/null | sort)
+# Tests tagged manual (benchmarks) are not part of `bazel test //...`.
+targets=$(bazel query 'tests(//...) except attr(tags, "manual", tests(//...))' 2>/dev/null | sort)
 if [ -z "$targets" ]; then
   echo "test.sh: bazel query found no tests" >&2
   echo "0 passed, 1 failed"

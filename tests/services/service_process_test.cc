@@ -47,6 +47,17 @@ class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {
     ASSERT_TRUE(sim.ok()) << sim.status();
     sim_ = sim->release();
     ASSERT_TRUE(sim_->WriteKubeconfig(dir_->path() + "/kubeconfig").ok());
+    // The catalog becomes ready once it can list its own kinds: install the CRDs.
+    for (const char* kind : {"gitproviders", "gittargets", "watchrules", "clusterwatchrules",
+                             "commitrequests"}) {
+      auto yaml = testing::ReadFile(
+          testing::RunfilePath(std::string("deploy/crds/configbutler.ai_") + kind + ".yaml"));
+      ASSERT_TRUE(yaml.ok()) << yaml.status();
+      std::string document = yaml->substr(yaml->find("---") + 3);
+      auto created = sim_->Call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                document, "application/yaml");
+      ASSERT_EQ(created.status, 201) << created.body;
+    }
   }
   static void TearDownTestSuite() {
     delete sim_;
@@ -63,6 +74,9 @@ class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {
       args.push_back("--static_claims=v1/configmaps");
       args.push_back("--audit_insecure");
       args.push_back("--audit_port=0");
+    }
+    if (service == "catalog") {
+      args.push_back("--kubeconfig=" + dir_->path() + "/kubeconfig");
     }
     if (service == "splicer") {
       std::string tables = dir_->path() + "/tables.json";
