@@ -225,7 +225,11 @@ absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const std::string& path,
 }
 
 void BranchWorker::CommitPending() {
+  // While the remote is unreachable, reconnect at the push cadence, not on every event.
+  if (!repo_ && options_.clock->Now() < next_push_allowed_) return;
   if (auto s = EnsureRepo(); !s.ok()) {
+    next_push_allowed_ =
+        options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
     last_error_ = std::string(s.message());
     runtime::LogWarning("branch clone not ready",
                         {{"branch", options_.key.ToString()}, {"error", last_error_}});

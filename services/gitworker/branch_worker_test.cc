@@ -458,6 +458,29 @@ TEST_F(BranchWorkerTest, TransientPushFailureKeepsLocalCommitsForTheNextCycle) {
   EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/b.yaml"));
 }
 
+TEST_F(BranchWorkerTest, RemoteUnreachableAtStartIsRetriedAtThePushCadence) {
+  const std::string away = remote_ + ".away";
+  ASSERT_EQ(std::rename(remote_.c_str(), away.c_str()), 0);
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10)));
+  worker->PushIfDue();
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "b", "1", 11)));
+  EXPECT_EQ(worker->Status().pending_writes(), 2u);
+  EXPECT_FALSE(worker->Status().last_error().empty());
+  EXPECT_EQ(metrics_.GetCounter("gitopsreverser_git_operations_total", "", {{"operation", "fetch"}})
+                .Value(),
+            1.0)
+      << "the second event does not reconnect before the backoff";
+  ASSERT_EQ(std::rename(away.c_str(), remote_.c_str()), 0);
+  clock_.Advance(absl::Seconds(1));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
+  EXPECT_EQ(Subjects().size(), 3u);
+}
+
 TEST_F(BranchWorkerTest, PlacementTemplatesAndEncryptionBootstrap) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0, "apps/prod");
