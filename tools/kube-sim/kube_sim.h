@@ -38,7 +38,10 @@ struct KubeSimOptions {
   size_t history_limit = 10000;
   size_t max_request_body_bytes = 3 * 1024 * 1024;  // kube-apiserver's 3 MiB
   absl::Duration bookmark_interval = absl::Minutes(1);
-  absl::Duration default_watch_timeout = absl::Minutes(30);  // when timeoutSeconds is absent
+  // When timeoutSeconds is absent (real servers: 30-60 min). Shorter here because a client
+  // that vanishes while its watch is idle is only noticed at the next write, and each open
+  // watch holds a worker thread until then.
+  absl::Duration default_watch_timeout = absl::Minutes(5);
   absl::Duration too_large_rv_wait = absl::Seconds(3);
   int worker_threads = 256;  // each open watch (and idle keep-alive connection) holds one
   // TLS (both set: serve HTTPS).
