@@ -93,8 +93,13 @@ bool HasClaim(const reverser::v1::ClaimSet& set, const std::string& group,
 
 class CatalogServiceTest : public ::testing::Test {
  protected:
+  // The API server generation to simulate.
+  virtual kubesim::Profile profile() const { return kubesim::Profile::kModern; }
+
   void SetUp() override {
-    auto sim = kubesim::KubeSim::Start({});
+    kubesim::KubeSimOptions sim_options;
+    sim_options.profile = profile();
+    auto sim = kubesim::KubeSim::Start(sim_options);
     ASSERT_TRUE(sim.ok()) << sim.status();
     sim_ = *std::move(sim);
     client_ = MakeClient();
@@ -630,6 +635,24 @@ TEST_F(CatalogServiceTest, ManySubscribersComeAndGoWhileClaimsChange) {
     EXPECT_TRUE(WaitFor([&] { return stream->last() && stream->last()->generation() == final_generation; },
                         kWait));
   }
+}
+
+// A 1.27–1.33 API server: WatchList is rejected (422) and the watches fall back to LIST+WATCH.
+class CatalogServiceLegacyServerTest : public CatalogServiceTest {
+ protected:
+  kubesim::Profile profile() const override { return kubesim::Profile::kLegacy; }
+};
+
+TEST_F(CatalogServiceLegacyServerTest, ClaimsFollowRulesWithListAndWatch) {
+  auto claims = WatchClaims();
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "apps");
+  CreateWatchRule("team-a", "deploy", "app", {{{"resources", {"deployments"}}}});
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "apps", "deployments", "team-a"); },
+      kWait));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kWatchRule, "team-a", "deploy", "Ready", kTrue, "Ready"));
 }
 
 }  // namespace
