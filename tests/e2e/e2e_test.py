@@ -258,6 +258,25 @@ class E2E(unittest.TestCase):
         if f"{PATH}/demo/apps/deployments/layout.yaml" in self.stack.files():
             self.assertIn(f"{PATH}/demo/apps/deployments/layout.yaml", self.stack.files())
 
+    def test_zz_every_service_exposes_the_reference_metrics(self):
+        expected = {
+            "catalog": ["gitopsreverser_api_catalog_resources", "gitopsreverser_api_catalog_group_versions",
+                        "gitopsreverser_api_catalog_generation", "gitopsreverser_api_catalog_refresh_total",
+                        "gitopsreverser_api_catalog_refresh_duration_seconds"],
+            "materializer": ["gitopsreverser_audit_events_total", "gitopsreverser_audit_eventlists_total",
+                             "gitopsreverser_audit_eventlist_duration_seconds",
+                             "gitopsreverser_attribution_fact_events_total",
+                             "reverser_materializer_stream_appends_total"],
+            "splicer": ["gitopsreverser_attribution_resolutions_total",
+                        "gitopsreverser_attribution_resolution_wait_seconds", "gitopsreverser_watched_types"],
+            "gitworker": ["gitopsreverser_commits_total", "gitopsreverser_objects_written_total",
+                          "gitopsreverser_git_operations_total", "gitopsreverser_branch_worker_queue_depth"],
+        }
+        for service, names in expected.items():
+            text = self.stack.metrics(service)
+            for name in names:
+                self.assertIn(f"# TYPE {name} ", text, f"{service} /metrics lacks {name}")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
