@@ -261,6 +261,38 @@ TEST_F(SpliceStreamTest, AuthorFactsNameTheAuthorAndAWaitDoesNotStallOtherObject
   ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0\n"; }, absl::Seconds(10))) << Cursor();
 }
 
+TEST_F(SpliceStreamTest, FactsBeforeDuringAndAfterTheGrace) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
+  StartStream(absl::Milliseconds(600));
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  // Before: the fact is there when the event is read.
+  RecordFact("before", 20, "alice");
+  ASSERT_TRUE(store_->Append(Entry("before", "1", 20, redisstore::ChangeOp::kAdded)).ok());
+  auto before = peer_.Next();
+  ASSERT_TRUE(before && before->has_event());
+  EXPECT_EQ(before->event().author().username(), "alice");
+  // During: the fact arrives while the event waits.
+  ASSERT_TRUE(store_->Append(Entry("during", "1", 21, redisstore::ChangeOp::kAdded)).ok());
+  RecordFact("during", 21, "bob");
+  auto during = peer_.Next();
+  ASSERT_TRUE(during && during->has_event());
+  EXPECT_EQ(during->event().author().username(), "bob");
+  // After: the grace ends first; the committer is used and the late fact changes nothing.
+  ASSERT_TRUE(store_->Append(Entry("after", "1", 22, redisstore::ChangeOp::kAdded)).ok());
+  auto after = peer_.Next();
+  ASSERT_TRUE(after && after->has_event());
+  EXPECT_FALSE(after->event().has_author());
+  RecordFact("after", 22, "carol");
+  EXPECT_TRUE(peer_.Idle(absl::Milliseconds(800))) << "a late fact never re-sends the event";
+  // An ADDED/MODIFIED event never takes `:last` (it may name an older author): only the exact
+  // uid:rv fact counts.
+  ASSERT_TRUE(store_->Append(Entry("after", "2", 23)).ok());
+  auto modified = peer_.Next();
+  ASSERT_TRUE(modified && modified->has_event());
+  EXPECT_FALSE(modified->event().has_author());
+}
+
 TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
   ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
   StartStream(absl::ZeroDuration());
