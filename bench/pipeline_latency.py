@@ -66,26 +66,37 @@ def main():
 
         watcher = threading.Thread(target=watch_remote, daemon=True)
         watcher.start()
-        conn = http.client.HTTPSConnection(host, port, context=context)
         sent = {}
         total = int(args.rate * args.seconds)
         interval = 1.0 / args.rate
-        start = time.monotonic()
-        for i in range(total):
-            target = start + i * interval
-            delay = target - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            name = f"bench-{i:06d}"
-            body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": name, "namespace": "demo"}, "data": {"i": str(i)}})
-            conn.request("POST", "/api/v1/namespaces/demo/configmaps", body=body,
-                         headers={"Content-Type": "application/json", "Authorization": "Bearer alice-token"})
-            response = conn.getresponse()
-            response.read()
-            sent[name] = time.monotonic()
-            if response.status != 201:
-                raise RuntimeError(f"create {name}: HTTP {response.status}")
+        senders = 8  # each with its own connection, so one slow response never holds the schedule
+        failures = []
+        start = time.monotonic() + 0.2
+
+        def send(k):
+            conn = http.client.HTTPSConnection(host, port, context=context)
+            for i in range(k, total, senders):
+                delay = start + i * interval - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                name = f"bench-{i:06d}"
+                body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": name, "namespace": "demo"}, "data": {"i": str(i)}})
+                conn.request("POST", "/api/v1/namespaces/demo/configmaps", body=body,
+                             headers={"Content-Type": "application/json", "Authorization": "Bearer alice-token"})
+                response = conn.getresponse()
+                response.read()
+                sent[name] = time.monotonic()
+                if response.status != 201:
+                    failures.append(f"create {name}: HTTP {response.status}")
+
+        threads = [threading.Thread(target=send, args=(k,)) for k in range(senders)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failures:
+            raise RuntimeError(failures[0])
         achieved = total / (time.monotonic() - start)
         local_stack.wait_until(lambda: len(seen) >= total, 120, "every change to be pushed", poll=0.1)
         stop.set()
