@@ -36,9 +36,12 @@ def main():
     parser.add_argument("--bin-dir", required=True)
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--attribution-grace", default="3s",
+                        help="splicer's wait for an author fact (0s: no waiting)")
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    stack = local_stack.Stack(args.bin_dir, root, commit_window="0s", push_cooldown="0s", log=lambda *_: None)
+    stack = local_stack.Stack(args.bin_dir, root, commit_window="0s", push_cooldown="0s",
+                              attribution_grace=args.attribution_grace, log=lambda *_: None)
     try:
         stack.start()
         stack.apply_mirror("clusters/bench", rules=[{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}])

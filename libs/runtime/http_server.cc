@@ -13,6 +13,8 @@ HttpServer::HttpServer(const TlsOptions* tls) {
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
+  // Small request/response pairs (webhook batches, probes) must not wait for delayed ACKs.
+  server_->set_tcp_nodelay(true);
 }
 
 HttpServer::~HttpServer() { Stop(); }

@@ -16,6 +16,7 @@ struct BranchActorState {
   std::unique_ptr<BranchWorker> worker;
   uint64_t armed_generation = 0;
   std::optional<absl::Time> push_timer_at;
+  bool push_queued = false;  // a push_atom is in the mailbox behind the items already queued
   const core::Clock* clock = nullptr;
   static inline const char* name = "gitworker.branch";
 };
@@ -25,18 +26,25 @@ std::chrono::microseconds ToChrono(absl::Duration d) {
   return std::chrono::microseconds(absl::ToInt64Microseconds(d));
 }
 
-// After every message: arm the silence timer of a window that got a new event, run a push that
-// is due, and arm the push timer for the next one.
-void Rearm(caf::stateful_actor<BranchActorState>* self) {
+// After every message: arm the silence timer of a window that got a new event, and schedule the
+// next push. A due push is queued behind the messages already in the mailbox rather than run at
+// once, so every item that arrived meanwhile is committed first and one push carries them all
+// (under load pushes batch by themselves; when idle a push follows its commit immediately).
+void Rearm(caf::stateful_actor<BranchActorState>* self, bool push_now = false) {
   auto& state = self->state;
   if (auto timer = state.worker->WindowTimer();
       timer.has_value() && timer->first != state.armed_generation) {
     state.armed_generation = timer->first;
     self->delayed_send(self, ToChrono(timer->second), window_atom::value, timer->first);
   }
-  state.worker->PushIfDue();
+  if (push_now) state.worker->PushIfDue();
   if (auto next = state.worker->NextPushAt(); next.has_value()) {
-    if (!state.push_timer_at.has_value() || *next < *state.push_timer_at) {
+    if (*next <= state.clock->Now()) {
+      if (!state.push_queued) {
+        state.push_queued = true;
+        self->send(self, push_atom::value);
+      }
+    } else if (!state.push_timer_at.has_value() || *next < *state.push_timer_at) {
       state.push_timer_at = *next;
       self->delayed_send(self, ToChrono(*next - state.clock->Now()), push_atom::value);
     }
@@ -59,7 +67,8 @@ caf::behavior BranchActor(caf::stateful_actor<BranchActorState>* self,
       },
       [=](push_atom) {
         self->state.push_timer_at.reset();
-        Rearm(self);
+        self->state.push_queued = false;
+        Rearm(self, /*push_now=*/true);
       },
       [=](status_atom) { return self->state.worker->Status().SerializeAsString(); },
       [=](attach_atom, const std::string& username, const std::string& target_key,

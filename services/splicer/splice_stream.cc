@@ -9,10 +9,10 @@
 namespace reverser::splicer {
 namespace {
 
+// Events keep their stream order per Git document: by namespace/name, not uid, so a delete of
+// one incarnation can never overtake the re-create of the next one.
 std::string ObjectKey(const reverser::v1::ObjectBody& body) {
-  return body.ref().uid().empty()
-             ? redisstore::ObjectIdentity(body.ref().namespace_(), body.ref().name())
-             : body.ref().uid();
+  return redisstore::ObjectIdentity(body.ref().namespace_(), body.ref().name());
 }
 
 reverser::v1::Author ToAuthor(const redisstore::AuthorResolution& resolution) {

@@ -293,6 +293,28 @@ TEST_F(SpliceStreamTest, FactsBeforeDuringAndAfterTheGrace) {
   EXPECT_FALSE(modified->event().has_author());
 }
 
+TEST_F(SpliceStreamTest, ARecreateNeverOvertakesTheDeleteOfTheSameName) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
+  StartStream(absl::Milliseconds(500));
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  // The delete of the first incarnation waits for its author; the re-create (new uid, author
+  // known) must still come after it, or the new file would be deleted.
+  ASSERT_TRUE(store_->Append(Entry("x", "1", 30, redisstore::ChangeOp::kDeleted)).ok());
+  auto recreate = Entry("x", "2", 31, redisstore::ChangeOp::kAdded);
+  recreate.uid = "uid-x-2";
+  json body = json::parse(recreate.object_json);
+  body["metadata"]["uid"] = "uid-x-2";
+  recreate.object_json = body.dump();
+  RecordFact("x", 31, "alice");
+  ASSERT_TRUE(store_->Append(recreate).ok());
+  auto first = peer_.Next();
+  auto second = peer_.Next();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->event().operation(), reverser::v1::OPERATION_DELETE);
+  EXPECT_EQ(second->event().operation(), reverser::v1::OPERATION_CREATE);
+}
+
 TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
   ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
   StartStream(absl::ZeroDuration());

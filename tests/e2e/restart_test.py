@@ -78,7 +78,11 @@ class RestartSafety(unittest.TestCase):
         try:
             local_stack.wait_until(lambda: self.git_state() == expected, 60, "Git to converge to the cluster", poll=0.2)
         except TimeoutError:
-            self.fail(f"not converged:\ncluster {expected}\ngit     {self.git_state()}")
+            missing = sorted(k for k in expected if self.git_state().get(k) != expected[k])
+            history = "\n".join(l for l in self.stack.log_lines("%h %an | %s")
+                                 if any(m in l for m in missing) or "reconciled" in l)
+            self.fail(f"not converged:\ncluster {expected}\ngit     {self.git_state()}\n"
+                      f"history of {missing}:\n{history}")
         # No empty (duplicate) commits: every commit changes at least one file.
         for line in self.stack.git("log", "--format=%H", "main").split():
             changed = self.stack.git("show", "--format=", "--name-only", line).split()
