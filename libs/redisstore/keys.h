@@ -16,7 +16,7 @@
 
 namespace reverser::redisstore {
 
-// The key prefix (`--redis-key-prefix`). Trailing `:` are trimmed; glob characters (`*?[]\`)
+// The key prefix (`--redis_key_prefix`). Trailing `:` are trimmed; glob characters (`*?[]\`)
 // and `%` are rejected, so a prefix can be used in SCAN MATCH patterns verbatim.
 class KeyPrefix {
  public:

@@ -35,7 +35,7 @@ struct RedisOptions {
   absl::Duration connect_timeout = absl::Seconds(2);
   absl::Duration command_timeout = absl::Seconds(5);
 
-  // Parses "host:port" (the --redis-address flag form).
+  // Parses "host:port" (the --redis_address flag form).
   static absl::StatusOr<RedisOptions> FromAddress(absl::string_view address);
 };
 
