@@ -179,6 +179,8 @@ std::vector<redisstore::AuthorFact> ExtractFacts(const json& event) {
   if (fact.name.empty()) fact.name = MetadataField(request, "name");
   fact.uid = Str(ref, "uid");
   if (fact.uid.empty() && response_is_object) fact.uid = MetadataField(response, "uid");
+  // An immediate delete answers with a Status whose details name the removed object.
+  if (fact.uid.empty() && !response_is_object) fact.uid = Str(Member(response, "details"), "uid");
   if (fact.namespace_.empty() && response_is_object) {
     fact.namespace_ = MetadataField(response, "namespace");
   }

@@ -170,6 +170,19 @@ TEST(ExtractFactsTest, DeleteWithStatusBodyKeepsObjectRefIdentity) {
   EXPECT_EQ(facts[0].name, "my-config");
 }
 
+TEST(ExtractFactsTest, ImmediateDeleteTakesTheUidFromTheStatusDetails) {
+  json del = UpdateEvent();
+  del["verb"] = "delete";
+  del["objectRef"].erase("uid");
+  del["objectRef"].erase("resourceVersion");
+  del["responseObject"] = json::parse(R"({"kind":"Status","apiVersion":"v1","status":"Success",
+      "details":{"name":"cm-a","kind":"configmaps","uid":"u-9"}})");
+  auto facts = ExtractFacts(del);
+  ASSERT_EQ(facts.size(), 1u);
+  EXPECT_EQ(facts[0].uid, "u-9");
+  EXPECT_EQ(facts[0].resource_version, "");  // stored as `:last` only
+}
+
 TEST(ExtractFactsTest, DeletecollectionExpandsListedItems) {
   json list = Load("audit-deletecollection-proxy-raw-listbody.json")["items"][0];
   auto facts = ExtractFacts(list);
