@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
@@ -16,8 +17,6 @@
 #include "services/materializer/supervisor.h"
 
 ABSL_FLAG(std::string, kubeconfig, "", "Path to a kubeconfig; empty: $KUBECONFIG, then in-cluster.");
-ABSL_FLAG(std::string, redis_address, "127.0.0.1:6379", "Redis host:port.");
-ABSL_FLAG(std::string, redis_key_prefix, "reverser", "Prefix of every Redis key.");
 ABSL_FLAG(std::string, catalog_address, "",
           "gRPC address of the catalog to follow claims from (host:port).");
 ABSL_FLAG(std::string, static_claims, "",
@@ -69,10 +68,10 @@ class AdminService final
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    auto redis = redisstore::RedisOptions::FromAddress(absl::GetFlag(FLAGS_redis_address));
-    if (!redis.ok()) return redis.status();
-    auto prefix = redisstore::KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix));
-    if (!prefix.ok()) return prefix.status();
+    auto settings = redisstore::RedisSettingsFromFlags();
+    if (!settings.ok()) return settings.status();
+    const redisstore::RedisOptions* redis = &settings->options;
+    const redisstore::KeyPrefix* prefix = &settings->prefix;
     std::string catalog = absl::GetFlag(FLAGS_catalog_address);
     std::string static_claims = absl::GetFlag(FLAGS_static_claims);
     if (catalog.empty() == static_claims.empty()) {

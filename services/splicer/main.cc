@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "libs/catalogclient/stream_follower.h"
+#include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
@@ -18,8 +19,6 @@
 #include "services/splicer/delivery_client.h"
 #include "services/splicer/target_manager.h"
 
-ABSL_FLAG(std::string, redis_address, "127.0.0.1:6379", "Redis host:port.");
-ABSL_FLAG(std::string, redis_key_prefix, "reverser", "Prefix of every Redis key.");
 ABSL_FLAG(std::string, catalog_address, "",
           "gRPC address of the catalog to follow watched-type tables from (host:port).");
 ABSL_FLAG(std::string, targets_file, "",
@@ -78,10 +77,10 @@ absl::StatusOr<reverser::v1::TableUpdate> ReadTargetsFile(const std::string& pat
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    auto redis = redisstore::RedisOptions::FromAddress(absl::GetFlag(FLAGS_redis_address));
-    if (!redis.ok()) return redis.status();
-    auto prefix = redisstore::KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix));
-    if (!prefix.ok()) return prefix.status();
+    auto settings = redisstore::RedisSettingsFromFlags();
+    if (!settings.ok()) return settings.status();
+    const redisstore::RedisOptions* redis = &settings->options;
+    const redisstore::KeyPrefix* prefix = &settings->prefix;
     std::string catalog = absl::GetFlag(FLAGS_catalog_address);
     std::string targets_file = absl::GetFlag(FLAGS_targets_file);
     if (catalog.empty() == targets_file.empty()) {

@@ -1,0 +1,20 @@
+#pragma once
+
+// The Redis command-line flags every Redis-using service shares (--redis_address,
+// --redis_key_prefix), parsed once into connection options and a validated key prefix.
+
+#include "absl/status/statusor.h"
+#include "libs/redisstore/keys.h"
+#include "libs/redisstore/redis_connection.h"
+
+namespace reverser::redisstore {
+
+struct RedisSettings {
+  RedisOptions options;
+  KeyPrefix prefix = KeyPrefix::Default();
+};
+
+// InvalidArgument naming the flag when a value is malformed.
+absl::StatusOr<RedisSettings> RedisSettingsFromFlags();
+
+}  // namespace reverser::redisstore
