@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "libs/kube/recording_sleeper.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <thread>
@@ -28,24 +30,9 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+using testing::RecordingSleeper;
+
 const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
-
-class RecordingSleeper final : public Sleeper {
- public:
-  bool SleepFor(absl::Duration d, CancelToken* cancel) override {
-    std::lock_guard lock(mu_);
-    delays_.push_back(d);
-    return cancel == nullptr || !cancel->cancelled();
-  }
-  std::vector<absl::Duration> delays() {
-    std::lock_guard lock(mu_);
-    return delays_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<absl::Duration> delays_;
-};
 
 // "TYPE name [initial]" / "SyncStarted list|watchlist reason" / "InitialEventsEnd ...".
 class RecordingHandler : public WatchHandler {

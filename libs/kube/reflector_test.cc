@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "libs/kube/recording_sleeper.h"
+
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -27,24 +29,9 @@ using ::testing::HasSubstr;
 using testing::ReadTestData;
 using testing::ScriptedServer;
 
+using testing::RecordingSleeper;
+
 const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
-
-class RecordingSleeper final : public Sleeper {
- public:
-  bool SleepFor(absl::Duration d, CancelToken* cancel) override {
-    std::lock_guard lock(mu_);
-    delays_.push_back(d);
-    return cancel == nullptr || !cancel->cancelled();
-  }
-  std::vector<absl::Duration> delays() {
-    std::lock_guard lock(mu_);
-    return delays_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<absl::Duration> delays_;
-};
 
 // Records events as "TYPE name rv" lines; waits for a condition with a deadline.
 class RecordingHandler : public WatchHandler {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "libs/kube/recording_sleeper.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -25,26 +27,10 @@ using ::testing::ElementsAre;
 using testing::ReadTestData;
 using testing::ScriptedServer;
 
+using testing::RecordingSleeper;
+
 const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
 const core::GroupVersionResource kDeployments{"apps", "v1", "deployments"};
-
-// Records requested delays and returns at once.
-class RecordingSleeper final : public Sleeper {
- public:
-  bool SleepFor(absl::Duration d, CancelToken*) override {
-    std::lock_guard lock(mu_);
-    delays_.push_back(d);
-    return true;
-  }
-  std::vector<absl::Duration> delays() {
-    std::lock_guard lock(mu_);
-    return delays_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<absl::Duration> delays_;
-};
 
 class RestClientTest : public ::testing::Test {
  protected:
