@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/catalogclient/catalog_flags.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
 #include "libs/runtime/log.h"
@@ -17,8 +18,6 @@
 #include "services/materializer/supervisor.h"
 
 ABSL_FLAG(std::string, kubeconfig, "", "Path to a kubeconfig; empty: $KUBECONFIG, then in-cluster.");
-ABSL_FLAG(std::string, catalog_address, "",
-          "gRPC address of the catalog to follow claims from (host:port).");
 ABSL_FLAG(std::string, static_claims, "",
           "Instead of the catalog: comma-separated group/version/resource[@namespace] to "
           "materialize (core as version/resource, e.g. v1/configmaps,apps/v1/deployments@team).");
@@ -70,13 +69,12 @@ class App final : public runtime::ServiceApp {
   absl::Status Setup(runtime::ServiceHost& host) override {
     auto settings = redisstore::RedisSettingsFromFlags();
     if (!settings.ok()) return settings.status();
-    const redisstore::RedisOptions* redis = &settings->options;
-    const redisstore::KeyPrefix* prefix = &settings->prefix;
-    std::string catalog = absl::GetFlag(FLAGS_catalog_address);
+    const redisstore::RedisOptions& redis = settings->options;
+    const redisstore::KeyPrefix& prefix = settings->prefix;
     std::string static_claims = absl::GetFlag(FLAGS_static_claims);
-    if (catalog.empty() == static_claims.empty()) {
-      return absl::InvalidArgumentError("set exactly one of --catalog_address and --static_claims");
-    }
+    auto catalog_address = catalogclient::CatalogAddressOrStatic("static_claims", static_claims);
+    if (!catalog_address.ok()) return catalog_address.status();
+    const std::string& catalog = *catalog_address;
     auto cluster = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig));
     if (!cluster.ok()) return cluster.status();
     auto transport = kube::HttplibTransport::Create(*cluster);
@@ -87,8 +85,8 @@ class App final : public runtime::ServiceApp {
     auto metrics = &host.metrics();
     auto client = client_;
     TypeMaterializerOptions base;
-    base.redis = *redis;
-    base.prefix = *prefix;
+    base.redis = redis;
+    base.prefix = prefix;
     base.compact_after_entries = absl::GetFlag(FLAGS_compact_after_entries);
     base.use_watch_list = absl::GetFlag(FLAGS_use_watch_list);
     options.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
@@ -128,7 +126,7 @@ class App final : public runtime::ServiceApp {
     }
 
     if (absl::GetFlag(FLAGS_audit_webhook)) {
-      fact_sink_ = std::make_unique<RedisFactSink>(*redis, *prefix, absl::GetFlag(FLAGS_author_fact_ttl));
+      fact_sink_ = std::make_unique<RedisFactSink>(redis, prefix, absl::GetFlag(FLAGS_author_fact_ttl));
       intake_ = std::make_unique<AuditIntake>(fact_sink_.get(), &host.metrics());
       AuditWebhookOptions audit;
       audit.listen_address = host.options().listen_address;

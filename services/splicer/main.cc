@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "libs/catalogclient/stream_follower.h"
+#include "libs/catalogclient/catalog_flags.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
 #include "libs/runtime/log.h"
@@ -19,8 +20,6 @@
 #include "services/splicer/delivery_client.h"
 #include "services/splicer/target_manager.h"
 
-ABSL_FLAG(std::string, catalog_address, "",
-          "gRPC address of the catalog to follow watched-type tables from (host:port).");
 ABSL_FLAG(std::string, targets_file, "",
           "Instead of the catalog: a JSON reverser.v1.TableUpdate with the targets to serve.");
 ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the gitworker.");
@@ -79,18 +78,17 @@ class App final : public runtime::ServiceApp {
   absl::Status Setup(runtime::ServiceHost& host) override {
     auto settings = redisstore::RedisSettingsFromFlags();
     if (!settings.ok()) return settings.status();
-    const redisstore::RedisOptions* redis = &settings->options;
-    const redisstore::KeyPrefix* prefix = &settings->prefix;
-    std::string catalog = absl::GetFlag(FLAGS_catalog_address);
+    const redisstore::RedisOptions& redis = settings->options;
+    const redisstore::KeyPrefix& prefix = settings->prefix;
     std::string targets_file = absl::GetFlag(FLAGS_targets_file);
-    if (catalog.empty() == targets_file.empty()) {
-      return absl::InvalidArgumentError("set exactly one of --catalog_address and --targets_file");
-    }
+    auto catalog_address = catalogclient::CatalogAddressOrStatic("targets_file", targets_file);
+    if (!catalog_address.ok()) return catalog_address.status();
+    const std::string& catalog = *catalog_address;
     delivery_ = std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
                                                  static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)));
     TargetManagerOptions options;
-    options.stream_defaults.redis = *redis;
-    options.stream_defaults.prefix = *prefix;
+    options.stream_defaults.redis = redis;
+    options.stream_defaults.prefix = prefix;
     options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
     options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
     for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources), ',',
