@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "libs/git/test_support.h"
 #include "libs/git/libgit2.h"
 #include "libs/git/repository.h"
 #include "tests/fixtures/git_repos.h"
@@ -23,6 +24,8 @@
 
 namespace reverser::git {
 namespace {
+
+using git::testutil::Trim;
 
 // Serves the repositories under `root` over smart HTTP; every request must carry
 // `required_authorization` (e.g. "Basic dTpw" or "Bearer t") or gets a 401 challenge.
@@ -134,19 +137,7 @@ class GitHttpServer {
   std::atomic<int> refused_{0};
 };
 
-CommitSpec Spec(const std::string& message) {
-  CommitSpec spec;
-  spec.author = {"Jane", "jane@example.com", absl::FromUnixSeconds(1700000000), 0};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000000),
-                    0};
-  spec.message = message;
-  return spec;
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+CommitSpec Spec(const std::string& message) { return git::testutil::TestCommitSpec(message); }
 
 class HttpTransportTest : public ::testing::Test {
  protected:

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "libs/git/test_support.h"
 #include "libs/git/repository.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
@@ -18,20 +19,12 @@
 namespace reverser::git {
 namespace {
 
+using git::testutil::Trim;
+
 using ::reverser::testing::Git;
 
 CommitSpec Spec(const std::string& who, const std::string& message) {
-  CommitSpec spec;
-  spec.author = {who, who + "@example.com", absl::FromUnixSeconds(1700000000), 0};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000000),
-                    0};
-  spec.message = message;
-  return spec;
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  return git::testutil::TestCommitSpec(message, who, who + "@example.com");
 }
 
 // One branch worker's push cycle: fetch, hard reset to the remote tip, (re)apply the pending

@@ -1,3 +1,4 @@
+#include "libs/git/test_support.h"
 #include "libs/git/repository.h"
 
 #include <gtest/gtest.h>
@@ -12,21 +13,11 @@
 namespace reverser::git {
 namespace {
 
+using git::testutil::Trim;
+
 using ::reverser::testing::Git;
 
-CommitSpec Spec(const std::string& message) {
-  CommitSpec spec;
-  spec.author = {"Jane Doe", "jane@example.com", absl::FromUnixSeconds(1700000000), 60};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000100),
-                    0};
-  spec.message = message;
-  return spec;
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+CommitSpec Spec(const std::string& message) { return git::testutil::TestCommitSpec(message); }
 
 class RepositoryTest : public ::testing::Test {
  protected:

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "libs/git/test_support.h"
 #include "libs/git/repository.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
@@ -17,12 +18,9 @@
 namespace reverser::git {
 namespace {
 
-constexpr char kSshd[] = "/usr/sbin/sshd";
+using git::testutil::Trim;
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+constexpr char kSshd[] = "/usr/sbin/sshd";
 
 absl::Status KeyGen(const std::string& path, const std::string& passphrase) {
   auto gen = testing::RunCommand(
@@ -32,14 +30,7 @@ absl::Status KeyGen(const std::string& path, const std::string& passphrase) {
   return absl::OkStatus();
 }
 
-CommitSpec Spec(const std::string& message) {
-  CommitSpec spec;
-  spec.author = {"Jane", "jane@example.com", absl::FromUnixSeconds(1700000000), 0};
-  spec.committer = {"GitOps Reverser", "noreply@configbutler.ai", absl::FromUnixSeconds(1700000000),
-                    0};
-  spec.message = message;
-  return spec;
-}
+CommitSpec Spec(const std::string& message) { return git::testutil::TestCommitSpec(message); }
 
 class SshTransportTest : public ::testing::Test {
  protected:
