@@ -191,9 +191,20 @@ bool AuditWebhookBackend::WaitIdle(absl::Duration timeout) {
   return true;
 }
 
+void AuditWebhookBackend::SetHeld(bool held) {
+  {
+    std::lock_guard lock(mu_);
+    held_ = held;
+  }
+  cv_.notify_all();
+}
+
 AuditWebhookBackend::Stats AuditWebhookBackend::stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  Stats s = stats_;
+  s.events_queued = static_cast<int64_t>(queue_.size());
+  s.held = held_;
+  return s;
 }
 
 bool AuditWebhookBackend::Post(const std::string& body) {
@@ -229,10 +240,12 @@ bool AuditWebhookBackend::Post(const std::string& body) {
 void AuditWebhookBackend::Run() {
   std::unique_lock lock(mu_);
   while (true) {
-    // Wait for a full batch, the max-wait deadline of the oldest event, or shutdown.
-    while (!stopping_ && (queue_.empty() || (queue_.size() < options_.max_batch_size &&
-                                             absl::Now() < first_queued_ + options_.max_wait))) {
-      if (queue_.empty()) {
+    // Wait for a full batch, the max-wait deadline of the oldest event, or shutdown; while
+    // held, only for release or shutdown.
+    while (!stopping_ && (held_ || queue_.empty() ||
+                          (queue_.size() < options_.max_batch_size &&
+                           absl::Now() < first_queued_ + options_.max_wait))) {
+      if (queue_.empty() || held_) {
         cv_.wait(lock);
       } else {
         cv_.wait_for(lock,

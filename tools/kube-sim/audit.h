@@ -94,12 +94,17 @@ class AuditWebhookBackend {
   void Process(Json event);
   // Blocks until the queue is empty and no batch is in flight, or the deadline passes.
   bool WaitIdle(absl::Duration timeout);
+  // While held, events are queued but nothing is sent (an audit pipeline running late); on
+  // release the queue is sent as usual. A batch already in flight is not recalled.
+  void SetHeld(bool held);
 
   struct Stats {
     int64_t events_sent = 0;
     int64_t batches_sent = 0;
     int64_t failed_attempts = 0;
     int64_t events_dropped = 0;
+    int64_t events_queued = 0;  // waiting to be sent (now)
+    bool held = false;
   };
   Stats stats() const;
 
@@ -114,6 +119,7 @@ class AuditWebhookBackend {
   absl::Time first_queued_ = absl::InfiniteFuture();
   bool stopping_ = false;
   bool in_flight_ = false;
+  bool held_ = false;
   Stats stats_;
   std::thread thread_;
 };

@@ -183,6 +183,30 @@ TEST(AuditWebhookTest, BatchesBySizeAndRetriesNon2xx) {
   EXPECT_EQ(s.audit()->stats().batches_sent, 1);
 }
 
+TEST(AuditWebhookTest, HeldEventsAreQueuedAndSentOnRelease) {
+  Receiver receiver;
+  KubeSimOptions options;
+  options.audit_webhook = AuditWebhookOptions{
+      .url = receiver.url(), .max_batch_size = 100, .max_wait = absl::Milliseconds(1)};
+  options.audit_policy = AuditPolicy::AllAt(AuditLevel::kMetadata);
+  auto sim = KubeSim::Start(options);
+  ASSERT_TRUE(sim.ok());
+  auto& s = **sim;
+  httplib::Client admin("127.0.0.1", s.port());
+  ASSERT_EQ(admin.Post("/_sim/audit", R"({"hold":true})", "application/json")->status, 200);
+  s.Call("GET", "/api/v1/namespaces/default/configmaps");
+  // Queued, not sent: the receiver sees nothing while the hold lasts.
+  Json state = Json::parse(admin.Get("/_sim/state")->body);
+  EXPECT_EQ(state["audit"]["held"], true);
+  EXPECT_EQ(state["audit"]["eventsQueued"], 2);
+  EXPECT_FALSE(s.audit()->WaitIdle(absl::Milliseconds(50)));
+  EXPECT_TRUE(receiver.Events().empty());
+  ASSERT_EQ(admin.Post("/_sim/audit", R"({"hold":false})", "application/json")->status, 200);
+  EXPECT_TRUE(s.audit()->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(receiver.Events().size(), 2u);
+  EXPECT_EQ(admin.Post("/_sim/audit", R"({"hold":"yes"})", "application/json")->status, 400);
+}
+
 TEST(AuditWebhookTest, ImpersonatedUserIsRecorded) {
   Receiver receiver;
   KubeSimOptions options;

@@ -17,9 +17,11 @@ ApiOr<FaultRule> FaultRule::FromJson(const Json& j) {
     r.action = Action::kInternalError;
   } else if (action == "delay") {
     r.action = Action::kDelay;
+  } else if (action == "cut-watch") {
+    r.action = Action::kCutWatch;
   } else {
-    return BadRequest(
-        absl::StrCat("unknown fault action \"", action, "\" (want 429, 503, 500 or delay)"));
+    return BadRequest(absl::StrCat("unknown fault action \"", action,
+                                   "\" (want 429, 503, 500, delay or cut-watch)"));
   }
   try {
     r.verb = j.value("verb", "");
@@ -29,9 +31,11 @@ ApiOr<FaultRule> FaultRule::FromJson(const Json& j) {
     r.delay = absl::Milliseconds(j.value("delayMs", 0));
     r.message = j.value("message", r.message);
     r.times = j.value("times", -1);
+    r.after_events = j.value("afterEvents", 0);
   } catch (const std::exception& e) {
     return BadRequest(absl::StrCat("bad fault rule: ", e.what()));
   }
+  if (r.after_events < 0) return BadRequest("bad fault rule: afterEvents must not be negative");
   return r;
 }
 
@@ -46,9 +50,10 @@ void FaultInjector::Clear() {
 }
 
 std::optional<FaultRule> FaultInjector::Match(const std::string& verb, const std::string& resource,
-                                              const std::string& path) {
+                                              const std::string& path, bool initial_events) {
   std::lock_guard lock(mu_);
   for (auto it = rules_.begin(); it != rules_.end(); ++it) {
+    if (it->action == FaultRule::Action::kCutWatch && !initial_events) continue;
     if (!it->verb.empty() && it->verb != verb) continue;
     if (!it->resource.empty() && it->resource != resource) continue;
     if (!it->path_prefix.empty() && !absl::StartsWith(path, it->path_prefix)) continue;

@@ -149,7 +149,13 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   const RequestInfo& info = ctx->info;
   ctx->dry_run = ctx->Param("dryRun") == "All";
 
-  if (auto fault = faults_.Match(info.verb, info.resource, req.path)) {
+  // A watch that starts with initial events (what a cut-watch fault cuts short); as StartWatch.
+  const std::string rv_param = ctx->Param("resourceVersion");
+  const bool initial_events =
+      info.verb == "watch" && (ctx->Has("sendInitialEvents")
+                                   ? QueryBool(ctx->params(), "sendInitialEvents")
+                                   : rv_param.empty() || rv_param == "0");
+  if (auto fault = faults_.Match(info.verb, info.resource, req.path, initial_events)) {
     switch (fault->action) {
       case FaultRule::Action::kTooManyRequests: {
         // API Priority and Fairness rejects in plain text, not a Status.
@@ -168,6 +174,9 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
         return Respond(*ctx, Reply::Err(InternalError(fault->message)), res);
       case FaultRule::Action::kDelay:
         std::this_thread::sleep_for(absl::ToChronoMilliseconds(fault->delay));
+        break;
+      case FaultRule::Action::kCutWatch:
+        ctx->cut_watch_after = fault->after_events;
         break;
     }
   }
@@ -498,6 +507,21 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
     store_.DropWatches();
     return ok;
   }
+  if (req.path == "/_sim/audit" && req.method == "POST") {
+    // {"hold": true} queues audit events without sending them; {"hold": false} releases them.
+    Json j = Json::parse(req.body, nullptr, false);
+    if (!j.is_object() || !j.contains("hold") || !j["hold"].is_boolean()) {
+      return Reply::Err(BadRequest("want {\"hold\": true|false}"));
+    }
+    if (!audit_) return Reply::Err(BadRequest("no audit webhook is configured"));
+    audit_->SetHeld(j["hold"].get<bool>());
+    return ok;
+  }
+  if (req.path == "/_sim/requests" && req.method == "GET") {
+    // The request log (method and request URI, oldest first).
+    std::lock_guard lock(log_mu_);
+    return Reply::Of(200, {{"requests", log_}});
+  }
   if (req.path == "/_sim/state" && req.method == "GET") {
     Json s = {{"resourceVersion", std::to_string(store_.CurrentRv())},
               {"activeWatches", active_watches_.load()},
@@ -507,7 +531,9 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
       s["audit"] = {{"eventsSent", st.events_sent},
                     {"batchesSent", st.batches_sent},
                     {"failedAttempts", st.failed_attempts},
-                    {"eventsDropped", st.events_dropped}};
+                    {"eventsDropped", st.events_dropped},
+                    {"eventsQueued", st.events_queued},
+                    {"held", st.held}};
     }
     return Reply::Of(200, s);
   }

@@ -728,6 +728,50 @@ TEST_F(KubeSimTest, FaultInjectionViaApiAndAdminEndpoint) {
   EXPECT_EQ(client_->Post("/_sim/faults", R"({"action":"boom"})", "application/json")->status, 400);
 }
 
+TEST_F(KubeSimTest, CutWatchFaultEndsAReplayBeforeItsEndBookmark) {
+  CreateConfigMap("one");
+  CreateConfigMap("two");
+  CreateConfigMap("three");
+  auto added = client_->Post(
+      "/_sim/faults", R"({"action":"cut-watch","resource":"configmaps","afterEvents":1,"times":1})",
+      "application/json");
+  ASSERT_EQ(added->status, 200) << added->body;
+  // A watch resuming from a resourceVersion sends no initial events: the rule does not match it.
+  {
+    StreamReader resume(sim_->port(),
+                        "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +
+                            std::to_string(sim_->CurrentResourceVersion()));
+    ASSERT_EQ(resume.status(), 200);
+  }
+  const std::string watch_list =
+      "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true"
+      "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+  StreamReader cut(sim_->port(), watch_list);
+  ASSERT_EQ(cut.status(), 200);
+  EXPECT_EQ(cut.NextJson()["type"], "ADDED");
+  EXPECT_TRUE(cut.WaitEnd());
+  EXPECT_EQ(cut.Next(absl::Milliseconds(10)), "");  // no second object, no bookmark
+  EXPECT_FALSE(cut.clean_end());                     // the connection dropped mid-stream
+  // times=1: the next replay is whole.
+  StreamReader whole(sim_->port(), watch_list);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(whole.NextJson()["type"], "ADDED");
+  Json end = whole.NextJson();
+  EXPECT_EQ(end["type"], "BOOKMARK");
+  EXPECT_EQ(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+  EXPECT_EQ(client_->Post("/_sim/faults", R"({"action":"cut-watch","afterEvents":-1})",
+                          "application/json")
+                ->status,
+            400);
+}
+
+TEST_F(KubeSimTest, RequestLogOverTheAdminEndpoint) {
+  client_->Get("/api/v1/namespaces/default/configmaps?limit=5");
+  Json log = Body(client_->Get("/_sim/requests"));
+  ASSERT_TRUE(log["requests"].is_array());
+  EXPECT_THAT(log["requests"].get<std::vector<std::string>>(),
+              ::testing::Contains("GET /api/v1/namespaces/default/configmaps?limit=5"));
+}
+
 TEST_F(KubeSimTest, StopEndsOpenWatchesCleanly) {
   StreamReader watch(sim_->port(),
                      "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" +

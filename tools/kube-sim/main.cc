@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kube-sim [flags]: a protocol-accurate Kubernetes API server for tests.\n"
       "Admin endpoints: POST /_sim/faults, DELETE /_sim/faults, POST /_sim/compact,\n"
-      "POST /_sim/drop-watches, GET /_sim/state (see README.md).");
+      "POST /_sim/drop-watches, POST /_sim/audit, GET /_sim/requests, GET /_sim/state\n"
+      "(see README.md).");
   // Accept kube-style dashed flags (--port-file) as well as absl's underscores (--port_file).
   std::vector<std::string> args(argv, argv + argc);
   for (auto& a : args) {

@@ -71,6 +71,7 @@ struct Ctx {
   Json request_object;  // for audit (level >= Request)
   AuditDecision audit;
   bool dry_run = false;
+  int cut_watch_after = -1;  // a kCutWatch fault hit: initial events sent before the cut
 
   const UserInfo& effective_user() const { return impersonated ? *impersonated : user; }
   const Params& params() const { return req->params; }

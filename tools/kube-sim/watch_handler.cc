@@ -46,6 +46,7 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
     uint64_t epoch = 0;
     bool started = false;
     bool finished = false;
+    bool cut = false;  // lose the connection once `pending` is written (a cut-watch fault)
   };
   auto state = std::make_shared<WatchState>();
   state->deadline = absl::Now() + timeout;
@@ -78,7 +79,15 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
       if (labels->Matches(o) && fields->Matches(o)) state->pending.push_back(WatchLine("ADDED", o));
     }
     state->cursor = snap->rv;
-    if (watch_list && bookmarks) state->pending.push_back(bookmark(snap->rv, true));
+    if (ctx->cut_watch_after >= 0) {
+      // A replay cut short: some initial events, never the initial-events-end bookmark.
+      if (state->pending.size() > static_cast<size_t>(ctx->cut_watch_after)) {
+        state->pending.resize(ctx->cut_watch_after);
+      }
+      state->cut = true;
+    } else if (watch_list && bookmarks) {
+      state->pending.push_back(bookmark(snap->rv, true));
+    }
   } else {
     int64_t n = ParseRv(rv);
     if (n < 0) return fail(BadRequest(absl::StrCat("invalid resource version: ", rv)));
@@ -123,6 +132,7 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
             if (!write(line)) return false;
           }
           state->pending.clear();
+          if (state->cut) return false;  // the connection drops mid-stream
           if (state->finished) {
             sink.done();
             return true;
