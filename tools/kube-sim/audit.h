@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "tools/kube-sim/api_error.h"
+
+namespace httplib {
+class Client;
+}  // namespace httplib
 
 namespace reverser::kubesim {
 
@@ -121,6 +126,9 @@ class AuditWebhookBackend {
   bool in_flight_ = false;
   bool held_ = false;
   Stats stats_;
+  // Used by the sender thread only.
+  std::unique_ptr<httplib::Client> client_;
+  std::string path_;
   std::thread thread_;
 };
 
