@@ -23,8 +23,8 @@ std::string StatusJson(int code, absl::string_view reason, absl::string_view mes
 
 }  // namespace
 
-AuditIntake::AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics)
-    : sink_(sink), metrics_(metrics) {}
+AuditIntake::AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams)
+    : sink_(sink), metrics_(metrics), streams_(streams) {}
 
 AuditResponse AuditIntake::Handle(const std::string& method, const std::string& path,
                                   const std::string& body) {
@@ -57,13 +57,18 @@ AuditResponse AuditIntake::Handle(const std::string& method, const std::string& 
 
   std::vector<redisstore::AuthorFact> facts;
   std::vector<std::pair<const nlohmann::json*, audit::Outcome>> classified;
+  std::vector<const nlohmann::json*> accepted;
   for (const nlohmann::json& event : *items) {
     audit::Outcome outcome = audit::Classify(event);
     classified.emplace_back(&event, outcome);
     if (outcome != audit::Outcome::kQueued) continue;
+    accepted.push_back(&event);
     for (auto& fact : audit::ExtractFacts(event)) facts.push_back(std::move(fact));
   }
   absl::Status written = facts.empty() ? absl::OkStatus() : sink_->Write(facts);
+  if (written.ok() && streams_ != nullptr && !accepted.empty()) {
+    written = streams_->Append(accepted);
+  }
   for (const auto& [event, outcome] : classified) {
     const nlohmann::json& ref = event->is_object() && event->contains("objectRef") &&
                                         (*event)["objectRef"].is_object()
@@ -96,9 +101,9 @@ AuditResponse AuditIntake::Handle(const std::string& method, const std::string& 
       .Observe(absl::ToDoubleSeconds(absl::Now() - start));
   if (!written.ok()) {
     count_list("process_error");
-    runtime::LogError("audit facts not stored; answering 500 so the API server retries",
+    runtime::LogError("audit events not stored; answering 500 so the API server retries",
                       {{"error", written.ToString()}, {"facts", static_cast<long long>(facts.size())}});
-    return {500, StatusJson(500, "InternalError", "author facts could not be stored")};
+    return {500, StatusJson(500, "InternalError", "audit events could not be stored")};
   }
   count_list("processed");
   size_t expanded = 0;

@@ -4,7 +4,9 @@
 // with client certificates (plain HTTP only behind --audit_insecure). Each event is classified
 // by the reference's filters and counted once; accepted events become author facts written to a
 // FactSink. A sink failure answers 500 for the whole list so the API server retries: nothing
-// accepted is lost.
+// accepted is lost. With a StreamSink (`--intake=audit`) the accepted events also become
+// stream entries, written after their facts (so a reader that sees an entry finds its author)
+// and under the same all-or-nothing rule.
 
 #include <memory>
 #include <string>
@@ -25,6 +27,15 @@ class FactSink {
   virtual absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) = 0;
 };
 
+// Where accepted events go as materialization stream entries (`--intake=audit` only).
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // The accepted (kQueued) events of one request, in order. An error makes the webhook answer
+  // 500; a retried request is safe (repeats are diverted, not applied twice).
+  virtual absl::Status Append(const std::vector<const nlohmann::json*>& accepted_events) = 0;
+};
+
 struct AuditWebhookOptions {
   std::string listen_address = "0.0.0.0";
   int port = 9444;
@@ -41,13 +52,15 @@ struct AuditResponse {
 
 class AuditIntake {
  public:
-  AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics);
+  // `streams` may be null (watch intake: facts only).
+  AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams = nullptr);
   // Handles one request already read from the wire.
   AuditResponse Handle(const std::string& method, const std::string& path, const std::string& body);
 
  private:
   FactSink* sink_;
   runtime::MetricsRegistry* metrics_;
+  StreamSink* streams_;
 };
 
 class AuditWebhookServer {

@@ -1,5 +1,6 @@
 // The materializer service binary: per claimed (type, scope) a Redis stream + checkpoint fed by
-// the watch, and the audit webhook that records who made each change.
+// the watch (or, with --intake=audit, by audit bodies and a periodic LIST), and the audit
+// webhook that records who made each change.
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -11,7 +12,9 @@
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
+#include "services/materializer/audit_stream_writer.h"
 #include "services/materializer/audit_webhook.h"
+#include "services/materializer/claim_registry.h"
 #include "libs/catalogclient/stream_follower.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
 #include "services/materializer/redis_fact_sink.h"
@@ -24,6 +27,12 @@ ABSL_FLAG(std::string, static_claims, "",
 ABSL_FLAG(int64_t, compact_after_entries, 10000,
           "Fold a stream into a new checkpoint once it holds more entries than this.");
 ABSL_FLAG(bool, use_watch_list, true, "Use WatchList (sendInitialEvents) when the server serves it.");
+ABSL_FLAG(std::string, intake, "watch",
+          "Where stream entries come from: watch (one long-lived watch per claim) or audit "
+          "(RequestResponse audit bodies from the webhook; the checkpoint is refilled by a "
+          "periodic LIST).");
+ABSL_FLAG(absl::Duration, audit_intake_relist_interval, absl::Minutes(5),
+          "With --intake=audit: how often each claim is LISTed to refill (and heal) its checkpoint.");
 ABSL_FLAG(bool, audit_webhook, true, "Serve the audit webhook (author attribution).");
 ABSL_FLAG(int, audit_port, 9444, "Audit webhook port; 0 picks a free one.");
 ABSL_FLAG(std::string, audit_tls_cert, "", "Audit webhook server certificate (PEM).");
@@ -60,6 +69,28 @@ class AdminService final
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* Compact(grpc::CallbackServerContext* context,
+                                    const reverser::v1::CompactRequest* request,
+                                    reverser::v1::CompactResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    caf::scoped_actor self{host()->actors()};
+    grpc::Status status = grpc::Status::OK;
+    // Folding a large checkpoint takes a while; one call may fold every materialization.
+    self->request(*supervisor_, std::chrono::minutes(5), compact_atom::value,
+                  request->SerializeAsString())
+        .receive([&](const std::string& serialized) { response->ParseFromString(serialized); },
+                 [&](caf::error& err) {
+                   status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                         host()->actors().render(err));
+                 });
+    if (status.ok() && request->has_claim() && response->results().empty()) {
+      status = grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            "this materializer does not own claim " + FormatClaim(request->claim()));
+    }
+    reactor->Finish(status);
+    return reactor;
+  }
+
  private:
   caf::actor* supervisor_;
 };
@@ -89,6 +120,21 @@ class App final : public runtime::ServiceApp {
     base.prefix = prefix;
     base.compact_after_entries = absl::GetFlag(FLAGS_compact_after_entries);
     base.use_watch_list = absl::GetFlag(FLAGS_use_watch_list);
+    auto intake = ParseIntake(absl::GetFlag(FLAGS_intake));
+    if (!intake.ok()) return intake.status();
+    base.intake = *intake;
+    base.relist_interval = absl::GetFlag(FLAGS_audit_intake_relist_interval);
+    if (base.intake == Intake::kAudit) {
+      if (!absl::GetFlag(FLAGS_audit_webhook)) {
+        return absl::InvalidArgumentError(
+            "--intake=audit needs the audit webhook (--audit_webhook=true): it is the only "
+            "source of stream entries");
+      }
+      if (base.relist_interval <= absl::ZeroDuration()) {
+        return absl::InvalidArgumentError("--audit_intake_relist_interval must be positive");
+      }
+    }
+    host.SetDetail("intake", absl::GetFlag(FLAGS_intake));
     options.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
                                                   const core::WatchScope& scope) {
       TypeMaterializerOptions o = base;
@@ -100,6 +146,7 @@ class App final : public runtime::ServiceApp {
     options.on_applied = [h](size_t workers) {
       h->SetComponent("claims", true, absl::StrCat(workers, " materialization(s)"));
     };
+    options.registry = &claims_registry_;
     supervisor_ = SpawnSupervisor(host.actors(), std::move(options));
     host.SetComponent("claims", false, "waiting for the first claim set");
 
@@ -127,7 +174,12 @@ class App final : public runtime::ServiceApp {
 
     if (absl::GetFlag(FLAGS_audit_webhook)) {
       fact_sink_ = std::make_unique<RedisFactSink>(redis, prefix, absl::GetFlag(FLAGS_author_fact_ttl));
-      intake_ = std::make_unique<AuditIntake>(fact_sink_.get(), &host.metrics());
+      if (base.intake == Intake::kAudit) {
+        stream_writer_ = std::make_unique<AuditStreamWriter>(redis, prefix, &claims_registry_,
+                                                             &host.metrics());
+      }
+      intake_ = std::make_unique<AuditIntake>(fact_sink_.get(), &host.metrics(),
+                                              stream_writer_.get());
       AuditWebhookOptions audit;
       audit.listen_address = host.options().listen_address;
       audit.port = absl::GetFlag(FLAGS_audit_port);
@@ -163,9 +215,11 @@ class App final : public runtime::ServiceApp {
 
  private:
   std::shared_ptr<kube::RestClient> client_;
+  ClaimRegistry claims_registry_;
   caf::actor supervisor_;
   std::unique_ptr<catalogclient::StreamFollower<reverser::v1::ClaimSet>> claims_;
   std::unique_ptr<RedisFactSink> fact_sink_;
+  std::unique_ptr<AuditStreamWriter> stream_writer_;
   std::unique_ptr<AuditIntake> intake_;
   std::unique_ptr<AuditWebhookServer> webhook_;
   std::unique_ptr<AdminService> admin_;

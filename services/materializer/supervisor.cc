@@ -1,17 +1,13 @@
 #include "services/materializer/supervisor.h"
 
 #include <map>
+#include <optional>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "libs/core/proto_convert.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::materializer {
 namespace {
-
-using ClaimKey = std::pair<core::GroupVersionResource, core::WatchScope>;
 
 reverser::v1::MaterializationPhase PhaseOf(const std::string& phase) {
   if (phase == "Streaming") return reverser::v1::MATERIALIZATION_PHASE_STREAMING;
@@ -35,6 +31,13 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
         std::map<ClaimKey, bool> wanted;
         for (const auto& claim : set.claims()) {
           wanted[{core::FromProto(claim.type().gvr()), core::FromProto(claim.scope())}] = true;
+        }
+        if (options.registry) {
+          // Before any release: once this returns, the audit intake no longer writes to a
+          // withdrawn claim's keys.
+          std::vector<ClaimKey> keys;
+          for (const auto& [key, unused] : wanted) keys.push_back(key);
+          options.registry->Replace(std::move(keys));
         }
         for (auto it = workers.begin(); it != workers.end();) {
           if (wanted.count(it->first)) {
@@ -76,6 +79,33 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           m->set_stream_length(status.appended);
         }
         return out.SerializeAsString();
+      },
+      [&](compact_atom, const std::string& serialized) -> std::string {
+        reverser::v1::CompactRequest request;
+        reverser::v1::CompactResponse out;
+        if (!request.ParseFromString(serialized)) return out.SerializeAsString();
+        std::optional<ClaimKey> only;
+        if (request.has_claim()) {
+          only = ClaimKey{core::FromProto(request.claim().type().gvr()),
+                          core::FromProto(request.claim().scope())};
+        }
+        for (const auto& [key, worker] : workers) {
+          if (only && key != *only) continue;
+          auto* result = out.add_results();
+          *result->mutable_claim()->mutable_type()->mutable_gvr() = core::ToProto(key.first);
+          *result->mutable_claim()->mutable_scope() = core::ToProto(key.second);
+          auto compacted = worker->CompactNow();
+          if (!compacted.ok()) {
+            result->set_error(compacted.status().ToString());
+            continue;
+          }
+          result->set_compacted(compacted->compacted);
+          result->mutable_checkpoint()->set_rv(compacted->position.rv());
+          result->mutable_checkpoint()->set_seq(compacted->position.seq());
+          result->set_folded(compacted->folded);
+          result->set_trimmed(compacted->trimmed);
+        }
+        return out.SerializeAsString();
       });
   for (auto& [key, worker] : workers) worker->Stop();
   return {};
@@ -84,37 +114,6 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
 caf::actor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options) {
   return system.spawn<caf::detached>(
       [options = std::move(options)](caf::blocking_actor* self) { Supervisor(self, options); });
-}
-
-absl::StatusOr<reverser::v1::ClaimSet> ParseStaticClaims(absl::string_view text) {
-  reverser::v1::ClaimSet set;
-  set.set_generation(1);
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    item = absl::StripAsciiWhitespace(item);
-    std::pair<absl::string_view, absl::string_view> type_ns = absl::StrSplit(item, '@');
-    std::vector<absl::string_view> parts = absl::StrSplit(type_ns.first, '/');
-    core::GroupVersionResource gvr;
-    if (parts.size() == 2) {
-      gvr = {"", std::string(parts[0]), std::string(parts[1])};
-    } else if (parts.size() == 3) {
-      gvr = {std::string(parts[0]), std::string(parts[1]), std::string(parts[2])};
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "static claim \"", item, "\" is not group/version/resource or version/resource"));
-    }
-    if (gvr.version.empty() || gvr.resource.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("static claim \"", item, "\" is incomplete"));
-    }
-    auto* claim = set.add_claims();
-    *claim->mutable_type()->mutable_gvr() = core::ToProto(gvr);
-    if (type_ns.second.empty()) {
-      claim->mutable_scope()->set_cluster(true);
-    } else {
-      if (auto s = core::ValidateNamespaceName(type_ns.second); !s.ok()) return s;
-      claim->mutable_scope()->set_namespace_(std::string(type_ns.second));
-    }
-  }
-  return set;
 }
 
 }  // namespace reverser::materializer

@@ -12,12 +12,15 @@
 #include "libs/kube/rest_client.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "proto/reverser/v1/materializer.pb.h"
+#include "services/materializer/claim_registry.h"
+#include "services/materializer/claim_syntax.h"
 #include "services/materializer/type_materializer.h"
 
 namespace reverser::materializer {
 
 using claims_atom = caf::atom_constant<caf::atom("claims")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
+using compact_atom = caf::atom_constant<caf::atom("compact")>;
 
 // Builds a worker for a claim (injectable for tests).
 using WorkerFactory =
@@ -30,18 +33,18 @@ struct SupervisorOptions {
   bool release_withdrawn = true;
   // Called after every applied claim set with the number of active workers.
   std::function<void(size_t workers)> on_applied;
+  // Kept equal to the applied claim set (the audit intake routes by it); may be null.
+  ClaimRegistry* registry = nullptr;
 };
 
 // Messages:
 //   (claims_atom, std::string serialized reverser.v1.ClaimSet) -> void
 //   (list_atom) -> std::string serialized reverser.v1.ListMaterializationsResponse
+//   (compact_atom, std::string serialized reverser.v1.CompactRequest)
+//       -> std::string serialized reverser.v1.CompactResponse (no results: claim not owned)
 caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options);
 
 // Spawns the supervisor on its own thread (it joins worker threads when claims go away).
 caf::actor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options);
-
-// Parses --static_claims: comma-separated `group/version/resource[@namespace]` (core types as
-// `v1/configmaps`).
-absl::StatusOr<reverser::v1::ClaimSet> ParseStaticClaims(absl::string_view text);
 
 }  // namespace reverser::materializer

@@ -2,34 +2,41 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "libs/core/status.h"
 #include "libs/runtime/log.h"
-#include "libs/sanitize/sanitize.h"
+#include "services/materializer/stream_entries.h"
 
 namespace reverser::materializer {
 namespace {
 
-std::string Metadata(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  auto it = meta->find(key);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
+using redisstore::ChangeSource;
 
-redisstore::StreamEntry EntryFor(redisstore::ChangeOp op, const nlohmann::json& object) {
-  redisstore::StreamEntry entry;
-  entry.op = op;
-  entry.uid = Metadata(object, "uid");
-  entry.namespace_ = Metadata(object, "namespace");
-  entry.name = Metadata(object, "name");
-  entry.resource_version = Metadata(object, "resourceVersion");
-  entry.object_json = sanitize::RemoveManagedFields(object).dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
-  entry.source = redisstore::ChangeSource::kWatch;
-  return entry;
+// The number of identities whose bodies differ between two object sets.
+size_t CountDifferences(const redisstore::ObjectMap& a, const redisstore::ObjectMap& b) {
+  size_t differences = 0;
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() || j != b.end()) {
+    if (j == b.end() || (i != a.end() && i->first < j->first)) {
+      ++differences, ++i;
+    } else if (i == a.end() || j->first < i->first) {
+      ++differences, ++j;
+    } else {
+      differences += i->second != j->second ? 1 : 0;
+      ++i, ++j;
+    }
+  }
+  return differences;
 }
 
 }  // namespace
+
+absl::StatusOr<Intake> ParseIntake(absl::string_view name) {
+  if (name == "watch") return Intake::kWatch;
+  if (name == "audit") return Intake::kAudit;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--intake=\"", name, "\": expected watch or audit"));
+}
 
 TypeMaterializer::TypeMaterializer(std::shared_ptr<kube::RestClient> client,
                                    TypeMaterializerOptions options,
@@ -54,11 +61,12 @@ void TypeMaterializer::Start() {
 }
 
 void TypeMaterializer::Stop() {
-  stopping_ = true;
   {
     std::lock_guard lock(mu_);
+    stopping_ = true;
     if (reflector_) reflector_->Stop();
   }
+  stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -126,25 +134,37 @@ void TypeMaterializer::Run() {
   redis_ = std::move(*redis);
   store_ = std::make_unique<redisstore::MaterializationStore>(redis_.get(), options_.prefix,
                                                               options_.gvr, options_.scope);
-  // Resume: a checkpoint exists, so only the changes after the stream top are needed.
-  kube::ReflectorOptions reflector_options;
-  reflector_options.gvr = options_.gvr;
-  reflector_options.namespace_ = options_.scope.IsCluster() ? "" : options_.scope.namespace_;
-  reflector_options.use_watch_list = options_.use_watch_list;
   auto checkpoint = WithRetry("read checkpoint", [&] { return store_->CheckpointPosition(); });
   if (!checkpoint.ok()) return;
+  uint64_t resume = 0;
   if (checkpoint->has_value()) {
     auto top = WithRetry("read stream top", [&] { return store_->StreamTop(); });
     if (!top.ok()) return;
-    uint64_t resume = (*checkpoint)->rv();
+    resume = (*checkpoint)->rv();
     if (top->has_value()) resume = std::max(resume, (*top)->rv());
-    reflector_options.resume_resource_version = std::to_string(resume);
     {
       std::lock_guard lock(mu_);
       status_.checkpoint = (*checkpoint)->ToString();
     }
+  }
+  if (options_.intake == Intake::kAudit) {
+    if (checkpoint->has_value()) SetPhase("Streaming", "ResumedFromCursor");
+    RunAuditIntake();
+  } else {
+    RunWatch(checkpoint->has_value(), resume);
+  }
+}
+
+void TypeMaterializer::RunWatch(bool has_checkpoint, uint64_t resume_rv) {
+  kube::ReflectorOptions reflector_options;
+  reflector_options.gvr = options_.gvr;
+  reflector_options.namespace_ = options_.scope.IsCluster() ? "" : options_.scope.namespace_;
+  reflector_options.use_watch_list = options_.use_watch_list;
+  // Resume: a checkpoint exists, so only the changes after the stream top are needed.
+  if (has_checkpoint) {
+    reflector_options.resume_resource_version = std::to_string(resume_rv);
     SetPhase("Streaming", "ResumedFromCursor");
-    runtime::LogInfo("materialization resumed", {{"type", Name()}, {"resource_version", resume}});
+    runtime::LogInfo("materialization resumed", {{"type", Name()}, {"resource_version", resume_rv}});
   } else {
     SetPhase("Replaying", "InitialReplay");
   }
@@ -159,6 +179,126 @@ void TypeMaterializer::Run() {
     runtime::LogError("materialization stopped", {{"type", Name()}, {"error", run.ToString()}});
     SetPhase("Blocked", "WatchError");
   }
+}
+
+bool TypeMaterializer::WaitForStop(absl::Duration timeout) {
+  std::unique_lock lock(mu_);
+  return stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                           [this] { return stopping_.load(); });
+}
+
+void TypeMaterializer::RunAuditIntake() {
+  absl::Duration backoff = absl::Milliseconds(800);
+  while (!stopping_) {
+    absl::Status listed = Relist();
+    if (stopping_) return;
+    if (!listed.ok()) {
+      {
+        std::lock_guard lock(mu_);
+        status_.last_error = listed.ToString();
+      }
+      runtime::Labels labels = labels_;
+      labels.emplace_back("outcome", "error");
+      metrics_->GetCounter("reverser_materializer_relists_total",
+                           "Audit intake: periodic LISTs by outcome (initial, unchanged, healed, "
+                           "superseded, error).",
+                           labels)
+          .Increment();
+      runtime::LogWarning("list failed", {{"type", Name()}, {"error", listed.ToString()}});
+      SetPhase(Status().checkpoint.empty() ? "Replaying" : "Blocked", "ListError");
+      if (WaitForStop(backoff)) return;
+      backoff = std::min(backoff * 2, absl::Seconds(30));
+      continue;
+    }
+    backoff = absl::Milliseconds(800);
+    // Until the next LIST, keep the stream within its bound (the audit webhook appends to it).
+    absl::Time next_list = absl::Now() + options_.relist_interval;
+    while (absl::Now() < next_list) {
+      if (WaitForStop(std::min(options_.compaction_check_interval, next_list - absl::Now()))) {
+        return;
+      }
+      CompactIfLong();
+    }
+  }
+}
+
+absl::Status TypeMaterializer::Relist() {
+  const std::string ns = options_.scope.IsCluster() ? "" : options_.scope.namespace_;
+  redisstore::ObjectMap items;
+  kube::ListOptions list_options;
+  list_options.limit = options_.list_page_size;
+  std::string list_rv;
+  // Pages of one LIST share its snapshot; an expired continue token restarts it (Expired error).
+  do {
+    ASSIGN_OR_RETURN(kube::ListPage page, client_->List(options_.gvr, ns, list_options));
+    if (list_rv.empty()) list_rv = page.resource_version;
+    for (nlohmann::json& item : page.items) {
+      SetTypeFromList(item, page.kind, page.api_version);
+      items[redisstore::ObjectIdentity(ObjectMetadata(item, "namespace"),
+                                       ObjectMetadata(item, "name"))] = StoredObjectJson(item);
+    }
+    list_options.continue_token = page.continue_token;
+  } while (!list_options.continue_token.empty() && !stopping_);
+  if (stopping_) return absl::OkStatus();
+  ASSIGN_OR_RETURN(uint64_t rv, core::ParseResourceVersion(list_rv));
+  const core::StreamPosition covered = core::StreamPosition::EndOf(rv);
+
+  auto view = WithRetry("load materialization", [&] { return store_->Load(); });
+  if (!view.ok()) return absl::OkStatus();  // stopping
+  std::string outcome;
+  size_t differences = 0;
+  if (view->checkpoint && *view->checkpoint <= covered &&
+      (differences = CountDifferences(view->Fold(covered), items)) == 0) {
+    // Nothing to heal: fold what the LIST confirms instead of replacing the checkpoint, so a
+    // reader already past those entries keeps its place.
+    outcome = "unchanged";
+    auto compacted = WithRetry("fold confirmed entries",
+                               [&] { return store_->CompactView(*view, covered); });
+    if (!compacted.ok()) return absl::OkStatus();
+    CountCompaction(*compacted);
+  } else {
+    if (view->checkpoint && *view->checkpoint > covered) {
+      differences = 0;  // a newer checkpoint is in place; the swap below is refused
+    } else if (!view->checkpoint) {
+      differences = items.size();
+    }
+    auto swap = WithRetry("replace checkpoint",
+                          [&] { return store_->ReplaceCheckpoint(items, covered); });
+    if (!swap.ok()) return absl::OkStatus();
+    outcome = !view->checkpoint ? "initial" : swap->swapped ? "healed" : "superseded";
+    if (swap->swapped) {
+      std::lock_guard lock(mu_);
+      status_.checkpoint = swap->position.ToString();
+      ++status_.replays;
+    }
+    if (outcome == "healed") {
+      runtime::LogWarning("LIST found changes the audit log did not deliver; checkpoint replaced",
+                          {{"type", Name()},
+                           {"objects", static_cast<long long>(differences)},
+                           {"position", swap->position.ToString()}});
+    }
+  }
+  runtime::Labels labels = labels_;
+  labels.emplace_back("outcome", outcome);
+  metrics_->GetCounter("reverser_materializer_relists_total",
+                       "Audit intake: periodic LISTs by outcome (initial, unchanged, healed, "
+                       "superseded, error).",
+                       labels)
+      .Increment();
+  if (outcome == "healed") {
+    metrics_->GetCounter("reverser_materializer_relist_healed_objects_total",
+                         "Audit intake: objects a LIST found different from checkpoint + stream.",
+                         labels_)
+        .Increment(static_cast<double>(differences));
+  }
+  metrics_->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.", labels_)
+      .Set(static_cast<double>(items.size()));
+  {
+    std::lock_guard lock(mu_);
+    ++status_.relists;
+  }
+  SetPhase("Streaming", "AuditIntake");
+  return absl::OkStatus();
 }
 
 void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
@@ -210,17 +350,15 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
       break;
   }
   if (event.initial && collecting_) {
-    std::string ns = Metadata(event.object, "namespace");
-    std::string name = Metadata(event.object, "name");
-    pending_checkpoint_[redisstore::ObjectIdentity(ns, name)] =
-        sanitize::RemoveManagedFields(event.object)
-            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string ns = ObjectMetadata(event.object, "namespace");
+    std::string name = ObjectMetadata(event.object, "name");
+    pending_checkpoint_[redisstore::ObjectIdentity(ns, name)] = StoredObjectJson(event.object);
     return;
   }
   redisstore::ChangeOp op = event.type == Type::kAdded      ? redisstore::ChangeOp::kAdded
                             : event.type == Type::kModified ? redisstore::ChangeOp::kModified
                                                             : redisstore::ChangeOp::kDeleted;
-  redisstore::StreamEntry entry = EntryFor(op, event.object);
+  redisstore::StreamEntry entry = MakeStreamEntry(op, event.object, ChangeSource::kWatch);
   auto appended = WithRetry("append", [&] { return store_->Append(entry); });
   if (!appended.ok()) return;
   if (appended->appended) {
@@ -245,17 +383,40 @@ void TypeMaterializer::MaybeCompact() {
   // Checking the length on every append would double the Redis round trips.
   if (++appends_since_compaction_check_ < options_.compact_after_entries / 10 + 1) return;
   appends_since_compaction_check_ = 0;
+  CompactIfLong();
+}
+
+void TypeMaterializer::CompactIfLong() {
   auto length = redis_->Command({"XLEN", store_->keys().stream});
   if (!length.ok() || !length->AsInteger().ok()) return;
   if (static_cast<size_t>(*length->AsInteger()) <= options_.compact_after_entries) return;
   auto compacted = store_->Compact();
-  if (compacted.ok() && compacted->compacted) {
-    metrics_->GetCounter("reverser_materializer_compactions_total",
-                         "Streams folded into a new checkpoint.", labels_)
-        .Increment();
-    std::lock_guard lock(mu_);
-    status_.checkpoint = compacted->position.ToString();
+  if (compacted.ok()) CountCompaction(*compacted);
+}
+
+void TypeMaterializer::CountCompaction(const redisstore::CompactionResult& result) {
+  if (!result.compacted) return;
+  metrics_->GetCounter("reverser_materializer_compactions_total",
+                       "Streams folded into a new checkpoint.", labels_)
+      .Increment();
+  std::lock_guard lock(mu_);
+  status_.checkpoint = result.position.ToString();
+}
+
+absl::StatusOr<redisstore::CompactionResult> TypeMaterializer::CompactNow() {
+  std::lock_guard admin(admin_mu_);
+  if (!admin_redis_) {
+    ASSIGN_OR_RETURN(admin_redis_, redisstore::RedisConnection::Connect(options_.redis));
   }
+  redisstore::MaterializationStore store(admin_redis_.get(), options_.prefix, options_.gvr,
+                                         options_.scope);
+  ASSIGN_OR_RETURN(redisstore::CompactionResult result, store.Compact());
+  CountCompaction(result);
+  runtime::LogInfo("compaction requested", {{"type", Name()},
+                                            {"compacted", result.compacted},
+                                            {"folded", static_cast<long long>(result.folded)},
+                                            {"position", result.position.ToString()}});
+  return result;
 }
 
 void TypeMaterializer::OnError(const absl::Status& status) {

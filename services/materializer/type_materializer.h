@@ -1,12 +1,23 @@
 #pragma once
 
-// Keeps one claimed (type, scope) materialized in Redis: a reflector (WatchList, or LIST+WATCH)
-// on its own thread turns the initial set into the checkpoint and every later change into a
-// stream entry. Writes that fail (Redis down) are retried in order before the watch reads on,
-// so nothing the API server reported is skipped. Resumes from the stream top after a restart
-// (no replay) and replays when there is no checkpoint or the server says the RV expired.
+// Keeps one claimed (type, scope) materialized in Redis, on its own thread, in one of two
+// intake modes:
+//
+//  * watch (default): a reflector (WatchList, or LIST+WATCH) turns the initial set into the
+//    checkpoint and every later change into a stream entry. Writes that fail (Redis down) are
+//    retried in order before the watch reads on, so nothing the API server reported is skipped.
+//    Resumes from the stream top after a restart (no replay) and replays when there is no
+//    checkpoint or the server says the RV expired.
+//  * audit: no watch. The stream is fed by the audit webhook (AuditStreamWriter); this worker
+//    LISTs at start and every `relist_interval`. A LIST whose objects differ from checkpoint +
+//    stream (up to the LIST's RV) replaces the checkpoint at that RV — healing whatever the
+//    audit log missed — while entries above it stay; a LIST that agrees only folds the stream
+//    up to its RV (a compaction), so readers that are caught up need not splice again.
+//
+// Either way the stream is compacted once it holds more than `compact_after_entries` entries.
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +32,9 @@
 
 namespace reverser::materializer {
 
+enum class Intake { kWatch, kAudit };
+absl::StatusOr<Intake> ParseIntake(absl::string_view name);  // "watch" | "audit"
+
 struct TypeMaterializerOptions {
   core::GroupVersionResource gvr;
   core::WatchScope scope;
@@ -29,6 +43,12 @@ struct TypeMaterializerOptions {
   // Fold the stream into a new checkpoint once it holds more entries than this.
   size_t compact_after_entries = 10000;
   bool use_watch_list = true;
+  Intake intake = Intake::kWatch;
+  // Audit intake: how often the checkpoint is refilled by a LIST.
+  absl::Duration relist_interval = absl::Minutes(5);
+  // Audit intake: how often the stream length is checked against compact_after_entries.
+  absl::Duration compaction_check_interval = absl::Seconds(10);
+  int64_t list_page_size = 500;
 };
 
 // A snapshot of what the worker is doing, for admin calls and readiness.
@@ -39,6 +59,7 @@ struct TypeMaterializerStatus {
   int64_t appended = 0;
   int64_t diverted = 0;
   int64_t replays = 0;
+  int64_t relists = 0;  // audit intake: LISTs completed
   std::string last_error;
 };
 
@@ -55,11 +76,24 @@ class TypeMaterializer : private kube::WatchHandler {
   // Stops and deletes the materialization's keys (a released claim).
   absl::Status StopAndRelease();
 
+  // Folds the stream into a new checkpoint now (admin Compact). Safe beside the worker: it uses
+  // its own connection and swaps only onto the checkpoint it folded from.
+  absl::StatusOr<redisstore::CompactionResult> CompactNow();
+
   TypeMaterializerStatus Status() const;
+  const core::GroupVersionResource& gvr() const { return options_.gvr; }
+  const core::WatchScope& scope() const { return options_.scope; }
   std::string Name() const;  // "apps/v1/deployments cluster"
 
  private:
   void Run();
+  void RunWatch(bool has_checkpoint, uint64_t resume_rv);
+  void RunAuditIntake();
+  // One LIST, then a checkpoint replacement (differences found) or a fold up to its RV.
+  absl::Status Relist();
+  // Waits up to `timeout` for Stop(); true when stopping.
+  bool WaitForStop(absl::Duration timeout);
+  void CountCompaction(const redisstore::CompactionResult& result);
   void OnEvent(const kube::ReflectorEvent& event) override;
   void OnError(const absl::Status& status) override;
   // Retries `op` against Redis until it succeeds or the worker stops.
@@ -67,6 +101,7 @@ class TypeMaterializer : private kube::WatchHandler {
   auto WithRetry(const char* what, Fn op) -> decltype(op());
   void SetPhase(const std::string& phase, const std::string& reason);
   void MaybeCompact();
+  void CompactIfLong();
 
   std::shared_ptr<kube::RestClient> client_;
   TypeMaterializerOptions options_;
@@ -85,7 +120,10 @@ class TypeMaterializer : private kube::WatchHandler {
   size_t appends_since_compaction_check_ = 0;
 
   mutable std::mutex mu_;
+  std::condition_variable stop_cv_;  // with mu_
   TypeMaterializerStatus status_;
+  std::mutex admin_mu_;  // CompactNow's own connection
+  std::unique_ptr<redisstore::RedisConnection> admin_redis_;
 };
 
 }  // namespace reverser::materializer

@@ -1,0 +1,130 @@
+#include "services/materializer/audit_changes.h"
+
+#include "libs/audit/audit_event.h"
+#include "services/materializer/stream_entries.h"
+
+namespace reverser::materializer {
+namespace {
+
+using nlohmann::json;
+using redisstore::ChangeOp;
+
+std::string Str(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& Member(const json& object, const char* key) {
+  static const json* null_value = new json();
+  if (!object.is_object()) return *null_value;
+  auto it = object.find(key);
+  return it == object.end() ? *null_value : *it;
+}
+
+int ResponseCode(const json& event) {
+  const json& code = Member(Member(event, "responseStatus"), "code");
+  return code.is_number_integer() ? code.get<int>() : 0;
+}
+
+// A delete that only marked the object (finalizers or a grace period hold it) is a MODIFIED in
+// the watch; the DELETED follows when the object really goes.
+bool OnlyMarkedForDeletion(const json& object) {
+  const json& meta = Member(object, "metadata");
+  if (!Member(meta, "deletionTimestamp").is_string()) return false;
+  const json& finalizers = Member(meta, "finalizers");
+  if (finalizers.is_array() && !finalizers.empty()) return true;
+  const json& grace = Member(meta, "deletionGracePeriodSeconds");
+  return grace.is_number_integer() && grace.get<int64_t>() > 0;
+}
+
+}  // namespace
+
+absl::string_view AuditSkipName(AuditSkip skip) {
+  switch (skip) {
+    case AuditSkip::kNone:
+      return "none";
+    case AuditSkip::kNotAccepted:
+      return "not_accepted";
+    case AuditSkip::kSubresource:
+      return "subresource";
+    case AuditSkip::kNoResponseBody:
+      return "no_response_body";
+    case AuditSkip::kNoIdentity:
+      return "no_identity";
+  }
+  return "unknown";
+}
+
+AuditChanges ChangesFromAuditEvent(const json& event) {
+  AuditChanges out;
+  auto skip = [&](AuditSkip reason) {
+    out.changes.clear();
+    out.skipped = reason;
+    return out;
+  };
+  const json& ref = Member(event, "objectRef");
+  const core::GroupVersionResource gvr{Str(ref, "apiGroup"), Str(ref, "apiVersion"),
+                                       Str(ref, "resource")};
+  const std::string request_namespace = Str(ref, "namespace");
+  out.gvr = gvr;
+  out.namespace_ = request_namespace;
+  if (audit::Classify(event) != audit::Outcome::kQueued) return skip(AuditSkip::kNotAccepted);
+  if (!Str(ref, "subresource").empty()) return skip(AuditSkip::kSubresource);
+  if (gvr.resource.empty() || gvr.version.empty()) return skip(AuditSkip::kNoIdentity);
+  const json& response = Member(event, "responseObject");
+  if (!response.is_object()) return skip(AuditSkip::kNoResponseBody);
+  const std::string verb = Str(event, "verb");
+  const bool is_status = Str(response, "kind") == "Status";
+
+  auto add = [&](ChangeOp op, const json& object) {
+    AuditChange change;
+    change.gvr = gvr;
+    change.entry = MakeStreamEntry(op, object, redisstore::ChangeSource::kAudit);
+    change.namespace_ = change.entry.namespace_;
+    if (!change.entry.name.empty()) out.changes.push_back(std::move(change));
+  };
+
+  if (verb == "deletecollection") {
+    const json& items = Member(response, "items");
+    if (!items.is_array()) return skip(AuditSkip::kNoResponseBody);
+    const std::string list_kind = Str(response, "kind");
+    const std::string list_api_version = Str(response, "apiVersion");
+    for (json item : items) {
+      SetTypeFromList(item, list_kind, list_api_version);
+      add(OnlyMarkedForDeletion(item) ? ChangeOp::kModified : ChangeOp::kDeleted, item);
+    }
+    if (out.changes.empty() && !items.empty()) return skip(AuditSkip::kNoIdentity);
+    return out;
+  }
+
+  if (verb == "delete" && is_status) {
+    AuditChange change;
+    change.gvr = gvr;
+    change.namespace_ = request_namespace;
+    change.entry.op = ChangeOp::kDeleted;
+    change.entry.source = redisstore::ChangeSource::kAudit;
+    change.entry.namespace_ = request_namespace;
+    change.entry.name = Str(ref, "name");
+    if (change.entry.name.empty()) change.entry.name = Str(Member(response, "details"), "name");
+    change.entry.uid = Str(Member(response, "details"), "uid");
+    if (change.entry.uid.empty()) change.entry.uid = Str(ref, "uid");
+    change.body_from_materialization = true;
+    if (change.entry.name.empty()) return skip(AuditSkip::kNoIdentity);
+    out.changes.push_back(std::move(change));
+    return out;
+  }
+  if (is_status) return skip(AuditSkip::kNoResponseBody);
+
+  ChangeOp op = ChangeOp::kModified;
+  if (verb == "create" || ResponseCode(event) == 201) op = ChangeOp::kAdded;
+  if (verb == "delete") {
+    op = ResponseCode(event) == 202 || OnlyMarkedForDeletion(response) ? ChangeOp::kModified
+                                                                        : ChangeOp::kDeleted;
+  }
+  add(op, response);
+  if (out.changes.empty()) return skip(AuditSkip::kNoIdentity);
+  return out;
+}
+
+}  // namespace reverser::materializer

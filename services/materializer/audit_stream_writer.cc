@@ -1,0 +1,118 @@
+#include "services/materializer/audit_stream_writer.h"
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/status.h"
+#include "services/materializer/audit_changes.h"
+#include "services/materializer/stream_entries.h"
+
+namespace reverser::materializer {
+namespace {
+
+// Entries read per XREVRANGE while looking for an object's last body.
+constexpr int kLookupBatch = 256;
+
+}  // namespace
+
+AuditStreamWriter::AuditStreamWriter(redisstore::RedisOptions options,
+                                     redisstore::KeyPrefix prefix, const ClaimRegistry* claims,
+                                     runtime::MetricsRegistry* metrics)
+    : options_(std::move(options)), prefix_(std::move(prefix)), claims_(claims), metrics_(metrics) {}
+
+void AuditStreamWriter::Count(const core::GroupVersionResource& gvr, absl::string_view outcome) {
+  metrics_
+      ->GetCounter("reverser_materializer_audit_entries_total",
+                   "Audit-intake changes by outcome (appended, diverted_<reason>, unclaimed, "
+                   "skipped_<reason>).",
+                   {{"group", gvr.group},
+                    {"version", gvr.version},
+                    {"resource", gvr.resource},
+                    {"outcome", std::string(outcome)}})
+      .Increment();
+}
+
+absl::StatusOr<AuditStreamWriter::LastKnown> AuditStreamWriter::FindLastKnown(
+    redisstore::MaterializationStore& store, const std::string& identity) {
+  // Newest first: the first entry for the identity is its latest state.
+  std::string end = "+";
+  while (true) {
+    ASSIGN_OR_RETURN(redisstore::RedisReply reply,
+                     redis_->Command({"XREVRANGE", store.keys().stream, end, "-", "COUNT",
+                                      absl::StrCat(kLookupBatch)}));
+    RETURN_IF_ERROR(reply.ErrorStatus());
+    if (!reply.IsArray() || reply.elements().empty()) break;
+    std::string last_id;
+    for (const redisstore::RedisReply& item : reply.elements()) {
+      if (!item.IsArray() || item.elements().size() != 2) continue;
+      auto id = item.elements()[0].AsString();
+      auto fields = item.elements()[1].AsStringArray();
+      if (!id.ok() || !fields.ok()) continue;
+      last_id = *id;
+      auto entry = redisstore::DecodeEntry(*id, *fields);
+      if (!entry.ok() || entry->Identity() != identity) continue;
+      LastKnown found;
+      found.deleted = entry->op == redisstore::ChangeOp::kDeleted;
+      if (!found.deleted) found.body = entry->object_json;
+      return found;
+    }
+    if (reply.elements().size() < static_cast<size_t>(kLookupBatch) || last_id.empty()) break;
+    end = absl::StrCat("(", last_id);  // exclusive: continue below the last one read
+  }
+  ASSIGN_OR_RETURN(redisstore::RedisReply item,
+                   redis_->Command({"HGET", store.keys().checkpoint_items, identity}));
+  ASSIGN_OR_RETURN(std::optional<std::string> body, item.AsOptionalString());
+  LastKnown found;
+  found.body = std::move(body);
+  return found;
+}
+
+absl::Status AuditStreamWriter::Append(const std::vector<const nlohmann::json*>& accepted_events) {
+  std::lock_guard lock(mu_);
+  if (!redis_) {
+    ASSIGN_OR_RETURN(redis_, redisstore::RedisConnection::Connect(options_));
+  }
+  // Held while writing: a withdrawn claim is not written to once Replace returns.
+  ClaimRegistry::Reader claims = claims_->Read();
+  for (const nlohmann::json* event : accepted_events) {
+    AuditChanges converted = ChangesFromAuditEvent(*event);
+    if (converted.changes.empty()) {
+      // Only claimed types are counted: everything else is not this intake's business.
+      if (!claims.Match(converted.gvr, converted.namespace_).empty()) {
+        Count(converted.gvr, absl::StrCat("skipped_", AuditSkipName(converted.skipped)));
+      }
+      continue;
+    }
+    for (const AuditChange& change : converted.changes) {
+      std::vector<ClaimKey> targets = claims.Match(change.gvr, change.namespace_);
+      if (targets.empty()) {
+        Count(change.gvr, "unclaimed");
+        continue;
+      }
+      for (const ClaimKey& target : targets) {
+        redisstore::MaterializationStore store(redis_.get(), prefix_, target.first, target.second);
+        redisstore::StreamEntry entry = change.entry;
+        if (change.body_from_materialization) {
+          ASSIGN_OR_RETURN(LastKnown last, FindLastKnown(store, entry.Identity()));
+          if (last.deleted || !last.body) {
+            Count(change.gvr, last.deleted ? "skipped_already_deleted" : "skipped_unknown_object");
+            continue;
+          }
+          std::string last_uid = ObjectMetadata(
+              nlohmann::json::parse(*last.body, nullptr, false), "uid");
+          if (!entry.uid.empty() && !last_uid.empty() && last_uid != entry.uid) {
+            Count(change.gvr, "skipped_other_incarnation");
+            continue;
+          }
+          if (entry.uid.empty()) entry.uid = last_uid;
+          entry.object_json = std::move(*last.body);
+        }
+        ASSIGN_OR_RETURN(redisstore::AppendResult appended, store.Append(entry));
+        Count(change.gvr, appended.appended ? "appended"
+                                            : absl::StrCat("diverted_", redisstore::DivertReasonName(
+                                                                            *appended.diverted)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace reverser::materializer

@@ -1,0 +1,52 @@
+#pragma once
+
+// The audit intake's stream writer (`--intake=audit`): routes each accepted event's changes
+// (audit_changes.h) to the claimed (type, scope) materializations and appends them through
+// MaterializationStore, whose Lua append keeps the stream's order rules (an entry not above the
+// top is diverted and counted). Unclaimed types are ignored here (their facts are still
+// recorded). One Redis connection serves the webhook's HTTP threads in turn.
+//
+// A delete answered with a Status has neither body nor resourceVersion: it is attached to the
+// stream top, with the object's last materialized body (the splicer needs one to place the
+// removal), and dropped when the materialization already has it deleted or holds a different
+// incarnation (uid) under that name — a late delete must never remove a re-created object.
+
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "libs/redisstore/keys.h"
+#include "libs/redisstore/materialization_store.h"
+#include "libs/redisstore/redis_connection.h"
+#include "libs/runtime/metrics.h"
+#include "services/materializer/audit_webhook.h"
+#include "services/materializer/claim_registry.h"
+
+namespace reverser::materializer {
+
+class AuditStreamWriter final : public StreamSink {
+ public:
+  AuditStreamWriter(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
+                    const ClaimRegistry* claims, runtime::MetricsRegistry* metrics);
+  absl::Status Append(const std::vector<const nlohmann::json*>& accepted_events) override;
+
+ private:
+  // The last stream entry or checkpoint item for `identity`: its body, or nullopt when absent
+  // (never materialized, or its latest entry is a delete).
+  struct LastKnown {
+    bool deleted = false;  // the latest entry for it is a DELETED
+    std::optional<std::string> body;
+  };
+  absl::StatusOr<LastKnown> FindLastKnown(redisstore::MaterializationStore& store,
+                                          const std::string& identity);
+  void Count(const core::GroupVersionResource& gvr, absl::string_view outcome);
+
+  redisstore::RedisOptions options_;
+  redisstore::KeyPrefix prefix_;
+  const ClaimRegistry* claims_;
+  runtime::MetricsRegistry* metrics_;
+  std::mutex mu_;
+  std::unique_ptr<redisstore::RedisConnection> redis_;  // connected lazily, guarded by mu_
+};
+
+}  // namespace reverser::materializer
