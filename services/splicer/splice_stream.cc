@@ -1,5 +1,7 @@
 #include "services/splicer/splice_stream.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "libs/core/proto_convert.h"
@@ -236,6 +238,16 @@ void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
   }
 }
 
+absl::Duration SpliceStream::NextLookupIn(absl::Time now) const {
+  absl::Duration block = absl::Milliseconds(500);  // nothing waiting: just tail the stream
+  for (const Pending& pending : pending_) {
+    if (pending.resolved) continue;
+    absl::Time due = std::min(pending.next_lookup, pending.arrived + options_.attribution_grace);
+    block = std::min(block, due - now);
+  }
+  return std::clamp(block, absl::Milliseconds(1), absl::Milliseconds(500));
+}
+
 absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
   std::set<std::string> blocked;
   absl::Time now = absl::Now();
@@ -247,7 +259,13 @@ absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
     }
     if (!it->resolved) {
       bool due = now >= it->arrived + options_.attribution_grace;
-      Resolve(*it, due);
+      if (due || now >= it->next_lookup) {
+        Resolve(*it, due);
+        if (!it->resolved) {
+          it->next_lookup = now + it->lookup_interval;
+          it->lookup_interval = std::min(it->lookup_interval * 2, options_.attribution_poll);
+        }
+      }
       if (!it->resolved) {
         blocked.insert(object);  // later events of this object wait; others go on
         ++it;
@@ -325,7 +343,7 @@ absl::Status SpliceStream::Session() {
       return absl::OkStatus();  // start over from the persisted cursor
     }
     AdvanceCursor();
-    absl::Duration block = pending_.empty() ? absl::Milliseconds(500) : options_.attribution_poll;
+    absl::Duration block = NextLookupIn(absl::Now());
     auto batch = store.WaitAfter(position, options_.read_batch, block);
     if (!batch.ok()) return batch.status();
     if (batch->behind_checkpoint) {
@@ -361,7 +379,7 @@ absl::Status SpliceStream::Session() {
         continue;
       }
       Pending pending{entry.position, std::move(*derived.event), entry.resource_version, now, now,
-                      std::nullopt, false};
+                      std::nullopt, false, now, options_.attribution_first_poll};
       if (options_.attribution_grace <= absl::ZeroDuration()) Resolve(pending, true);
       pending_.push_back(std::move(pending));
     }

@@ -38,6 +38,10 @@ struct SpliceStreamOptions {
   redisstore::RedisOptions redis;
   redisstore::KeyPrefix prefix = redisstore::KeyPrefix::Default();
   absl::Duration attribution_grace = absl::Seconds(3);
+  // Fact lookups for a waiting event start `attribution_first_poll` after it arrived and back off
+  // by doubling to at most `attribution_poll` (the reference's fixed 150 ms): a fact usually
+  // lands within tens of milliseconds, so a fixed 150 ms poll would add most of the latency.
+  absl::Duration attribution_first_poll = absl::Milliseconds(5);
   absl::Duration attribution_poll = absl::Milliseconds(150);
   bool attribution = true;
   size_t read_batch = 500;
@@ -75,6 +79,8 @@ class SpliceStream : public DeliverySubscriber {
     absl::Time observed;
     std::optional<reverser::v1::Author> author;
     bool resolved = false;
+    absl::Time next_lookup;          // when to look for its author fact again
+    absl::Duration lookup_interval;  // doubles after each miss, up to attribution_poll
   };
 
   void Run();
@@ -82,6 +88,8 @@ class SpliceStream : public DeliverySubscriber {
   absl::Status Session();
   absl::Status SendResync(redisstore::MaterializationStore& store, core::StreamPosition* head);
   void Resolve(Pending& pending, bool final_attempt);
+  // How long the stream read may block before a waiting event's next fact lookup is due.
+  absl::Duration NextLookupIn(absl::Time now) const;
   absl::Status EmitReady(bool force_all_due);
   void MarkDone(core::StreamPosition position);
   void AdvanceCursor();
