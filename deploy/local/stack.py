@@ -66,13 +66,18 @@ def run(cmd, check=True, **kw):
 
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
-                 attribution_grace="3s", log=print):
+                 attribution_grace="3s", log=print, profile="modern"):
+        """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
+        push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
+        an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
+        "legacy" (1.27-1.33: sendInitialEvents rejected with 422, clients fall back to LIST)."""
         self.bin = bin_dir
         self.root = repo_root
         self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
         self.commit_window = commit_window
         self.push_cooldown = push_cooldown
         self.attribution_grace = attribution_grace
+        self.profile = profile
         self.log = log
         self.procs = {}
         self.ports = {}
@@ -81,9 +86,9 @@ class Stack:
     # ---- processes -------------------------------------------------------------------------
 
     def _spawn(self, name, argv, env=None):
-        out = open(os.path.join(self.dir, f"{name}.log"), "w")
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        with open(os.path.join(self.dir, f"{name}.log"), "a") as out:  # a restart appends
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env={**os.environ, **(env or {})}, start_new_session=True)
         self.procs[name] = proc
         return proc
 
@@ -150,6 +155,8 @@ class Stack:
         # Git remote: a bare repository as a user has it.
         self.remote = os.path.join(self.dir, "remote.git")
         run(["git", "init", "-q", "--bare", "-b", "main", self.remote])
+        # A reflog on the remote records every ref update (push) with its time.
+        run(["git", "-C", self.remote, "config", "core.logAllRefUpdates", "always"])
         seed = os.path.join(self.dir, "seed")
         run(["git", "clone", "-q", self.remote, seed])
         with open(os.path.join(seed, "README.md"), "w") as f:
@@ -185,14 +192,20 @@ class Stack:
         self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}",
                                  f"--tls_cert_file={pki}/kube.crt", f"--tls_key_file={pki}/kube.key",
                                  f"--tokens_file={tokens}", f"--audit_policy_file={policy}",
+                                 f"--profile={self.profile}",
                                  f"--audit_webhook_url=https://127.0.0.1:{self.ports['audit']}/audit-webhook",
                                  f"--audit_webhook_ca_file={pki}/ca.crt",
                                  f"--audit_webhook_client_cert={pki}/apiserver.crt",
                                  f"--audit_webhook_client_key={pki}/apiserver.key",
                                  "--audit_webhook_batch_max_wait_seconds=0.02",
                                  "--audit_webhook_initial_backoff_seconds=0.2"])
-        wait_until(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 20, "kube-sim")
-        self.ports["kube"] = int(open(port_file).read().strip())
+        def port_written():
+            if not os.path.exists(port_file):
+                return ""
+            with open(port_file) as f:
+                return f.read().strip()
+        wait_until(port_written, 20, "kube-sim")
+        self.ports["kube"] = int(port_written())
         self.server = f"https://127.0.0.1:{self.ports['kube']}"
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         with open(self.kubeconfig, "w") as f:
@@ -214,7 +227,7 @@ contexts:
     user: reverser
 current-context: local
 """)
-        self.log(f"==> kube-sim           {self.server}")
+        self.log(f"==> kube-sim           {self.server} (profile {self.profile})")
 
         # The CRDs and the demo namespace.
         for crd in sorted(os.listdir(os.path.join(self.root, "deploy", "crds"))):
@@ -282,17 +295,39 @@ current-context: local
                f"--certificate-authority={self.pki}/ca.crt", "--kubeconfig=/dev/null", *args]
         return run(cmd, check=check, input=input)
 
+    def sim(self, method, path, body=None):
+        """kube-sim's admin endpoints (/_sim/...): faults, compaction, audit hold, request log."""
+        import ssl
+        import urllib.request
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.server + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        context = ssl.create_default_context(cafile=f"{self.pki}/ca.crt")
+        with urllib.request.urlopen(request, context=context, timeout=10) as r:
+            return json.loads(r.read().decode() or "null")
+
     def git(self, *args):
         return run(["git", "-C", self.remote, *args]).stdout
 
-    def head(self):
-        return run(["git", "-C", self.remote, "rev-parse", "main"], check=False).stdout.strip()
+    def head(self, branch="main"):
+        return run(["git", "-C", self.remote, "rev-parse", "--verify", "-q", branch], check=False).stdout.strip()
 
-    def files(self):
-        return sorted(self.git("ls-tree", "-r", "--name-only", "main").split())
+    def files(self, branch="main"):
+        return sorted(self.git("ls-tree", "-r", "--name-only", branch).split())
 
-    def show(self, path):
-        return run(["git", "-C", self.remote, "show", f"main:{path}"], check=False).stdout
+    def show(self, path, branch="main"):
+        return run(["git", "-C", self.remote, "show", f"{branch}:{path}"], check=False).stdout
+
+    def pushes(self, branch="main"):
+        """The remote's reflog of `branch`, oldest first: [(unix seconds, new sha, message)]."""
+        out = run(["git", "-C", self.remote, "reflog", "show", "--date=unix", "--format=%H %gd %gs",
+                   f"refs/heads/{branch}"], check=False).stdout
+        entries = []
+        for line in out.splitlines():
+            sha, selector, message = (line.split(" ", 2) + [""])[:3]
+            # %gd with --date=unix renders as refs/heads/<branch>@{<seconds>}
+            entries.append((int(selector.rsplit("@{", 1)[1].rstrip("}")), sha, message))
+        return list(reversed(entries))
 
     def log_lines(self, fmt="%an <%ae> | %s"):
         return self.git("log", f"--format={fmt}", "main").splitlines()
@@ -319,23 +354,34 @@ current-context: local
             return len(lines) >= count
         wait_until(ready, timeout, f"{count} splice streams to send their initial resync", poll=0.1)
 
-    def apply_mirror(self, path="clusters/local", rules=None):
-        """GitProvider + GitTarget + WatchRule in namespace demo, mirroring into `path`."""
+    def apply_mirror(self, path="clusters/local", rules=None, branch="main", age_recipients=None,
+                     cluster_rules=None):
+        """GitProvider + GitTarget + WatchRule in namespace demo, mirroring into `path` on
+        `branch`. age_recipients: turn on SOPS/age encryption of Secrets with these public keys;
+        cluster_rules: also a ClusterWatchRule (e.g. cluster-scoped types) for the same target."""
         rules = rules or [{"operations": ["*"], "apiGroups": ["", "apps", "example.com"],
                            "resources": ["configmaps", "deployments", "widgets"]}]
+        target_spec = {"providerRef": {"name": "local"}, "branch": branch, "path": path}
+        if age_recipients:
+            target_spec["encryption"] = {"age": {"enabled": True,
+                                                 "recipients": {"publicKeys": list(age_recipients)}}}
         manifest = {
             "apiVersion": "v1", "kind": "List", "items": [
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
                  "metadata": {"name": "local", "namespace": "demo"},
-                 "spec": {"url": f"file://{self.remote}", "allowedBranches": ["main"],
+                 "spec": {"url": f"file://{self.remote}", "allowedBranches": [branch],
                           "push": {"commitWindow": self.commit_window}}},
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
-                 "metadata": {"name": "mirror", "namespace": "demo"},
-                 "spec": {"providerRef": {"name": "local"}, "branch": "main", "path": path}},
+                 "metadata": {"name": "mirror", "namespace": "demo"}, "spec": target_spec},
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
                  "metadata": {"name": "demo-objects", "namespace": "demo"},
                  "spec": {"targetRef": {"name": "mirror"}, "rules": rules}},
             ]}
+        if cluster_rules:
+            manifest["items"].append(
+                {"apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterWatchRule",
+                 "metadata": {"name": "demo-cluster-objects"},
+                 "spec": {"targetRef": {"name": "mirror", "namespace": "demo"}, "rules": cluster_rules}})
         # kube-sim publishes no OpenAPI for custom resources, so client-side validation is off.
         self.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(manifest))
 
@@ -414,9 +460,12 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the stack running until Ctrl-C")
     parser.add_argument("--commit-window", default="0s")
     parser.add_argument("--push-cooldown", default="0s")
+    parser.add_argument("--profile", default="modern", choices=["modern", "legacy"],
+                        help="kube-sim's profile (legacy: no WatchList, the LIST fallback)")
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    stack = Stack(args.bin_dir, root, commit_window=args.commit_window, push_cooldown=args.push_cooldown)
+    stack = Stack(args.bin_dir, root, commit_window=args.commit_window, push_cooldown=args.push_cooldown,
+                  profile=args.profile)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         stack.start()

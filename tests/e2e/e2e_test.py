@@ -5,10 +5,12 @@ a bare Git remote, driven by the real kubectl 1.33 and verified with the git CLI
 
 Each test is named after the behaviour it checks (number from the reference's §6 list).
 """
+import base64
 import json
 import os
+import re
+import signal
 import sys
-import time
 import unittest
 
 ROOT = os.environ.get("REVERSER_RUNFILES") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,6 +18,14 @@ sys.path.insert(0, os.path.join(ROOT, "deploy", "local"))
 import stack as local_stack  # noqa: E402
 
 PATH = "clusters/e2e"
+# What the main stack mirrors: namespaced types of namespace demo (Secrets encrypted with age)
+# and, through a ClusterWatchRule, one cluster-scoped type.
+RULES = [{"operations": ["*"], "apiGroups": ["", "apps", "example.com"],
+          "resources": ["configmaps", "deployments", "widgets", "secrets"]}]
+CLUSTER_RULES = [{"operations": ["*"], "apiGroups": ["rbac.authorization.k8s.io"],
+                  "resources": ["clusterroles"], "scope": "Cluster"}]
+HUMAN = {"GIT_AUTHOR_NAME": "Human", "GIT_AUTHOR_EMAIL": "h@example.com",
+         "GIT_COMMITTER_NAME": "Human", "GIT_COMMITTER_EMAIL": "h@example.com"}
 
 
 def configmap(name, ns="demo", data=None, labels=None, annotations=None, finalizers=None):
@@ -29,6 +39,47 @@ def configmap(name, ns="demo", data=None, labels=None, annotations=None, finaliz
     return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"k": "v"}})
 
 
+def hand_commit(stack, files, message, branch="main"):
+    """A person commits to the remote: `files` maps path -> content (None removes the file)."""
+    clone = os.path.join(stack.dir, f"hand-{len(os.listdir(stack.dir))}")
+    local_stack.run(["git", "clone", "-q", "-b", branch, stack.remote, clone])
+    for path, content in files.items():
+        full = os.path.join(clone, path)
+        if content is None:
+            local_stack.run(["git", "-C", clone, "rm", "-q", path])
+            continue
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(content)
+        local_stack.run(["git", "-C", clone, "add", path])
+    env = {**os.environ, **HUMAN}
+    local_stack.run(["git", "-C", clone, "commit", "-q", "-m", message], env=env)
+    local_stack.run(["git", "-C", clone, "push", "-q", "origin", branch])
+
+
+def ghost_document(name, ns="demo"):
+    """A managed-looking ConfigMap document of an object that does not exist in the cluster: any
+    sweep of configmaps would delete it."""
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  k: ghost\n"
+
+
+def metric_sum(text, name, **labels):
+    """Sum of a Prometheus metric's samples whose labels include `labels`."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def deleted_paths(stack, since, branch="main"):
+    """Every file deleted by a commit in since..branch."""
+    out = stack.git("log", "--format=", "--name-status", "--no-renames", f"{since}..{branch}")
+    return [line.split("\t", 1)[1] for line in out.splitlines() if line.startswith("D\t")]
+
+
 class E2E(unittest.TestCase):
     """One stack for the class; each test uses its own objects."""
 
@@ -40,13 +91,19 @@ class E2E(unittest.TestCase):
                                       attribution_grace="3s", log=lambda *_: None)
         try:
             cls.stack.start()
+            # An age key pair: Secrets are encrypted to its recipient; the test decrypts with it.
+            cls.age_key = os.path.join(cls.stack.dir, "e2e.agekey")
+            local_stack.run(["age-keygen", "-o", cls.age_key])
+            cls.age_recipient = local_stack.run(["age-keygen", "-y", cls.age_key]).stdout.strip()
             # An object that exists before the rule: it arrives through the initial resync.
             cls.stack.kubectl("apply", "-f", "-", input=configmap("preexisting", data={"born": "before-rule"}))
             cls.stack.kubectl("apply", "-f", "-", input=json.dumps(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}))
             cls.stack.kubectl("apply", "-f", "-", input=configmap("elsewhere", ns="other"))
-            cls.stack.apply_mirror(PATH)
-            cls.stack.wait_for_streams(2)
+            cls.stack.apply_mirror(PATH, rules=RULES, age_recipients=[cls.age_recipient],
+                                   cluster_rules=CLUSTER_RULES)
+            # configmaps, deployments, secrets and clusterroles (no Widget CRD here).
+            cls.stack.wait_for_streams(4)
         except Exception:
             cls.dump_logs()
             cls.stack.cleanup()
@@ -258,6 +315,165 @@ class E2E(unittest.TestCase):
         if f"{PATH}/demo/apps/deployments/layout.yaml" in self.stack.files():
             self.assertIn(f"{PATH}/demo/apps/deployments/layout.yaml", self.stack.files())
 
+    def test_04_no_sweep_on_a_timer_or_on_a_partial_replay(self):
+        # A managed-looking document of an object the cluster does not have: any sweep of
+        # configmaps deletes it, so while it stays no sweep ran.
+        ghost = f"{PATH}/demo/configmaps/ghost-04.yaml"
+        hand_commit(self.stack, {ghost: ghost_document("ghost-04")}, "hand-written ghost-04")
+        head = self.stack.head()
+        # Timers: the catalog re-reads discovery every 2 s and the splicer reports stream
+        # summaries every 2 s. Wait for two discovery refreshes and one live change.
+        refreshes = metric_sum(self.stack.metrics("catalog"), "gitopsreverser_api_catalog_refresh_total")
+        local_stack.wait_until(lambda: metric_sum(self.stack.metrics("catalog"),
+                                                  "gitopsreverser_api_catalog_refresh_total") >= refreshes + 2,
+                               30, "two discovery refreshes", poll=0.2)
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("marker-04"))
+        self.stack.wait_for_file(f"{PATH}/demo/configmaps/marker-04.yaml")
+        self.assertIn(ghost, self.stack.files())
+        self.assertEqual(self.stack.git("log", "--format=%s", f"{head}..main").splitlines(),
+                         ["[CREATE] v1/configmaps/marker-04"])
+
+        # A replay cut short: the materializer's cursor expires (compaction while it is down), so
+        # it replays; that replay's connection drops after one object, before initial-events-end.
+        for name in ("replayed-a", "replayed-b", "replayed-c"):
+            self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap(name))
+            self.stack.wait_for_file(f"{PATH}/demo/configmaps/{name}.yaml")
+        live = sorted(i["metadata"]["name"] for i in json.loads(self.stack.kubectl(
+            "get", "configmaps", "-n", "demo", "-o", "json").stdout)["items"])
+        self.assertGreater(len(live), 3)
+        head = self.stack.head()
+        self.stack.kill("materializer")
+        self.stack.kill("splicer")
+        try:
+            # A change while it is down, then compaction: its cursor is now older than history.
+            self.stack.kubectl("apply", "-f", "-", user="bob", input=configmap("replayed-a", data={"k": "v2"}))
+            self.stack.sim("POST", "/_sim/compact", {})
+            self.stack.sim("POST", "/_sim/faults", {"action": "cut-watch", "resource": "configmaps",
+                                                    "afterEvents": 1, "times": 1})
+        finally:
+            self.stack.start_service("materializer")
+            self.stack.start_service("splicer")
+        # Only the completed replay sweeps: the ghost goes, nothing that exists is ever deleted.
+        try:
+            self.stack.wait_for_absent(ghost)
+        finally:
+            self.stack.sim("DELETE", "/_sim/faults")
+        self.assertIn("k: v2", self.file("demo/configmaps/replayed-a.yaml"))
+        requests = self.stack.sim("GET", "/_sim/requests")["requests"]
+        replays = [r for r in requests if r.startswith("GET /api/v1/namespaces/demo/configmaps?")
+                   and "sendInitialEvents=true" in r]
+        self.assertTrue(replays, "the materializer never replayed configmaps")
+        removed = deleted_paths(self.stack, head)
+        self.assertEqual(removed, [ghost], removed)
+        for name in live:
+            self.assertIn(f"{PATH}/demo/configmaps/{name}.yaml", self.stack.files())
+        subjects = self.stack.git("log", "--format=%an|%s", f"{head}..main").splitlines()
+        self.assertEqual(len(subjects), 1, subjects)
+        self.assertRegex(subjects[0], r"^GitOps Reverser\|reconciled \d+ configmaps \(last resourceVersion: \d+\)$")
+
+    def test_05_restart_resumes_from_the_cursor_without_replay_or_sweep(self):
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("before-restart-05"))
+        self.stack.wait_for_file(f"{PATH}/demo/configmaps/before-restart-05.yaml")
+        ghost = f"{PATH}/demo/configmaps/ghost-05.yaml"
+        hand_commit(self.stack, {ghost: ghost_document("ghost-05")}, "hand-written ghost-05")
+        head = self.stack.head()
+        cursors = local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "--scan", "--pattern",
+                                   "reverser:splice:v1:*:configmaps:ns:demo:acked"]).stdout.split()
+        self.assertEqual(len(cursors), 1, cursors)
+        # Every service stops (as in a rolling restart) and starts again; nothing changed meanwhile.
+        for name in ("splicer", "materializer", "catalog", "gitworker"):
+            self.stack.kill(name, signal.SIGTERM)
+        for name in ("gitworker", "catalog", "materializer", "splicer"):
+            self.stack.start_service(name)
+        # One change after the restart proves the pipeline runs again.
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("after-restart-05"))
+        self.stack.wait_for_file(f"{PATH}/demo/configmaps/after-restart-05.yaml")
+        self.assertEqual(self.stack.git("log", "--format=%s", f"{head}..main").splitlines(),
+                         ["[CREATE] v1/configmaps/after-restart-05"])
+        self.assertIn(ghost, self.stack.files())  # no sweep
+        self.assertEqual(metric_sum(self.stack.metrics("splicer"), "reverser_splicer_resyncs_total"), 0)
+        self.assertEqual(metric_sum(self.stack.metrics("materializer"), "reverser_materializer_replays_total"), 0)
+        # Leave the tree as the cluster has it.
+        hand_commit(self.stack, {ghost: None}, "remove ghost-05")
+
+    def test_12_cluster_scoped_objects_use_the_cluster_segment(self):
+        role = json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                           "metadata": {"name": "e2e-reader"},
+                           "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]})
+        commits = self.commit_after(lambda: self.stack.kubectl("apply", "-f", "-", user="alice", input=role))
+        path = f"{PATH}/_cluster/rbac.authorization.k8s.io/clusterroles/e2e-reader.yaml"
+        self.stack.wait_for_file(path)
+        text = self.stack.show(path)
+        self.assertIn("kind: ClusterRole\n", text)
+        self.assertNotIn("namespace:", text)
+        self.assertEqual(commits[-1].split("\t")[1], "alice@example.com")
+
+    def test_12_secrets_use_sops_yaml_and_decrypt_with_the_age_key(self):
+        plaintext = "s3cr3t-e2e-plaintext"
+        encoded = base64.b64encode(plaintext.encode()).decode()
+        secret = json.dumps({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                             "metadata": {"name": "db-credentials", "namespace": "demo"},
+                             "data": {"password": encoded}})
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=secret)
+        path = f"{PATH}/demo/secrets/db-credentials.sops.yaml"
+        self.stack.wait_for_file(path)
+        self.assertNotIn(f"{PATH}/demo/secrets/db-credentials.yaml", self.stack.files())
+        # Never in plaintext, in any version of any file.
+        history = self.stack.git("log", "-p", "--all")
+        self.assertNotIn(plaintext, history)
+        self.assertNotIn(encoded, history)
+        # The bootstrap .sops.yaml names the recipient and the reference's rules.
+        rules = self.stack.show(f"{PATH}/.sops.yaml")
+        self.assertIn(self.age_recipient, rules)
+        self.assertIn("encrypted_regex", rules)
+        self.assertIn("^(data|stringData)$", rules)
+        # The file is SOPS: the age CLI unwraps its data key with our identity, and that key
+        # opens data.password (AES-256-GCM, AAD "data:password:") when `cryptography` is here.
+        import yaml
+        document = yaml.safe_load(self.stack.show(path))
+        self.assertEqual(document["metadata"]["name"], "db-credentials")
+        stanza = document["sops"]["age"][0]
+        self.assertEqual(stanza["recipient"], self.age_recipient)
+        data_key = local_stack.subprocess.run(["age", "-d", "-i", self.age_key], input=stanza["enc"].encode(),
+                                              capture_output=True, check=True).stdout
+        self.assertEqual(len(data_key), 32)
+        value = document["data"]["password"]
+        match = re.fullmatch(r"ENC\[AES256_GCM,data:([^,]*),iv:([^,]*),tag:([^,]*),type:str\]", value)
+        self.assertIsNotNone(match, value)
+        try:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        except ImportError:
+            return
+        data, iv, tag = (base64.b64decode(g) for g in match.groups())
+        opened = AESGCM(data_key).decrypt(iv, data + tag, b"data:password:")
+        self.assertEqual(opened.decode(), encoded)
+
+    def test_25_a_fact_arriving_after_the_grace_never_rewrites_the_commit(self):
+        path = f"{PATH}/demo/configmaps/late-fact.yaml"
+        # The audit pipeline runs late: alice's fact is held until her change shipped.
+        self.stack.sim("POST", "/_sim/audit", {"hold": True})
+        try:
+            self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("late-fact"))
+            self.stack.wait_for_file(path)
+        finally:
+            self.stack.sim("POST", "/_sim/audit", {"hold": False})
+        shipped = self.stack.git("log", "--format=%H|%an|%cn|%s", "main", "--", path).splitlines()
+        self.assertEqual(len(shipped), 1, shipped)
+        self.assertEqual(shipped[0].split("|")[1:], ["GitOps Reverser", "GitOps Reverser",
+                                                     "[CREATE] v1/configmaps/late-fact"])
+        # The late fact arrives and is stored ...
+        uid = json.loads(self.stack.kubectl("get", "configmap", "late-fact", "-n", "demo", "-o", "json").stdout)["metadata"]["uid"]
+        fact = f"reverser:author:v1:audit:configmaps:object:{uid}:last"
+        local_stack.wait_until(lambda: local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "EXISTS",
+                                                        fact]).stdout.strip() == "1", 30, "the late author fact")
+        # ... and changes nothing: the next change lands on top of the same history.
+        head = self.stack.head()
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("marker-25"))
+        self.stack.wait_for_file(f"{PATH}/demo/configmaps/marker-25.yaml")
+        self.assertEqual(self.stack.git("log", "--format=%an|%s", f"{head}..main").splitlines(),
+                         ["alice@example.com|[CREATE] v1/configmaps/marker-25"])
+        self.assertEqual(self.stack.git("log", "--format=%H|%an|%cn|%s", "main", "--", path).splitlines(), shipped)
+
     def test_zz_every_service_exposes_the_reference_metrics(self):
         expected = {
             "catalog": ["gitopsreverser_api_catalog_resources", "gitopsreverser_api_catalog_group_versions",
@@ -276,6 +492,144 @@ class E2E(unittest.TestCase):
             text = self.stack.metrics(service)
             for name in names:
                 self.assertIn(f"# TYPE {name} ", text, f"{service} /metrics lacks {name}")
+
+
+class StackCase(unittest.TestCase):
+    """A class-wide stack with the given options; tests use their own objects."""
+
+    stack = None
+    stack_options = {}
+
+    @classmethod
+    def start_stack(cls):
+        cls.stack = local_stack.Stack(ROOT, ROOT, log=lambda *_: None, **cls.stack_options)
+        try:
+            cls.stack.start()
+            cls.prepare()
+        except Exception:
+            for name in cls.stack.procs:
+                print(f"--- {name} ---\n" + "\n".join(cls.stack.logs(name).splitlines()[-30:]), file=sys.stderr)
+            cls.stack.cleanup()
+            raise
+
+    @classmethod
+    def setUpClass(cls):
+        cls.start_stack()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.stack:
+            cls.stack.cleanup()
+
+
+LEGACY_PATH = "clusters/legacy"
+
+
+class E2ELegacyServer(StackCase):
+    """Against an API server without WatchList (kube-sim's legacy profile, 1.27-1.33 behaviour)."""
+
+    stack_options = {"profile": "legacy", "commit_window": "0s", "push_cooldown": "0s"}
+
+    @classmethod
+    def prepare(cls):
+        cls.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("legacy-pre", data={"born": "before-rule"}))
+        cls.stack.apply_mirror(LEGACY_PATH, rules=[{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}])
+        cls.stack.wait_for_streams(1)
+
+    def test_07_rejected_send_initial_events_falls_back_to_list(self):
+        requests = self.stack.sim("GET", "/_sim/requests")["requests"]
+        collection = "GET /api/v1/namespaces/demo/configmaps?"
+        # The WatchList request was made (and answered 422), then a plain LIST served the set.
+        self.assertTrue(any(r.startswith(collection) and "sendInitialEvents=true" in r for r in requests), requests)
+        self.assertTrue(any(r.startswith(collection) and "watch=" not in r for r in requests), requests)
+        # One resync at the LIST's resourceVersion brought the existing object ...
+        pre = f"{LEGACY_PATH}/demo/configmaps/legacy-pre.yaml"
+        self.stack.wait_for_file(pre)
+        rv = int(json.loads(self.stack.kubectl("get", "configmap", "legacy-pre", "-n", "demo", "-o", "json").stdout)
+                 ["metadata"]["resourceVersion"])
+        history = self.stack.git("log", "--format=%an|%s", "main", "--", pre).splitlines()
+        self.assertEqual(len(history), 1, history)
+        match = re.fullmatch(r"GitOps Reverser\|reconciled 1 configmaps \(last resourceVersion: (\d+)\)", history[0])
+        self.assertIsNotNone(match, history)
+        self.assertGreaterEqual(int(match.group(1)), rv)
+        # ... and the watch from there delivers live changes, attributed, once each.
+        head = self.stack.head()
+        self.stack.kubectl("apply", "-f", "-", user="bob", input=configmap("legacy-live"))
+        self.stack.wait_for_file(f"{LEGACY_PATH}/demo/configmaps/legacy-live.yaml")
+        self.assertEqual(self.stack.git("log", "--format=%an|%s", f"{head}..main").splitlines(),
+                         ["bob@example.com|[CREATE] v1/configmaps/legacy-live"])
+
+
+WINDOW_PATH = "clusters/windowed"
+
+
+class E2ECommitWindowAndCooldown(StackCase):
+    """A GitProvider with a long commit window and a gitworker with a push cooldown. Windows are
+    closed by an author change or the buffer limit, never by waiting for the timer."""
+
+    COOLDOWN_S = 3
+    stack_options = {"commit_window": "90s", "push_cooldown": f"{COOLDOWN_S}s"}
+
+    @classmethod
+    def prepare(cls):
+        for name in ("win-pre-a", "win-pre-b"):
+            cls.stack.kubectl("apply", "-f", "-", user="alice", input=configmap(name))
+        cls.stack.apply_mirror(WINDOW_PATH, rules=[{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}])
+        cls.stack.wait_for_streams(1)
+        cls.stack.wait_for_file(f"{WINDOW_PATH}/demo/configmaps/win-pre-b.yaml")
+
+    def path(self, name):
+        return f"{WINDOW_PATH}/demo/configmaps/{name}.yaml"
+
+    def subject_of(self, name):
+        return self.stack.git("log", "--format=%an|%s", "main", "--", self.path(name)).splitlines()
+
+    def test_18a_resync_subject_names_count_resource_and_resourceversion(self):
+        rvs = [int(json.loads(self.stack.kubectl("get", "configmap", n, "-n", "demo", "-o", "json").stdout)
+                   ["metadata"]["resourceVersion"]) for n in ("win-pre-a", "win-pre-b")]
+        history = self.subject_of("win-pre-a")
+        self.assertEqual(len(history), 1, history)
+        match = re.fullmatch(r"GitOps Reverser\|reconciled 2 configmaps \(last resourceVersion: (\d+)\)", history[0])
+        self.assertIsNotNone(match, history)
+        self.assertGreaterEqual(int(match.group(1)), max(rvs))
+        self.assertLessEqual(int(match.group(1)), int(self.stack.sim("GET", "/_sim/state")["resourceVersion"]))
+
+    def test_18b_grouped_commit_subject(self):
+        # alice's two changes share her open window; bob's change closes it.
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("grp-1"))
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("grp-2"))
+        self.stack.kubectl("apply", "-f", "-", user="bob", input=configmap("grp-3"))
+        self.stack.wait_for_file(self.path("grp-2"), timeout=45)
+        self.assertEqual(self.subject_of("grp-1"), ["alice@example.com|alice@example.com on mirror: 2 resource(s)"])
+        self.assertEqual(self.subject_of("grp-2"), self.subject_of("grp-1"))
+
+    def test_20a_successful_pushes_are_at_least_the_cooldown_apart(self):
+        # Author changes close windows (grp-3's too); each commit is pushed as the cooldown
+        # allows. bob's last window stays open for the next test.
+        for i, user in enumerate(["alice", "bob", "alice", "bob"]):
+            self.stack.kubectl("apply", "-f", "-", user=user, input=configmap(f"cool-{i}"))
+        self.stack.wait_for_file(self.path("cool-2"), timeout=60)
+        pushes = [p for p in self.stack.pushes()[1:]]  # after the seed commit
+        self.assertGreaterEqual(len(pushes), 3, pushes)
+        # Reflog times have one-second resolution: pushes >= 3 s apart differ by >= 2 there.
+        gaps = [b[0] - a[0] for a, b in zip(pushes, pushes[1:])]
+        self.assertTrue(all(g >= self.COOLDOWN_S - 1 for g in gaps), gaps)
+        # Nothing was lost by the pacing.
+        for i in range(3):
+            self.assertIn(self.path(f"cool-{i}"), self.stack.files())
+
+    def test_20b_a_buffer_of_8_mib_finalizes_the_window_at_once(self):
+        # bob's window from the test before is open; alice's first change closes it. Nine
+        # ConfigMaps of ~0.95 MB each cross 8 MiB with the ninth: the window must finalize then,
+        # long before its 90 s timer (the wait below gives up after 45 s).
+        blob = "x" * 950_000
+        for i in range(9):
+            self.stack.kubectl("create", "-f", "-", user="alice", input=configmap(f"big-{i}", data={"blob": blob}))
+        self.stack.wait_for_file(self.path("big-8"), timeout=45)
+        self.assertEqual(self.subject_of("big-0"), ["alice@example.com|alice@example.com on mirror: 9 resource(s)"])
+        self.assertEqual(self.subject_of("big-8"), self.subject_of("big-0"))
+        self.assertGreaterEqual(metric_sum(self.stack.metrics("gitworker"), "reverser_gitworker_windows_finalized_total",
+                                           reason="buffer-limit"), 1)
 
 
 if __name__ == "__main__":
