@@ -3,7 +3,7 @@
 // measured phase runs in its own child process (this binary again, with --phase) so its peak RSS
 // is its own:
 //   anchor  raw hiredis HGETALL + XRANGE of the same keys, then a bare JSON parse of every object
-//   splice  MaterializationStore::Load + BuildSnapshot + SeedDedup + wire encoding: what a
+//   splice  MaterializationStore::Load + BuildSnapshot (seeding the dedup) + wire encoding: what a
 //           SpliceStream does before it sends a resync
 //   tail    a SpliceStream draining the M entries from a cursor at the checkpoint into a
 //           gitworker that accepts and acks at once, with attribution off / grace 0 / grace 3 s
@@ -11,15 +11,15 @@
 //
 //   bazel run -c opt //bench/splicer:splice_bench -- --objects=100000 --entries=100000
 
+#include <hiredis/hiredis.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
-
-#include <hiredis/hiredis.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -44,8 +44,10 @@
 
 ABSL_FLAG(int, objects, 100000, "Objects in the checkpoint.");
 ABSL_FLAG(int, entries, 100000, "Stream entries after the checkpoint.");
-ABSL_FLAG(bool, no_facts_run, true,
-          "Also tail with the 3 s grace and no author facts at all (audit not wired up).");
+ABSL_FLAG(std::string, tail_runs, "off,grace0,grace3s,nofacts",
+          "Tail runs, comma-separated: off (attribution off), grace0, grace3s (facts present), "
+          "nofacts (grace 3 s, every fact deleted first; runs last).");
+ABSL_FLAG(bool, skip_splice, false, "Skip the splice phase (anchor and tail runs only).");
 // Internal: the measured phases, run as child processes.
 ABSL_FLAG(std::string, phase, "", "internal: anchor | splice | tail");
 ABSL_FLAG(int, redis_port, 0, "internal");
@@ -119,7 +121,8 @@ int AnchorPhase(int port) {
   redisContext* c = redisConnect("127.0.0.1", port);
   if (c == nullptr || c->err) return 3;
   absl::Time start = absl::Now();
-  auto* items = static_cast<redisReply*>(redisCommand(c, "HGETALL %s", keys.checkpoint_items.c_str()));
+  auto* items =
+      static_cast<redisReply*>(redisCommand(c, "HGETALL %s", keys.checkpoint_items.c_str()));
   auto* stream = static_cast<redisReply*>(redisCommand(c, "XRANGE %s - +", keys.stream.c_str()));
   absl::Duration read = absl::Now() - start;
   if (items == nullptr || stream == nullptr || items->type != REDIS_REPLY_ARRAY ||
@@ -174,15 +177,15 @@ int SplicePhase(int port) {
     return 4;
   }
   absl::Time t1 = absl::Now();
+  splicer::DedupCache dedup;  // seeded as SpliceStream seeds it before tailing
   auto snapshot =
-      splicer::BuildSnapshot(*view, AllNamespaces(), BenchTarget("splice"), BenchClaim());
+      splicer::BuildSnapshot(*view, AllNamespaces(), BenchTarget("splice"), BenchClaim(), &dedup);
   if (!snapshot.ok()) {
     std::cerr << snapshot.status() << "\n";
     return 5;
   }
   absl::Time t2 = absl::Now();
-  splicer::DedupCache dedup;
-  splicer::SeedDedup(*snapshot, dedup);
+  view = redisstore::MaterializationView();  // SendResync drops the view before sending too
   absl::Time t3 = absl::Now();
   reverser::v1::DeliveryMessage message;
   *message.mutable_resync() = std::move(*snapshot);
@@ -190,12 +193,12 @@ int SplicePhase(int port) {
   absl::Time t4 = absl::Now();
   Emit("load_s", absl::ToDoubleSeconds(t1 - t0));
   Emit("build_s", absl::ToDoubleSeconds(t2 - t1));
-  Emit("seed_s", absl::ToDoubleSeconds(t3 - t2));
+  Emit("free_s", absl::ToDoubleSeconds(t3 - t2));
   Emit("encode_s", absl::ToDoubleSeconds(t4 - t3));
   Emit("total_s", absl::ToDoubleSeconds(t4 - t0));
   Emit("desired", message.resync().desired_size());
   Emit("exact", message.resync().desired_size() == absl::GetFlag(FLAGS_expect_desired) &&
-                        dedup.size() == static_cast<size_t>(message.resync().desired_size()));
+                    dedup.size() == static_cast<size_t>(message.resync().desired_size()));
   Emit("wire_mib", wire.size() / (1024.0 * 1024.0));
   Emit("peak_mib", StatusMiB("VmHWM:"));
   Emit("base_mib", base);
@@ -284,8 +287,8 @@ absl::StatusOr<Results> RunPhase(const std::string& phase, int port,
     if (absl::SimpleAtod(kv.second, &value)) results[kv.first] = value;
   }
   if (*status != 0 || results.empty()) {
-    return absl::InternalError(absl::StrCat(phase, " phase failed (status ", *status, "): ",
-                                            child->Stderr().substr(0, 2000)));
+    return absl::InternalError(absl::StrCat(phase, " phase failed (status ", *status,
+                                            "): ", child->Stderr().substr(0, 2000)));
   }
   testing::RemoveTree(*dir);
   return results;
@@ -324,8 +327,7 @@ int Main() {
   if (!redis.ok()) return 1;
   redisstore::MaterializationStore store(redis->get(), redisstore::KeyPrefix::Default(), kGvr,
                                          kScope);
-  redisstore::AuthorFactStore facts(redis->get(), redisstore::KeyPrefix::Default(),
-                                    absl::Hours(2));
+  redisstore::AuthorFactStore facts(redis->get(), redisstore::KeyPrefix::Default(), absl::Hours(2));
 
   absl::Time t = absl::Now();
   auto swap = store.ReplaceCheckpoint(w.checkpoint, w.checkpoint_position);
@@ -386,8 +388,8 @@ int Main() {
   std::cout << absl::StrFormat(
       "  setup through libs/redisstore (the materializer's calls): checkpoint of %s in %.2f s; "
       "Append %s entries/s; author facts %s/s\n",
-      Count(n), absl::ToDoubleSeconds(checkpoint_time), Count(m / absl::ToDoubleSeconds(append_time)),
-      Count(m / absl::ToDoubleSeconds(facts_time)));
+      Count(n), absl::ToDoubleSeconds(checkpoint_time),
+      Count(m / absl::ToDoubleSeconds(append_time)), Count(m / absl::ToDoubleSeconds(facts_time)));
   w = Workload();  // the children measure; this process only keeps the expectations
 
   auto anchor = RunPhase("anchor", port, {});
@@ -403,34 +405,44 @@ int Main() {
       a["read_s"], mib / a["read_s"], Count(a["objects"]), a["parse_s"], anchor_s, a["peak_mib"],
       a["peak_mib"] / mib);
 
-  auto splice = RunPhase("splice", port, {absl::StrCat("--expect_desired=", live_after)});
-  if (!splice.ok()) {
-    std::cerr << splice.status() << "\n";
-    return 1;
+  if (!absl::GetFlag(FLAGS_skip_splice)) {
+    auto splice = RunPhase("splice", port, {absl::StrCat("--expect_desired=", live_after)});
+    if (!splice.ok()) {
+      std::cerr << splice.status() << "\n";
+      return 1;
+    }
+    auto& s = *splice;
+    std::cout << absl::StrFormat(
+        "  splice (checkpoint + %s entries -> desired set, as a resync): %.2f s = load %.2f + "
+        "fold, "
+        "scope, sanitize, dedup seed %.2f + free the view %.2f + wire encode %.2f; %s desired "
+        "(%s); %.0f MiB on "
+        "the wire; peak RSS %.0f MiB (%.1fx the JSON)\n"
+        "    against the anchor: %.1fx read+parse time, %.1fx its peak RSS\n",
+        Count(m), s["total_s"], s["load_s"], s["build_s"], s["free_s"], s["encode_s"],
+        Count(s["desired"]), s["exact"] > 0 ? "exact" : "NOT EXACT", s["wire_mib"], s["peak_mib"],
+        s["peak_mib"] / mib, s["total_s"] / anchor_s, s["peak_mib"] / a["peak_mib"]);
   }
-  auto& s = *splice;
-  std::cout << absl::StrFormat(
-      "  splice (checkpoint + %s entries -> desired set, as a resync): %.2f s = load %.2f + fold, "
-      "scope, sanitize %.2f + dedup seed %.2f + wire encode %.2f; %s desired (%s); %.0f MiB on "
-      "the wire; peak RSS %.0f MiB (%.1fx the JSON)\n"
-      "    against the anchor: %.1fx read+parse time, %.1fx its peak RSS\n",
-      Count(m), s["total_s"], s["load_s"], s["build_s"], s["seed_s"], s["encode_s"],
-      Count(s["desired"]), s["exact"] > 0 ? "exact" : "NOT EXACT", s["wire_mib"], s["peak_mib"],
-      s["peak_mib"] / mib, s["total_s"] / anchor_s, s["peak_mib"] / a["peak_mib"]);
 
   struct TailRun {
+    const char* name;
     const char* label;
     std::vector<std::string> flags;
   };
-  std::vector<TailRun> runs = {
-      {"attribution off (no fact lookups)", {"--attribution=false"}},
-      {"grace disabled (0 s: one lookup, then the committer)", {"--grace_ms=0"}},
-      {"grace enabled (3 s, polled every 150 ms; every exact uid:rv fact present)",
+  const std::vector<TailRun> all_runs = {
+      {"off", "attribution off (no fact lookups)", {"--attribution=false"}},
+      {"grace0", "grace disabled (0 s: one lookup, then the committer)", {"--grace_ms=0"}},
+      {"grace3s",
+       "grace enabled (3 s, polled every 150 ms; every exact uid:rv fact present)",
        {"--grace_ms=3000"}},
+      {"nofacts",
+       "grace enabled (3 s) with no facts at all (audit not wired up)",
+       {"--grace_ms=3000", "--no_facts"}},
   };
-  if (absl::GetFlag(FLAGS_no_facts_run)) {
-    runs.push_back({"grace enabled (3 s) with no facts at all (audit not wired up)",
-                    {"--grace_ms=3000", "--no_facts"}});
+  std::vector<TailRun> runs;
+  const std::vector<std::string> wanted = absl::StrSplit(absl::GetFlag(FLAGS_tail_runs), ',');
+  for (const TailRun& run : all_runs) {
+    if (std::find(wanted.begin(), wanted.end(), run.name) != wanted.end()) runs.push_back(run);
   }
   const double raw_entries_per_s = a["stream_entries"] / a["read_s"];  // approx: both keys read
   std::cout << absl::StrFormat(
@@ -455,7 +467,8 @@ int Main() {
       // Drop every author fact (SCAN + UNLINK).
       std::string cursor = "0";
       do {
-        auto reply = (*redis)->Command({"SCAN", cursor, "MATCH", "reverser:author:*", "COUNT", "1000"});
+        auto reply =
+            (*redis)->Command({"SCAN", cursor, "MATCH", "reverser:author:*", "COUNT", "1000"});
         if (!reply.ok()) return 1;
         cursor = reply->elements()[0].str();
         redisstore::RedisCommand unlink = {"UNLINK"};

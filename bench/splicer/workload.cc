@@ -41,8 +41,8 @@ class Generator {
     meta["uid"] = Uid(index);
     meta["resourceVersion"] = absl::StrCat(rv);
     meta["generation"] = state.generation;
-    meta["selfLink"] = absl::StrCat("/apis/apps/v1/namespaces/", Namespace(index),
-                                    "/deployments/", Name(index));
+    meta["selfLink"] =
+        absl::StrCat("/apis/apps/v1/namespaces/", Namespace(index), "/deployments/", Name(index));
     meta["labels"]["app"] = Name(index);
     meta["annotations"]["deployment.kubernetes.io/revision"] = absl::StrCat(state.generation);
     auto& spec = o["spec"];
@@ -50,7 +50,8 @@ class Generator {
     spec["selector"]["matchLabels"]["app"] = Name(index);
     spec["template"]["metadata"]["labels"]["app"] = Name(index);
     auto& container = spec["template"]["spec"]["containers"][0];
-    container["env"] = json::array({{{"name", "VERSION"}, {"value", absl::StrCat("v", state.generation)}}});
+    container["env"] =
+        json::array({{{"name", "VERSION"}, {"value", absl::StrCat("v", state.generation)}}});
     auto& status = o["status"];
     status["observedGeneration"] = state.generation;
     status["readyReplicas"] = state.status_round % 5;
@@ -103,7 +104,8 @@ Workload MakeWorkload(const WorkloadOptions& options, const json& deployment) {
     add_live(i);
     std::string body = gen.Body(i, states[i], ++rv);
     w.bytes += body.size();
-    w.checkpoint.emplace(redisstore::ObjectIdentity(gen.Namespace(i), gen.Name(i)), std::move(body));
+    w.checkpoint.emplace(redisstore::ObjectIdentity(gen.Namespace(i), gen.Name(i)),
+                         std::move(body));
   }
   w.checkpoint_position = core::StreamPosition::EndOf(rv);
 

@@ -28,7 +28,7 @@ struct Workload {
   redisstore::ObjectMap checkpoint;  // identity -> object JSON
   core::StreamPosition checkpoint_position;
   std::vector<redisstore::StreamEntry> entries;  // append order, ascending resourceVersion
-  size_t live_after = 0;  // objects that exist once every entry is applied
+  size_t live_after = 0;                         // objects that exist once every entry is applied
   int creates = 0, updates = 0, status_updates = 0, deletes = 0;
   size_t bytes = 0;  // object JSON bytes in the checkpoint and the entries
 };

@@ -45,6 +45,31 @@ std::optional<reverser::v1::ObjectBody> MakeBody(const json& object,
   return body;
 }
 
+// The fold of the view (MaterializationView::Fold) without copying any object body: identity →
+// the stored JSON it ends with, pointing into `view`. A whole type can be hundreds of MiB.
+std::map<std::string, const std::string*> FoldByReference(
+    const redisstore::MaterializationView& view) {
+  std::map<std::string, const std::string*> objects;
+  for (const auto& [identity, body] : view.checkpoint_items) {
+    objects.emplace_hint(objects.end(), identity, &body);
+  }
+  for (const redisstore::StreamEntry& entry : view.tail) {
+    if (entry.op == redisstore::ChangeOp::kDeleted) {
+      objects.erase(entry.Identity());
+    } else {
+      objects[entry.Identity()] = &entry.object_json;
+    }
+  }
+  return objects;
+}
+
+// The dedup cache key of a desired object: its uid, or its identity when it has none.
+std::string DedupKey(const reverser::v1::ObjectBody& body) {
+  return body.ref().uid().empty()
+             ? redisstore::ObjectIdentity(body.ref().namespace_(), body.ref().name())
+             : body.ref().uid();
+}
+
 }  // namespace
 
 bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op) {
@@ -70,7 +95,8 @@ TargetScope TargetScope::From(const reverser::v1::WatchedType& type, bool sensit
 
 absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
     const redisstore::MaterializationView& view, const TargetScope& scope,
-    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim) {
+    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim,
+    DedupCache* dedup) {
   if (!view.checkpoint.has_value()) {
     return absl::FailedPreconditionError("no checkpoint yet: the type is still replaying");
   }
@@ -79,14 +105,18 @@ absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
   *snapshot.mutable_claim() = claim;
   snapshot.set_revision(view.checkpoint->rv());
   *snapshot.mutable_coverage_head() = core::ToProto(view.CoverageHead());
-  for (const auto& [identity, body_json] : view.Fold()) {
-    json object = json::parse(body_json, nullptr, false);
+  if (dedup != nullptr) dedup->clear();
+  for (const auto& [identity, body_json] : FoldByReference(view)) {
+    json object = json::parse(*body_json, nullptr, false);
     if (object.is_discarded() || !object.is_object()) continue;
     if (!scope.OperationsFor(Meta(object, "namespace")).has_value()) continue;
     // An object being deleted is intent to delete: it is not desired.
     if (HasDeletionTimestamp(object)) continue;
-    auto body = MakeBody(object, claim.type().gvr(), scope.sensitive, nullptr);
-    if (body) *snapshot.add_desired() = std::move(*body);
+    std::string hash;
+    auto body = MakeBody(object, claim.type().gvr(), scope.sensitive, dedup ? &hash : nullptr);
+    if (!body) continue;
+    if (dedup != nullptr) (*dedup)[DedupKey(*body)] = std::move(hash);
+    *snapshot.add_desired() = std::move(*body);
   }
   return snapshot;
 }
@@ -159,10 +189,7 @@ void SeedDedup(const reverser::v1::ClusterSnapshot& snapshot, DedupCache& dedup)
   for (const auto& body : snapshot.desired()) {
     json sanitized = json::parse(body.sanitized_json(), nullptr, false);
     if (sanitized.is_discarded()) continue;
-    std::string uid = body.ref().uid().empty()
-                          ? redisstore::ObjectIdentity(body.ref().namespace_(), body.ref().name())
-                          : body.ref().uid();
-    dedup[uid] = sanitize::ContentHash(sanitized);
+    dedup[DedupKey(body)] = sanitize::ContentHash(sanitized);
   }
 }
 

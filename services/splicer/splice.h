@@ -33,13 +33,16 @@ struct TargetScope {
 
 bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op);
 
-// Builds the snapshot from a loaded view. FailedPrecondition when there is no checkpoint.
-absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
-    const redisstore::MaterializationView& view, const TargetScope& scope,
-    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim);
-
 // Per (target, type): uid → content hash of the last routed object.
 using DedupCache = std::map<std::string, std::string>;
+
+// Builds the snapshot from a loaded view. FailedPrecondition when there is no checkpoint.
+// With `dedup`, also seeds it with what the snapshot holds (as SeedDedup would, without parsing
+// every desired body a second time).
+absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
+    const redisstore::MaterializationView& view, const TargetScope& scope,
+    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim,
+    DedupCache* dedup = nullptr);
 
 struct DerivedEvent {
   reverser::v1::Operation operation = reverser::v1::OPERATION_UNSPECIFIED;
@@ -59,7 +62,8 @@ struct Derivation {
 Derivation DeriveEvent(const redisstore::StreamEntry& entry, const TargetScope& scope,
                        const reverser::v1::GroupVersionResource& gvr, DedupCache& dedup);
 
-// Seeds the dedup cache from a snapshot (what the target now holds).
+// Seeds the dedup cache from a snapshot (what the target now holds). Parses every body: prefer
+// BuildSnapshot's `dedup` when the snapshot is built here.
 void SeedDedup(const reverser::v1::ClusterSnapshot& snapshot, DedupCache& dedup);
 
 }  // namespace reverser::splicer

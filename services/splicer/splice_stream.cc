@@ -169,10 +169,10 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
       std::lock_guard lock(mu_);
       scope = options_.scope;
     }
-    auto snapshot = BuildSnapshot(*view, scope, options_.target, options_.claim);
+    auto snapshot = BuildSnapshot(*view, scope, options_.target, options_.claim, &dedup_);
     if (!snapshot.ok()) return snapshot.status();
-    SeedDedup(*snapshot, dedup_);
     *head = view->CoverageHead();
+    *view = redisstore::MaterializationView();  // the whole type: free it before sending
     reverser::v1::DeliveryMessage message;
     *message.mutable_resync() = std::move(*snapshot);
     {

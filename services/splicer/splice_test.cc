@@ -86,6 +86,15 @@ TEST(BuildSnapshotTest, FoldsScopesAndSanitizes) {
   EXPECT_FALSE(body.contains("status"));
   EXPECT_FALSE(body["metadata"].contains("uid"));
   EXPECT_EQ(snapshot->desired(0).ref().uid(), "uid-a-one");
+
+  // Seeding while building gives the cache SeedDedup gives from the finished snapshot.
+  DedupCache built;
+  ASSERT_TRUE(BuildSnapshot(view, Namespaces({"a"}), {}, ConfigMapClaim(), &built).ok());
+  DedupCache seeded;
+  SeedDedup(*snapshot, seeded);
+  EXPECT_EQ(built, seeded);
+  ASSERT_EQ(built.size(), 1u);
+  EXPECT_TRUE(built.count("uid-a-one"));
 }
 
 TEST(DeriveEventTest, DeletionIntentFilterAndDedup) {
