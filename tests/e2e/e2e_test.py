@@ -3,7 +3,11 @@
 in production: kube-sim (HTTPS, token users, audit over mTLS), redis-server, the four services,
 a bare Git remote, driven by the real kubectl 1.33 and verified with the git CLI.
 
-Each test is named after the behaviour it checks (number from the reference's §6 list).
+Each test is named after the behaviour it checks (number from the reference's §6 list). Three
+stacks, one per class: E2E (commit window 0, no cooldown, Secrets encrypted with age, a
+ClusterWatchRule for clusterroles), E2ECommitWindowAndCooldown (a 90 s window and a 3 s push
+cooldown) and E2ELegacyServer (kube-sim's legacy profile: no WatchList). Late audit delivery,
+replays cut short and compaction are kube-sim's admin knobs (tools/kube-sim/README.md).
 """
 import base64
 import json
@@ -368,8 +372,13 @@ class E2E(unittest.TestCase):
         for name in live:
             self.assertIn(f"{PATH}/demo/configmaps/{name}.yaml", self.stack.files())
         subjects = self.stack.git("log", "--format=%an|%s", f"{head}..main").splitlines()
-        self.assertEqual(len(subjects), 1, subjects)
-        self.assertRegex(subjects[0], r"^GitOps Reverser\|reconciled \d+ configmaps \(last resourceVersion: \d+\)$")
+        reconciles = [s for s in subjects if "|reconciled " in s]
+        self.assertEqual(len(reconciles), 1, subjects)
+        self.assertRegex(reconciles[0], r"^GitOps Reverser\|reconciled \d+ configmaps \(last resourceVersion: \d+\)$")
+        # bob's change may also arrive as a live event (its audit fact is retried until the
+        # materializer is back); nothing else may.
+        others = set(subjects) - set(reconciles)
+        self.assertLessEqual(others, {"bob@example.com|[UPDATE] v1/configmaps/replayed-a"}, subjects)
 
     def test_05_restart_resumes_from_the_cursor_without_replay_or_sweep(self):
         self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("before-restart-05"))
@@ -400,13 +409,14 @@ class E2E(unittest.TestCase):
         role = json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                            "metadata": {"name": "e2e-reader"},
                            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]})
-        commits = self.commit_after(lambda: self.stack.kubectl("apply", "-f", "-", user="alice", input=role))
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=role)
         path = f"{PATH}/_cluster/rbac.authorization.k8s.io/clusterroles/e2e-reader.yaml"
         self.stack.wait_for_file(path)
         text = self.stack.show(path)
         self.assertIn("kind: ClusterRole\n", text)
         self.assertNotIn("namespace:", text)
-        self.assertEqual(commits[-1].split("\t")[1], "alice@example.com")
+        self.assertEqual(self.stack.git("log", "--format=%an|%s", "main", "--", path).splitlines(),
+                         ["alice@example.com|[CREATE] rbac.authorization.k8s.io/v1/clusterroles/e2e-reader"])
 
     def test_12_secrets_use_sops_yaml_and_decrypt_with_the_age_key(self):
         plaintext = "s3cr3t-e2e-plaintext"
