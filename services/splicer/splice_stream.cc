@@ -277,8 +277,8 @@ absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
     *event->mutable_target() = options_.target;
     *event->mutable_claim() = options_.claim;
     event->set_operation(it->event.operation);
-    *event->mutable_object() = it->event.object;
-    if (it->author) *event->mutable_author() = *it->author;
+    *event->mutable_object() = std::move(it->event.object);  // the pending entry goes below
+    if (it->author) *event->mutable_author() = std::move(*it->author);
     *event->mutable_position() = core::ToProto(it->position);
     event->mutable_observed_at()->set_seconds(absl::ToUnixSeconds(it->observed));
     event->mutable_observed_at()->set_nanos(
@@ -338,14 +338,39 @@ absl::Status SpliceStream::Session() {
   }
   SetState(reverser::v1::STREAM_STATE_STREAMING, cursor->has_value() ? "ResumedFromCursor" : "AllStreamsReady");
 
+  // Facts of this type wake the read below, so a waiting event is attributed as soon as its
+  // fact lands rather than at its next lookup.
+  const std::string group_resource =
+      redisstore::GroupResourceSegment(options_.claim.type().gvr().group(),
+                                       options_.claim.type().gvr().resource());
+  redisstore::MaterializationStore::WakeSignal fact_signal;
+  fact_signal.key = redisstore::AuthorFactSignalKey(options_.prefix, group_resource);
+  if (options_.attribution) {
+    auto latest = facts_->LatestSignal(group_resource);
+    if (!latest.ok()) return latest.status();
+    fact_signal.last_id = *latest;
+  }
+
   while (!Stopping()) {
     if (restart_ || delivery_->generation() != generation || !delivery_->connected()) {
       return absl::OkStatus();  // start over from the persisted cursor
     }
     AdvanceCursor();
     absl::Duration block = NextLookupIn(absl::Now());
-    auto batch = store.WaitAfter(position, options_.read_batch, block);
+    bool awaiting_facts = options_.attribution &&
+                          std::any_of(pending_.begin(), pending_.end(),
+                                      [](const Pending& p) { return !p.resolved; });
+    auto batch = store.WaitAfter(position, options_.read_batch, block,
+                                 awaiting_facts ? &fact_signal : nullptr);
     if (!batch.ok()) return batch.status();
+    if (fact_signal.fired) {
+      fact_signal.fired = false;
+      auto latest = facts_->LatestSignal(group_resource);
+      if (!latest.ok()) return latest.status();
+      fact_signal.last_id = *latest;
+      absl::Time now = absl::Now();
+      for (Pending& pending : pending_) pending.next_lookup = now;  // look again right away
+    }
     if (batch->behind_checkpoint) {
       // The stream was trimmed past what we delivered: splice again.
       runtime::LogInfo("stream trimmed past the cursor; splicing again", {{"stream", key_}});
