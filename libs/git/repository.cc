@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "libs/core/status.h"
+#include "libs/git/bulk_writer.h"
 #include "libs/git/repo_path.h"
 #include "libs/git/transport.h"
 
@@ -298,8 +299,14 @@ absl::StatusOr<std::optional<std::string>> Repository::CommitOnBranch(absl::stri
                                                                       const CommitSpec& spec) {
   ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
   ASSIGN_OR_RETURN(std::optional<git_oid> tip, ResolveRef(repo_.get(), ref));
+  std::unique_ptr<BulkWriter> bulk;
+  if (changes.size() >= options_.pack_threshold) {
+    ASSIGN_OR_RETURN(bulk, BulkWriter::Begin(repo_.get()));
+  }
   ASSIGN_OR_RETURN(std::optional<std::string> commit,
-                   CreateCommit(repo_.get(), ToHex(tip), changes, spec));
+                   CreateCommit(bulk ? bulk->repo() : repo_.get(), ToHex(tip), changes, spec));
+  // The pack goes into place before the branch moves, so the ref never names missing objects.
+  if (bulk) RETURN_IF_ERROR(bulk->Commit(repo_.get()).status());
   if (!commit.has_value()) return std::nullopt;
   git_oid oid;
   RETURN_IF_ERROR(OidFromHex(*commit, &oid));

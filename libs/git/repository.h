@@ -26,10 +26,17 @@
 
 namespace reverser::git {
 
+// Commits changing at least this many files are written as one pack (RepositoryOptions).
+inline constexpr size_t kDefaultPackThreshold = 256;
+
 struct RepositoryOptions {
   std::string local_path;  // where the bare clone lives (created if missing)
   std::string remote_url;  // local path, file://, ssh:// / scp-like, http(s)://
   GitCredentials credentials;
+  // A commit that changes at least this many files writes its new objects into one pack
+  // (bulk_writer.h) instead of a loose file each: first mirrors and big resyncs. Small commits
+  // stay loose so everyday writes do not pile up packs.
+  size_t pack_threshold = kDefaultPackThreshold;
 };
 
 // Where a branch worker keeps its clone (reference §2A.12):
@@ -95,7 +102,8 @@ class Repository {
   absl::Status ResetBranch(absl::string_view branch, const std::optional<std::string>& commit);
 
   // Commits `changes` on top of the local branch tip and advances the branch. Returns the new
-  // commit id, or nullopt when nothing changed (no commit is made).
+  // commit id, or nullopt when nothing changed (no commit is made). Large change sets (see
+  // RepositoryOptions::pack_threshold) are written as one pack.
   absl::StatusOr<std::optional<std::string>> CommitOnBranch(absl::string_view branch,
                                                             const ChangeSet& changes,
                                                             const CommitSpec& spec);

@@ -1,8 +1,11 @@
 #include "libs/git/tree_editor.h"
 
+#include <set>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "libs/core/status.h"
 #include "libs/git/libgit2.h"
 #include "libs/git/repo_path.h"
@@ -33,28 +36,51 @@ absl::Status Blocked(const std::string& path, git_filemode_t mode, absl::string_
       absl::StrCat("cannot ", action, ": '", path, "' is ", KindOf(mode), " in the tree"));
 }
 
-// Edits one directory level. `changes` holds paths relative to `dir`. Returns std::nullopt when
-// the resulting directory is empty (Git stores no empty trees; the caller drops the entry).
+// The changes below one directory: a contiguous range of the (sorted) change set whose paths
+// all start with the directory's prefix, which is `offset` characters long. Working on ranges
+// keeps the contents where they are instead of copying them once per directory level.
+struct ChangeRange {
+  ChangeSet::const_iterator begin;
+  ChangeSet::const_iterator end;
+  size_t offset;
+};
+
+// Edits one directory level. Returns std::nullopt when the resulting directory is empty (Git
+// stores no empty trees; the caller drops the entry).
 absl::StatusOr<std::optional<git_oid>> EditTree(git_repository* repo, const git_tree* base,
-                                                const ChangeSet& changes, const std::string& dir) {
+                                                const ChangeRange& changes,
+                                                const std::string& dir) {
   git_treebuilder* raw_builder = nullptr;
   RETURN_IF_ERROR(GitStatus(git_treebuilder_new(&raw_builder, repo, base), "treebuilder"));
   GitPtr<git_treebuilder> builder(raw_builder);
 
-  ChangeSet direct;
-  std::map<std::string, ChangeSet> nested;  // first component → changes below it
-  for (const auto& [path, content] : changes) {
-    size_t slash = path.find('/');
-    if (slash == std::string::npos) {
-      direct[path] = content;
-    } else {
-      nested[path.substr(0, slash)][path.substr(slash + 1)] = content;
+  // Split the range into files of this directory and one sub-range per subdirectory. All paths
+  // below "name/" are adjacent in the sorted change set.
+  std::vector<ChangeSet::const_iterator> direct;
+  std::vector<std::pair<std::string, ChangeRange>> nested;
+  for (auto it = changes.begin; it != changes.end;) {
+    absl::string_view rest = absl::string_view(it->first).substr(changes.offset);
+    const size_t slash = rest.find('/');
+    if (slash == absl::string_view::npos) {
+      direct.push_back(it++);
+      continue;
     }
+    const absl::string_view prefix =
+        absl::string_view(it->first).substr(0, changes.offset + slash + 1);
+    auto sub_begin = it;
+    while (it != changes.end && absl::StartsWith(it->first, prefix)) ++it;
+    nested.emplace_back(std::string(rest.substr(0, slash)),
+                        ChangeRange{sub_begin, it, prefix.size()});
   }
 
-  for (const auto& [name, content] : direct) {
+  std::set<absl::string_view> subdirectories;
+  for (const auto& [name, range] : nested) subdirectories.insert(name);
+
+  for (auto change : direct) {
+    const std::string name = change->first.substr(changes.offset);
+    const std::optional<std::string>& content = change->second;
     const std::string full = Join(dir, name);
-    if (nested.count(name) && content.has_value()) {
+    if (content.has_value() && subdirectories.count(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("change set writes '", full, "' both as a file and as a directory"));
     }
@@ -128,7 +154,8 @@ absl::StatusOr<GitPtr<git_signature>> MakeSignature(const Identity& who, absl::s
 absl::StatusOr<git_oid> ApplyChanges(git_repository* repo, const git_tree* base,
                                      const ChangeSet& changes) {
   for (const auto& [path, content] : changes) RETURN_IF_ERROR(ValidateRepoPath(path));
-  ASSIGN_OR_RETURN(std::optional<git_oid> tree, EditTree(repo, base, changes, ""));
+  ASSIGN_OR_RETURN(std::optional<git_oid> tree,
+                   EditTree(repo, base, ChangeRange{changes.begin(), changes.end(), 0}, ""));
   if (tree.has_value()) return *tree;
   // Every file is gone: the root is the (valid) empty tree.
   git_treebuilder* raw_builder = nullptr;

@@ -197,6 +197,7 @@ absl::Status BranchWorker::EnsureRepo() {
                           options_.key.provider_name, options_.key.branch, options_.remote_url);
   repo_options.remote_url = options_.remote_url;
   repo_options.credentials = options_.credentials;
+  repo_options.pack_threshold = options_.pack_threshold;
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
   count("fetch");
   RETURN_IF_ERROR(repo->Fetch());

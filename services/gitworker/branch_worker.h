@@ -56,6 +56,8 @@ struct BranchWorkerOptions {
   absl::Duration retry_backoff = absl::Seconds(1);  // least wait after a failed push cycle
   size_t buffer_limit_bytes = 8 << 20;              // a window this large is finalized
   int max_push_attempts = 3;                        // per push cycle
+  // Commits changing this many files or more (first mirror, big resyncs) write one pack.
+  size_t pack_threshold = git::kDefaultPackThreshold;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };

@@ -1,0 +1,368 @@
+// First mirror of N objects into an empty remote through the gitworker's branch worker, against
+// `git fast-import` writing the same tree into an empty repository (issue #7: at most 2×).
+//
+//   bazel run -c opt //bench/gitworker:first_mirror_bench -- --objects=100000
+//
+// Each side runs in its own child process so that its peak RSS (wait4 rusage) is its own:
+//  - gitworker: this binary again with --side=gitworker. It builds the resync snapshot (the
+//    input a splicer would send; not timed, its RSS is reported as "inputs"), then times
+//    BranchWorker::Add (render + commit) and PushIfDue (push to the bare remote).
+//  - fast-import: `git fast-import` reading a stream of the same files (inline blobs, one
+//    commit) from a file on stdin.
+// A third child (--side=phases) repeats the gitworker's steps one by one on a fresh remote to
+// show where the time goes; it does not count towards the ratio. Both trees must be equal.
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "libs/git/repository.h"
+#include "services/gitworker/branch_worker.h"
+#include "services/gitworker/identity_index.h"
+#include "services/gitworker/target_writer.h"
+#include "services/gitworker/test_support.h"
+#include "tests/fixtures/git_repos.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/temp_dir.h"
+
+ABSL_FLAG(int, objects, 100000, "ConfigMaps in the first mirror");
+ABSL_FLAG(int64_t, pack_threshold, static_cast<int64_t>(reverser::git::kDefaultPackThreshold),
+          "files per commit from which objects are written as one pack (-1: never, all loose)");
+ABSL_FLAG(bool, phases, true, "also time each step on its own (a third child process)");
+// Internal: which side this process runs, and where.
+ABSL_FLAG(std::string, side, "", "internal: gitworker | phases");
+ABSL_FLAG(std::string, remote, "", "internal: the bare remote");
+ABSL_FLAG(std::string, work_dir, "", "internal: the gitworker's work dir");
+ABSL_FLAG(std::string, report, "", "internal: where the child writes its figures");
+
+namespace reverser::bench {
+namespace {
+
+using namespace ::reverser::gitworker::testsupport;  // NOLINT
+
+using Figures = std::map<std::string, double>;
+
+size_t PackThreshold() {
+  const int64_t threshold = absl::GetFlag(FLAGS_pack_threshold);
+  return threshold < 0 ? SIZE_MAX : static_cast<size_t>(threshold);
+}
+
+// kB of a /proc/self/status field (VmRSS, VmHWM).
+double StatusKb(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      std::istringstream in(line.substr(field.size() + 1));
+      double kb = 0;
+      in >> kb;
+      return kb;
+    }
+  }
+  return 0;
+}
+
+void WriteFigures(const Figures& figures) {
+  std::ofstream out(absl::GetFlag(FLAGS_report));
+  for (const auto& [name, value] : figures) out << name << " " << value << "\n";
+}
+
+Figures ReadFigures(const std::string& path) {
+  Figures figures;
+  std::ifstream in(path);
+  std::string name;
+  double value;
+  while (in >> name >> value) figures[name] = value;
+  return figures;
+}
+
+// The desired set: ConfigMaps spread over 50 namespaces, as the old in-test bench had it.
+reverser::v1::ClusterSnapshot MakeSnapshot(const reverser::v1::GitTargetConfig& config, int n) {
+  std::vector<reverser::v1::ObjectBody> objects;
+  objects.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    objects.push_back(Object(ConfigMaps(), absl::StrCat("ns", i % 50), absl::StrCat("cm", i),
+                             absl::StrCat("value-", i)));
+  }
+  return Snapshot(config, ConfigMaps(), std::move(objects), 1);
+}
+
+double Seconds(absl::Time since) { return absl::ToDoubleSeconds(absl::Now() - since); }
+
+// --side=gitworker: the measured run, exactly as the service does it.
+int RunGitworkerSide() {
+  const std::string remote = absl::GetFlag(FLAGS_remote);
+  auto config = Config(remote, 0);
+  auto settings = gitworker::SettingsFromConfig(config);
+  if (!settings.ok()) return 2;
+  Figures figures;
+  absl::Time start = absl::Now();
+  gitworker::WorkItem item;
+  item.kind = gitworker::WorkItem::Kind::kResync;
+  item.settings = *settings;
+  item.resync = MakeSnapshot(config, absl::GetFlag(FLAGS_objects));
+  auto sink = std::make_shared<RecordingSink>();
+  item.covers.push_back(gitworker::CoverageOf(item, sink));
+  figures["inputs_s"] = Seconds(start);
+  figures["inputs_rss_kb"] = StatusKb("VmRSS");
+
+  runtime::MetricsRegistry metrics;
+  gitworker::BranchWorkerOptions options;
+  options.key = {"team", "repo", "main"};
+  options.remote_url = remote;
+  options.work_dir = absl::GetFlag(FLAGS_work_dir);
+  options.push_cooldown = absl::ZeroDuration();
+  options.metrics = &metrics;
+  options.pack_threshold = PackThreshold();
+  gitworker::BranchWorker worker(options);
+  start = absl::Now();
+  worker.Add(std::move(item));
+  figures["commit_s"] = Seconds(start);
+  const absl::Time push_start = absl::Now();
+  worker.PushIfDue();
+  figures["push_s"] = Seconds(push_start);
+  figures["total_s"] = Seconds(start);
+  if (sink->AckedRv(ConfigMaps()) != 1u) {
+    std::cerr << "the resync was not acked: " << worker.Status().last_error() << "\n";
+    return 1;
+  }
+  WriteFigures(figures);
+  return 0;
+}
+
+// --side=phases: the same work step by step, each timed.
+int RunPhasesSide() {
+  const std::string remote = absl::GetFlag(FLAGS_remote);
+  auto config = Config(remote, 0);
+  auto settings = gitworker::SettingsFromConfig(config);
+  if (!settings.ok()) return 2;
+  Figures figures;
+  reverser::v1::ClusterSnapshot snapshot = MakeSnapshot(config, absl::GetFlag(FLAGS_objects));
+
+  absl::Time start = absl::Now();
+  gitworker::PreparedResync prepared = gitworker::PrepareResync(**settings, snapshot);
+  figures["render_s"] = Seconds(start);
+
+  git::RepositoryOptions repo_options;
+  repo_options.local_path = absl::GetFlag(FLAGS_work_dir) + "/clone";
+  repo_options.remote_url = remote;
+  repo_options.pack_threshold = PackThreshold();
+  auto repo = git::Repository::Open(repo_options);
+  if (!repo.ok()) return 2;
+  start = absl::Now();
+  if (!(*repo)->Fetch().ok()) return 2;
+  figures["fetch_s"] = Seconds(start);
+
+  start = absl::Now();
+  gitworker::IdentityIndex index;
+  gitworker::ResyncChanges changes = gitworker::PlanResyncChanges(index, prepared);
+  for (auto& [path, content] : gitworker::BootstrapFiles(**settings)) {
+    changes.changes[path] = content;
+  }
+  figures["plan_s"] = Seconds(start);
+
+  start = absl::Now();
+  git::Identity who{"bench", "bench@example.com", absl::FromUnixSeconds(1700000000), 0};
+  auto commit = (*repo)->CommitOnBranch("main", changes.changes, {who, who, "first mirror"});
+  figures["commit_s"] = Seconds(start);
+  if (!commit.ok() || !commit->has_value()) {
+    std::cerr << "commit failed: " << commit.status() << "\n";
+    return 1;
+  }
+
+  start = absl::Now();
+  auto pushed = (*repo)->Push("main", **commit, std::nullopt);
+  figures["push_s"] = Seconds(start);
+  if (!pushed.ok() || pushed->outcome != git::PushOutcome::kPushed) {
+    std::cerr << "push failed: " << pushed.status() << "\n";
+    return 1;
+  }
+  WriteFigures(figures);
+  return 0;
+}
+
+struct ChildResult {
+  int exit_code = -1;
+  double seconds = 0;
+  double peak_rss_kb = 0;
+};
+
+// Runs argv with stdin from `stdin_path` (empty: /dev/null) and waits for it with wait4, which
+// reports the child's own peak RSS.
+ChildResult RunChild(const std::vector<std::string>& argv, const std::string& stdin_path = "") {
+  ChildResult result;
+  const absl::Time start = absl::Now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = open(stdin_path.empty() ? "/dev/null" : stdin_path.c_str(), O_RDONLY);
+    if (in < 0 || dup2(in, 0) < 0) _exit(127);
+    int out = open("/dev/null", O_WRONLY);
+    if (out >= 0) dup2(out, 1);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  if (pid < 0) return result;
+  int status = 0;
+  rusage usage{};
+  if (wait4(pid, &status, 0, &usage) == pid) {
+    result.seconds = Seconds(start);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.peak_rss_kb = static_cast<double>(usage.ru_maxrss);
+  }
+  return result;
+}
+
+std::string SelfPath() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string();
+}
+
+// The fast-import stream for the files of `repo`'s main branch, written to `path`.
+bool WriteFastImportStream(const std::string& repo, const std::string& path) {
+  auto listing = testing::Git(repo, {"ls-tree", "-r", "main"});
+  if (!listing.ok()) return false;
+  std::vector<std::pair<std::string, std::string>> files;  // path, blob id
+  std::string request;
+  for (absl::string_view line : absl::StrSplit(*listing, '\n', absl::SkipEmpty())) {
+    // "<mode> blob <sha>\t<path>"
+    std::vector<absl::string_view> parts = absl::StrSplit(line, absl::MaxSplits('\t', 1));
+    std::vector<absl::string_view> meta = absl::StrSplit(parts[0], ' ');
+    files.emplace_back(std::string(parts[1]), std::string(meta[2]));
+    absl::StrAppend(&request, meta[2], "\n");
+  }
+  auto batch = testing::RunCommand({"git", "-C", repo, "cat-file", "--batch"}, request);
+  if (!batch.ok() || batch->exit_code != 0) return false;
+  std::ofstream out(path, std::ios::binary);
+  out << "commit refs/heads/main\ncommitter A <a@b> 1700000000 +0000\ndata 2\nm\n";
+  size_t at = 0;
+  for (const auto& [file, id] : files) {
+    // "<sha> blob <size>\n<content>\n"
+    const size_t header_end = batch->out.find('\n', at);
+    size_t size = 0;
+    if (header_end == std::string::npos ||
+        !absl::SimpleAtoi(batch->out.substr(batch->out.rfind(' ', header_end) + 1,
+                                            header_end - batch->out.rfind(' ', header_end) - 1),
+                          &size)) {
+      return false;
+    }
+    out << "M 100644 inline " << file << "\ndata " << size << "\n";
+    out.write(batch->out.data() + header_end + 1, static_cast<std::streamsize>(size));
+    out << "\n";
+    at = header_end + 1 + size + 1;
+  }
+  return static_cast<bool>(out);
+}
+
+std::string Mib(double kb) { return absl::StrFormat("%.0f MiB", kb / 1024); }
+
+int RunBench() {
+  const int n = absl::GetFlag(FLAGS_objects);
+  testing::ScopedTempDir dir("first-mirror-bench");
+  const std::string self = SelfPath();
+  const std::string threshold =
+      absl::StrCat("--pack_threshold=", absl::GetFlag(FLAGS_pack_threshold));
+
+  auto remote = testing::CreateBareRemote(dir.path(), "remote.git", "main", /*seed=*/false);
+  if (!remote.ok()) {
+    std::cerr << remote.status() << "\n";
+    return 1;
+  }
+  const std::string ours_report = dir.path() + "/gitworker.txt";
+  ChildResult ours = RunChild({self, "--side=gitworker", "--remote=" + *remote,
+                               "--work_dir=" + dir.path() + "/work", "--report=" + ours_report,
+                               absl::StrCat("--objects=", n), threshold});
+  if (ours.exit_code != 0) {
+    std::cerr << "gitworker side failed (exit " << ours.exit_code << ")\n";
+    return 1;
+  }
+  Figures figures = ReadFigures(ours_report);
+
+  const std::string stream = dir.path() + "/stream.fi";
+  if (!WriteFastImportStream(*remote, stream)) {
+    std::cerr << "could not build the fast-import stream\n";
+    return 1;
+  }
+  auto target = testing::CreateBareRemote(dir.path(), "import.git", "main", /*seed=*/false);
+  if (!target.ok()) return 1;
+  ChildResult theirs = RunChild({"git", "-C", *target, "fast-import", "--quiet"}, stream);
+  if (theirs.exit_code != 0) {
+    std::cerr << "git fast-import failed (exit " << theirs.exit_code << ")\n";
+    return 1;
+  }
+  auto ours_tree = testing::Git(*remote, {"rev-parse", "main^{tree}"});
+  auto their_tree = testing::Git(*target, {"rev-parse", "main^{tree}"});
+  if (!ours_tree.ok() || !their_tree.ok() || *ours_tree != *their_tree) {
+    std::cerr << "the trees differ\n";
+    return 1;
+  }
+  auto fsck = testing::Git(*remote, {"fsck", "--no-dangling"});
+  if (!fsck.ok()) {
+    std::cerr << "git fsck of the mirrored remote failed: " << fsck.status() << "\n";
+    return 1;
+  }
+
+  const double our_time = figures["total_s"];
+  std::cout << absl::StrFormat(
+      "first mirror of %d objects (%d files), pack threshold %s\n"
+      "  gitworker:       %.2f s (render+commit %.2f s, push %.2f s); peak RSS %s "
+      "(inputs alone %s, +%s for the mirror)\n"
+      "  git fast-import: %.2f s; peak RSS %s\n"
+      "  ratio:           time %.2fx, peak RSS %.2fx (%.2fx counting only what the mirror adds)\n",
+      n, n + 2,
+      absl::GetFlag(FLAGS_pack_threshold) < 0
+          ? std::string("off (loose objects)")
+          : absl::StrCat(absl::GetFlag(FLAGS_pack_threshold), " files"),
+      our_time, figures["commit_s"], figures["push_s"], Mib(ours.peak_rss_kb),
+      Mib(figures["inputs_rss_kb"]), Mib(ours.peak_rss_kb - figures["inputs_rss_kb"]),
+      theirs.seconds, Mib(theirs.peak_rss_kb), our_time / theirs.seconds,
+      ours.peak_rss_kb / theirs.peak_rss_kb,
+      (ours.peak_rss_kb - figures["inputs_rss_kb"]) / theirs.peak_rss_kb);
+
+  if (absl::GetFlag(FLAGS_phases)) {
+    auto fresh = testing::CreateBareRemote(dir.path(), "phases.git", "main", /*seed=*/false);
+    if (!fresh.ok()) return 1;
+    const std::string report = dir.path() + "/phases.txt";
+    ChildResult phases =
+        RunChild({self, "--side=phases", "--remote=" + *fresh, "--work_dir=" + dir.path() + "/p",
+                  "--report=" + report, absl::StrCat("--objects=", n), threshold});
+    if (phases.exit_code != 0) {
+      std::cerr << "phases side failed (exit " << phases.exit_code << ")\n";
+      return 1;
+    }
+    Figures steps = ReadFigures(report);
+    std::cout << absl::StrFormat(
+        "  steps (separate run): render YAML %.2f s, plan %.2f s, blobs+trees+commit %.2f s, "
+        "push %.2f s\n",
+        steps["render_s"], steps["plan_s"], steps["commit_s"], steps["push_s"]);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace reverser::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string side = absl::GetFlag(FLAGS_side);
+  if (side == "gitworker") return reverser::bench::RunGitworkerSide();
+  if (side == "phases") return reverser::bench::RunPhasesSide();
+  return reverser::bench::RunBench();
+}
