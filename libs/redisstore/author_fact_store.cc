@@ -121,6 +121,9 @@ absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
     writes.push_back({"SET", AuthorFactRvKey(prefix_, fact.group_resource, fact.resource_version),
                       json, "EX", ttl});
   }
+  // Wakes readers blocked on this type's stream (see WaitAfter's wake signal) without polling.
+  writes.push_back({"XADD", AuthorFactSignalKey(prefix_, fact.group_resource), "MAXLEN", "~",
+                    "1000", "*", "uid", fact.uid});
   ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(writes));
   for (const RedisReply& reply : replies) {
     if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "recording an author fact");
@@ -184,6 +187,16 @@ absl::StatusOr<int64_t> AuthorFactStore::CountFacts() {
     count += static_cast<int64_t>(reply.elements()[1].elements().size());
   } while (cursor != "0");
   return count;
+}
+
+absl::StatusOr<std::string> AuthorFactStore::LatestSignal(absl::string_view group_resource) {
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Command({"XREVRANGE", AuthorFactSignalKey(prefix_, group_resource), "+",
+                                    "-", "COUNT", "1"}));
+  if (reply.elements().empty()) return std::string("0-0");
+  const RedisReply& entry = reply.elements()[0];
+  if (entry.elements().empty()) return absl::InternalError("malformed XREVRANGE reply");
+  return entry.elements()[0].AsString();
 }
 
 absl::Status AuthorFactStore::RecordCommandAuthor(absl::string_view commit_request_uid,

@@ -97,6 +97,10 @@ class AuthorFactStore {
   // reading all candidate keys in one round trip. Unreadable or author-less facts are skipped.
   absl::StatusOr<AuthorResolution> Lookup(const AuthorQuery& query);
 
+  // The newest fact signal of a type (`AuthorFactSignalKey`), "0-0" when none: where a reader
+  // starts watching for facts recorded after now.
+  absl::StatusOr<std::string> LatestSignal(absl::string_view group_resource);
+
   // Number of audit fact keys (the reference's telemetry gauge; SCAN, batch 100).
   absl::StatusOr<int64_t> CountFacts();
 

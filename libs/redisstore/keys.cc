@@ -149,6 +149,10 @@ std::string AuthorFactRvKey(const KeyPrefix& prefix, absl::string_view group_res
   return absl::StrCat(AuthorAuditBase(prefix, group_resource), ":rv:", EscapeKeySegment(rv));
 }
 
+std::string AuthorFactSignalKey(const KeyPrefix& prefix, absl::string_view group_resource) {
+  return absl::StrCat(prefix.value(), ":author:v1:recorded:", EscapeKeySegment(group_resource));
+}
+
 std::string AuthorFactPattern(const KeyPrefix& prefix) {
   return absl::StrCat(prefix.value(), ":author:v1:audit:*");
 }

@@ -330,18 +330,31 @@ absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after
 
 absl::StatusOr<StreamBatch> MaterializationStore::WaitAfter(StreamPosition after,
                                                             size_t max_entries,
-                                                            absl::Duration block) {
+                                                            absl::Duration block,
+                                                            WakeSignal* wake) {
   ASSIGN_OR_RETURN(StreamBatch batch, ReadAfter(after, max_entries));
   if (!batch.entries.empty() || batch.behind_checkpoint || batch.malformed > 0 ||
       block <= absl::ZeroDuration()) {
     return batch;
   }
   int64_t block_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(block));
-  ASSIGN_OR_RETURN(RedisReply woke,
-                   redis_->BlockingCommand({"XREAD", "COUNT", "1", "BLOCK", absl::StrCat(block_ms),
-                                            "STREAMS", keys_.stream, after.ToString()},
-                                           block));
+  RedisCommand xread = {"XREAD", "COUNT", "1", "BLOCK", absl::StrCat(block_ms), "STREAMS",
+                        keys_.stream};
+  if (wake != nullptr) xread.push_back(wake->key);
+  xread.push_back(after.ToString());
+  if (wake != nullptr) xread.push_back(wake->last_id);
+  ASSIGN_OR_RETURN(RedisReply woke, redis_->BlockingCommand(xread, block));
   if (woke.IsNil()) return batch;
+  bool data_arrived = wake == nullptr;
+  for (const RedisReply& stream : woke.elements()) {
+    if (stream.elements().empty()) continue;
+    if (wake != nullptr && stream.elements()[0].str() == wake->key) {
+      wake->fired = true;
+    } else {
+      data_arrived = true;
+    }
+  }
+  if (!data_arrived) return batch;
   // Re-read through the atomic path, which also re-checks the checkpoint.
   return ReadAfter(after, max_entries);
 }

@@ -123,10 +123,19 @@ class MaterializationStore {
 
   // Up to `max_entries` entries strictly after `after` (XRANGE with exclusive start).
   absl::StatusOr<StreamBatch> ReadAfter(core::StreamPosition after, size_t max_entries);
+  // A second stream whose new entries also end a wait (e.g. AuthorFactSignalKey). `fired` is
+  // set when it did; the caller then moves `last_id` on (it is not advanced here).
+  struct WakeSignal {
+    std::string key;
+    std::string last_id = "0-0";
+    bool fired = false;
+  };
   // Like ReadAfter, but when nothing is there yet waits up to `block` for new entries (XREAD
-  // BLOCK); returns an empty batch if none came.
+  // BLOCK); returns an empty batch if none came. With `wake`, an entry after `wake->last_id`
+  // also ends the wait (Redis applies BLOCK timeouts only every 1/hz s, 100 ms by default, so
+  // short waits are better ended by an event than by a timeout).
   absl::StatusOr<StreamBatch> WaitAfter(core::StreamPosition after, size_t max_entries,
-                                        absl::Duration block);
+                                        absl::Duration block, WakeSignal* wake = nullptr);
   // The highest ID ever generated in the stream (survives trimming); nullopt if none.
   absl::StatusOr<std::optional<core::StreamPosition>> StreamTop();
 
