@@ -113,6 +113,27 @@ TEST_F(AuthorFactStoreTest, RecordWritesTheReferenceKeysWithTtl) {
   EXPECT_EQ(store_->Record(no_gr).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(AuthorFactStoreTest, EveryRecordedFactSignalsItsType) {
+  auto none = store_->LatestSignal("configmaps");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, "0-0");
+  ASSERT_TRUE(store_->Record(Fact("alice", "u1", "100")).ok());
+  auto first = store_->LatestSignal("configmaps");
+  ASSERT_TRUE(first.ok());
+  EXPECT_NE(*first, "0-0");
+  ASSERT_TRUE(store_->Record(Fact("bob", "u2", "101")).ok());
+  auto second = store_->LatestSignal("configmaps");
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(*second, *first);
+  // Signals are per type and are not facts.
+  auto other = store_->LatestSignal("secrets");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(*other, "0-0");
+  auto count = store_->CountFacts();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 4);
+}
+
 TEST_F(AuthorFactStoreTest, ExactMatchesNameUserOrServiceAccount) {
   ASSERT_TRUE(store_->Record(Fact("alice", "u1", "10")).ok());
   ASSERT_TRUE(store_->Record(Fact("system:serviceaccount:kube-system:ctrl", "u1", "11")).ok());

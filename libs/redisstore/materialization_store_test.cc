@@ -124,6 +124,30 @@ TEST_F(MaterializationStoreTest, InvalidEntriesAreRejected) {
   EXPECT_EQ(store_->Append(bodiless).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(MaterializationStoreTest, WaitAfterEndsOnTheWakeSignal) {
+  MaterializationStore::WakeSignal signal;
+  signal.key = "test:signal";
+  ASSERT_TRUE(redis_->Command({"XADD", signal.key, "5-0", "uid", "u"}).ok());
+  // A signal entry after last_id ends the wait at once, with no data.
+  auto woke = store_->WaitAfter(StreamPosition::Zero(), 10, absl::Seconds(30), &signal);
+  ASSERT_TRUE(woke.ok()) << woke.status();
+  EXPECT_TRUE(signal.fired);
+  EXPECT_TRUE(woke->entries.empty());
+  // Data is still returned when both are there.
+  signal.fired = false;
+  MustAppend(Change(ChangeOp::kAdded, "a", "1"));
+  auto both = store_->WaitAfter(StreamPosition::Zero(), 10, absl::Seconds(30), &signal);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->entries.size(), 1u);
+  // Nothing new on either: the wait times out.
+  signal.fired = false;
+  signal.last_id = "5-0";
+  auto idle = store_->WaitAfter(both->last_scanned, 10, absl::Milliseconds(1), &signal);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_FALSE(signal.fired);
+  EXPECT_TRUE(idle->entries.empty());
+}
+
 TEST_F(MaterializationStoreTest, ReadAfterIsExclusiveAndPages) {
   for (int rv = 1; rv <= 5; ++rv) MustAppend(Change(ChangeOp::kAdded, "o", std::to_string(rv)));
   MustAppend(Change(ChangeOp::kModified, "o", "5"));  // 5-1
