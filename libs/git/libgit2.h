@@ -53,6 +53,8 @@ REVERSER_GIT_DELETER(git_signature, git_signature_free);
 REVERSER_GIT_DELETER(git_revwalk, git_revwalk_free);
 REVERSER_GIT_DELETER(git_packbuilder, git_packbuilder_free);
 REVERSER_GIT_DELETER(git_config, git_config_free);
+REVERSER_GIT_DELETER(git_odb, git_odb_free);
+REVERSER_GIT_DELETER(git_odb_object, git_odb_object_free);
 
 #undef REVERSER_GIT_DELETER
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "libs/git/bulk_writer.h"
+#include "libs/git/object_copy.h"
 #include "libs/git/repository.h"
 #include "libs/git/test_support.h"
 #include "libs/git/tree_editor.h"
@@ -287,6 +288,50 @@ TEST_F(BulkWriterTest, LargeCommitsArePackedAndPushed) {
             "data:\n  key: value-390\n");
   EXPECT_EQ(testing::ListFiles(*remote, "main")->size(), 401u);  // + README.md
   auto fsck = Git(*remote, {"fsck", "--strict", "--no-dangling"});
+  EXPECT_TRUE(fsck.ok()) << fsck.status();
+}
+
+TEST_F(BulkWriterTest, CopyMissingObjectsSendsOnlyWhatTheReceiverLacks) {
+  GitPtr<git_repository> repo = Open();
+  const std::string receiver_path = dir_.path() + "/receiver.git";
+  ASSERT_TRUE(testing::RunCommand({"git", "init", "-q", "--bare", receiver_path}).ok());
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open_bare(&raw, receiver_path.c_str()), 0);
+  GitPtr<git_repository> receiver(raw);
+
+  // Two commits in the sender: one packed, one loose on top.
+  auto bulk = BulkWriter::Begin(repo.get());
+  ASSERT_TRUE(bulk.ok());
+  auto first =
+      CreateCommit((*bulk)->repo(), std::nullopt, Files(0, 300), testutil::TestCommitSpec("first"));
+  ASSERT_TRUE(first.ok() && first->has_value());
+  ASSERT_TRUE((*bulk)->Commit(repo.get()).ok());
+  auto second = CreateCommit(repo.get(), *first, Files(300, 301), testutil::TestCommitSpec("2nd"));
+  ASSERT_TRUE(second.ok() && second->has_value());
+  git_oid first_id, second_id;
+  ASSERT_TRUE(OidFromHex(**first, &first_id).ok());
+  ASSERT_TRUE(OidFromHex(**second, &second_id).ok());
+
+  auto copied = CopyMissingObjects(repo.get(), receiver.get(), first_id);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(*copied, 300u + 7 + 7 + 1 + 1);
+  // The receiver's handle reads the commit at once.
+  git_commit* commit = nullptr;
+  ASSERT_EQ(git_commit_lookup(&commit, receiver.get(), &first_id), 0);
+  git_commit_free(commit);
+
+  // Only the new blob, the three trees on its path and the commit follow.
+  auto more = CopyMissingObjects(repo.get(), receiver.get(), second_id);
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_EQ(*more, 1u + 3 + 1);
+  auto none = CopyMissingObjects(repo.get(), receiver.get(), second_id);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0u);
+  EXPECT_EQ(CountObjects(receiver_path)["packs"], "2");
+
+  ASSERT_TRUE(Git(receiver_path, {"update-ref", "refs/heads/main", **second}).ok());
+  EXPECT_EQ(testing::ListFiles(receiver_path, "main")->size(), 301u);
+  auto fsck = Git(receiver_path, {"fsck", "--strict", "--no-dangling"});
   EXPECT_TRUE(fsck.ok()) << fsck.status();
 }
 

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "libs/core/status.h"
 #include "libs/git/bulk_writer.h"
+#include "libs/git/object_copy.h"
 #include "libs/git/repo_path.h"
 #include "libs/git/transport.h"
 
@@ -501,28 +502,10 @@ absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const g
         absl::StrCat("cannot push to non-bare repository ", remote_path));
   }
 
-  git_packbuilder* raw_pb = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_packbuilder_new(&raw_pb, repo_.get()), "packbuilder"));
-  GitPtr<git_packbuilder> pb(raw_pb);
-  git_revwalk* raw_walk = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_revwalk_new(&raw_walk, repo_.get()), "revwalk"));
-  GitPtr<git_revwalk> walk(raw_walk);
-  RETURN_IF_ERROR(GitStatus(git_revwalk_push(walk.get(), &local), "revwalk push"));
-  if (expected.has_value()) {
-    RETURN_IF_ERROR(GitStatus(git_revwalk_hide(walk.get(), &*expected), "revwalk hide"));
-  }
-  RETURN_IF_ERROR(GitStatus(git_packbuilder_insert_walk(pb.get(), walk.get()), "packing"));
-  if (git_packbuilder_object_count(pb.get()) > 0) {
-    const std::string pack_dir = absl::StrCat(git_repository_path(raw_remote), "objects/pack");
-    RETURN_IF_ERROR(
-        GitStatus(git_packbuilder_write(pb.get(), pack_dir.c_str(), 0, nullptr, nullptr),
-                  "writing pack to the remote"));
-    // Reopen so the remote's object database sees the new pack.
-    remote_repo.reset();
-    RETURN_IF_ERROR(GitStatus(git_repository_open(&raw_remote, remote_path.c_str()),
-                              absl::StrCat("reopening ", remote_path)));
-    remote_repo.reset(raw_remote);
-  }
+  // The objects the remote lacks go straight into one pack in its object store (no delta
+  // search: both sides are on this machine, so compressing once is all that pays).
+  // The walk stops at commits the remote has, such as `expected`.
+  RETURN_IF_ERROR(CopyMissingObjects(repo_.get(), raw_remote, local).status());
 
   // A concurrent pusher may hold the ref's lock file for a moment; like git's
   // core.filesRefLockTimeout, retry briefly before reporting the contention.
@@ -560,6 +543,8 @@ absl::StatusOr<PushResult> Repository::PushSmart(git_remote* remote, const std::
   // advertised value is the old value the remote checks the update against.
   RemoteSession session(options_.remote_url, options_.credentials);
   git_push_options push = GIT_PUSH_OPTIONS_INIT;
+  // Delta search over a large first push is the pack builder's main cost: use every core.
+  push.pb_parallelism = 0;
   session.Install(&push.callbacks);
   push.custom_headers = *session.headers();
   StrArray refspecs({absl::StrCat(kPushScratchRef, ":", ref)});
