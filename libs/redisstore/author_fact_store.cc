@@ -95,7 +95,8 @@ absl::string_view AuthorResolutionCodeName(AuthorResolutionCode code) {
 AuthorFactStore::AuthorFactStore(RedisConnection* redis, KeyPrefix prefix, absl::Duration fact_ttl)
     : redis_(redis), prefix_(std::move(prefix)), ttl_seconds_(TtlSeconds(fact_ttl)) {}
 
-absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
+absl::Status AuthorFactStore::AppendFactWrites(const AuthorFact& fact,
+                                               std::vector<RedisCommand>& writes) const {
   if (fact.author.empty()) return absl::InvalidArgumentError("author fact without an author");
   if (fact.group_resource.empty()) {
     return absl::InvalidArgumentError("author fact without a groupResource");
@@ -107,7 +108,6 @@ absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
   }
   const std::string json = fact.ToJson();
   const std::string ttl = absl::StrCat(ttl_seconds_);
-  std::vector<RedisCommand> writes;
   const bool item_of_collection = fact.verb == kDeleteCollection;
   if (!fact.uid.empty()) {
     if (!fact.resource_version.empty() && !item_of_collection) {
@@ -121,14 +121,55 @@ absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
     writes.push_back({"SET", AuthorFactRvKey(prefix_, fact.group_resource, fact.resource_version),
                       json, "EX", ttl});
   }
+  return absl::OkStatus();
+}
+
+RedisCommand AuthorFactStore::SignalWrite(absl::string_view group_resource,
+                                          absl::string_view uid) const {
   // Wakes readers blocked on this type's stream (see WaitAfter's wake signal) without polling.
-  writes.push_back({"XADD", AuthorFactSignalKey(prefix_, fact.group_resource), "MAXLEN", "~",
-                    "1000", "*", "uid", fact.uid});
+  return {"XADD",   AuthorFactSignalKey(prefix_, group_resource),
+          "MAXLEN", "~",
+          "1000",   "*",
+          "uid",    std::string(uid)};
+}
+
+absl::Status AuthorFactStore::Record(const AuthorFact& fact) {
+  std::vector<RedisCommand> writes;
+  RETURN_IF_ERROR(AppendFactWrites(fact, writes));
+  writes.push_back(SignalWrite(fact.group_resource, fact.uid));
   ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(writes));
   for (const RedisReply& reply : replies) {
     if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "recording an author fact");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> AuthorFactStore::RecordAll(const std::vector<AuthorFact>& facts) {
+  std::vector<RedisCommand> writes;
+  writes.reserve(facts.size() * 2 + 1);
+  std::vector<std::pair<std::string, std::string>> signals;  // (type, last uid), first-seen order
+  size_t recorded = 0;
+  for (const AuthorFact& fact : facts) {
+    absl::Status appended = AppendFactWrites(fact, writes);
+    if (absl::IsInvalidArgument(appended)) continue;
+    RETURN_IF_ERROR(appended);
+    ++recorded;
+    auto it = std::find_if(signals.begin(), signals.end(),
+                           [&](const auto& s) { return s.first == fact.group_resource; });
+    if (it == signals.end()) {
+      signals.emplace_back(fact.group_resource, fact.uid);
+    } else {
+      it->second = fact.uid;
+    }
+  }
+  if (recorded == 0) return recorded;
+  for (const auto& [group_resource, uid] : signals)
+    writes.push_back(SignalWrite(group_resource, uid));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(writes));
+  for (const RedisReply& reply : replies) {
+    if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "recording author facts");
+  }
+  return recorded;
 }
 
 absl::StatusOr<AuthorResolution> AuthorFactStore::Lookup(const AuthorQuery& query) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -93,6 +94,11 @@ class AuthorFactStore {
   // groupResource, or both uid and rv.
   absl::Status Record(const AuthorFact& fact);
 
+  // Records a webhook request's facts in one MULTI/EXEC — one round trip however many — all or
+  // nothing. Facts Record would refuse (InvalidArgument) are skipped, not failed: nothing can
+  // key them. One wake-up signal per type in the batch. Returns how many facts were recorded.
+  absl::StatusOr<size_t> RecordAll(const std::vector<AuthorFact>& facts);
+
   // One lookup in the reference's order (exact uid:rv; `:last` only for removals; `rv:`),
   // reading all candidate keys in one round trip. Unreadable or author-less facts are skipped.
   absl::StatusOr<AuthorResolution> Lookup(const AuthorQuery& query);
@@ -112,6 +118,10 @@ class AuthorFactStore {
  private:
   RedisConnection* redis_;
   KeyPrefix prefix_;
+  // Checks a fact and appends its SETs (not the signal) to `writes`.
+  absl::Status AppendFactWrites(const AuthorFact& fact, std::vector<RedisCommand>& writes) const;
+  RedisCommand SignalWrite(absl::string_view group_resource, absl::string_view uid) const;
+
   int64_t ttl_seconds_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/fixtures/redis_server.h"
@@ -132,6 +133,46 @@ TEST_F(AuthorFactStoreTest, EveryRecordedFactSignalsItsType) {
   auto count = store_->CountFacts();
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(*count, 4);
+}
+
+TEST_F(AuthorFactStoreTest, RecordAllWritesABatchAndSkipsUnkeyableFacts) {
+  AuthorFact other_type = Fact("erin", "u9", "300");
+  other_type.group_resource = "apps/deployments";
+  std::vector<AuthorFact> batch = {Fact("alice", "u1", "100"),
+                                   Fact("dave", "", ""),
+                                   Fact("bob", "", "200"),
+                                   Fact("", "u3", "1"),
+                                   Fact("carol", "u2", "", "deletecollection"),
+                                   other_type};
+  auto recorded = store_->RecordAll(batch);
+  ASSERT_TRUE(recorded.ok()) << recorded.status();
+  EXPECT_EQ(*recorded, 4u);
+  // The same keys one Record per fact would write.
+  for (const char* key : {"gitops-reverser:author:v1:audit:configmaps:object:u1:100",
+                          "gitops-reverser:author:v1:audit:configmaps:object:u1:last",
+                          "gitops-reverser:author:v1:audit:configmaps:rv:200",
+                          "gitops-reverser:author:v1:audit:configmaps:object:u2:last",
+                          "gitops-reverser:author:v1:audit:apps/deployments:object:u9:300",
+                          "gitops-reverser:author:v1:audit:apps/deployments:object:u9:last"}) {
+    EXPECT_GT(Ttl(key), 500) << key;
+  }
+  auto count = store_->CountFacts();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 6);
+  // One wake-up per type in the batch.
+  for (const char* type : {"configmaps", "apps/deployments"}) {
+    auto signal = store_->LatestSignal(type);
+    ASSERT_TRUE(signal.ok());
+    EXPECT_NE(*signal, "0-0") << type;
+  }
+  auto signals = redis_->Command({"XLEN", "gitops-reverser:author:v1:recorded:configmaps"});
+  ASSERT_TRUE(signals.ok());
+  EXPECT_EQ(signals->integer(), 1);
+
+  // Nothing keyable: no round trip, nothing written.
+  auto none = store_->RecordAll({Fact("dave", "", "")});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0u);
 }
 
 TEST_F(AuthorFactStoreTest, ExactMatchesNameUserOrServiceAccount) {

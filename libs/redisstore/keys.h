@@ -98,8 +98,9 @@ std::string AuthorFactRvKey(const KeyPrefix& prefix, absl::string_view group_res
                             absl::string_view rv);
 // P:author:v1:audit:* (the reference's telemetry SCAN pattern).
 std::string AuthorFactPattern(const KeyPrefix& prefix);
-// P:author:v1:recorded:<GR> — STREAM, one short entry per recorded fact: a wake-up signal for
-// readers waiting on a fact of that type (outside `audit:*`, so the fact count ignores it).
+// P:author:v1:recorded:<GR> — STREAM, one short entry per recorded fact (per type and batch
+// for RecordAll): a wake-up signal for readers waiting on a fact of that type (outside
+// `audit:*`, so the fact count ignores it).
 std::string AuthorFactSignalKey(const KeyPrefix& prefix, absl::string_view group_resource);
 // P:author:v1:command:<commitRequestUID>
 std::string CommandAuthorKey(const KeyPrefix& prefix, absl::string_view commit_request_uid);
