@@ -102,8 +102,14 @@ class AuditIntakeTest : public ::testing::Test {
 
   TypeMaterializer& StartWorker(const core::GroupVersionResource& gvr, Intake intake,
                                 const std::string& prefix = "reverser",
-                                absl::Duration relist = absl::Hours(1)) {
+                                absl::Duration relist = absl::Hours(1),
+                                bool early_relists = false) {
     TypeMaterializerOptions o;
+    if (early_relists) {
+      o.relist_requests = &claims_;
+      o.relist_request_poll = absl::Milliseconds(10);
+      o.relist_request_min_gap = absl::ZeroDuration();
+    }
     o.gvr = gvr;
     o.scope = kTeam;
     o.redis = RedisOpts();
@@ -358,6 +364,19 @@ TEST_F(AuditIntakeTest, PeriodicListHealsWhatTheAuditLogMissed) {
   EXPECT_GE(Metric("reverser_materializer_relists_total{group=\"\",version=\"v1\",resource="
                    "\"configmaps\",scope=\"ns:team\",outcome=\"unchanged\"} "),
             1);
+}
+
+TEST_F(AuditIntakeTest, AChangeTheAuditLogCannotCarryBringsTheListForward) {
+  StartStack(kubesim::AuditLevel::kMetadata);
+  claims_.Replace({{kConfigMaps, kTeam}});
+  TypeMaterializer& worker =
+      StartWorker(kConfigMaps, Intake::kAudit, "reverser", absl::Hours(1), /*early_relists=*/true);
+  ASSERT_TRUE(testing::WaitFor([&] { return Streaming(worker); }, absl::Seconds(20)));
+  ASSERT_EQ(worker.Status().relists, 1);
+  PutConfigMap("a", "1");  // audited without a body: the intake asks for a LIST
+  FlushAudit();
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(kConfigMaps); }, absl::Seconds(20)));
+  EXPECT_GE(worker.Status().relists, 2) << "the periodic LIST is an hour away";
 }
 
 TEST_F(AuditIntakeTest, ListsAndAuditEntriesInterleaveWithoutLosingChanges) {

@@ -14,7 +14,7 @@ constexpr int kLookupBatch = 256;
 }  // namespace
 
 AuditStreamWriter::AuditStreamWriter(redisstore::RedisOptions options,
-                                     redisstore::KeyPrefix prefix, const ClaimRegistry* claims,
+                                     redisstore::KeyPrefix prefix, ClaimRegistry* claims,
                                      runtime::MetricsRegistry* metrics)
     : options_(std::move(options)), prefix_(std::move(prefix)), claims_(claims), metrics_(metrics) {}
 
@@ -75,16 +75,21 @@ absl::Status AuditStreamWriter::Append(const std::vector<const nlohmann::json*>&
   for (const nlohmann::json* event : accepted_events) {
     AuditChanges converted = ChangesFromAuditEvent(*event);
     if (converted.changes.empty()) {
-      // Only claimed types are counted: everything else is not this intake's business.
-      if (!claims.Match(converted.gvr, converted.namespace_).empty()) {
-        Count(converted.gvr, absl::StrCat("skipped_", AuditSkipName(converted.skipped)));
+      if (converted.skipped == AuditSkip::kNotAccepted) continue;  // nothing was written
+      // Only claimed types are counted: everything else is not this intake's business. A change
+      // of a claimed type that cannot be streamed is healed by an early LIST.
+      for (const ClaimKey& claim : claims.MatchAnyVersion(converted.gvr, converted.namespace_)) {
+        Count(claim.first, absl::StrCat("skipped_", AuditSkipName(converted.skipped)));
+        claims_->RequestRelist(claim);
       }
       continue;
     }
     for (const AuditChange& change : converted.changes) {
       std::vector<ClaimKey> targets = claims.Match(change.gvr, change.namespace_);
       if (targets.empty()) {
-        Count(change.gvr, "unclaimed");
+        std::vector<ClaimKey> other = claims.MatchAnyVersion(change.gvr, change.namespace_);
+        for (const ClaimKey& claim : other) claims_->RequestRelist(claim);
+        Count(change.gvr, other.empty() ? "unclaimed" : "other_version");
         continue;
       }
       for (const ClaimKey& target : targets) {
@@ -106,9 +111,18 @@ absl::Status AuditStreamWriter::Append(const std::vector<const nlohmann::json*>&
           entry.object_json = std::move(*last.body);
         }
         ASSIGN_OR_RETURN(redisstore::AppendResult appended, store.Append(entry));
-        Count(change.gvr, appended.appended ? "appended"
-                                            : absl::StrCat("diverted_", redisstore::DivertReasonName(
-                                                                            *appended.diverted)));
+        if (appended.appended) {
+          Count(change.gvr, "appended");
+          continue;
+        }
+        Count(change.gvr,
+              absl::StrCat("diverted_", redisstore::DivertReasonName(*appended.diverted)));
+        // Out of order (or nowhere to attach): the stream may now miss this change. Repeats
+        // (a retried request) and changes the checkpoint already holds need nothing.
+        if (*appended.diverted != redisstore::DivertReason::kDuplicateOfStreamTop &&
+            *appended.diverted != redisstore::DivertReason::kCoveredByCheckpoint) {
+          claims_->RequestRelist(target);
+        }
       }
     }
   }

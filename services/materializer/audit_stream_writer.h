@@ -4,7 +4,9 @@
 // (audit_changes.h) to the claimed (type, scope) materializations and appends them through
 // MaterializationStore, whose Lua append keeps the stream's order rules (an entry not above the
 // top is diverted and counted). Unclaimed types are ignored here (their facts are still
-// recorded). One Redis connection serves the webhook's HTTP threads in turn.
+// recorded). A claimed change the stream cannot take (no body, a scale write, a write through
+// another version, an entry diverted for its order) asks the claim's worker to LIST early.
+// One Redis connection serves the webhook's HTTP threads in turn.
 //
 // A delete answered with a Status has neither body nor resourceVersion: it is attached to the
 // stream top, with the object's last materialized body (the splicer needs one to place the
@@ -27,7 +29,7 @@ namespace reverser::materializer {
 class AuditStreamWriter final : public StreamSink {
  public:
   AuditStreamWriter(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
-                    const ClaimRegistry* claims, runtime::MetricsRegistry* metrics);
+                    ClaimRegistry* claims, runtime::MetricsRegistry* metrics);
   absl::Status Append(const std::vector<const nlohmann::json*>& accepted_events) override;
 
  private:
@@ -43,7 +45,7 @@ class AuditStreamWriter final : public StreamSink {
 
   redisstore::RedisOptions options_;
   redisstore::KeyPrefix prefix_;
-  const ClaimRegistry* claims_;
+  ClaimRegistry* claims_;
   runtime::MetricsRegistry* metrics_;
   std::mutex mu_;
   std::unique_ptr<redisstore::RedisConnection> redis_;  // connected lazily, guarded by mu_

@@ -7,6 +7,7 @@
 // released without an audit write recreating them.
 
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <utility>
 #include <vector>
@@ -25,6 +26,10 @@ class ClaimRegistry {
     // The claims an object of `gvr` in namespace `ns` ("" for cluster-scoped objects) belongs
     // to: the same group, version and resource, scoped to the whole cluster or to `ns`.
     std::vector<ClaimKey> Match(const core::GroupVersionResource& gvr, absl::string_view ns) const;
+    // Like Match, but for any version of the group and resource (a write through another
+    // version has a body in that version, which the claim's stream must not carry).
+    std::vector<ClaimKey> MatchAnyVersion(const core::GroupVersionResource& gvr,
+                                          absl::string_view ns) const;
 
    private:
     friend class ClaimRegistry;
@@ -37,9 +42,18 @@ class ClaimRegistry {
   Reader Read() const { return Reader(*this); }
   void Replace(std::vector<ClaimKey> claims);
 
+  // Audit intake: the audit log could not deliver a change of `claim` (no body, a scale write,
+  // another version, an entry diverted for its order); its worker LISTs early instead of waiting
+  // for the next periodic LIST.
+  void RequestRelist(const ClaimKey& claim);
+  // True (once) when a relist of `claim` was requested since the last call.
+  bool TakeRelistRequest(const ClaimKey& claim);
+
  private:
   mutable std::shared_mutex mu_;
   std::vector<ClaimKey> claims_;
+  std::mutex relist_mu_;
+  std::set<ClaimKey> relist_requests_;  // guarded by relist_mu_
 };
 
 }  // namespace reverser::materializer

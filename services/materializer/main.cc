@@ -135,6 +135,7 @@ class App final : public runtime::ServiceApp {
       }
     }
     host.SetDetail("intake", absl::GetFlag(FLAGS_intake));
+    base.relist_requests = &claims_registry_;
     options.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
                                                   const core::WatchScope& scope) {
       TypeMaterializerOptions o = base;

@@ -14,13 +14,9 @@ absl::Status RedisFactSink::Write(const std::vector<redisstore::AuthorFact>& fac
     redis_ = std::move(*connected);
   }
   redisstore::AuthorFactStore store(redis_.get(), prefix_, fact_ttl_);
-  for (const auto& fact : facts) {
-    absl::Status s = store.Record(fact);
-    // A fact the store cannot key (no uid and no rv) is skipped, not retried forever.
-    if (absl::IsInvalidArgument(s)) continue;
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  // One round trip for the whole request; a fact the store cannot key (no uid and no rv) is
+  // skipped, not retried forever.
+  return store.RecordAll(facts).status();
 }
 
 }  // namespace reverser::materializer

@@ -211,13 +211,26 @@ void TypeMaterializer::RunAuditIntake() {
       continue;
     }
     backoff = absl::Milliseconds(800);
-    // Until the next LIST, keep the stream within its bound (the audit webhook appends to it).
-    absl::Time next_list = absl::Now() + options_.relist_interval;
+    // Until the next LIST, keep the stream within its bound (the audit webhook appends to it)
+    // and watch for early-LIST requests.
+    const absl::Time listed_at = absl::Now();
+    const absl::Time next_list = listed_at + options_.relist_interval;
+    absl::Time next_compaction_check = listed_at + options_.compaction_check_interval;
+    const ClaimKey self{options_.gvr, options_.scope};
     while (absl::Now() < next_list) {
-      if (WaitForStop(std::min(options_.compaction_check_interval, next_list - absl::Now()))) {
-        return;
+      absl::Duration tick = std::min(next_list, next_compaction_check) - absl::Now();
+      if (options_.relist_requests) tick = std::min(tick, options_.relist_request_poll);
+      if (WaitForStop(std::max(tick, absl::ZeroDuration()))) return;
+      if (absl::Now() >= next_compaction_check) {
+        CompactIfLong();
+        next_compaction_check = absl::Now() + options_.compaction_check_interval;
       }
-      CompactIfLong();
+      if (options_.relist_requests &&
+          absl::Now() >= listed_at + options_.relist_request_min_gap &&
+          options_.relist_requests->TakeRelistRequest(self)) {
+        runtime::LogInfo("early LIST: the audit log missed a change", {{"type", Name()}});
+        break;
+      }
     }
   }
 }

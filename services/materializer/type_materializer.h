@@ -12,7 +12,9 @@
 //    LISTs at start and every `relist_interval`. A LIST whose objects differ from checkpoint +
 //    stream (up to the LIST's RV) replaces the checkpoint at that RV — healing whatever the
 //    audit log missed — while entries above it stay; a LIST that agrees only folds the stream
-//    up to its RV (a compaction), so readers that are caught up need not splice again.
+//    up to its RV (a compaction), so readers that are caught up need not splice again. When the
+//    audit writer reports a change it could not stream (ClaimRegistry::RequestRelist), the LIST
+//    comes early.
 //
 // Either way the stream is compacted once it holds more than `compact_after_entries` entries.
 
@@ -29,6 +31,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/redis_connection.h"
 #include "libs/runtime/metrics.h"
+#include "services/materializer/claim_registry.h"
 
 namespace reverser::materializer {
 
@@ -48,6 +51,11 @@ struct TypeMaterializerOptions {
   absl::Duration relist_interval = absl::Minutes(5);
   // Audit intake: how often the stream length is checked against compact_after_entries.
   absl::Duration compaction_check_interval = absl::Seconds(10);
+  // Audit intake: where the audit writer asks for an early LIST (may be null), how often that is
+  // looked at, and the least time between two LISTs it causes.
+  ClaimRegistry* relist_requests = nullptr;
+  absl::Duration relist_request_poll = absl::Seconds(1);
+  absl::Duration relist_request_min_gap = absl::Seconds(5);
   int64_t list_page_size = 500;
 };
 
