@@ -234,6 +234,7 @@ bool AuditWebhookBackend::Post(const std::string& body) {
     client_->set_read_timeout(secs, 0);
     client_->set_write_timeout(secs, 0);
     client_->set_keep_alive(true);
+    client_->set_tcp_nodelay(true);  // headers and body go out as separate writes
   }
   httplib::Headers headers = {
       {"User-Agent", "kube-apiserver/v1.34.0 (linux/amd64) kubernetes/kube-sim"}};
