@@ -152,10 +152,12 @@ int RunPhasesSide() {
   if (!settings.ok()) return 2;
   Figures figures;
   reverser::v1::ClusterSnapshot snapshot = MakeSnapshot(config, absl::GetFlag(FLAGS_objects));
+  figures["inputs_rss_kb"] = StatusKb("VmRSS");
 
   absl::Time start = absl::Now();
   gitworker::PreparedResync prepared = gitworker::PrepareResync(**settings, snapshot);
   figures["render_s"] = Seconds(start);
+  figures["render_rss_kb"] = StatusKb("VmRSS");
 
   git::RepositoryOptions repo_options;
   repo_options.local_path = absl::GetFlag(FLAGS_work_dir) + "/clone";
@@ -174,11 +176,13 @@ int RunPhasesSide() {
     changes.changes[path] = content;
   }
   figures["plan_s"] = Seconds(start);
+  figures["plan_rss_kb"] = StatusKb("VmRSS");
 
   start = absl::Now();
   git::Identity who{"bench", "bench@example.com", absl::FromUnixSeconds(1700000000), 0};
   auto commit = (*repo)->CommitOnBranch("main", changes.changes, {who, who, "first mirror"});
   figures["commit_s"] = Seconds(start);
+  figures["commit_hwm_kb"] = StatusKb("VmHWM");
   if (!commit.ok() || !commit->has_value()) {
     std::cerr << "commit failed: " << commit.status() << "\n";
     return 1;
@@ -350,8 +354,11 @@ int RunBench() {
     Figures steps = ReadFigures(report);
     std::cout << absl::StrFormat(
         "  steps (separate run): render YAML %.2f s, plan %.2f s, blobs+trees+commit %.2f s, "
-        "push %.2f s\n",
-        steps["render_s"], steps["plan_s"], steps["commit_s"], steps["push_s"]);
+        "push %.2f s\n"
+        "  RSS by step: inputs %s, after render %s, after plan %s, peak through commit %s\n",
+        steps["render_s"], steps["plan_s"], steps["commit_s"], steps["push_s"],
+        Mib(steps["inputs_rss_kb"]), Mib(steps["render_rss_kb"]), Mib(steps["plan_rss_kb"]),
+        Mib(steps["commit_hwm_kb"]));
   }
   return 0;
 }

@@ -1,9 +1,10 @@
 #pragma once
 
 // A write scope for commits that add many objects at once (a first mirror, a big resync): a
-// second handle on the repository whose object database writes every new object into one pack
-// (pack_writer.h) instead of a loose file each. Reads through the handle see the repository's
-// objects and the ones written so far, so tree builders and commit creation work unchanged.
+// second handle over the repository's objects whose object database writes every new object
+// into one pack (pack_writer.h) instead of a loose file each. Reads through the handle see the
+// repository's objects and the ones written so far, so tree builders and commit creation work
+// unchanged.
 //
 //   ASSIGN_OR_RETURN(auto bulk, BulkWriter::Begin(repo));
 //   ... git_blob_create_from_buffer / git_treebuilder_write / git_commit_create on bulk->repo()
@@ -27,7 +28,8 @@ namespace reverser::git {
 
 class BulkWriter {
  public:
-  // Opens the second handle on `repo`'s directory and starts a pack in its objects/pack.
+  // Starts a pack in `repo`'s objects/pack and a handle that reads `repo`'s objects (without
+  // rescanning its pack directory on every miss) and writes into the pack.
   static absl::StatusOr<std::unique_ptr<BulkWriter>> Begin(git_repository* repo);
   ~BulkWriter();
   BulkWriter(const BulkWriter&) = delete;
