@@ -1,0 +1,355 @@
+// The materializer's two write paths against the raw speed of Redis on the same machine, in one
+// run (issue #5's bench):
+//   anchor  redis-benchmark's pipelined XADD (-P 16) against a fresh redis-server;
+//   (a)     audit events/s end to end: HTTPS + mTLS POSTs of EventLists to the real audit webhook
+//           (AuditWebhookServer → AuditIntake → RedisFactSink) until the facts are in Redis;
+//   (b)     watch changes/s appended: a TypeMaterializer resuming from its checkpoint reads a
+//           backlog of changes from kube-sim's watch and appends each to the Redis stream.
+// Each figure is printed with its ratio to the anchor; the goal is at least 25 %.
+//
+//   bazel run -c opt //bench/materializer:materializer_bench -- --audit_events=200000
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "httplib.h"
+#include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
+#include "libs/redisstore/redis_connection.h"
+#include "services/materializer/audit_webhook.h"
+#include "services/materializer/redis_fact_sink.h"
+#include "services/materializer/type_materializer.h"
+#include "tests/fixtures/certs.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/redis_server.h"
+#include "tests/fixtures/temp_dir.h"
+#include "tools/kube-sim/kube_sim.h"
+#include "tools/kube-sim/test_support.h"
+
+ABSL_FLAG(int, xadd_requests, 1000000,
+          "XADDs redis-benchmark sends (pipelined -P 16, 50 clients).");
+ABSL_FLAG(int, audit_events, 100000, "Audit events POSTed to the webhook.");
+ABSL_FLAG(int, audit_batch, 100, "Events per EventList (kube-apiserver's batch maximum is 400).");
+ABSL_FLAG(int, audit_clients, 4, "Concurrent HTTPS connections posting EventLists.");
+ABSL_FLAG(int, watch_changes, 20000, "Changes in the watch backlog the materializer appends.");
+ABSL_FLAG(double, goal, 0.25, "Goal: each figure at least this fraction of the XADD rate.");
+
+namespace reverser::bench {
+namespace {
+
+using nlohmann::json;
+
+const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
+
+redisstore::RedisOptions OptionsFor(const testing::RedisServer& redis) {
+  redisstore::RedisOptions options;
+  options.host = redis.host();
+  options.port = redis.port();
+  return options;
+}
+
+absl::StatusOr<int64_t> IntegerReply(redisstore::RedisConnection& redis,
+                                     const redisstore::RedisCommand& command) {
+  auto reply = redis.Command(command);
+  if (!reply.ok()) return reply.status();
+  return reply->AsInteger();
+}
+
+// The anchor: redis-benchmark's own figure for pipelined XADD.
+absl::StatusOr<double> RedisBenchmarkXadd(const testing::RedisServer& redis) {
+  auto run = testing::RunCommand({"redis-benchmark", "-h", redis.host(), "-p",
+                                  std::to_string(redis.port()), "-n",
+                                  std::to_string(absl::GetFlag(FLAGS_xadd_requests)), "-c", "50",
+                                  "-P", "16", "--csv", "XADD", "bench:xadd", "*", "f", "v"});
+  if (!run.ok()) return run.status();
+  // CSV: a header line, then "XADD bench:xadd * f v","<rps>",...
+  for (absl::string_view line : absl::StrSplit(run->out, '\n')) {
+    if (!absl::StartsWith(line, "\"XADD")) continue;
+    std::vector<std::string> cells = absl::StrSplit(line, "\",\"");
+    double rps = 0;
+    if (cells.size() > 1 && absl::SimpleAtod(cells[1], &rps)) return rps;
+  }
+  return absl::InternalError(
+      absl::StrCat("redis-benchmark gave no XADD figure: ", run->out, run->err));
+}
+
+// One realistic accepted event (an update with request and response bodies, as the reference's
+// recommended policy logs it at RequestResponse) for object `i`.
+json UpdateEvent(int i) {
+  const std::string name = absl::StrCat("cm-", i);
+  const std::string uid = absl::StrCat("00000000-0000-4000-8000-", 100000000000LL + i);
+  const std::string request_rv = std::to_string(2 * i + 1000);
+  const std::string response_rv = std::to_string(2 * i + 1001);
+  json object = {{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata",
+                  {{"name", name},
+                   {"namespace", "bench"},
+                   {"uid", uid},
+                   {"creationTimestamp", "2026-11-29T10:00:00Z"},
+                   {"labels", {{"app", "bench"}}}}},
+                 {"data", {{"key", "value"}, {"config.yaml", std::string(400, 'x')}}}};
+  json request = object;
+  request["metadata"]["resourceVersion"] = request_rv;
+  json response = object;
+  response["metadata"]["resourceVersion"] = response_rv;
+  return {{"kind", "Event"},
+          {"apiVersion", "audit.k8s.io/v1"},
+          {"level", "RequestResponse"},
+          {"auditID", absl::StrCat("a0000000-0000-4000-8000-", 100000000000LL + i)},
+          {"stage", "ResponseComplete"},
+          {"requestURI", "/api/v1/namespaces/bench/configmaps/" + name},
+          {"verb", "update"},
+          {"user",
+           {{"username", "alice@example.com"},
+            {"groups", {"system:authenticated"}},
+            {"extra", {{"configbutler.ai/claims/email", {"alice@example.com"}}}}}},
+          {"sourceIPs", {"10.0.0.1"}},
+          {"userAgent", "kubectl/v1.33.0 (linux/amd64) kubernetes/abcdef"},
+          {"objectRef",
+           {{"resource", "configmaps"},
+            {"namespace", "bench"},
+            {"name", name},
+            {"uid", uid},
+            {"apiVersion", "v1"},
+            {"resourceVersion", request_rv}}},
+          {"responseStatus", {{"metadata", json::object()}, {"code", 200}}},
+          {"requestObject", request},
+          {"responseObject", response},
+          {"requestReceivedTimestamp", "2026-11-29T10:00:01.000000Z"},
+          {"stageTimestamp", "2026-11-29T10:00:01.002000Z"},
+          {"annotations", {{"authorization.k8s.io/decision", "allow"}}}};
+}
+
+struct AuditFigure {
+  double events_per_second = 0;
+  int64_t keys = 0;
+  size_t bytes_per_list = 0;
+};
+
+// (a) EventLists over HTTPS with client certificates until every fact is in Redis.
+absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
+  const int events = absl::GetFlag(FLAGS_audit_events);
+  const int batch = absl::GetFlag(FLAGS_audit_batch);
+  const int clients = absl::GetFlag(FLAGS_audit_clients);
+  testing::ScopedTempDir dir("pki");
+  auto pki = testing::MakeTestPki(dir.path());
+  if (!pki.ok()) return pki.status();
+
+  materializer::RedisFactSink sink(OptionsFor(redis), redisstore::KeyPrefix::Default(),
+                                   absl::Minutes(15));
+  runtime::MetricsRegistry metrics;
+  materializer::AuditIntake intake(&sink, &metrics);
+  materializer::AuditWebhookOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  options.tls = {pki->server_cert, pki->server_key, pki->ca_cert};
+  materializer::AuditWebhookServer server(options, &intake);
+  auto port = server.Start();
+  if (!port.ok()) return port.status();
+
+  // Bodies are built before the clock starts: the API server has them ready too.
+  std::vector<std::string> bodies;
+  for (int first = 0; first < events; first += batch) {
+    json list = {{"kind", "EventList"},
+                 {"apiVersion", "audit.k8s.io/v1"},
+                 {"metadata", json::object()},
+                 {"items", json::array()}};
+    for (int i = first; i < std::min(events, first + batch); ++i) {
+      list["items"].push_back(UpdateEvent(i));
+    }
+    bodies.push_back(list.dump());
+  }
+
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> senders;
+  absl::Time start = absl::Now();
+  for (int c = 0; c < clients; ++c) {
+    senders.emplace_back([&] {
+      httplib::SSLClient client("127.0.0.1", *port, pki->client_cert, pki->client_key);
+      client.set_ca_cert_path(pki->ca_cert.c_str());
+      client.enable_server_certificate_verification(true);
+      client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
+      for (size_t b = next++; b < bodies.size(); b = next++) {
+        auto res = client.Post("/audit-webhook", bodies[b], "application/json");
+        if (!res || res->status != 200) ++failures;
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  absl::Duration elapsed = absl::Now() - start;
+  server.Stop();
+  if (failures > 0) return absl::InternalError(absl::StrCat(failures.load(), " POSTs failed"));
+
+  auto connection = redisstore::RedisConnection::Connect(OptionsFor(redis));
+  if (!connection.ok()) return connection.status();
+  auto keys = IntegerReply(**connection, {"DBSIZE"});
+  if (!keys.ok()) return keys.status();
+  // Each update yields its exact fact and the `:last` copy (plus the anchor's stream key).
+  if (*keys < 2LL * events) {
+    return absl::InternalError(absl::StrCat("only ", *keys, " keys for ", events, " events"));
+  }
+  return AuditFigure{events / absl::ToDoubleSeconds(elapsed), *keys, bodies[0].size()};
+}
+
+struct WatchFigure {
+  double changes_per_second = 0;
+  double raw_watch_per_second = 0;  // a bare watch client reading the same backlog
+};
+
+// The stream's last generated ID's RV.
+uint64_t StreamTopRv(redisstore::RedisConnection& redis, const std::string& key) {
+  auto reply = redis.Command({"XINFO", "STREAM", key});
+  if (!reply.ok() || !reply->IsArray()) return 0;
+  const auto& fields = reply->elements();
+  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+    if (fields[i].str() != "last-generated-id") continue;
+    uint64_t rv = 0;
+    std::vector<absl::string_view> parts = absl::StrSplit(fields[i + 1].str(), '-');
+    return absl::SimpleAtoi(parts[0], &rv) ? rv : 0;
+  }
+  return 0;
+}
+
+// (b) A TypeMaterializer resuming from its checkpoint appends a backlog of watch changes.
+absl::StatusOr<WatchFigure> WatchAppends(const testing::RedisServer& redis) {
+  const int changes = absl::GetFlag(FLAGS_watch_changes);
+  kubesim::KubeSimOptions sim_options;
+  sim_options.history_limit = static_cast<size_t>(changes) + 1000;
+  auto sim = kubesim::KubeSim::Start(sim_options);
+  if (!sim.ok()) return sim.status();
+  if ((*sim)->Call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"bench"}})").status !=
+      201) {
+    return absl::InternalError("namespace create failed");
+  }
+  auto config = kube::ParseKubeconfig((*sim)->Kubeconfig(), "");
+  if (!config.ok()) return config.status();
+  auto transport = kube::HttplibTransport::Create(*config);
+  if (!transport.ok()) return transport.status();
+  auto client = std::make_shared<kube::RestClient>(
+      std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+  runtime::MetricsRegistry metrics;
+  materializer::TypeMaterializerOptions options;
+  options.gvr = kConfigMaps;
+  options.scope = core::WatchScope::Namespace("bench");
+  options.redis = OptionsFor(redis);
+  options.compact_after_entries = static_cast<size_t>(changes) * 10;  // no compaction mid-bench
+
+  // A checkpoint first, then the backlog written while no materializer runs.
+  {
+    materializer::TypeMaterializer first(client, options, &metrics);
+    first.Start();
+    if (!testing::WaitFor([&] { return first.Status().phase == "Streaming"; }, absl::Seconds(30))) {
+      return absl::DeadlineExceededError("the materializer never synced");
+    }
+    first.Stop();
+  }
+  const int64_t start_rv = (*sim)->CurrentResourceVersion();
+  const int objects = std::max(1, changes / 4);
+  for (int i = 0; i < changes; ++i) {
+    json cm = {
+        {"apiVersion", "v1"},
+        {"kind", "ConfigMap"},
+        {"metadata", {{"name", absl::StrCat("cm-", i % objects)}, {"labels", {{"app", "bench"}}}}},
+        {"data", {{"key", std::to_string(i)}, {"config.yaml", std::string(400, 'x')}}}};
+    auto r = i < objects
+                 ? (*sim)->Call("POST", "/api/v1/namespaces/bench/configmaps", cm.dump())
+                 : (*sim)->Call(
+                       "PUT", absl::StrCat("/api/v1/namespaces/bench/configmaps/cm-", i % objects),
+                       cm.dump());
+    if (r.status != 200 && r.status != 201) return absl::InternalError("write failed: " + r.body);
+  }
+  const uint64_t final_rv = static_cast<uint64_t>((*sim)->CurrentResourceVersion());
+
+  // What kube-sim itself can serve: a bare watch reading the backlog.
+  absl::Time raw_start = absl::Now();
+  {
+    kubesim::testing::StreamReader reader(
+        (*sim)->port(),
+        absl::StrCat("/api/v1/namespaces/bench/configmaps?watch=1&resourceVersion=", start_rv));
+    for (int i = 0; i < changes; ++i) {
+      if (reader.Next().empty()) return absl::InternalError("raw watch ended early");
+    }
+  }
+  absl::Duration raw = absl::Now() - raw_start;
+
+  auto connection = redisstore::RedisConnection::Connect(OptionsFor(redis));
+  if (!connection.ok()) return connection.status();
+  const std::string stream = "reverser:mat:v1:configmaps:ns:bench:stream";
+  materializer::TypeMaterializer resumed(client, options, &metrics);
+  absl::Time start = absl::Now();
+  resumed.Start();
+  bool caught_up = testing::WaitFor([&] { return StreamTopRv(**connection, stream) >= final_rv; },
+                                    absl::Minutes(5), absl::Milliseconds(1));
+  absl::Duration elapsed = absl::Now() - start;
+  resumed.Stop();
+  if (!caught_up) return absl::DeadlineExceededError("the materializer never caught up");
+  auto length = IntegerReply(**connection, {"XLEN", stream});
+  if (!length.ok()) return length.status();
+  if (*length != changes) {
+    return absl::InternalError(absl::StrCat("stream holds ", *length, " of ", changes));
+  }
+  return WatchFigure{changes / absl::ToDoubleSeconds(elapsed),
+                     changes / absl::ToDoubleSeconds(raw)};
+}
+
+int Run() {
+  const double goal = absl::GetFlag(FLAGS_goal);
+  auto redis = testing::RedisServer::Start();
+  if (!redis.ok()) {
+    std::cerr << redis.status() << "\n";
+    return 1;
+  }
+  auto xadd = RedisBenchmarkXadd(**redis);
+  if (!xadd.ok()) {
+    std::cerr << "redis-benchmark: " << xadd.status() << "\n";
+    return 1;
+  }
+  std::printf("anchor  redis-benchmark XADD, 50 clients, -P 16: %.0f/s\n", *xadd);
+
+  auto audit = AuditEndToEnd(**redis);
+  if (!audit.ok()) {
+    std::cerr << "audit: " << audit.status() << "\n";
+    return 1;
+  }
+  std::printf(
+      "(a)     audit events end to end (HTTPS+mTLS, %d clients, %d events/list of %zu KiB -> facts "
+      "in Redis): %.0f events/s = %.1f %% of XADD (%s)\n",
+      absl::GetFlag(FLAGS_audit_clients), absl::GetFlag(FLAGS_audit_batch),
+      audit->bytes_per_list / 1024, audit->events_per_second,
+      100 * audit->events_per_second / *xadd,
+      audit->events_per_second >= goal * *xadd ? "goal met" : "below goal");
+
+  auto watch = WatchAppends(**redis);
+  if (!watch.ok()) {
+    std::cerr << "watch: " << watch.status() << "\n";
+    return 1;
+  }
+  std::printf(
+      "(b)     watch changes appended (TypeMaterializer, backlog of %d from kube-sim): %.0f "
+      "changes/s = %.1f %% of XADD (%s); kube-sim serves that backlog to a bare watch at %.0f/s\n",
+      absl::GetFlag(FLAGS_watch_changes), watch->changes_per_second,
+      100 * watch->changes_per_second / *xadd,
+      watch->changes_per_second >= goal * *xadd ? "goal met" : "below goal",
+      watch->raw_watch_per_second);
+  return 0;
+}
+
+}  // namespace
+}  // namespace reverser::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return reverser::bench::Run();
+}
