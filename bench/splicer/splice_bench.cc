@@ -178,6 +178,8 @@ int SplicePhase(int port) {
     return 4;
   }
   absl::Time t1 = absl::Now();
+  const double load_peak = StatusMiB("VmHWM:");
+  const double view_mib = StatusMiB("VmRSS:");
   splicer::DedupCache dedup;  // seeded as SpliceStream seeds it before tailing
   auto snapshot =
       splicer::BuildSnapshot(*view, AllNamespaces(), BenchTarget("splice"), BenchClaim(), &dedup);
@@ -193,6 +195,8 @@ int SplicePhase(int port) {
   std::string wire = message.SerializeAsString();
   absl::Time t4 = absl::Now();
   Emit("load_s", absl::ToDoubleSeconds(t1 - t0));
+  Emit("load_peak_mib", load_peak);
+  Emit("view_mib", view_mib);
   Emit("build_s", absl::ToDoubleSeconds(t2 - t1));
   Emit("free_s", absl::ToDoubleSeconds(t3 - t2));
   Emit("encode_s", absl::ToDoubleSeconds(t4 - t3));
@@ -451,11 +455,13 @@ int Main() {
         "fold, "
         "scope, sanitize, dedup seed %.2f + free the view %.2f + wire encode %.2f; %s desired "
         "(%s); %.0f MiB on "
-        "the wire; peak RSS %.0f MiB (%.1fx the JSON)\n"
+        "the wire; peak RSS %.0f MiB (%.1fx the JSON; %.0f MiB of it reached inside "
+        "MaterializationStore::Load, whose view then holds %.0f MiB)\n"
         "    against the anchor: %.1fx read+parse time, %.1fx its peak RSS\n",
         Count(m), s["total_s"], s["load_s"], s["build_s"], s["free_s"], s["encode_s"],
         Count(s["desired"]), s["exact"] > 0 ? "exact" : "NOT EXACT", s["wire_mib"], s["peak_mib"],
-        s["peak_mib"] / mib, s["total_s"] / anchor_s, s["peak_mib"] / a["peak_mib"]);
+        s["peak_mib"] / mib, s["load_peak_mib"], s["view_mib"], s["total_s"] / anchor_s,
+        s["peak_mib"] / a["peak_mib"]);
   }
 
   struct TailRun {
