@@ -132,6 +132,7 @@ int RunGitworkerSide() {
   start = absl::Now();
   worker.Add(std::move(item));
   figures["commit_s"] = Seconds(start);
+  figures["commit_hwm_kb"] = StatusKb("VmHWM");
   const absl::Time push_start = absl::Now();
   worker.PushIfDue();
   figures["push_s"] = Seconds(push_start);
@@ -327,7 +328,7 @@ int RunBench() {
   std::cout << absl::StrFormat(
       "first mirror of %d objects (%d files), pack threshold %s\n"
       "  gitworker:       %.2f s (render+commit %.2f s, push %.2f s); peak RSS %s "
-      "(inputs alone %s, +%s for the mirror)\n"
+      "(inputs alone %s, +%s for the mirror; %s by the end of the commit)\n"
       "  git fast-import: %.2f s; peak RSS %s\n"
       "  ratio:           time %.2fx, peak RSS %.2fx (%.2fx counting only what the mirror adds)\n",
       n, n + 2,
@@ -336,6 +337,7 @@ int RunBench() {
           : absl::StrCat(absl::GetFlag(FLAGS_pack_threshold), " files"),
       our_time, figures["commit_s"], figures["push_s"], Mib(ours.peak_rss_kb),
       Mib(figures["inputs_rss_kb"]), Mib(ours.peak_rss_kb - figures["inputs_rss_kb"]),
+      Mib(figures["commit_hwm_kb"]),
       theirs.seconds, Mib(theirs.peak_rss_kb), our_time / theirs.seconds,
       ours.peak_rss_kb / theirs.peak_rss_kb,
       (ours.peak_rss_kb - figures["inputs_rss_kb"]) / theirs.peak_rss_kb);

@@ -337,11 +337,13 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const absl::Time now = options_.clock->Now();
   git::CommitSpec spec{IdentityAt(unit.author, now), IdentityAt(settings.committer, now), message};
   ASSIGN_OR_RETURN(std::optional<std::string> sha, repo_->CommitOnBranch(branch, changes, spec));
+  const size_t objects_written =
+      unit.kind == Kind::kWindow ? unit.writes.size() : keys.size() + swept.size();
   if (sha.has_value()) {
-    // Every index that described the old tip now describes the new one.
+    // Every index that described the old tip now describes the new one (taking `keys` over).
     for (auto& [path, cached] : indexes_) {
       if (cached.at != tip) continue;
-      cached.index.Apply(changes, keys);
+      cached.index.Apply(changes, &keys);
       cached.at = *sha;
     }
   }
@@ -360,8 +362,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
     options_.metrics
         ->GetCounter("gitopsreverser_objects_written_total",
                      "Object files written or deleted by commits.")
-        .Increment(static_cast<double>(unit.kind == Kind::kWindow ? unit.writes.size()
-                                                                  : keys.size() + swept.size()));
+        .Increment(static_cast<double>(objects_written));
     if (!swept.empty()) {
       options_.metrics
           ->GetCounter("gitopsreverser_resync_sweep_deletes_total",

@@ -72,6 +72,12 @@ void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
   by_path_[path] = key;
 }
 
+void IdentityIndex::Record(std::map<std::string, DocumentKey>::node_type entry) {
+  if (by_key_.count(entry.mapped())) return;
+  by_key_[entry.mapped()] = entry.key();
+  by_path_.insert(std::move(entry));
+}
+
 void IdentityIndex::Remove(const std::string& path) {
   auto it = by_path_.find(path);
   if (it == by_path_.end()) return;
@@ -80,15 +86,14 @@ void IdentityIndex::Remove(const std::string& path) {
   by_path_.erase(it);
 }
 
-void IdentityIndex::Apply(const git::ChangeSet& changes,
-                          const std::map<std::string, DocumentKey>& keys) {
+void IdentityIndex::Apply(const git::ChangeSet& changes, std::map<std::string, DocumentKey>* keys) {
   const std::string prefix = path_.empty() ? "" : path_ + "/";
   for (const auto& [path, content] : changes) {
     if (!absl::StartsWith(path, prefix) || !IsYamlFile(path)) continue;
     Remove(path);
     if (!content.has_value()) continue;
-    if (auto key = keys.find(path); key != keys.end()) {
-      Record(path, key->second);
+    if (auto key = keys->find(path); key != keys->end()) {
+      Record(keys->extract(key));
     } else {
       Add(path, *content);
     }

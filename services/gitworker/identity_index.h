@@ -40,8 +40,10 @@ class IdentityIndex {
       const std::optional<std::string>& namespace_) const;
 
   // Records the writes and deletes of a commit under the indexed path. `keys` names the object
-  // of written files when known; other written YAML files are parsed.
-  void Apply(const git::ChangeSet& changes, const std::map<std::string, DocumentKey>& keys);
+  // of written files when known; other written YAML files are parsed. The entries of `keys`
+  // this index records are moved out of it (a first mirror's keys become the index without
+  // being copied).
+  void Apply(const git::ChangeSet& changes, std::map<std::string, DocumentKey>* keys);
 
   // The identity stated by one YAML document's text, if it is a single Kubernetes object.
   static std::optional<DocumentKey> KeyOfFile(const std::string& text);
@@ -50,6 +52,7 @@ class IdentityIndex {
   void Remove(const std::string& path);
   void Add(const std::string& path, const std::string& text);
   void Record(const std::string& path, const DocumentKey& key);
+  void Record(std::map<std::string, DocumentKey>::node_type entry);
 
   std::string path_;
   std::map<DocumentKey, std::string> by_key_;

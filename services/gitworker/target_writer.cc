@@ -280,16 +280,18 @@ PreparedResync PrepareResync(const TargetSettings& settings,
 
 ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared) {
   ResyncChanges out;
-  std::set<DocumentKey> desired = prepared.protected_keys;
   for (const auto& upsert : prepared.upserts) {
     const std::string path = index.Find(upsert.key).value_or(upsert.path);
     out.changes[path] = upsert.yaml;
     out.keys[path] = upsert.key;
-    desired.insert(upsert.key);
   }
   if (!prepared.sweep) return out;
-  for (const auto& [key, path] :
-       index.OfType(prepared.gvr.group, prepared.kind, prepared.namespace_)) {
+  const auto existing = index.OfType(prepared.gvr.group, prepared.kind, prepared.namespace_);
+  // Nothing of the type in Git yet (a first mirror): no need to know the desired set.
+  if (existing.empty()) return out;
+  std::set<DocumentKey> desired = prepared.protected_keys;
+  for (const auto& upsert : prepared.upserts) desired.insert(upsert.key);
+  for (const auto& [key, path] : existing) {
     if (desired.count(key) || IsAllowlisted(path) || out.changes.count(path)) continue;
     out.changes[path] = std::nullopt;
     out.swept.push_back(path);
