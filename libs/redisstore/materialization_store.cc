@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -265,20 +266,10 @@ absl::StatusOr<AppendResult> MaterializationStore::Divert(DivertReason reason) {
   return result;
 }
 
-absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& entry) {
-  RETURN_IF_ERROR(ValidateForAppend(entry));
-  std::string rv;
-  if (!entry.resource_version.empty()) {
-    auto parsed = core::ParseResourceVersion(entry.resource_version);
-    if (!parsed.ok()) return Divert(DivertReason::kNonNumericRv);
-    rv = absl::StrCat(*parsed);  // canonical: no leading zeros
-  }
-  std::vector<std::string> args = {rv};
-  std::vector<std::string> fields = EncodeEntryFields(entry);
-  args.insert(args.end(), fields.begin(), fields.end());
-  ASSIGN_OR_RETURN(
-      RedisReply reply,
-      redis_->Eval(AppendScript(), {keys_.stream, keys_.checkpoint_rv, keys_.counts}, args));
+namespace {
+
+// The append script's reply: ["appended", id] or ["diverted", reason(, id)].
+absl::StatusOr<AppendResult> ParseAppendReply(const RedisReply& reply) {
   ASSIGN_OR_RETURN(std::vector<std::string> parts, reply.AsStringArray());
   AppendResult result;
   if (parts.size() == 2 && parts[0] == "appended") {
@@ -299,6 +290,91 @@ absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& ent
     if (result.diverted) return result;
   }
   return absl::InternalError(absl::StrCat("append script: unexpected reply ", reply.DebugString()));
+}
+
+// The script's RV argument: canonical decimal (no leading zeros), "" for an RV-less entry,
+// nullopt when the RV is not a number.
+std::optional<std::string> CanonicalRv(const StreamEntry& entry) {
+  if (entry.resource_version.empty()) return std::string();
+  auto parsed = core::ParseResourceVersion(entry.resource_version);
+  if (!parsed.ok()) return std::nullopt;
+  return absl::StrCat(*parsed);
+}
+
+}  // namespace
+
+absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& entry) {
+  RETURN_IF_ERROR(ValidateForAppend(entry));
+  std::optional<std::string> rv = CanonicalRv(entry);
+  if (!rv) return Divert(DivertReason::kNonNumericRv);
+  std::vector<std::string> args = {*rv};
+  std::vector<std::string> fields = EncodeEntryFields(entry);
+  args.insert(args.end(), fields.begin(), fields.end());
+  ASSIGN_OR_RETURN(
+      RedisReply reply,
+      redis_->Eval(AppendScript(), {keys_.stream, keys_.checkpoint_rv, keys_.counts}, args));
+  return ParseAppendReply(reply);
+}
+
+absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendAll(
+    const std::vector<StreamEntry>& entries) {
+  for (const StreamEntry& entry : entries) RETURN_IF_ERROR(ValidateForAppend(entry));
+  const LuaScript& script = AppendScript();
+  std::vector<RedisCommand> commands;
+  std::vector<bool> non_numeric(entries.size(), false);
+  commands.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::optional<std::string> rv = CanonicalRv(entries[i]);
+    if (!rv) {
+      non_numeric[i] = true;
+      commands.push_back({"HINCRBY", keys_.counts,
+                          absl::StrCat("diverted:", DivertReasonName(DivertReason::kNonNumericRv)),
+                          "1"});
+      continue;
+    }
+    RedisCommand command = {"EVALSHA",           script.sha1(), "3", keys_.stream,
+                            keys_.checkpoint_rv, keys_.counts,  *rv};
+    std::vector<std::string> fields = EncodeEntryFields(entries[i]);
+    command.insert(command.end(), std::make_move_iterator(fields.begin()),
+                   std::make_move_iterator(fields.end()));
+    commands.push_back(std::move(command));
+  }
+  std::vector<AppendResult> results(entries.size());
+  std::vector<size_t> pending(commands.size());  // command (= entry) indexes still to send
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  bool loaded = false;
+  while (!pending.empty()) {
+    std::vector<RedisCommand> batch;
+    const std::vector<RedisCommand>* send = &commands;
+    if (pending.size() != commands.size()) {
+      for (size_t k : pending) batch.push_back(commands[k]);
+      send = &batch;
+    }
+    ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Pipeline(*send));
+    std::vector<size_t> unknown_script;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      const size_t k = pending[i];
+      const RedisReply& reply = replies[i];
+      // The server does not know the script (fresh or restarted Redis): the call did not run,
+      // nor did any later script call of this pipeline. Load the script and resend those.
+      if (reply.IsError() && absl::StartsWith(reply.str(), "NOSCRIPT")) {
+        unknown_script.push_back(k);
+        continue;
+      }
+      if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "pipelined append");
+      if (non_numeric[k]) {
+        results[k].diverted = DivertReason::kNonNumericRv;
+        continue;
+      }
+      ASSIGN_OR_RETURN(results[k], ParseAppendReply(reply));
+    }
+    if (unknown_script.empty()) break;
+    if (loaded) return absl::InternalError("append script unknown to Redis right after loading");
+    RETURN_IF_ERROR(redis_->Command({"SCRIPT", "LOAD", script.source()}).status());
+    loaded = true;
+    pending = std::move(unknown_script);
+  }
+  return results;
 }
 
 absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after,
@@ -338,8 +414,8 @@ absl::StatusOr<StreamBatch> MaterializationStore::WaitAfter(StreamPosition after
     return batch;
   }
   int64_t block_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(block));
-  RedisCommand xread = {"XREAD", "COUNT", "1", "BLOCK", absl::StrCat(block_ms), "STREAMS",
-                        keys_.stream};
+  RedisCommand xread = {"XREAD",   "COUNT",     "1", "BLOCK", absl::StrCat(block_ms),
+                        "STREAMS", keys_.stream};
   if (wake != nullptr) xread.push_back(wake->key);
   xread.push_back(after.ToString());
   if (wake != nullptr) xread.push_back(wake->last_id);

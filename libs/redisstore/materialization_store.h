@@ -120,6 +120,12 @@ class MaterializationStore {
   // Retrying after a lost reply is safe: the repeat is diverted as kDuplicateOfStreamTop.
   // InvalidArgument for an entry without a name, or an upsert without a body.
   absl::StatusOr<AppendResult> Append(const StreamEntry& entry);
+  // Append for many entries, in order, in one round trip (the scripts are pipelined; each is
+  // still atomic and sees the stream as the previous ones left it). Results align with
+  // `entries`. Nothing is sent if any entry is invalid. After an error the batch's outcome is
+  // unknown; resending it whole is safe when every entry has an RV (watch changes: what landed
+  // is diverted, never applied twice); an RV-less entry is only protected as the batch's last.
+  absl::StatusOr<std::vector<AppendResult>> AppendAll(const std::vector<StreamEntry>& entries);
 
   // Up to `max_entries` entries strictly after `after` (XRANGE with exclusive start).
   absl::StatusOr<StreamBatch> ReadAfter(core::StreamPosition after, size_t max_entries);

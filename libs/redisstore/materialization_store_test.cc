@@ -1,5 +1,6 @@
 #include "libs/redisstore/materialization_store.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -60,6 +61,68 @@ class MaterializationStoreTest : public ::testing::Test {
   std::unique_ptr<RedisConnection> redis_;
   std::unique_ptr<MaterializationStore> store_;
 };
+
+// AppendAll is Append, pipelined: same results, same stream, same counts — also when Redis
+// does not know the script yet (NOSCRIPT mid-pipeline) and when the batch is resent whole.
+TEST_F(MaterializationStoreTest, AppendAllMatchesOneAppendAtATime) {
+  const std::vector<StreamEntry> batch = {
+      Change(ChangeOp::kDeleted, "x", ""),  // nothing to attach to yet
+      Change(ChangeOp::kAdded, "a", "10"),     Change(ChangeOp::kModified, "a", "12"),
+      Change(ChangeOp::kAdded, "b", "12"),      // same RV: next seq
+      Change(ChangeOp::kModified, "b", "11"),   // older than the top
+      Change(ChangeOp::kModified, "b", "12x"),  // not a number
+      Change(ChangeOp::kDeleted, "a", ""),      // attaches to the top's RV
+      Change(ChangeOp::kAdded, "c", "15"),     Change(ChangeOp::kAdded, "c", "15"),  // duplicate
+  };
+  MaterializationStore one_by_one(redis_.get(), KeyPrefix::Default(), kConfigMaps,
+                                  core::WatchScope::Namespace("one"));
+  MaterializationStore pipelined(redis_.get(), KeyPrefix::Default(), kConfigMaps,
+                                 core::WatchScope::Namespace("all"));
+  std::vector<AppendResult> expected;
+  for (const StreamEntry& entry : batch) {
+    auto result = one_by_one.Append(entry);
+    ASSERT_TRUE(result.ok()) << result.status();
+    expected.push_back(*result);
+  }
+  ASSERT_TRUE(redis_->Command({"SCRIPT", "FLUSH"}).ok());
+  auto results = pipelined.AppendAll(batch);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ((*results)[i].appended, expected[i].appended) << i;
+    EXPECT_EQ((*results)[i].diverted, expected[i].diverted) << i;
+    EXPECT_EQ((*results)[i].position, expected[i].position) << i;
+  }
+  auto stream_of = [&](const MaterializationStore& store) {
+    auto range = redis_->Command({"XRANGE", store.keys().stream, "-", "+"});
+    EXPECT_TRUE(range.ok());
+    return range.ok() ? range->DebugString() : "";
+  };
+  EXPECT_EQ(stream_of(pipelined), stream_of(one_by_one));
+  auto counts_of = [&](const MaterializationStore& store) {
+    auto counts = redis_->Command({"HGETALL", store.keys().counts});
+    EXPECT_TRUE(counts.ok());
+    auto map = counts->AsStringMap();
+    return std::map<std::string, std::string>(map->begin(), map->end());
+  };
+  EXPECT_EQ(counts_of(pipelined), counts_of(one_by_one));
+
+  // A resent batch of watch changes (all with RVs; its reply lost) changes no entry.
+  auto resent = pipelined.AppendAll({batch[1], batch[2], batch[3], batch[7]});
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  for (const AppendResult& r : *resent) EXPECT_FALSE(r.appended);
+  EXPECT_EQ(stream_of(pipelined), stream_of(one_by_one));
+
+  // An invalid entry (an upsert without a body) sends nothing.
+  StreamEntry bodyless = Change(ChangeOp::kAdded, "d", "20");
+  bodyless.object_json.clear();
+  EXPECT_EQ(pipelined.AppendAll({Change(ChangeOp::kAdded, "e", "19"), bodyless}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(stream_of(pipelined), stream_of(one_by_one));
+  auto empty = pipelined.AppendAll({});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
 
 TEST_F(MaterializationStoreTest, AppendAssignsRvSeqAndDivertsWithoutReordering) {
   // No stream top yet: an RV-less entry has nothing to attach to.
