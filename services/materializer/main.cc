@@ -33,6 +33,10 @@ ABSL_FLAG(std::string, intake, "watch",
           "periodic LIST).");
 ABSL_FLAG(absl::Duration, audit_intake_relist_interval, absl::Minutes(5),
           "With --intake=audit: how often each claim is LISTed to refill (and heal) its checkpoint.");
+ABSL_FLAG(absl::Duration, audit_intake_heal_settle, absl::Seconds(45),
+          "With --intake=audit: a difference a LIST finds replaces the checkpoint only once the "
+          "stream has had nothing for that object for this long (its audit event may still be "
+          "on the way; kube-apiserver batches up to 30s).");
 ABSL_FLAG(bool, audit_webhook, true, "Serve the audit webhook (author attribution).");
 ABSL_FLAG(int, audit_port, 9444, "Audit webhook port; 0 picks a free one.");
 ABSL_FLAG(std::string, audit_tls_cert, "", "Audit webhook server certificate (PEM).");
@@ -124,6 +128,7 @@ class App final : public runtime::ServiceApp {
     if (!intake.ok()) return intake.status();
     base.intake = *intake;
     base.relist_interval = absl::GetFlag(FLAGS_audit_intake_relist_interval);
+    base.heal_settle = absl::GetFlag(FLAGS_audit_intake_heal_settle);
     if (base.intake == Intake::kAudit) {
       if (!absl::GetFlag(FLAGS_audit_webhook)) {
         return absl::InvalidArgumentError(

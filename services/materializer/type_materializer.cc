@@ -11,22 +11,26 @@ namespace {
 
 using redisstore::ChangeSource;
 
-// The number of identities whose bodies differ between two object sets.
-size_t CountDifferences(const redisstore::ObjectMap& a, const redisstore::ObjectMap& b) {
-  size_t differences = 0;
-  auto i = a.begin();
-  auto j = b.begin();
-  while (i != a.end() || j != b.end()) {
-    if (j == b.end() || (i != a.end() && i->first < j->first)) {
-      ++differences, ++i;
-    } else if (i == a.end() || j->first < i->first) {
-      ++differences, ++j;
+// identity -> what `materialized` holds for it (nullopt: nothing), for every identity whose
+// body differs between `materialized` and `listed`.
+std::map<std::string, std::optional<std::string>> Differences(
+    const redisstore::ObjectMap& materialized, const redisstore::ObjectMap& listed) {
+  std::map<std::string, std::optional<std::string>> out;
+  auto i = materialized.begin();
+  auto j = listed.begin();
+  while (i != materialized.end() || j != listed.end()) {
+    if (j == listed.end() || (i != materialized.end() && i->first < j->first)) {
+      out[i->first] = i->second;
+      ++i;
+    } else if (i == materialized.end() || j->first < i->first) {
+      out[j->first] = std::nullopt;
+      ++j;
     } else {
-      differences += i->second != j->second ? 1 : 0;
+      if (i->second != j->second) out[i->first] = i->second;
       ++i, ++j;
     }
   }
-  return differences;
+  return out;
 }
 
 }  // namespace
@@ -200,8 +204,8 @@ void TypeMaterializer::RunAuditIntake() {
       runtime::Labels labels = labels_;
       labels.emplace_back("outcome", "error");
       metrics_->GetCounter("reverser_materializer_relists_total",
-                           "Audit intake: periodic LISTs by outcome (initial, unchanged, healed, "
-                           "superseded, error).",
+                           "Audit intake: periodic LISTs by outcome (initial, unchanged, "
+                           "deferred, healed, superseded, error).",
                            labels)
           .Increment();
       runtime::LogWarning("list failed", {{"type", Name()}, {"error", listed.ToString()}});
@@ -214,9 +218,14 @@ void TypeMaterializer::RunAuditIntake() {
     // Until the next LIST, keep the stream within its bound (the audit webhook appends to it)
     // and watch for early-LIST requests.
     const absl::Time listed_at = absl::Now();
-    const absl::Time next_list = listed_at + options_.relist_interval;
     absl::Time next_compaction_check = listed_at + options_.compaction_check_interval;
     const ClaimKey self{options_.gvr, options_.scope};
+    absl::Time next_list = listed_at + options_.relist_interval;
+    // Differences waiting to settle are looked at again as soon as the oldest could count.
+    for (const auto& [identity, difference] : unhealed_) {
+      next_list = std::min(next_list, std::max(difference.first_seen + options_.heal_settle,
+                                               listed_at + options_.relist_request_min_gap));
+    }
     while (absl::Now() < next_list) {
       absl::Duration tick = std::min(next_list, next_compaction_check) - absl::Now();
       if (options_.relist_requests) tick = std::min(tick, options_.relist_request_poll);
@@ -259,27 +268,40 @@ absl::Status TypeMaterializer::Relist() {
   auto view = WithRetry("load materialization", [&] { return store_->Load(); });
   if (!view.ok()) return absl::OkStatus();  // stopping
   std::string outcome;
-  size_t differences = 0;
-  if (view->checkpoint && *view->checkpoint <= covered &&
-      (differences = CountDifferences(view->Fold(covered), items)) == 0) {
-    // Nothing to heal: fold what the LIST confirms instead of replacing the checkpoint, so a
-    // reader already past those entries keeps its place.
-    outcome = "unchanged";
-    auto compacted = WithRetry("fold confirmed entries",
-                               [&] { return store_->CompactView(*view, covered); });
-    if (!compacted.ok()) return absl::OkStatus();
-    CountCompaction(*compacted);
-  } else {
-    if (view->checkpoint && *view->checkpoint > covered) {
-      differences = 0;  // a newer checkpoint is in place; the swap below is refused
-    } else if (!view->checkpoint) {
-      differences = items.size();
+  size_t lasting = 0;
+  if (view->checkpoint && *view->checkpoint > covered) {
+    outcome = "superseded";  // a newer checkpoint (a compaction past R) is in place
+  } else if (view->checkpoint) {
+    // Differences healed only once the stream has not moved for that object for heal_settle.
+    const absl::Time now = absl::Now();
+    std::map<std::string, UnhealedDifference> still;
+    for (auto& [identity, materialized] : Differences(view->Fold(covered), items)) {
+      auto seen = unhealed_.find(identity);
+      if (seen != unhealed_.end() && seen->second.materialized == materialized) {
+        if (now - seen->second.first_seen >= options_.heal_settle) ++lasting;
+        still.emplace(identity, seen->second);
+      } else {
+        still.emplace(identity, UnhealedDifference{std::move(materialized), now});
+      }
     }
+    unhealed_ = std::move(still);
+    if (lasting == 0) {
+      // Fold what is there instead of replacing the checkpoint, so a reader already past those
+      // entries keeps its place.
+      outcome = unhealed_.empty() ? "unchanged" : "deferred";
+      auto compacted = WithRetry("fold confirmed entries",
+                                 [&] { return store_->CompactView(*view, covered); });
+      if (!compacted.ok()) return absl::OkStatus();
+      CountCompaction(*compacted);
+    }
+  }
+  if (outcome.empty()) {
     auto swap = WithRetry("replace checkpoint",
                           [&] { return store_->ReplaceCheckpoint(items, covered); });
     if (!swap.ok()) return absl::OkStatus();
     outcome = !view->checkpoint ? "initial" : swap->swapped ? "healed" : "superseded";
     if (swap->swapped) {
+      unhealed_.clear();
       std::lock_guard lock(mu_);
       status_.checkpoint = swap->position.ToString();
       ++status_.replays;
@@ -287,22 +309,22 @@ absl::Status TypeMaterializer::Relist() {
     if (outcome == "healed") {
       runtime::LogWarning("LIST found changes the audit log did not deliver; checkpoint replaced",
                           {{"type", Name()},
-                           {"objects", static_cast<long long>(differences)},
+                           {"objects", static_cast<long long>(lasting)},
                            {"position", swap->position.ToString()}});
     }
   }
   runtime::Labels labels = labels_;
   labels.emplace_back("outcome", outcome);
   metrics_->GetCounter("reverser_materializer_relists_total",
-                       "Audit intake: periodic LISTs by outcome (initial, unchanged, healed, "
-                       "superseded, error).",
+                       "Audit intake: periodic LISTs by outcome (initial, unchanged, deferred, "
+                       "healed, superseded, error).",
                        labels)
       .Increment();
   if (outcome == "healed") {
     metrics_->GetCounter("reverser_materializer_relist_healed_objects_total",
-                         "Audit intake: objects a LIST found different from checkpoint + stream.",
+                         "Audit intake: objects a LIST healed (still different after the settle time).",
                          labels_)
-        .Increment(static_cast<double>(differences));
+        .Increment(static_cast<double>(lasting));
   }
   metrics_->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.", labels_)
       .Set(static_cast<double>(items.size()));

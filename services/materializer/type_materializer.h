@@ -12,15 +12,19 @@
 //    LISTs at start and every `relist_interval`. A LIST whose objects differ from checkpoint +
 //    stream (up to the LIST's RV) replaces the checkpoint at that RV — healing whatever the
 //    audit log missed — while entries above it stay; a LIST that agrees only folds the stream
-//    up to its RV (a compaction), so readers that are caught up need not splice again. When the
-//    audit writer reports a change it could not stream (ClaimRegistry::RequestRelist), the LIST
-//    comes early.
+//    up to its RV (a compaction), so readers that are caught up need not splice again. A
+//    difference counts only once it has lasted `heal_settle` with no stream entry for that
+//    object (its audit event may be in flight); until then the LIST is only folded and a
+//    follow-up LIST is scheduled. When the audit writer reports a change it could not stream
+//    (ClaimRegistry::RequestRelist), the LIST comes early.
 //
 // Either way the stream is compacted once it holds more than `compact_after_entries` entries.
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -56,6 +60,10 @@ struct TypeMaterializerOptions {
   ClaimRegistry* relist_requests = nullptr;
   absl::Duration relist_request_poll = absl::Seconds(1);
   absl::Duration relist_request_min_gap = absl::Seconds(5);
+  // Audit intake: a difference a LIST finds is healed (checkpoint replaced) only once the
+  // stream has not moved for that object for this long — before that its audit event may still
+  // be on its way (kube-apiserver batches up to 30 s).
+  absl::Duration heal_settle = absl::Seconds(45);
   int64_t list_page_size = 500;
 };
 
@@ -126,6 +134,14 @@ class TypeMaterializer : private kube::WatchHandler {
   bool collecting_ = false;
   redisstore::ObjectMap pending_checkpoint_;
   size_t appends_since_compaction_check_ = 0;
+
+  // Audit-intake thread state: differences between LIST and checkpoint + stream not yet healed,
+  // by identity: what checkpoint + stream held for it (nullopt: nothing) when first seen.
+  struct UnhealedDifference {
+    std::optional<std::string> materialized;
+    absl::Time first_seen;
+  };
+  std::map<std::string, UnhealedDifference> unhealed_;
 
   mutable std::mutex mu_;
   std::condition_variable stop_cv_;  // with mu_
