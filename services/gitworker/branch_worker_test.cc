@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "libs/sops/age.h"
 #include "libs/sops/sops.h"
@@ -42,8 +43,10 @@ class BranchWorkerTest : public ::testing::Test {
     remote_ = *remote;
   }
 
-  std::unique_ptr<BranchWorker> MakeWorker(absl::Duration cooldown = absl::ZeroDuration()) {
+  std::unique_ptr<BranchWorker> MakeWorker(absl::Duration cooldown = absl::ZeroDuration(),
+                                           size_t pack_threshold = git::kDefaultPackThreshold) {
     BranchWorkerOptions options;
+    options.pack_threshold = pack_threshold;
     options.key = {"team", "repo", "main"};
     options.remote_url = remote_;
     options.work_dir = dir_.path() + "/work";
@@ -286,6 +289,66 @@ TEST_F(BranchWorkerTest, ConcurrentForeignPushIsSurvivedByFetchResetReplay) {
                     {{"provider_namespace", "team"}, {"provider_name", "repo"}, {"branch", "main"}})
                 .Value(),
             0.0);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, LargeResyncsArePackedAndReplayedAfterAForeignPush) {
+  auto worker = MakeWorker(absl::Hours(1), /*pack_threshold=*/50);
+  auto config = Config(remote_, 0);
+  auto objects = [](int count, const std::string& value) {
+    std::vector<reverser::v1::ObjectBody> out;
+    for (int i = 0; i < count; ++i) {
+      out.push_back(Object(ConfigMaps(), absl::StrCat("ns", i % 4), absl::StrCat("cm", i), value));
+    }
+    return out;
+  };
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(), objects(300, "v1"), 100)));
+  // Someone pushes before the worker does: the resync is replayed on the new tip from its
+  // rendered files (the delivered objects are gone by then).
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  ASSERT_TRUE(testing::WriteFile(*clone + "/foreign.txt", "f").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "foreign").ok());
+  worker->PushIfDue(/*force=*/true);
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 100u);
+  auto files = Files();
+  EXPECT_EQ(files.size(), 300u + 4);  // + seed README, foreign.txt, bootstrap README, ignore file
+  EXPECT_THAT(files, Contains("foreign.txt"));
+  EXPECT_EQ(metrics_
+                .GetCounter(
+                    "reverser_gitworker_push_conflicts_total", "",
+                    {{"provider_namespace", "team"}, {"provider_name", "repo"}, {"branch", "main"}})
+                .Value(),
+            1.0);
+  ExpectFsckClean();
+  // The worker's clone holds the mirror packed, not as 300 loose files.
+  const std::string clone_path =
+      git::LocalClonePath(dir_.path() + "/work", "team", "repo", "main", remote_);
+  auto counts = Git(clone_path, {"count-objects", "-v"});
+  ASSERT_TRUE(counts.ok());
+  EXPECT_THAT(Lines(*counts), Contains(::testing::StartsWith("count: ")));
+  for (const std::string& line : Lines(*counts)) {
+    if (absl::StartsWith(line, "count: ")) EXPECT_LT(std::stoi(line.substr(7)), 50) << line;
+  }
+
+  // Later edits find the packed documents (match-first), and a smaller resync sweeps the rest.
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "ns1",
+                                      "cm1", "edited", 150, "alice")));
+  worker->PushIfDue(/*force=*/true);
+  EXPECT_THAT(testing::ShowFile(remote_, "main", "clusters/a/ns1/configmaps/cm1.yaml").value_or(""),
+              ::testing::HasSubstr("edited"));
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(), objects(250, "v2"), 200)));
+  worker->PushIfDue(/*force=*/true);
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 200u);
+  EXPECT_EQ(Files().size(), 250u + 4);
+  EXPECT_THAT(
+      testing::ShowFile(remote_, "main", "clusters/a/ns3/configmaps/cm247.yaml").value_or(""),
+      ::testing::HasSubstr("v2"));
+  EXPECT_EQ(metrics_
+                .GetCounter("gitopsreverser_resync_sweep_deletes_total", "",
+                            {{"group", ""}, {"version", "v1"}, {"resource", "configmaps"}})
+                .Value(),
+            50.0);
   ExpectFsckClean();
 }
 
