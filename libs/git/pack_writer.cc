@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -170,6 +171,10 @@ absl::Status PackWriter::Add(const git_oid& id, git_object_t type, absl::string_
     return absl::InvalidArgumentError(absl::StrCat("cannot pack an object of type ", type));
   }
   if (Contains(id)) return absl::OkStatus();
+  if (data.size() > std::numeric_limits<uInt>::max()) {
+    // One zlib call takes at most 4 GiB; no manifest comes near that.
+    return absl::InvalidArgumentError("object too large to pack (over 4 GiB)");
+  }
 
   z_stream& z = deflater_->stream;
   if (deflateReset(&z) != Z_OK) return absl::InternalError("zlib deflateReset failed");
@@ -224,8 +229,11 @@ absl::StatusOr<std::string> PackWriter::Read(const git_oid& id, git_object_t* ty
   const uint64_t end = it->second + 1 < entries_.size() ? entries_[it->second + 1].offset : size_;
   ASSIGN_OR_RETURN(std::string packed, ReadRange(entry.offset, end));
   size_t header = 0;
-  while (static_cast<unsigned char>(packed[header]) & 0x80) ++header;
+  while (header < packed.size() && (static_cast<unsigned char>(packed[header]) & 0x80)) ++header;
   ++header;
+  if (header > packed.size()) {
+    return absl::DataLossError(absl::StrCat("corrupt object in pack ", temp_path_));
+  }
   std::string data(entry.size, '\0');
   uLongf length = static_cast<uLongf>(entry.size);
   // uncompress() wants a non-null output buffer even for an empty object.
