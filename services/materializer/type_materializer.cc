@@ -326,8 +326,11 @@ absl::Status TypeMaterializer::Relist() {
                          labels_)
         .Increment(static_cast<double>(lasting));
   }
-  metrics_->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.", labels_)
-      .Set(static_cast<double>(items.size()));
+  if (outcome != "deferred" && outcome != "superseded") {  // the checkpoint now holds `items`
+    metrics_->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.",
+                       labels_)
+        .Set(static_cast<double>(items.size()));
+  }
   {
     std::lock_guard lock(mu_);
     ++status_.relists;
