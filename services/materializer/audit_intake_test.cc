@@ -598,6 +598,22 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   ASSERT_TRUE(stopped.ok()) << stopped.status() << "\n" << (*service)->Logs();
 }
 
+TEST(IntakeFlagTest, TheBinaryRejectsABadIntakeClearly) {
+  std::string binary = testing::RunfilePath("services/materializer/materializer");
+  auto bogus = testing::RunCommand({binary, "--intake=both", "--static_claims=v1/configmaps",
+                                    "--redis_address=127.0.0.1:1", "--grpc_port=0",
+                                    "--http_port=0"});
+  ASSERT_TRUE(bogus.ok());
+  EXPECT_NE(bogus->exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(bogus->err, "expected watch or audit")) << bogus->err;
+  auto no_webhook = testing::RunCommand(
+      {binary, "--intake=audit", "--audit_webhook=false", "--static_claims=v1/configmaps",
+       "--redis_address=127.0.0.1:1", "--grpc_port=0", "--http_port=0"});
+  ASSERT_TRUE(no_webhook.ok());
+  EXPECT_NE(no_webhook->exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(no_webhook->err, "needs the audit webhook")) << no_webhook->err;
+}
+
 TEST(IntakeFlagTest, ParsesWatchAndAudit) {
   EXPECT_EQ(*ParseIntake("watch"), Intake::kWatch);
   EXPECT_EQ(*ParseIntake("audit"), Intake::kAudit);

@@ -99,9 +99,33 @@ class AdminService final
   caf::actor* supervisor_;
 };
 
+// --intake and its settings, checked before anything connects.
+absl::Status IntakeFromFlags(TypeMaterializerOptions& base) {
+  auto intake = ParseIntake(absl::GetFlag(FLAGS_intake));
+  if (!intake.ok()) return intake.status();
+  base.intake = *intake;
+  base.relist_interval = absl::GetFlag(FLAGS_audit_intake_relist_interval);
+  base.heal_settle = absl::GetFlag(FLAGS_audit_intake_heal_settle);
+  if (base.intake != Intake::kAudit) return absl::OkStatus();
+  if (!absl::GetFlag(FLAGS_audit_webhook)) {
+    return absl::InvalidArgumentError(
+        "--intake=audit needs the audit webhook (--audit_webhook=true): it is the only source "
+        "of stream entries");
+  }
+  if (base.relist_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--audit_intake_relist_interval must be positive");
+  }
+  if (base.heal_settle < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--audit_intake_heal_settle must not be negative");
+  }
+  return absl::OkStatus();
+}
+
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
+    TypeMaterializerOptions base;
+    if (absl::Status s = IntakeFromFlags(base); !s.ok()) return s;
     auto settings = redisstore::RedisSettingsFromFlags();
     if (!settings.ok()) return settings.status();
     const redisstore::RedisOptions& redis = settings->options;
@@ -119,26 +143,10 @@ class App final : public runtime::ServiceApp {
     SupervisorOptions options;
     auto metrics = &host.metrics();
     auto client = client_;
-    TypeMaterializerOptions base;
     base.redis = redis;
     base.prefix = prefix;
     base.compact_after_entries = absl::GetFlag(FLAGS_compact_after_entries);
     base.use_watch_list = absl::GetFlag(FLAGS_use_watch_list);
-    auto intake = ParseIntake(absl::GetFlag(FLAGS_intake));
-    if (!intake.ok()) return intake.status();
-    base.intake = *intake;
-    base.relist_interval = absl::GetFlag(FLAGS_audit_intake_relist_interval);
-    base.heal_settle = absl::GetFlag(FLAGS_audit_intake_heal_settle);
-    if (base.intake == Intake::kAudit) {
-      if (!absl::GetFlag(FLAGS_audit_webhook)) {
-        return absl::InvalidArgumentError(
-            "--intake=audit needs the audit webhook (--audit_webhook=true): it is the only "
-            "source of stream entries");
-      }
-      if (base.relist_interval <= absl::ZeroDuration()) {
-        return absl::InvalidArgumentError("--audit_intake_relist_interval must be positive");
-      }
-    }
     host.SetDetail("intake", absl::GetFlag(FLAGS_intake));
     base.relist_requests = &claims_registry_;
     options.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
