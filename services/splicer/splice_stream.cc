@@ -248,9 +248,29 @@ absl::Duration SpliceStream::NextLookupIn(absl::Time now) const {
   return std::clamp(block, absl::Milliseconds(1), absl::Milliseconds(500));
 }
 
-absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
+void SpliceStream::ResolveDue(absl::Time now) {
   std::set<std::string> blocked;
-  absl::Time now = absl::Now();
+  for (Pending& pending : pending_) {
+    if (pending.resolved) continue;
+    std::string object = ObjectKey(pending.event.object);
+    if (blocked.count(object)) continue;  // waits behind an earlier event of its object anyway
+    bool due = now >= pending.arrived + options_.attribution_grace;
+    if (due || now >= pending.next_lookup) {
+      Resolve(pending, due);
+      if (!pending.resolved) {
+        pending.next_lookup = now + pending.lookup_interval;
+        pending.lookup_interval = std::min(pending.lookup_interval * 2, options_.attribution_poll);
+      }
+    }
+    if (!pending.resolved) blocked.insert(object);
+  }
+}
+
+absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
+  // All lookups first, then all sends: alternating a Redis round trip with a gRPC write per
+  // event costs a thread hand-off each way and made the tail ~30% slower (bench/splicer).
+  ResolveDue(absl::Now());
+  std::set<std::string> blocked;
   for (auto it = pending_.begin(); it != pending_.end();) {
     std::string object = ObjectKey(it->event.object);
     if (blocked.count(object)) {
@@ -258,19 +278,9 @@ absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
       continue;
     }
     if (!it->resolved) {
-      bool due = now >= it->arrived + options_.attribution_grace;
-      if (due || now >= it->next_lookup) {
-        Resolve(*it, due);
-        if (!it->resolved) {
-          it->next_lookup = now + it->lookup_interval;
-          it->lookup_interval = std::min(it->lookup_interval * 2, options_.attribution_poll);
-        }
-      }
-      if (!it->resolved) {
-        blocked.insert(object);  // later events of this object wait; others go on
-        ++it;
-        continue;
-      }
+      blocked.insert(object);  // later events of this object wait; others go on
+      ++it;
+      continue;
     }
     reverser::v1::DeliveryMessage message;
     auto* event = message.mutable_event();

@@ -90,6 +90,9 @@ class SpliceStream : public DeliverySubscriber {
   void Resolve(Pending& pending, bool final_attempt);
   // How long the stream read may block before a waiting event's next fact lookup is due.
   absl::Duration NextLookupIn(absl::Time now) const;
+  // Looks up the author of every waiting event whose lookup is due (in stream order; later
+  // events of an object still waiting are skipped).
+  void ResolveDue(absl::Time now);
   absl::Status EmitReady(bool force_all_due);
   void MarkDone(core::StreamPosition position);
   void AdvanceCursor();
