@@ -473,10 +473,10 @@ int Main() {
       {"off", "attribution off (no fact lookups)", {"--attribution=false"}},
       {"grace0", "grace disabled (0 s: one lookup, then the committer)", {"--grace_ms=0"}},
       {"grace3s",
-       "grace enabled (3 s, polled every 150 ms; every exact uid:rv fact present)",
+       "grace enabled (3 s; lookups back off 5 -> 150 ms; each event's exact uid:rv fact there)",
        {"--grace_ms=3000"}},
       {"nofacts",
-       "grace enabled (3 s) with no facts at all (audit not wired up)",
+       "grace enabled (3 s) with no facts at all (audit not wired up): each waits 3 s",
        {"--grace_ms=3000", "--no_facts"}},
   };
   std::vector<TailRun> runs;
