@@ -3,7 +3,6 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "libs/git/libgit2.h"
@@ -11,17 +10,6 @@
 
 namespace reverser::git {
 namespace {
-
-struct OidHash {
-  size_t operator()(const git_oid& id) const {
-    size_t h;  // object ids are uniformly distributed
-    std::memcpy(&h, id.id, sizeof(h));
-    return h;
-  }
-};
-struct OidEq {
-  bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b); }
-};
 
 absl::StatusOr<GitPtr<git_odb>> OdbOf(git_repository* repo) {
   git_odb* odb = nullptr;
@@ -55,12 +43,11 @@ class Copier {
   }
 
  private:
-  // True the first time an id is met and the receiver does not have it. Lookups skip libgit2's
-  // rescan of the pack directory on a miss: nobody else writes the receiver meanwhile that we
-  // need to see, and a rescan per missing object would dominate the copy.
+  // True when neither the pack being written nor the receiver has the object. Lookups skip
+  // libgit2's rescan of the pack directory on a miss: nobody else writes the receiver meanwhile
+  // that we need to see, and a rescan per missing object would dominate the copy.
   bool Missing(const git_oid& id) {
-    if (!seen_.insert(id).second) return false;
-    return git_odb_exists_ext(to_odb_, &id, GIT_ODB_LOOKUP_NO_REFRESH) != 1;
+    return !pack_.Contains(id) && git_odb_exists_ext(to_odb_, &id, GIT_ODB_LOOKUP_NO_REFRESH) != 1;
   }
 
   absl::Status CopyTree(const git_oid& id) {
@@ -100,7 +87,6 @@ class Copier {
   git_odb* from_odb_;
   git_odb* to_odb_;
   PackWriter& pack_;
-  absl::flat_hash_set<git_oid, OidHash, OidEq> seen_;
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <git2.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,10 +81,12 @@ class PackWriter {
   std::string temp_path_;
   int fd_ = -1;
   bool finished_ = false;
-  uint64_t size_ = 0;           // bytes appended so far (written + buffered)
-  std::string buffer_;          // appended bytes not yet written to fd_
-  std::string deflated_;        // scratch output of the compressor
-  std::vector<Entry> entries_;  // in pack order
+  uint64_t size_ = 0;     // bytes appended so far (written + buffered)
+  std::string buffer_;    // appended bytes not yet written to fd_
+  std::string deflated_;  // scratch output of the compressor
+  // In pack order. A deque: it grows without copying, so a large pack never holds two
+  // copies of its table.
+  std::deque<Entry> entries_;
   absl::flat_hash_map<git_oid, uint32_t, OidHash, OidEq> index_;  // id → position in entries_
   struct Deflater;
   std::unique_ptr<Deflater> deflater_;  // one zlib stream, reset per object

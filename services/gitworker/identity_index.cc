@@ -66,23 +66,23 @@ void IdentityIndex::Add(const std::string& path, const std::string& text) {
 }
 
 void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
-  // Two files claiming one identity: keep the first (sorted) so the choice is stable.
-  if (by_key_.count(key)) return;
-  by_key_[key] = path;
-  by_path_[path] = key;
+  PathMap entries;
+  entries.emplace(path, key);
+  Record(entries.extract(entries.begin()));
 }
 
 void IdentityIndex::Record(std::map<std::string, DocumentKey>::node_type entry) {
-  if (by_key_.count(entry.mapped())) return;
-  by_key_[entry.mapped()] = entry.key();
-  by_path_.insert(std::move(entry));
+  // Two files claiming one identity: keep the first (sorted) so the choice is stable.
+  if (by_key_.count(&entry.mapped())) return;
+  auto result = by_path_.insert(std::move(entry));
+  if (!result.inserted) return;
+  by_key_.emplace(&result.position->second, &result.position->first);
 }
 
 void IdentityIndex::Remove(const std::string& path) {
   auto it = by_path_.find(path);
   if (it == by_path_.end()) return;
-  auto key = by_key_.find(it->second);
-  if (key != by_key_.end() && key->second == path) by_key_.erase(key);
+  by_key_.erase(&it->second);
   by_path_.erase(it);
 }
 
@@ -101,9 +101,9 @@ void IdentityIndex::Apply(const git::ChangeSet& changes, std::map<std::string, D
 }
 
 std::optional<std::string> IdentityIndex::Find(const DocumentKey& key) const {
-  auto it = by_key_.find(key);
+  auto it = by_key_.find(&key);
   if (it == by_key_.end()) return std::nullopt;
-  return it->second;
+  return *it->second;
 }
 
 std::vector<std::pair<DocumentKey, std::string>> IdentityIndex::OfType(
@@ -111,9 +111,9 @@ std::vector<std::pair<DocumentKey, std::string>> IdentityIndex::OfType(
     const std::optional<std::string>& namespace_) const {
   std::vector<std::pair<DocumentKey, std::string>> out;
   for (const auto& [key, path] : by_key_) {
-    if (key.group != group || key.kind != kind) continue;
-    if (namespace_.has_value() && key.namespace_ != *namespace_) continue;
-    out.emplace_back(key, path);
+    if (key->group != group || key->kind != kind) continue;
+    if (namespace_.has_value() && key->namespace_ != *namespace_) continue;
+    out.emplace_back(*key, *path);
   }
   return out;
 }

@@ -26,6 +26,13 @@ struct DocumentKey {
 
 class IdentityIndex {
  public:
+  IdentityIndex() = default;
+  // Movable, not copyable: the key index points into the path index's nodes.
+  IdentityIndex(IdentityIndex&&) = default;
+  IdentityIndex& operator=(IdentityIndex&&) = default;
+  IdentityIndex(const IdentityIndex&) = delete;
+  IdentityIndex& operator=(const IdentityIndex&) = delete;
+
   // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree).
   static absl::StatusOr<IdentityIndex> Build(git::Repository& repo,
                                              const std::optional<std::string>& base,
@@ -54,9 +61,18 @@ class IdentityIndex {
   void Record(const std::string& path, const DocumentKey& key);
   void Record(std::map<std::string, DocumentKey>::node_type entry);
 
+  // Orders the key index by the keys it points at.
+  struct KeyLess {
+    bool operator()(const DocumentKey* a, const DocumentKey* b) const { return *a < *b; }
+  };
+  // Each document once: path → identity, and an index from identity to that entry (pointers
+  // into by_path_'s nodes, which never move). Two files claiming one identity: only the first
+  // is recorded, so the two maps always hold the same documents.
+  using PathMap = std::map<std::string, DocumentKey>;
+
   std::string path_;
-  std::map<DocumentKey, std::string> by_key_;
-  std::map<std::string, DocumentKey> by_path_;
+  PathMap by_path_;
+  std::map<const DocumentKey*, const std::string*, KeyLess> by_key_;
 };
 
 }  // namespace reverser::gitworker
