@@ -15,6 +15,9 @@ HttpServer::HttpServer(const TlsOptions* tls) {
   }
   // Small request/response pairs (webhook batches, probes) must not wait for delayed ACKs.
   server_->set_tcp_nodelay(true);
+  // httplib's Stop() waits for idle keep-alive connections to time out (no wake-up), and an API
+  // server keeps its audit connection open: bound that wait to 1 s instead of the default 5 s.
+  server_->set_keep_alive_timeout(1);
 }
 
 HttpServer::~HttpServer() { Stop(); }
