@@ -321,7 +321,7 @@ std::vector<Case> CapturedCases() {
   return cases;
 }
 
-// gitops-reverser's own webhook test payloads in YAML (real unless SOURCES.md says hand-written).
+// gitops-reverser's own webhook test payloads (real unless SOURCES.md says hand-written).
 std::vector<Case> ReferencePayloadCases() {
   const std::string dir = "k8s/audit/gitops-reverser-testdata/";
   std::vector<Case> cases = {
@@ -362,6 +362,74 @@ std::vector<Case> ReferencePayloadCases() {
        {{{"rv:456"}, "aggregated-shallow-flunder", "", "456", "jane@acme.com"}},
        "default",
        "aggregated-flunder-create",
+       ""},
+      // A real kube-apiserver deletecollection with its response list: six `:last` facts.
+      {dir + "config-deletecollection.yaml",
+       {"queued"},
+       "configmaps",
+       "deletecollection",
+       {{{Last("4015879e-2f93-4368-8e25-8ba3807cba02")},
+         "kube-root-ca.crt",
+         "4015879e-2f93-4368-8e25-8ba3807cba02",
+         "14095157"},
+        {{Last("39c1b9fc-d8b1-4108-843c-9529963b1744")},
+         "test-map-1",
+         "39c1b9fc-d8b1-4108-843c-9529963b1744",
+         "14096216"},
+        {{Last("82d7711c-78fc-4180-97c2-740bfc64f0c5")},
+         "test-map-2",
+         "82d7711c-78fc-4180-97c2-740bfc64f0c5",
+         "14096217"},
+        {{Last("f57e336b-1bbb-404b-9013-5123795941a5")},
+         "test-map-3",
+         "f57e336b-1bbb-404b-9013-5123795941a5",
+         "14096218"},
+        {{Last("c92a3c2b-702e-43ed-bf9f-53d2e280dbe7")},
+         "test-map-4",
+         "c92a3c2b-702e-43ed-bf9f-53d2e280dbe7",
+         "14096219"},
+        {{Last("5aba884c-1d31-4ff2-b55b-17d76e0bf2a7")},
+         "test-map-5",
+         "5aba884c-1d31-4ff2-b55b-17d76e0bf2a7",
+         "14096221"}},
+       "new-config-ns",
+       "db66e325-c427-4fe7-89ee-b65673b9e167",
+       "2025-12-03T09:26:48.537056Z"},
+      // The same deletecollection as kube-apiserver logs it (hollow: no body, nothing to
+      // expand) and as the aggregated API's proxy re-emits it (the deleted list: one `:last`
+      // fact per item).
+      {dir + "audit-deletecollection-official-raw-hollow.json", {"queued"}},
+      {dir + "audit-deletecollection-official-teardown-hollow.json", {"queued"}},
+      {dir + "audit-deletecollection-proxy-teardown-deleteoptions.json", {"queued"}},
+      {dir + "audit-deletecollection-proxy-raw-listbody.json",
+       {"queued"},
+       "wardle.example.com/flunders",
+       "deletecollection",
+       {{{Last("e1b076ff-f430-4b82-ad7b-c170c4095fe3")},
+         "member-0",
+         "e1b076ff-f430-4b82-ad7b-c170c4095fe3",
+         "49"},
+        {{Last("5ce03312-bab3-4e72-af37-e0ff893a7b76")},
+         "member-1",
+         "5ce03312-bab3-4e72-af37-e0ff893a7b76",
+         "50"}},
+       "example-raw",
+       "5b41e1ef-d0a5-4df0-b0bd-d5c317cbad8b",
+       "2026-06-02T11:16:29.174126Z"},
+      // PATCH .../deployments/x/scale: kept, keyed by the Deployment's uid and the Scale's RV.
+      {dir + "deployment-scale-subresource.json",
+       {"queued"},
+       "apps/deployments",
+       "patch",
+       {{{Exact("251415e8-3e88-4fd3-93e0-a07f99d0a890", "6977"),
+          Last("251415e8-3e88-4fd3-93e0-a07f99d0a890")},
+         "scale-audit-target",
+         "251415e8-3e88-4fd3-93e0-a07f99d0a890",
+         "6977",
+         "system:admin",
+         "scale"}},
+       "scale-audit-capture",
+       "539bcccb-1b11-4820-83fa-356b5846b95e",
        ""},
   };
   return cases;
@@ -538,12 +606,27 @@ TEST_F(CapturedReplayTest, EveryCapturedAuditEventHasTheReferenceOutcomeAndFacts
   EXPECT_EQ(covered, on_disk);
 }
 
-TEST_F(CapturedReplayTest, ReferenceWebhookYamlPayloadsHaveTheReferenceOutcomeAndFacts) {
+TEST_F(CapturedReplayTest, ReferenceWebhookPayloadsHaveTheReferenceOutcomeAndFacts) {
   for (const Case& c : ReferencePayloadCases()) Replay(c);
 }
 
 TEST_F(CapturedReplayTest, FalcoEventsHaveTheReferenceOutcomeAndFacts) {
   for (const Case& c : FalcoCases()) Replay(c);
+}
+
+// Every payload file of the shared audit folders has a case above.
+TEST_F(CapturedReplayTest, EveryAuditPayloadFileIsCovered) {
+  std::set<std::string> covered;
+  for (const auto& cases : {ReferencePayloadCases(), FalcoCases()}) {
+    for (const Case& c : cases) covered.insert(c.file);
+  }
+  std::set<std::string> on_disk;
+  for (const char* dir : {"k8s/audit/gitops-reverser-testdata", "k8s/audit/falco-k8s_audit"}) {
+    for (const auto& entry : fs::directory_iterator(shared_ + "/" + dir)) {
+      on_disk.insert(fs::relative(entry.path(), shared_).string());
+    }
+  }
+  EXPECT_EQ(covered, on_disk);
 }
 
 // The audit policy drops `*/status` writes, so no capture holds one; the captured update with
