@@ -156,7 +156,7 @@ int RunPhasesSide() {
   figures["inputs_rss_kb"] = StatusKb("VmRSS");
 
   absl::Time start = absl::Now();
-  gitworker::PreparedResync prepared = gitworker::PrepareResync(**settings, snapshot);
+  gitworker::PreparedResync prepared = gitworker::PrepareResync(**settings, std::move(snapshot));
   figures["render_s"] = Seconds(start);
   figures["render_rss_kb"] = StatusKb("VmRSS");
 
@@ -192,6 +192,7 @@ int RunPhasesSide() {
   start = absl::Now();
   auto pushed = (*repo)->Push("main", **commit, std::nullopt);
   figures["push_s"] = Seconds(start);
+  figures["push_hwm_kb"] = StatusKb("VmHWM");
   if (!pushed.ok() || pushed->outcome != git::PushOutcome::kPushed) {
     std::cerr << "push failed: " << pushed.status() << "\n";
     return 1;
@@ -337,9 +338,8 @@ int RunBench() {
           : absl::StrCat(absl::GetFlag(FLAGS_pack_threshold), " files"),
       our_time, figures["commit_s"], figures["push_s"], Mib(ours.peak_rss_kb),
       Mib(figures["inputs_rss_kb"]), Mib(ours.peak_rss_kb - figures["inputs_rss_kb"]),
-      Mib(figures["commit_hwm_kb"]),
-      theirs.seconds, Mib(theirs.peak_rss_kb), our_time / theirs.seconds,
-      ours.peak_rss_kb / theirs.peak_rss_kb,
+      Mib(figures["commit_hwm_kb"]), theirs.seconds, Mib(theirs.peak_rss_kb),
+      our_time / theirs.seconds, ours.peak_rss_kb / theirs.peak_rss_kb,
       (ours.peak_rss_kb - figures["inputs_rss_kb"]) / theirs.peak_rss_kb);
 
   if (absl::GetFlag(FLAGS_phases)) {
@@ -357,10 +357,11 @@ int RunBench() {
     std::cout << absl::StrFormat(
         "  steps (separate run): render YAML %.2f s, plan %.2f s, blobs+trees+commit %.2f s, "
         "push %.2f s\n"
-        "  RSS by step: inputs %s, after render %s, after plan %s, peak through commit %s\n",
+        "  RSS by step: inputs %s, after render %s, after plan %s, peak through commit %s, "
+        "through push %s\n",
         steps["render_s"], steps["plan_s"], steps["commit_s"], steps["push_s"],
         Mib(steps["inputs_rss_kb"]), Mib(steps["render_rss_kb"]), Mib(steps["plan_rss_kb"]),
-        Mib(steps["commit_hwm_kb"]));
+        Mib(steps["commit_hwm_kb"]), Mib(steps["push_hwm_kb"]));
   }
   return 0;
 }

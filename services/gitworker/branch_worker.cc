@@ -63,12 +63,10 @@ void BranchWorker::Add(WorkItem item) {
     unit.settings = item.settings;
     unit.author = item.settings->committer;
     unit.author_kind = "committer";
-    unit.resync = PrepareResync(*item.settings, item.resync);
     if (item.resync.revision() != 0) unit.revision = std::to_string(item.resync.revision());
-    // The rendered files are all that is needed from here on: free the desired objects before
-    // the commit allocates its own (a first mirror's snapshot is as large as its files).
-    google::protobuf::RepeatedPtrField<reverser::v1::ObjectBody>().Swap(
-        item.resync.mutable_desired());
+    // The rendered files are all that is needed from here on: the snapshot is consumed as it
+    // is rendered (a first mirror's snapshot is as large as its files).
+    unit.resync = PrepareResync(*item.settings, std::move(item.resync));
     for (const std::string& reason : unit.resync.rejected) {
       for (const Coverage& cover : item.covers) {
         if (cover.sink) cover.sink->Rejected(reason);

@@ -244,7 +244,7 @@ absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
 }
 
 PreparedResync PrepareResync(const TargetSettings& settings,
-                             const reverser::v1::ClusterSnapshot& snapshot) {
+                             reverser::v1::ClusterSnapshot snapshot) {
   PreparedResync prepared;
   prepared.gvr = core::FromProto(snapshot.claim().type().gvr());
   prepared.kind = snapshot.claim().type().gvk().kind();
@@ -261,19 +261,23 @@ PreparedResync PrepareResync(const TargetSettings& settings,
     prepared.namespace_ = snapshot.claim().scope().namespace_();
   }
   prepared.desired_count = snapshot.desired_size();
-  for (const auto& object : snapshot.desired()) {
-    auto path = ObjectPath(settings, object);
+  prepared.upserts.reserve(snapshot.desired_size());
+  for (auto& object : *snapshot.mutable_desired()) {
+    // Swapped out and destroyed at the end of the iteration (Clear() would keep its buffers).
+    reverser::v1::ObjectBody rendered;
+    rendered.Swap(&object);
+    auto path = ObjectPath(settings, rendered);
     if (!path.ok()) {
       prepared.rejected.push_back(std::string(path.status().message()));
       continue;
     }
-    auto yaml = RenderObject(settings, object);
+    auto yaml = RenderObject(settings, rendered);
     if (!yaml.ok()) {
-      prepared.protected_keys.insert(KeyOf(object));
+      prepared.protected_keys.insert(KeyOf(rendered));
       prepared.rejected.push_back(std::string(yaml.status().message()));
       continue;
     }
-    prepared.upserts.push_back({KeyOf(object), *path, std::move(*yaml)});
+    prepared.upserts.push_back({KeyOf(rendered), *std::move(path), *std::move(yaml)});
   }
   return prepared;
 }

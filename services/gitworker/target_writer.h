@@ -91,8 +91,10 @@ struct PreparedResync {
   bool sweep = true;  // false when the type is unknown: never guess what to delete
   int64_t desired_count = 0;
 };
+// Renders the snapshot's desired objects, releasing each one once it is rendered: a large
+// snapshot and its rendered files are never both held in full.
 PreparedResync PrepareResync(const TargetSettings& settings,
-                             const reverser::v1::ClusterSnapshot& snapshot);
+                             reverser::v1::ClusterSnapshot snapshot);
 
 // The full change set of a resync against the target path's documents (`index`): every desired
 // object written where its document lives (else at its placement path), plus a delete for every
