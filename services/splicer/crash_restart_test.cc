@@ -178,6 +178,11 @@ class SplicerCrashRestartTest : public ::testing::Test {
     positions_.push_back(appended->position);
   }
 
+  std::string LogTail() {
+    std::string log = splicer_ ? splicer_->Logs() : "";
+    return log.size() > 4000 ? log.substr(log.size() - 4000) : log;
+  }
+
   std::optional<core::StreamPosition> Cursor() {
     redisstore::DeliveryCursorStore cursors(conn_.get(), redisstore::KeyPrefix::Default());
     auto cursor = cursors.Read("target-uid", gvr_, scope_);
@@ -218,7 +223,9 @@ TEST_F(SplicerCrashRestartTest, EveryChangeArrivesAtLeastOnceAndTheFinalStateIsE
     const size_t before = peer_.count();
     for (int i = 0; i < 300; ++i) Change(rng);
     const size_t kill_after = before + 1 + rng() % 250;
-    ASSERT_TRUE(peer_.WaitForCount(kill_after, absl::Seconds(60))) << "round " << round;
+    ASSERT_TRUE(peer_.WaitForCount(kill_after, absl::Seconds(60)))
+        << "round " << round << ", " << peer_.count() << " deliveries; splicer log:\n"
+        << LogTail();
     splicer_->process().Kill();
     splicer_.reset();
     // Changes keep coming while it is down; once, the materializer also compacts the stream

@@ -107,6 +107,13 @@ absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
   *snapshot.mutable_coverage_head() = core::ToProto(view.CoverageHead());
   if (dedup != nullptr) dedup->clear();
   for (const auto& [identity, body_json] : FoldByReference(view)) {
+    // The identity is `namespace/name` (names never hold '/'): a target that follows some
+    // namespaces of a cluster-wide materialization skips the others unparsed.
+    const size_t slash = identity.find('/');
+    if (!scope.OperationsFor(slash == std::string::npos ? std::string() : identity.substr(0, slash))
+             .has_value()) {
+      continue;
+    }
     json object = json::parse(*body_json, nullptr, false);
     if (object.is_discarded() || !object.is_object()) continue;
     if (!scope.OperationsFor(Meta(object, "namespace")).has_value()) continue;

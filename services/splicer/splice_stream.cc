@@ -415,7 +415,8 @@ absl::Status SpliceStream::Session() {
       }
       Pending pending{entry.position, std::move(*derived.event), entry.resource_version, now, now,
                       std::nullopt, false, now, options_.attribution_first_poll};
-      if (options_.attribution_grace <= absl::ZeroDuration()) Resolve(pending, true);
+      // Authors are looked up in EmitReady, all due ones together (with no grace: all of them,
+      // each once), not between the derivations here.
       pending_.push_back(std::move(pending));
     }
     if (batch->entries.empty() && pending_.empty()) {
