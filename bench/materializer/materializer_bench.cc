@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
+#include "libs/audit/audit_event.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/redisstore/materialization_store.h"
@@ -136,7 +137,19 @@ struct AuditFigure {
   double events_per_second = 0;
   int64_t keys = 0;
   size_t bytes_per_list = 0;
+  double decode_per_second = 0;  // one thread, ParseEventList alone
 };
+
+// Single-thread decoding rate of one EventList body (events/s).
+double DecodeRate(const std::string& body, size_t events) {
+  constexpr int kRounds = 20;
+  absl::Time start = absl::Now();
+  for (int i = 0; i < kRounds; ++i) {
+    auto items = audit::ParseEventList(body);
+    if (!items.ok() || items->size() != events) return 0;
+  }
+  return kRounds * events / absl::ToDoubleSeconds(absl::Now() - start);
+}
 
 // (a) EventLists over HTTPS with client certificates until every fact is in Redis.
 absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
@@ -202,7 +215,9 @@ absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
   if (*keys < 2LL * events) {
     return absl::InternalError(absl::StrCat("only ", *keys, " keys for ", events, " events"));
   }
-  return AuditFigure{events / absl::ToDoubleSeconds(elapsed), *keys, bodies[0].size()};
+  const size_t per_list = static_cast<size_t>(std::min(events, batch));
+  return AuditFigure{events / absl::ToDoubleSeconds(elapsed), *keys, bodies[0].size(),
+                     DecodeRate(bodies[0], per_list)};
 }
 
 struct WatchFigure {
@@ -373,6 +388,9 @@ int Run() {
       audit->bytes_per_list / 1024, audit->events_per_second,
       100 * audit->events_per_second / *xadd,
       audit->events_per_second >= goal * *xadd ? "goal met" : "below goal");
+
+  std::printf("        decoding alone (ParseEventList, one thread): %.0f events/s\n",
+              audit->decode_per_second);
 
   auto watch = WatchAppends(**redis);
   if (!watch.ok()) {
