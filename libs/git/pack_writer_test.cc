@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -287,6 +288,17 @@ TEST_F(BulkWriterTest, LargeCommitsArePackedAndPushed) {
   EXPECT_EQ(testing::ShowFile(*remote, "main", "ns5/configmaps/cm390.yaml").value_or(""),
             "data:\n  key: value-390\n");
   EXPECT_EQ(testing::ListFiles(*remote, "main")->size(), 401u);  // + README.md
+  // The clone's pack was linked into the remote, not copied object by object.
+  const std::string pack_dir = clone_git + "/objects/pack";
+  int shared = 0;
+  for (const std::string& name : FilesIn(pack_dir)) {
+    struct stat info;
+    if (absl::EndsWith(name, ".pack") && stat((pack_dir + "/" + name).c_str(), &info) == 0 &&
+        info.st_nlink == 2) {
+      ++shared;
+    }
+  }
+  EXPECT_EQ(shared, 1);
   auto fsck = Git(*remote, {"fsck", "--strict", "--no-dangling"});
   EXPECT_TRUE(fsck.ok()) << fsck.status();
 }

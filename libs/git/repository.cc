@@ -307,7 +307,12 @@ absl::StatusOr<std::optional<std::string>> Repository::CommitOnBranch(absl::stri
   ASSIGN_OR_RETURN(std::optional<std::string> commit,
                    CreateCommit(bulk ? bulk->repo() : repo_.get(), ToHex(tip), changes, spec));
   // The pack goes into place before the branch moves, so the ref never names missing objects.
-  if (bulk) RETURN_IF_ERROR(bulk->Commit(repo_.get()).status());
+  if (bulk) {
+    ASSIGN_OR_RETURN(std::optional<std::string> pack, bulk->Commit(repo_.get()));
+    if (pack.has_value() && IsLocalUrl(options_.remote_url)) {
+      unshared_packs_.push_back(absl::StrCat("pack-", *pack));
+    }
+  }
   if (!commit.has_value()) return std::nullopt;
   git_oid oid;
   RETURN_IF_ERROR(OidFromHex(*commit, &oid));
@@ -502,10 +507,13 @@ absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const g
         absl::StrCat("cannot push to non-bare repository ", remote_path));
   }
 
-  // The objects the remote lacks go straight into one pack in its object store (no delta
-  // search: both sides are on this machine, so compressing once is all that pays).
-  // The walk stops at commits the remote has, such as `expected`.
-  RETURN_IF_ERROR(CopyMissingObjects(repo_.get(), raw_remote, local).status());
+  // Packs of large commits are linked whole (a first mirror moves no object by hand). Whatever
+  // the remote still lacks goes straight into one pack in its object store (no delta search:
+  // both sides are on this machine, so compressing once is all that pays). The walk stops at
+  // commits the remote has (`expected`).
+  const std::vector<std::string> packs = std::move(unshared_packs_);
+  unshared_packs_.clear();
+  RETURN_IF_ERROR(CopyMissingObjects(repo_.get(), raw_remote, local, packs).status());
 
   // A concurrent pusher may hold the ref's lock file for a moment; like git's
   // core.filesRefLockTimeout, retry briefly before reporting the contention.

@@ -139,6 +139,9 @@ class Repository {
 
   RepositoryOptions options_;
   GitPtr<git_repository> repo_;
+  // Packs written by large commits and not yet offered to a local remote ("pack-<checksum>"):
+  // a local push links them into the remote instead of copying their objects one by one.
+  std::vector<std::string> unshared_packs_;
 };
 
 }  // namespace reverser::git
