@@ -25,9 +25,16 @@ local stream, ckpt_key, counts = KEYS[1], KEYS[2], KEYS[3]
 local rv = ARGV[1]
 local top = '0-0'
 if redis.call('EXISTS', stream) == 1 then
-  local info = redis.call('XINFO', 'STREAM', stream)
-  for i = 1, #info, 2 do
-    if info[i] == 'last-generated-id' then top = info[i + 1] end
+  -- The last generated ID, cached beside the counts by this script (XINFO STREAM would copy
+  -- the first and last entries, bodies included, on every append). Streams written before the
+  -- cache existed fall back to XINFO once.
+  top = redis.call('HGET', counts, 'top')
+  if not top then
+    top = '0-0'
+    local info = redis.call('XINFO', 'STREAM', stream)
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then top = info[i + 1] end
+    end
   end
 end
 local function divert(reason)
@@ -70,6 +77,7 @@ for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
 local id = redis.pcall('XADD', stream, rv .. '-*', unpack(fields))
 if type(id) == 'table' and id.err then return divert('older_than_stream_top') end
 redis.call('HINCRBY', counts, 'appended', 1)
+redis.call('HSET', counts, 'top', id)
 return {'appended', id}
 )lua"));
   return *script;
