@@ -43,6 +43,9 @@ ABSL_FLAG(int, objects, 100000, "ConfigMaps in the first mirror");
 ABSL_FLAG(int64_t, pack_threshold, static_cast<int64_t>(reverser::git::kDefaultPackThreshold),
           "files per commit from which objects are written as one pack (-1: never, all loose)");
 ABSL_FLAG(bool, phases, true, "also time each step on its own (a third child process)");
+ABSL_FLAG(std::string, transport, "path",
+          "how the gitworker reaches the remote: path (a local path) or daemon (git:// through "
+          "`git daemon`, the smart protocol a network remote speaks)");
 // Internal: which side this process runs, and where.
 ABSL_FLAG(std::string, side, "", "internal: gitworker | phases");
 ABSL_FLAG(std::string, remote, "", "internal: the bare remote");
@@ -277,6 +280,33 @@ bool WriteFastImportStream(const std::string& repo, const std::string& path) {
   return static_cast<bool>(out);
 }
 
+// Serves the repositories in `dir` over git:// with receive-pack enabled; returns the port once
+// `probe_repo` answers.
+absl::StatusOr<int> StartGitDaemon(const std::string& dir, const std::string& probe_repo,
+                                   std::optional<testing::ChildProcess>* daemon) {
+  auto port = testing::PickFreePort();
+  if (!port.ok()) return port.status();
+  auto child = testing::ChildProcess::Start(
+      {{"/usr/bin/git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+        "--listen=127.0.0.1", absl::StrCat("--port=", *port), absl::StrCat("--base-path=", dir),
+        dir},
+       {{"GIT_CONFIG_NOSYSTEM", "1"}, {"GIT_CONFIG_GLOBAL", "/dev/null"}},
+       dir,
+       "git-daemon"});
+  if (!child.ok()) return child.status();
+  daemon->emplace(std::move(*child));
+  const std::string url = absl::StrCat("git://127.0.0.1:", *port, "/", probe_repo);
+  if (!testing::WaitFor(
+          [&] {
+            auto ls = testing::RunCommand({"git", "ls-remote", url});
+            return ls.ok() && ls->exit_code == 0;
+          },
+          absl::Seconds(20))) {
+    return absl::UnavailableError("git daemon did not come up");
+  }
+  return *port;
+}
+
 std::string Mib(double kb) { return absl::StrFormat("%.0f MiB", kb / 1024); }
 
 int RunBench() {
@@ -291,8 +321,27 @@ int RunBench() {
     std::cerr << remote.status() << "\n";
     return 1;
   }
+  // The URL the gitworker pushes to; the checks below read the bare repositories directly.
+  const std::string transport = absl::GetFlag(FLAGS_transport);
+  std::optional<testing::ChildProcess> daemon;
+  std::optional<int> daemon_port;
+  auto url_of = [&](const std::string& name) {
+    return daemon_port.has_value() ? absl::StrCat("git://127.0.0.1:", *daemon_port, "/", name)
+                                   : absl::StrCat(dir.path(), "/", name);
+  };
+  if (transport == "daemon") {
+    auto port = StartGitDaemon(dir.path(), "remote.git", &daemon);
+    if (!port.ok()) {
+      std::cerr << port.status() << "\n";
+      return 1;
+    }
+    daemon_port = *port;
+  } else if (transport != "path") {
+    std::cerr << "--transport must be path or daemon\n";
+    return 1;
+  }
   const std::string ours_report = dir.path() + "/gitworker.txt";
-  ChildResult ours = RunChild({self, "--side=gitworker", "--remote=" + *remote,
+  ChildResult ours = RunChild({self, "--side=gitworker", "--remote=" + url_of("remote.git"),
                                "--work_dir=" + dir.path() + "/work", "--report=" + ours_report,
                                absl::StrCat("--objects=", n), threshold});
   if (ours.exit_code != 0) {
@@ -327,7 +376,7 @@ int RunBench() {
 
   const double our_time = figures["total_s"];
   std::cout << absl::StrFormat(
-      "first mirror of %d objects (%d files), pack threshold %s\n"
+      "first mirror of %d objects (%d files), pack threshold %s, remote via %s\n"
       "  gitworker:       %.2f s (render+commit %.2f s, push %.2f s); peak RSS %s "
       "(inputs alone %s, +%s for the mirror; %s by the end of the commit)\n"
       "  git fast-import: %.2f s; peak RSS %s\n"
@@ -336,19 +385,20 @@ int RunBench() {
       absl::GetFlag(FLAGS_pack_threshold) < 0
           ? std::string("off (loose objects)")
           : absl::StrCat(absl::GetFlag(FLAGS_pack_threshold), " files"),
-      our_time, figures["commit_s"], figures["push_s"], Mib(ours.peak_rss_kb),
-      Mib(figures["inputs_rss_kb"]), Mib(ours.peak_rss_kb - figures["inputs_rss_kb"]),
-      Mib(figures["commit_hwm_kb"]), theirs.seconds, Mib(theirs.peak_rss_kb),
-      our_time / theirs.seconds, ours.peak_rss_kb / theirs.peak_rss_kb,
+      daemon_port.has_value() ? "git daemon (smart protocol)" : "a local path", our_time,
+      figures["commit_s"], figures["push_s"], Mib(ours.peak_rss_kb), Mib(figures["inputs_rss_kb"]),
+      Mib(ours.peak_rss_kb - figures["inputs_rss_kb"]), Mib(figures["commit_hwm_kb"]),
+      theirs.seconds, Mib(theirs.peak_rss_kb), our_time / theirs.seconds,
+      ours.peak_rss_kb / theirs.peak_rss_kb,
       (ours.peak_rss_kb - figures["inputs_rss_kb"]) / theirs.peak_rss_kb);
 
   if (absl::GetFlag(FLAGS_phases)) {
     auto fresh = testing::CreateBareRemote(dir.path(), "phases.git", "main", /*seed=*/false);
     if (!fresh.ok()) return 1;
     const std::string report = dir.path() + "/phases.txt";
-    ChildResult phases =
-        RunChild({self, "--side=phases", "--remote=" + *fresh, "--work_dir=" + dir.path() + "/p",
-                  "--report=" + report, absl::StrCat("--objects=", n), threshold});
+    ChildResult phases = RunChild({self, "--side=phases", "--remote=" + url_of("phases.git"),
+                                   "--work_dir=" + dir.path() + "/p", "--report=" + report,
+                                   absl::StrCat("--objects=", n), threshold});
     if (phases.exit_code != 0) {
       std::cerr << "phases side failed (exit " << phases.exit_code << ")\n";
       return 1;
