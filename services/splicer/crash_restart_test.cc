@@ -85,20 +85,22 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
   std::vector<reverser::v1::DeliveryMessage> received_;
 };
 
+// Names of its own (not splice_stream_test's `team`/`target-uid`), so the two never meet even if
+// they ever shared a Redis.
 constexpr char kTargetsJson[] = R"({"upserted": [{
-  "target": {"namespace": "team", "name": "mirror", "uid": "target-uid"},
+  "target": {"namespace": "crash", "name": "mirror", "uid": "crash-target"},
   "types": [{
     "type": {"gvk": {"version": "v1", "kind": "ConfigMap"},
              "gvr": {"version": "v1", "resource": "configmaps"},
              "scope": "RESOURCE_SCOPE_NAMESPACED"},
-    "namespaces": {"team": {"all": true}}}]}]})";
+    "namespaces": {"crash": {"all": true}}}]}]})";
 
 std::string ConfigMap(const std::string& name, const std::string& value, uint64_t rv) {
   return json({{"apiVersion", "v1"},
                {"kind", "ConfigMap"},
                {"metadata",
                 {{"name", name},
-                 {"namespace", "team"},
+                 {"namespace", "crash"},
                  {"uid", "uid-" + name},
                  {"resourceVersion", std::to_string(rv)}}},
                {"data", {{"v", value}}}})
@@ -157,7 +159,7 @@ class SplicerCrashRestartTest : public ::testing::Test {
     ++rv_;
     redisstore::StreamEntry entry;
     entry.uid = "uid-" + name;
-    entry.namespace_ = "team";
+    entry.namespace_ = "crash";
     entry.name = name;
     entry.resource_version = std::to_string(rv_);
     auto it = truth_.find(name);
@@ -185,12 +187,12 @@ class SplicerCrashRestartTest : public ::testing::Test {
 
   std::optional<core::StreamPosition> Cursor() {
     redisstore::DeliveryCursorStore cursors(conn_.get(), redisstore::KeyPrefix::Default());
-    auto cursor = cursors.Read("target-uid", gvr_, scope_);
+    auto cursor = cursors.Read("crash-target", gvr_, scope_);
     return cursor.ok() ? *cursor : std::nullopt;
   }
 
   const core::GroupVersionResource gvr_{"", "v1", "configmaps"};
-  const core::WatchScope scope_ = core::WatchScope::Namespace("team");
+  const core::WatchScope scope_ = core::WatchScope::Namespace("crash");
   testing::ScopedTempDir dir_{"splicer-crash"};
   std::unique_ptr<testing::RedisServer> redis_;
   std::unique_ptr<redisstore::RedisConnection> conn_;
@@ -212,7 +214,7 @@ TEST_F(SplicerCrashRestartTest, EveryChangeArrivesAtLeastOnceAndTheFinalStateIsE
   for (int i = 0; i < 20; ++i) {
     std::string name = absl::StrCat("cm-", i);
     truth_[name] = "initial";
-    items[redisstore::ObjectIdentity("team", name)] = ConfigMap(name, "initial", ++rv_);
+    items[redisstore::ObjectIdentity("crash", name)] = ConfigMap(name, "initial", ++rv_);
   }
   ASSERT_TRUE(store_->ReplaceCheckpoint(items, core::StreamPosition::EndOf(rv_)).ok());
 
@@ -264,9 +266,9 @@ TEST_F(SplicerCrashRestartTest, EveryChangeArrivesAtLeastOnceAndTheFinalStateIsE
       delivered[event.object().ref().name()] = ValueOf(event.object());
     }
   }
-  std::cout << positions_.size() << " changes, " << peer_.count() << " deliveries: "
-            << resync_heads.size() << " resyncs, " << evented.size() << " distinct events, "
-            << redelivered << " redelivered\n";
+  std::cout << positions_.size() << " changes, " << peer_.count()
+            << " deliveries: " << resync_heads.size() << " resyncs, " << evented.size()
+            << " distinct events, " << redelivered << " redelivered\n";
   EXPECT_GE(resync_heads.size(), 2u) << "the first start and the compaction both splice";
   // At least once: each change came as its own event, or inside a splice that covers it.
   for (const core::StreamPosition& p : positions_) {
