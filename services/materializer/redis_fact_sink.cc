@@ -3,20 +3,39 @@
 namespace reverser::materializer {
 
 RedisFactSink::RedisFactSink(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
-                             absl::Duration fact_ttl)
-    : options_(std::move(options)), prefix_(std::move(prefix)), fact_ttl_(fact_ttl) {}
+                             absl::Duration fact_ttl, size_t max_idle)
+    : options_(std::move(options)),
+      prefix_(std::move(prefix)),
+      fact_ttl_(fact_ttl),
+      max_idle_(max_idle) {}
+
+absl::StatusOr<std::unique_ptr<redisstore::RedisConnection>> RedisFactSink::Borrow() {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<redisstore::RedisConnection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      return connection;
+    }
+  }
+  return redisstore::RedisConnection::Connect(options_);  // outside the lock: others go on
+}
+
+void RedisFactSink::Return(std::unique_ptr<redisstore::RedisConnection> connection) {
+  std::lock_guard lock(mu_);
+  if (idle_.size() < max_idle_) idle_.push_back(std::move(connection));
+}
 
 absl::Status RedisFactSink::Write(const std::vector<redisstore::AuthorFact>& facts) {
-  std::lock_guard lock(mu_);
-  if (!redis_) {
-    auto connected = redisstore::RedisConnection::Connect(options_);
-    if (!connected.ok()) return connected.status();
-    redis_ = std::move(*connected);
-  }
-  redisstore::AuthorFactStore store(redis_.get(), prefix_, fact_ttl_);
+  auto connection = Borrow();
+  if (!connection.ok()) return connection.status();
+  redisstore::AuthorFactStore store(connection->get(), prefix_, fact_ttl_);
   // One round trip for the whole request; a fact the store cannot key (no uid and no rv) is
   // skipped, not retried forever.
-  return store.RecordAll(facts).status();
+  absl::Status written = store.RecordAll(facts).status();
+  // A connection that failed may be broken mid-reply: drop it, the next write connects anew.
+  if (written.ok()) Return(std::move(*connection));
+  return written;
 }
 
 }  // namespace reverser::materializer

@@ -1,11 +1,13 @@
 #pragma once
 
 // Stores audit author facts in Redis (the reference's author keys). Webhook requests arrive on
-// several HTTP threads; hiredis connections are not thread-safe, so one connection serves them
-// in turn.
+// several HTTP threads and hiredis connections are not thread-safe, so each write borrows a
+// connection from a small pool of idle ones (connecting another when all are busy): concurrent
+// POSTs overlap their Redis round trips instead of queueing behind one connection.
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "libs/redisstore/author_fact_store.h"
 #include "services/materializer/audit_webhook.h"
@@ -14,16 +16,21 @@ namespace reverser::materializer {
 
 class RedisFactSink final : public FactSink {
  public:
+  // At most `max_idle` connections are kept between writes (more may be open while busy).
   RedisFactSink(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
-                absl::Duration fact_ttl);
+                absl::Duration fact_ttl, size_t max_idle = 8);
   absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) override;
 
  private:
+  absl::StatusOr<std::unique_ptr<redisstore::RedisConnection>> Borrow();
+  void Return(std::unique_ptr<redisstore::RedisConnection> connection);
+
   redisstore::RedisOptions options_;
   redisstore::KeyPrefix prefix_;
   absl::Duration fact_ttl_;
+  size_t max_idle_;
   std::mutex mu_;
-  std::unique_ptr<redisstore::RedisConnection> redis_;  // connected lazily, guarded by mu_
+  std::vector<std::unique_ptr<redisstore::RedisConnection>> idle_;  // guarded by mu_
 };
 
 }  // namespace reverser::materializer

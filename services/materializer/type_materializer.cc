@@ -178,7 +178,9 @@ void TypeMaterializer::RunWatch(bool has_checkpoint, uint64_t resume_rv) {
     reflector_ = std::make_unique<kube::Reflector>(*client_, reflector_options,
                                                  static_cast<kube::WatchHandler&>(*this));
   }
+  StartAppendWriter();
   absl::Status run = reflector_->Run();
+  StopAppendWriter();
   if (!run.ok()) {
     runtime::LogError("materialization stopped", {{"type", Name()}, {"error", run.ToString()}});
     SetPhase("Blocked", "WatchError");
@@ -343,6 +345,7 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
   using Type = kube::ReflectorEventType;
   switch (event.type) {
     case Type::kSyncStarted:
+      FlushAppends();  // the live changes before the relist land before its checkpoint
       collecting_ = true;
       pending_checkpoint_.clear();
       SetPhase("Replaying", event.reason == kube::SyncReason::kExpired ? "ExpiredResourceVersion"
@@ -352,6 +355,7 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
     case Type::kInitialEventsEnd: {
       if (!collecting_) return;
       collecting_ = false;
+      FlushAppends();
       auto rv = core::ParseResourceVersion(event.resource_version);
       if (!rv.ok()) {
         SetPhase("Blocked", "WatchError");
@@ -396,10 +400,71 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
   redisstore::ChangeOp op = event.type == Type::kAdded      ? redisstore::ChangeOp::kAdded
                             : event.type == Type::kModified ? redisstore::ChangeOp::kModified
                                                             : redisstore::ChangeOp::kDeleted;
-  redisstore::StreamEntry entry = MakeStreamEntry(op, event.object, ChangeSource::kWatch);
-  auto appended = WithRetry("append", [&] { return store_->Append(entry); });
-  if (!appended.ok()) return;
-  if (appended->appended) {
+  QueueAppend(MakeStreamEntry(op, event.object, ChangeSource::kWatch));
+}
+
+void TypeMaterializer::StartAppendWriter() {
+  {
+    std::lock_guard lock(append_mu_);
+    append_writer_exit_ = false;
+  }
+  append_writer_ = std::thread([this] { WriteAppends(); });
+}
+
+void TypeMaterializer::StopAppendWriter() {
+  {
+    std::lock_guard lock(append_mu_);
+    append_writer_exit_ = true;
+  }
+  append_cv_.notify_all();
+  if (append_writer_.joinable()) append_writer_.join();
+}
+
+void TypeMaterializer::QueueAppend(redisstore::StreamEntry entry) {
+  {
+    std::unique_lock lock(append_mu_);
+    append_cv_.wait(lock, [this] { return append_queue_.size() < kMaxQueuedAppends; });
+    append_queue_.push_back(std::move(entry));
+  }
+  append_cv_.notify_all();
+}
+
+void TypeMaterializer::FlushAppends() {
+  std::unique_lock lock(append_mu_);
+  append_cv_.wait(lock, [this] { return append_queue_.empty() && !append_writing_; });
+}
+
+void TypeMaterializer::WriteAppends() {
+  std::unique_lock lock(append_mu_);
+  while (true) {
+    append_cv_.wait(lock, [this] { return !append_queue_.empty() || append_writer_exit_; });
+    if (append_queue_.empty()) return;  // asked to exit and nothing is left
+    // Whatever queued up while the previous batch was written goes in one round trip.
+    std::vector<redisstore::StreamEntry> batch;
+    batch.reserve(std::min(append_queue_.size(), kMaxAppendBatch));
+    while (!append_queue_.empty() && batch.size() < kMaxAppendBatch) {
+      batch.push_back(std::move(append_queue_.front()));
+      append_queue_.pop_front();
+    }
+    append_writing_ = true;
+    lock.unlock();
+    append_cv_.notify_all();  // room in the queue
+    // Resending a whole batch after an error is safe: every watch change has an RV, so what
+    // already landed is diverted, never applied twice. When the worker stops mid-retry the
+    // batch is dropped; the next start resumes from the stream top and reads it again.
+    auto results = WithRetry("append", [&] { return store_->AppendAll(batch); });
+    if (results.ok()) {
+      for (const redisstore::AppendResult& result : *results) CountAppend(result);
+      MaybeCompact(batch.size());
+    }
+    lock.lock();
+    append_writing_ = false;
+    append_cv_.notify_all();  // flushers
+  }
+}
+
+void TypeMaterializer::CountAppend(const redisstore::AppendResult& result) {
+  if (result.appended) {
     metrics_->GetCounter("reverser_materializer_stream_appends_total",
                          "Stream entries appended.", labels_)
         .Increment();
@@ -407,19 +472,20 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
     ++status_.appended;
   } else {
     runtime::Labels labels = labels_;
-    labels.emplace_back("reason", std::string(redisstore::DivertReasonName(*appended->diverted)));
+    labels.emplace_back("reason", std::string(redisstore::DivertReasonName(
+                                      result.diverted.value_or(redisstore::DivertReason{}))));
     metrics_->GetCounter("reverser_materializer_stream_diversions_total",
                          "Stream entries diverted (not above the stream top).", labels)
         .Increment();
     std::lock_guard lock(mu_);
     ++status_.diverted;
   }
-  MaybeCompact();
 }
 
-void TypeMaterializer::MaybeCompact() {
+void TypeMaterializer::MaybeCompact(size_t appended) {
   // Checking the length on every append would double the Redis round trips.
-  if (++appends_since_compaction_check_ < options_.compact_after_entries / 10 + 1) return;
+  appends_since_compaction_check_ += appended;
+  if (appends_since_compaction_check_ < options_.compact_after_entries / 10 + 1) return;
   appends_since_compaction_check_ = 0;
   CompactIfLong();
 }

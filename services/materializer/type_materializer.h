@@ -19,9 +19,17 @@
 //    (ClaimRegistry::RequestRelist), the LIST comes early.
 //
 // Either way the stream is compacted once it holds more than `compact_after_entries` entries.
+//
+// Watch intake writes live changes on a second thread, in batches: the reflector thread parses
+// and queues each change, and an append writer sends whatever has queued up meanwhile in one
+// pipelined AppendAll (up to kMaxAppendBatch). The queue is bounded, so while Redis is down the
+// watch stops reading once it is full. Everything else the reflector thread writes (checkpoint
+// swaps, phase records) first waits for the queue to be written (FlushAppends), so the order of
+// writes is the order of events.
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,8 +124,21 @@ class TypeMaterializer : private kube::WatchHandler {
   template <typename Fn>
   auto WithRetry(const char* what, Fn op) -> decltype(op());
   void SetPhase(const std::string& phase, const std::string& reason);
-  void MaybeCompact();
+  void MaybeCompact(size_t appended);
   void CompactIfLong();
+
+  // The append writer (watch intake).
+  static constexpr size_t kMaxAppendBatch = 256;
+  static constexpr size_t kMaxQueuedAppends = 4 * kMaxAppendBatch;
+  void StartAppendWriter();
+  // Writes what is queued (one attempt each when stopping), then joins the writer.
+  void StopAppendWriter();
+  // Queues a live change; blocks while kMaxQueuedAppends are waiting.
+  void QueueAppend(redisstore::StreamEntry entry);
+  // Returns once everything queued so far is written (or dropped because the worker stops).
+  void FlushAppends();
+  void WriteAppends();  // the writer thread's loop
+  void CountAppend(const redisstore::AppendResult& result);
 
   std::shared_ptr<kube::RestClient> client_;
   TypeMaterializerOptions options_;
@@ -133,7 +154,16 @@ class TypeMaterializer : private kube::WatchHandler {
   // Reflector-thread state.
   bool collecting_ = false;
   redisstore::ObjectMap pending_checkpoint_;
-  size_t appends_since_compaction_check_ = 0;
+
+  // Append-writer state. store_ and redis_ belong to the writer while it writes a batch and to
+  // the reflector thread otherwise (it flushes first).
+  std::mutex append_mu_;
+  std::condition_variable append_cv_;  // with append_mu_: queue or writer state changed
+  std::deque<redisstore::StreamEntry> append_queue_;
+  bool append_writing_ = false;    // a batch taken from the queue is being written
+  bool append_writer_exit_ = false;  // drain the queue, then exit
+  std::thread append_writer_;
+  size_t appends_since_compaction_check_ = 0;  // writer thread
 
   // Audit-intake thread state: differences between LIST and checkpoint + stream not yet healed,
   // by identity: what checkpoint + stream held for it (nullopt: nothing) when first seen.
