@@ -1,0 +1,131 @@
+#include "tools/reverserctl/cli.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace reverser::reverserctl {
+namespace {
+
+absl::Status Usage(absl::string_view message) { return absl::InvalidArgumentError(message); }
+
+// Applies one global option that takes a value; false if `name` is not one.
+absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& value,
+                                 GlobalOptions* options) {
+  if (name == "addr") {
+    options->addr = value;
+  } else if (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5))) {
+    options->service_addr[name.substr(0, name.size() - 5)] = value;
+  } else if (name == "endpoints_file") {
+    options->endpoints_file = value;
+  } else if (name == "endpoints_dir") {
+    options->endpoints_dir = value;
+  } else if (name == "host") {
+    options->host = value;
+  } else if (name == "timeout") {
+    absl::Duration timeout;
+    if (!absl::ParseDuration(value, &timeout) || timeout <= absl::ZeroDuration()) {
+      return Usage(absl::StrCat("--timeout: \"", value, "\" is not a positive duration (e.g. 5s)"));
+    }
+    options->timeout = timeout;
+  } else if (name == "o" || name == "output") {
+    if (value == "json") {
+      options->output = OutputFormat::kJson;
+    } else if (value == "table") {
+      options->output = OutputFormat::kTable;
+    } else {
+      return Usage(absl::StrCat("-o: \"", value, "\" is not an output format (table or json)"));
+    }
+  } else {
+    return false;
+  }
+  if (value.empty()) return Usage(absl::StrCat("--", name, " needs a value"));
+  return true;
+}
+
+bool TakesValue(const std::string& name) {
+  return name == "addr" || name == "endpoints_file" || name == "endpoints_dir" ||
+         name == "host" || name == "timeout" || name == "o" || name == "output" ||
+         (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5)));
+}
+
+}  // namespace
+
+const std::vector<std::string>& ServiceNames() {
+  static const auto* names =
+      new std::vector<std::string>{"catalog", "materializer", "splicer", "gitworker"};
+  return *names;
+}
+
+bool IsServiceName(const std::string& name) {
+  const auto& names = ServiceNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv) {
+  Invocation inv;
+  bool flags_done = false;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-') {
+      if (inv.command.empty()) {
+        inv.command = arg;
+      } else {
+        inv.args.push_back(arg);
+      }
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string name = body;
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    if (name == "h" || name == "help") {
+      inv.help = true;
+      continue;
+    }
+    if (TakesValue(name)) {
+      if (!has_value) {
+        if (i + 1 >= argv.size()) return Usage(absl::StrCat(arg, " needs a value"));
+        value = argv[++i];
+      }
+      auto applied = ApplyGlobal(name, value, &inv.options);
+      if (!applied.ok()) return applied.status();
+      continue;
+    }
+    // Anything else is a command switch; the command checks it is one of its own.
+    if (has_value && value != "true") {
+      if (value == "false") continue;
+      return Usage(absl::StrCat("--", name, " is a switch and takes no value"));
+    }
+    inv.switches.insert(name);
+  }
+  return inv;
+}
+
+std::string GlobalOptionsHelp() {
+  return "Options (anywhere on the line):\n"
+         "  --catalog_addr, --materializer_addr, --splicer_addr, --gitworker_addr=HOST:PORT\n"
+         "                         the service's gRPC address (default 127.0.0.1:9090)\n"
+         "  --addr=HOST:PORT       one address for every service (e.g. a port-forward)\n"
+         "  --endpoints_dir=DIR    read <DIR>/<service>.json, the files services write with\n"
+         "                         --endpoints_file (deploy/local/stack.py's work directory)\n"
+         "  --endpoints_file=FILE  read this one service endpoints file\n"
+         "  --host=HOST            host for ports read from endpoints files (default 127.0.0.1)\n"
+         "  --timeout=DURATION     deadline of each call (default 5s)\n"
+         "  -o, --output=table|json  aligned tables (default) or protobuf JSON\n"
+         "  -h, --help             this help, or a command's help after the command\n"
+         "An address flag beats --addr, which beats endpoints files. The services serve\n"
+         "plaintext gRPC (no TLS); reach them over a port-forward or inside the cluster.\n";
+}
+
+}  // namespace reverser::reverserctl

@@ -1,0 +1,47 @@
+#pragma once
+
+// The command line: global options (where the services are, output format, deadline) and one
+// subcommand with its positional arguments and switches. Parsed by hand rather than with
+// absl flags so that each subcommand accepts only its own switches and has its own --help.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace reverser::reverserctl {
+
+enum class OutputFormat { kDefault, kTable, kJson };
+
+struct GlobalOptions {
+  std::string addr;                                  // --addr: one address for every service
+  std::map<std::string, std::string> service_addr;   // --catalog_addr=..., keyed by service
+  std::string endpoints_file;                        // --endpoints_file: one service's file
+  std::string endpoints_dir;                         // --endpoints_dir: <dir>/<service>.json
+  std::string host = "127.0.0.1";                    // --host: for ports from endpoints files
+  absl::Duration timeout = absl::Seconds(5);         // --timeout: deadline of each call
+  OutputFormat output = OutputFormat::kDefault;      // -o / --output
+};
+
+struct Invocation {
+  GlobalOptions options;
+  std::string command;             // empty: none given
+  std::vector<std::string> args;   // positional arguments after the command
+  std::set<std::string> switches;  // boolean command switches given (e.g. "all", "why")
+  bool help = false;               // -h / --help anywhere
+};
+
+// The four services, in the order the tool lists them.
+const std::vector<std::string>& ServiceNames();
+bool IsServiceName(const std::string& name);
+
+// Parses argv (without argv[0]). Errors are usage errors (the caller exits 2).
+absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv);
+
+// The global options' help text.
+std::string GlobalOptionsHelp();
+
+}  // namespace reverser::reverserctl

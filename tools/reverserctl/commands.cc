@@ -1,0 +1,505 @@
+#include "tools/reverserctl/commands.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "proto/grpc/health/v1/health.grpc.pb.h"
+#include "proto/reverser/v1/catalog.grpc.pb.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "proto/reverser/v1/materializer.grpc.pb.h"
+#include "proto/reverser/v1/splicer.grpc.pb.h"
+#include "services/materializer/claim_syntax.h"
+#include "tools/reverserctl/format.h"
+#include "tools/reverserctl/table.h"
+
+namespace reverser::reverserctl {
+namespace {
+
+using grpc::health::v1::HealthCheckResponse;
+
+// The subscriber name services log for the Watch* streams this tool opens.
+constexpr char kSubscriber[] = "reverserctl";
+
+int UsageError(const CommandContext& ctx, const std::string& message) {
+  ctx.err << "reverserctl: " << message << "\n";
+  return kUsage;
+}
+
+int Failed(const CommandContext& ctx, const std::string& message) {
+  ctx.err << "reverserctl: " << message << "\n";
+  return kFailed;
+}
+
+// ---- every service -------------------------------------------------------------------------
+
+template <typename Admin>
+grpc::Status CallStatus(const Connection& conn, reverser::v1::ServiceStatus* out) {
+  auto stub = Admin::NewStub(conn.channel());
+  grpc::ClientContext context;
+  conn.Prepare(&context);
+  return stub->Status(&context, reverser::v1::StatusRequest(), out);
+}
+
+int RunStatus(const CommandContext& ctx) {
+  const std::string& service = ctx.conn().service();
+  reverser::v1::ServiceStatus out;
+  grpc::Status status;
+  if (service == "catalog") {
+    status = CallStatus<reverser::v1::CatalogAdmin>(ctx.conn(), &out);
+  } else if (service == "materializer") {
+    status = CallStatus<reverser::v1::MaterializerAdmin>(ctx.conn(), &out);
+  } else if (service == "splicer") {
+    status = CallStatus<reverser::v1::SplicerAdmin>(ctx.conn(), &out);
+  } else {
+    status = CallStatus<reverser::v1::GitWorkerAdmin>(ctx.conn(), &out);
+  }
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(out) : FormatStatus(out));
+  return kOk;
+}
+
+// The standard health check of one service: its serving status name, or the failed call.
+grpc::Status CheckHealth(const Connection& conn, HealthCheckResponse* response) {
+  auto stub = grpc::health::v1::Health::NewStub(conn.channel());
+  grpc::ClientContext context;
+  conn.Prepare(&context);
+  return stub->Check(&context, grpc::health::v1::HealthCheckRequest(), response);
+}
+
+int RunHealth(const CommandContext& ctx) {
+  std::vector<Connection> targets;
+  if (ctx.connection != nullptr) {
+    targets.push_back(*ctx.connection);
+  } else {
+    for (const std::string& service : ServiceNames()) {
+      auto address = ResolveAddress(ctx.invocation.options, service);
+      if (!address.ok()) return Failed(ctx, std::string(address.status().message()));
+      targets.emplace_back(service, *address, ctx.invocation.options.timeout);
+    }
+  }
+  bool all_serving = true;
+  nlohmann::json json = nlohmann::json::object();
+  std::vector<std::vector<std::string>> rows;
+  for (const Connection& conn : targets) {
+    HealthCheckResponse response;
+    grpc::Status status = CheckHealth(conn, &response);
+    std::string state =
+        status.ok() ? HealthCheckResponse::ServingStatus_Name(response.status())
+                    : StatusCodeName(status.error_code());
+    if (!status.ok() || response.status() != HealthCheckResponse::SERVING) all_serving = false;
+    if (!status.ok()) ctx.err << "reverserctl: " << conn.Describe(status) << "\n";
+    json[conn.service()] = {{"address", conn.address()}, {"status", state}};
+    rows.push_back({conn.service(), conn.address(), state});
+  }
+  if (ctx.json) {
+    ctx.out << json.dump(2) << "\n";
+  } else if (targets.size() == 1) {
+    ctx.out << rows[0][2] << "\n";
+  } else {
+    Table table({"SERVICE", "ADDRESS", "STATUS"});
+    for (auto& row : rows) table.AddRow(std::move(row));
+    ctx.out << table.Render();
+  }
+  return all_serving ? kOk : kFailed;
+}
+
+// ---- catalog -------------------------------------------------------------------------------
+
+int RunTypes(const CommandContext& ctx) {
+  auto stub = reverser::v1::CatalogAdmin::NewStub(ctx.conn().channel());
+  grpc::ClientContext context;
+  ctx.conn().Prepare(&context);
+  reverser::v1::ListTypesRequest request;
+  // --why is about types that are not followed, so it implies --all.
+  request.set_followable_only(!ctx.Switch("all") && !ctx.Switch("why"));
+  reverser::v1::ListTypesResponse response;
+  grpc::Status status = stub->ListTypes(&context, request, &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(response) : FormatTypes(response, ctx.Switch("why")));
+  return kOk;
+}
+
+int RunRescan(const CommandContext& ctx) {
+  auto stub = reverser::v1::CatalogAdmin::NewStub(ctx.conn().channel());
+  grpc::ClientContext context;
+  ctx.conn().Prepare(&context);
+  reverser::v1::RescanResponse response;
+  grpc::Status status = stub->Rescan(&context, reverser::v1::RescanRequest(), &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(response) : FormatRescan(response));
+  return kOk;
+}
+
+// Reads a Catalog Watch* stream: the first message (the current state) and, with --watch, every
+// later one until the stream ends. `open` starts the stream on a context.
+template <typename Message, typename Open, typename Format>
+int FollowStream(const CommandContext& ctx, Open open, Format format) {
+  const bool watch = ctx.Switch("watch");
+  grpc::ClientContext context;
+  // The snapshot is bounded by --timeout; a watch runs until the service ends it (or Ctrl-C).
+  if (!watch) ctx.conn().Prepare(&context);
+  auto stub = reverser::v1::Catalog::NewStub(ctx.conn().channel());
+  auto reader = open(stub.get(), &context);
+  Message message;
+  bool first = true;
+  while (reader->Read(&message)) {
+    if (ctx.json) {
+      ctx.out << ToJson(message, /*pretty=*/!watch);
+    } else {
+      if (!first) ctx.out << "\n";
+      ctx.out << format(message);
+    }
+    ctx.out.flush();
+    first = false;
+    if (!watch) {
+      context.TryCancel();
+      reader->Finish();
+      return kOk;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return ctx.RpcFailed(status);
+  if (first) return Failed(ctx, ctx.conn().Describe(status) + ": the stream ended without data");
+  return kOk;
+}
+
+int RunClaims(const CommandContext& ctx) {
+  return FollowStream<reverser::v1::ClaimSet>(
+      ctx,
+      [](reverser::v1::Catalog::Stub* stub, grpc::ClientContext* context) {
+        reverser::v1::WatchClaimsRequest request;
+        request.set_subscriber(kSubscriber);
+        return stub->WatchClaims(context, request);
+      },
+      [](const reverser::v1::ClaimSet& set) { return FormatClaims(set); });
+}
+
+int RunTables(const CommandContext& ctx) {
+  return FollowStream<reverser::v1::TableUpdate>(
+      ctx,
+      [](reverser::v1::Catalog::Stub* stub, grpc::ClientContext* context) {
+        reverser::v1::WatchTablesRequest request;
+        request.set_subscriber(kSubscriber);
+        return stub->WatchTables(context, request);
+      },
+      [](const reverser::v1::TableUpdate& update) { return FormatTables(update); });
+}
+
+// ---- materializer --------------------------------------------------------------------------
+
+int RunMaterializations(const CommandContext& ctx) {
+  auto stub = reverser::v1::MaterializerAdmin::NewStub(ctx.conn().channel());
+  grpc::ClientContext context;
+  ctx.conn().Prepare(&context);
+  reverser::v1::ListMaterializationsResponse response;
+  grpc::Status status =
+      stub->ListMaterializations(&context, reverser::v1::ListMaterializationsRequest(), &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(response) : FormatMaterializations(response));
+  return kOk;
+}
+
+int RunCompact(const CommandContext& ctx) {
+  reverser::v1::CompactRequest request;
+  if (!ctx.invocation.args.empty()) {
+    auto claim = materializer::ParseClaim(ctx.invocation.args[0]);
+    if (!claim.ok()) return UsageError(ctx, std::string(claim.status().message()));
+    *request.mutable_claim() = *claim;
+  }
+  auto stub = reverser::v1::MaterializerAdmin::NewStub(ctx.conn().channel());
+  grpc::ClientContext context;
+  ctx.conn().Prepare(&context);
+  reverser::v1::CompactResponse response;
+  grpc::Status status = stub->Compact(&context, request, &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(response) : FormatCompact(response));
+  int failed = 0;
+  for (const auto& result : response.results()) {
+    if (result.error().empty()) continue;
+    ++failed;
+    ctx.err << "reverserctl: " << materializer::FormatClaim(result.claim()) << ": "
+            << result.error() << "\n";
+  }
+  return failed == 0 ? kOk : kFailed;
+}
+
+// ---- splicer -------------------------------------------------------------------------------
+
+grpc::Status ListStreams(const Connection& conn, reverser::v1::ListStreamsResponse* response) {
+  auto stub = reverser::v1::SplicerAdmin::NewStub(conn.channel());
+  grpc::ClientContext context;
+  conn.Prepare(&context);
+  return stub->ListStreams(&context, reverser::v1::ListStreamsRequest(), response);
+}
+
+bool IsTargetName(const std::string& text) {
+  size_t slash = text.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < text.size() &&
+         text.find('/', slash + 1) == std::string::npos;
+}
+
+int RunStreams(const CommandContext& ctx) {
+  const std::string* only = ctx.invocation.args.empty() ? nullptr : &ctx.invocation.args[0];
+  if (only != nullptr && !IsTargetName(*only)) {
+    return UsageError(ctx, "target \"" + *only + "\" is not namespace/name");
+  }
+  reverser::v1::ListStreamsResponse response;
+  grpc::Status status = ListStreams(ctx.conn(), &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  if (only != nullptr) {
+    // The request filters by uid, which operators do not know: filter by name here.
+    auto* summaries = response.mutable_summaries();
+    summaries->erase(std::remove_if(summaries->begin(), summaries->end(),
+                                    [&](const reverser::v1::StreamSummary& s) {
+                                      return FormatTarget(s.target()) != *only;
+                                    }),
+                     summaries->end());
+    if (summaries->empty()) {
+      return Failed(ctx, ctx.conn().service() + " at " + ctx.conn().address() +
+                             " follows no target " + *only);
+    }
+  }
+  ctx.out << (ctx.json ? ToJson(response) : FormatStreams(response, ctx.Switch("detail")));
+  return kOk;
+}
+
+// The one stream of `summary` the text `type` names: same group/version/resource and, when the
+// text has "@namespace" (or names a cluster-wide claim explicitly), the same scope.
+int FindStream(const CommandContext& ctx, const reverser::v1::StreamSummary& summary,
+               const std::string& type, reverser::v1::Claim* claim) {
+  auto parsed = materializer::ParseClaim(type);
+  if (!parsed.ok()) return UsageError(ctx, std::string(parsed.status().message()));
+  const bool scoped = absl::StrContains(type, "@");
+  std::vector<const reverser::v1::Claim*> matches;
+  for (const auto& stream : summary.streams()) {
+    const auto& gvr = stream.claim().type().gvr();
+    const auto& want = parsed->type().gvr();
+    if (gvr.group() != want.group() || gvr.version() != want.version() ||
+        gvr.resource() != want.resource()) {
+      continue;
+    }
+    if (scoped && FormatScope(stream.claim().scope()) != FormatScope(parsed->scope())) continue;
+    matches.push_back(&stream.claim());
+  }
+  std::vector<std::string> known;
+  for (const auto& stream : summary.streams()) {
+    known.push_back(materializer::FormatClaim(stream.claim()));
+  }
+  if (matches.empty()) {
+    return Failed(ctx, absl::StrCat(FormatTarget(summary.target()), " has no stream ", type,
+                                    " (its streams: ",
+                                    known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+  }
+  if (matches.size() > 1) {
+    return UsageError(ctx, absl::StrCat(type, " names several streams of ",
+                                        FormatTarget(summary.target()), "; add @namespace: ",
+                                        absl::StrJoin(known, ", ")));
+  }
+  *claim = *matches[0];
+  return kOk;
+}
+
+int RunResplice(const CommandContext& ctx) {
+  const std::string& name = ctx.invocation.args[0];
+  if (!IsTargetName(name)) return UsageError(ctx, "target \"" + name + "\" is not namespace/name");
+  // The splicer knows targets by uid: find it (and the stream's full claim) by name first.
+  reverser::v1::ListStreamsResponse streams;
+  grpc::Status status = ListStreams(ctx.conn(), &streams);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  const reverser::v1::StreamSummary* summary = nullptr;
+  std::vector<std::string> known;
+  for (const auto& s : streams.summaries()) {
+    known.push_back(FormatTarget(s.target()));
+    if (FormatTarget(s.target()) == name) summary = &s;
+  }
+  if (summary == nullptr) {
+    return Failed(ctx, absl::StrCat(ctx.conn().service(), " at ", ctx.conn().address(),
+                                    " follows no target ", name, " (targets: ",
+                                    known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+  }
+  reverser::v1::RespliceRequest request;
+  *request.mutable_target() = summary->target();
+  if (ctx.invocation.args.size() > 1) {
+    int found = FindStream(ctx, *summary, ctx.invocation.args[1], request.mutable_claim());
+    if (found != kOk) return found;
+  }
+  auto stub = reverser::v1::SplicerAdmin::NewStub(ctx.conn().channel());
+  grpc::ClientContext context;
+  ctx.conn().Prepare(&context);
+  reverser::v1::RespliceResponse response;
+  status = stub->Resplice(&context, request, &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(response) : FormatResplice(summary->target(), response));
+  return kOk;
+}
+
+// ---- gitworker -----------------------------------------------------------------------------
+
+int RunBranches(const CommandContext& ctx) {
+  auto stub = reverser::v1::GitWorkerAdmin::NewStub(ctx.conn().channel());
+  grpc::ClientContext context;
+  ctx.conn().Prepare(&context);
+  reverser::v1::ListBranchesResponse response;
+  grpc::Status status =
+      stub->ListBranches(&context, reverser::v1::ListBranchesRequest(), &response);
+  if (!status.ok()) return ctx.RpcFailed(status);
+  ctx.out << (ctx.json ? ToJson(response) : FormatBranches(response));
+  return kOk;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& command : Commands()) {
+    if (command.name == name) return &command;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int CommandContext::RpcFailed(const grpc::Status& status) const {
+  err << "reverserctl: " << connection->Describe(status) << "\n";
+  return kFailed;
+}
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"health", "health [SERVICE]", "standard gRPC health check of one or every service",
+       "Asks the standard grpc.health.v1 service. Without SERVICE every service is checked\n"
+       "(or the one --addr). Prints SERVING (per service); exit 0 only if all are SERVING.",
+       "", 0, 1, {}, false, RunHealth},
+      {"status", "status SERVICE", "a service's process status: readiness, components, details",
+       "SERVICE is catalog, materializer, splicer or gitworker.", "", 1, 1, {}, false, RunStatus},
+      {"types", "types [--all] [--why]", "catalog: the served types and whether they are followed",
+       "Lists the type registry. By default only followable types; --all adds retained, refused\n"
+       "and unknown ones; --why (implies --all) adds a REASON column with every failed\n"
+       "requirement check, i.e. why a type is not followed.",
+       "catalog", 0, 0, {"all", "why"}, false, RunTypes},
+      {"rescan", "rescan", "catalog: rediscover the API's types now",
+       "Runs discovery now and waits for the new registry generation (bounded by --timeout).",
+       "catalog", 0, 0, {}, false, RunRescan},
+      {"claims", "claims [--watch]", "catalog: the claim set (type + scope) materializers follow",
+       "Prints the current claim set from Catalog.WatchClaims and exits; --watch keeps\n"
+       "following and prints every new set (with -o json: one JSON document per line).",
+       "catalog", 0, 0, {"watch"}, false, RunClaims},
+      {"tables", "tables [--watch]", "catalog: each GitTarget's watched-type table",
+       "Prints the current watched-type tables from Catalog.WatchTables (one row per target,\n"
+       "type and namespace) and exits; --watch keeps following and prints every update.",
+       "catalog", 0, 0, {"watch"}, false, RunTables},
+      {"materializations", "materializations",
+       "materializer: each claim's phase, checkpoint and stream",
+       "Lists the materializer's materializations.", "materializer", 0, 0, {}, false,
+       RunMaterializations},
+      {"compact", "compact [CLAIM]", "materializer: fold streams into new checkpoints now",
+       "Folds the stream of CLAIM (group/version/resource[@namespace], core types as\n"
+       "v1/configmaps), or of every claim the materializer owns, into a new checkpoint; no API\n"
+       "call. Prints JSON by default (as it always has; -o table for a table); exit 1 if any\n"
+       "claim failed.",
+       "materializer", 0, 1, {}, true, RunCompact},
+      {"streams", "streams [NAMESPACE/NAME] [--detail]",
+       "splicer: per-GitTarget stream readiness",
+       "Lists every GitTarget's streams as the splicer sees them (or only NAMESPACE/NAME);\n"
+       "--detail adds one row per stream with its state and reason.",
+       "splicer", 0, 1, {"detail"}, false, RunStreams},
+      {"resplice", "resplice NAMESPACE/NAME [TYPE]", "splicer: splice a target's streams again",
+       "Forces a fresh splice, and so a mark-and-sweep resync in Git, of every stream of the\n"
+       "GitTarget NAMESPACE/NAME, or of its one stream TYPE (group/version/resource[@namespace];\n"
+       "the namespace is needed only when the target follows the type in several).",
+       "splicer", 1, 2, {}, false, RunResplice},
+      {"branches", "branches", "gitworker: branches, open windows, pending writes, last push",
+       "Lists the gitworker's branches: head commit, writes not yet pushed, whether a commit\n"
+       "window is open, the last push and its error.",
+       "gitworker", 0, 0, {}, false, RunBranches},
+  };
+  return *commands;
+}
+
+std::string ToolUsage() {
+  std::string out =
+      "reverserctl — administer the reverser services over their gRPC admin APIs.\n\n"
+      "Usage: reverserctl [options] COMMAND [args]\n\nCommands:\n";
+  for (const Command& c : Commands()) {
+    std::string synopsis = c.synopsis;
+    if (synopsis.size() < 36) synopsis.resize(36, ' ');
+    absl::StrAppend(&out, "  ", synopsis, " ", c.summary, "\n");
+  }
+  absl::StrAppend(&out, "\n", GlobalOptionsHelp(),
+                  "\nExit codes: 0 ok, 1 a call failed (or reported failure), 2 bad arguments.\n"
+                  "`reverserctl COMMAND --help` describes one command.\n");
+  return out;
+}
+
+std::string CommandUsage(const Command& command) {
+  return absl::StrCat("Usage: reverserctl [options] ", command.synopsis, "\n\n", command.help,
+                      "\n\n", GlobalOptionsHelp());
+}
+
+int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  auto parsed = ParseArgs(argv);
+  if (!parsed.ok()) {
+    err << "reverserctl: " << parsed.status().message() << "\n\n" << ToolUsage();
+    return kUsage;
+  }
+  const Invocation& inv = *parsed;
+  if (inv.command.empty() || inv.command == "help") {
+    if (inv.help || inv.command == "help") {
+      out << ToolUsage();
+      return kOk;
+    }
+    err << "reverserctl: missing command\n\n" << ToolUsage();
+    return kUsage;
+  }
+  const Command* command = FindCommand(inv.command);
+  if (command == nullptr) {
+    err << "reverserctl: unknown command \"" << inv.command << "\"\n\n" << ToolUsage();
+    return kUsage;
+  }
+  if (inv.help) {
+    out << CommandUsage(*command);
+    return kOk;
+  }
+  auto usage_error = [&](const std::string& message) {
+    err << "reverserctl: " << message << "\n\n" << CommandUsage(*command);
+    return kUsage;
+  };
+  for (const std::string& s : inv.switches) {
+    if (std::find(command->switches.begin(), command->switches.end(), s) ==
+        command->switches.end()) {
+      return usage_error(absl::StrCat(command->name, " has no option --", s));
+    }
+  }
+  if (inv.args.size() < command->min_args || inv.args.size() > command->max_args) {
+    return usage_error(absl::StrCat(command->name, " takes ",
+                                    command->min_args == command->max_args
+                                        ? absl::StrCat(command->min_args)
+                                        : absl::StrCat(command->min_args, " to ", command->max_args),
+                                    " argument(s), got ", inv.args.size()));
+  }
+  std::string service = command->service;
+  if (service.empty() && !inv.args.empty()) {
+    service = inv.args[0];
+    if (!IsServiceName(service)) {
+      return usage_error(absl::StrCat("unknown service \"", service,
+                                      "\": expected catalog, materializer, splicer or gitworker"));
+    }
+  }
+  const bool json = inv.options.output == OutputFormat::kJson ||
+                    (inv.options.output == OutputFormat::kDefault && command->json_by_default);
+  std::optional<Connection> connection;
+  if (!service.empty() || !inv.options.addr.empty()) {
+    if (service.empty()) service = "service";  // `--addr=... health`: the one address given
+    auto address = ResolveAddress(inv.options, service);
+    if (!address.ok()) {
+      err << "reverserctl: " << address.status().message() << "\n";
+      return kFailed;
+    }
+    connection.emplace(service, *address, inv.options.timeout);
+  }
+  CommandContext ctx{inv, connection ? &*connection : nullptr, json, out, err};
+  return command->run(ctx);
+}
+
+}  // namespace reverser::reverserctl

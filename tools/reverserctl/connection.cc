@@ -1,0 +1,85 @@
+#include "tools/reverserctl/connection.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "nlohmann/json.hpp"
+
+namespace reverser::reverserctl {
+
+absl::StatusOr<int> ReadEndpointsFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read endpoints file ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("grpc_port") || !doc["grpc_port"].is_number_integer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("endpoints file ", path, " has no integer \"grpc_port\""));
+  }
+  int port = doc["grpc_port"].get<int>();
+  if (port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("endpoints file ", path, ": grpc_port ", port, " is not a port"));
+  }
+  return port;
+}
+
+absl::StatusOr<std::string> ResolveAddress(const GlobalOptions& options,
+                                           const std::string& service) {
+  if (auto it = options.service_addr.find(service); it != options.service_addr.end()) {
+    return it->second;
+  }
+  if (!options.addr.empty()) return options.addr;
+  std::string file = options.endpoints_file;
+  if (file.empty() && !options.endpoints_dir.empty()) {
+    file = absl::StrCat(options.endpoints_dir, "/", service, ".json");
+  }
+  if (file.empty()) return std::string(kDefaultAddress);
+  auto port = ReadEndpointsFile(file);
+  if (!port.ok()) return port.status();
+  return absl::StrCat(options.host, ":", *port);
+}
+
+Connection::Connection(std::string service, std::string address, absl::Duration timeout)
+    : service_(std::move(service)),
+      address_(std::move(address)),
+      timeout_(timeout),
+      channel_(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())) {}
+
+void Connection::Prepare(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout_));
+}
+
+std::string Connection::Describe(const grpc::Status& status) const {
+  std::string message = absl::StrReplaceAll(status.error_message(), {{"\n", " "}});
+  return absl::StrCat(service_, " at ", address_, ": ", StatusCodeName(status.error_code()),
+                      message.empty() ? "" : ": ", message);
+}
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    default: return absl::StrCat("CODE_", static_cast<int>(code));
+  }
+}
+
+}  // namespace reverser::reverserctl

@@ -1,0 +1,51 @@
+#pragma once
+
+// Where a service is and how to reach it: address resolution from the global options and the
+// endpoints files services write, channels, per-call deadlines, and one-line RPC errors.
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tools/reverserctl/cli.h"
+
+namespace reverser::reverserctl {
+
+// The default when nothing says otherwise: every service's --grpc_port default, on loopback.
+inline constexpr char kDefaultAddress[] = "127.0.0.1:9090";
+
+// The gRPC port in a service endpoints file ({"grpc_port":..,"http_port":..,"pid":..}).
+absl::StatusOr<int> ReadEndpointsFile(const std::string& path);
+
+// The address of `service`: --<service>_addr, else --addr, else --endpoints_file, else
+// <endpoints_dir>/<service>.json, else kDefaultAddress.
+absl::StatusOr<std::string> ResolveAddress(const GlobalOptions& options,
+                                           const std::string& service);
+
+// A connection to one service, remembered with its name and address for error messages.
+class Connection {
+ public:
+  Connection(std::string service, std::string address, absl::Duration timeout);
+
+  const std::string& service() const { return service_; }
+  const std::string& address() const { return address_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+  // Sets the call deadline (now + --timeout) on `context`.
+  void Prepare(grpc::ClientContext* context) const;
+  // "splicer at 127.0.0.1:9090: UNIMPLEMENTED: <message>" on one line.
+  std::string Describe(const grpc::Status& status) const;
+
+ private:
+  std::string service_;
+  std::string address_;
+  absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// The canonical name of a gRPC status code (UNAVAILABLE, DEADLINE_EXCEEDED, ...).
+std::string StatusCodeName(grpc::StatusCode code);
+
+}  // namespace reverser::reverserctl
