@@ -162,6 +162,11 @@ int FollowStream(const CommandContext& ctx, Open open, Format format) {
     }
   }
   grpc::Status status = reader->Finish();
+  if (first && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    // The catalog publishes nothing before its first reconcile: say so instead of a bare code.
+    return Failed(ctx, ctx.conn().Describe(status) +
+                           " (nothing published yet; is it ready? see `reverserctl status catalog`)");
+  }
   if (!status.ok()) return ctx.RpcFailed(status);
   if (first) return Failed(ctx, ctx.conn().Describe(status) + ": the stream ended without data");
   return kOk;
