@@ -2,7 +2,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
-#include "libs/sanitize/sanitize.h"
 
 namespace reverser::materializer {
 
@@ -14,9 +13,49 @@ std::string ObjectMetadata(const nlohmann::json& object, const char* key) {
   return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+namespace {
+
+constexpr auto kReplaceInvalidUtf8 = nlohmann::json::error_handler_t::replace;
+
+std::string Dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, kReplaceInvalidUtf8);
+}
+
+// `object` dumped compactly as nlohmann does (keys in its sorted order), leaving out the member
+// `skip` of its member `parent` (nullptr: nothing left out).
+void DumpObjectWithout(const nlohmann::json& object, const char* parent, const char* skip,
+                       std::string& out) {
+  out += '{';
+  bool first = true;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (parent == nullptr && it.key() == skip) continue;
+    if (!first) out += ',';
+    first = false;
+    out += Dump(nlohmann::json(it.key()));
+    out += ':';
+    if (parent != nullptr && it.key() == parent && it.value().is_object()) {
+      DumpObjectWithout(it.value(), nullptr, skip, out);
+    } else {
+      out += Dump(it.value());
+    }
+  }
+  out += '}';
+}
+
+}  // namespace
+
 std::string StoredObjectJson(const nlohmann::json& object) {
-  return sanitize::RemoveManagedFields(object).dump(-1, ' ', false,
-                                                    nlohmann::json::error_handler_t::replace);
+  // Same bytes as sanitize::RemoveManagedFields(object).dump(), without copying the object
+  // first: this runs for every watch event.
+  if (!object.is_object()) return Dump(object);
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object() ||
+      !metadata->contains("managedFields")) {
+    return Dump(object);
+  }
+  std::string out;
+  DumpObjectWithout(object, "metadata", "managedFields", out);
+  return out;
 }
 
 redisstore::StreamEntry MakeStreamEntry(redisstore::ChangeOp op, const nlohmann::json& object,
