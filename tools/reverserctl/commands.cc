@@ -273,12 +273,20 @@ int RunStreams(const CommandContext& ctx) {
 }
 
 // The one stream of `summary` the text `type` names: same group/version/resource and, when the
-// text has "@namespace" (or names a cluster-wide claim explicitly), the same scope.
+// text has "@namespace", the same scope. A splicer that lists its streams without their claims
+// gets the claim as typed (then the namespace must be given for a namespaced stream).
 int FindStream(const CommandContext& ctx, const reverser::v1::StreamSummary& summary,
                const std::string& type, reverser::v1::Claim* claim) {
   auto parsed = materializer::ParseClaim(type);
   if (!parsed.ok()) return UsageError(ctx, std::string(parsed.status().message()));
   const bool scoped = absl::StrContains(type, "@");
+  const bool claims_listed =
+      std::all_of(summary.streams().begin(), summary.streams().end(),
+                  [](const reverser::v1::StreamReadiness& s) { return s.has_claim(); });
+  if (!claims_listed) {
+    *claim = *parsed;
+    return kOk;
+  }
   std::vector<const reverser::v1::Claim*> matches;
   for (const auto& stream : summary.streams()) {
     const auto& gvr = stream.claim().type().gvr();

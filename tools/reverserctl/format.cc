@@ -56,13 +56,17 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty) {
 }
 
 std::string FormatGvr(const reverser::v1::GroupVersionResource& gvr) {
+  if (gvr.resource().empty()) return "";  // not filled in by the service
   if (gvr.group().empty()) return absl::StrCat(gvr.version(), "/", gvr.resource());
   return absl::StrCat(gvr.group(), "/", gvr.version(), "/", gvr.resource());
 }
 
 std::string FormatScope(const reverser::v1::WatchScope& scope) {
-  if (scope.scope_case() == reverser::v1::WatchScope::kNamespace) return scope.namespace_();
-  return "cluster";
+  switch (scope.scope_case()) {
+    case reverser::v1::WatchScope::kNamespace: return scope.namespace_();
+    case reverser::v1::WatchScope::kCluster: return "cluster";
+    default: return "";  // not filled in by the service
+  }
 }
 
 std::string FormatTarget(const reverser::v1::GitTargetRef& target) {

@@ -17,9 +17,10 @@ namespace reverser::reverserctl {
 // newline-terminated; otherwise one line (for --watch streams: one JSON document per line).
 std::string ToJson(const google::protobuf::Message& message, bool pretty = true);
 
-// "group/version/resource", core types as "version/resource" (the claim syntax without scope).
+// "group/version/resource", core types as "version/resource" (the claim syntax without scope);
+// "" when unset.
 std::string FormatGvr(const reverser::v1::GroupVersionResource& gvr);
-// "cluster" or the namespace.
+// "cluster", the namespace, or "" when unset.
 std::string FormatScope(const reverser::v1::WatchScope& scope);
 // "namespace/name".
 std::string FormatTarget(const reverser::v1::GitTargetRef& target);
