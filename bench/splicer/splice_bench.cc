@@ -508,7 +508,6 @@ int Main() {
   for (const TailRun& run : all_runs) {
     if (std::find(wanted.begin(), wanted.end(), run.name) != wanted.end()) runs.push_back(run);
   }
-  const double raw_entries_per_s = a["stream_entries"] / a["read_s"];  // approx: both keys read
   std::cout << absl::StrFormat(
       "  live tail: a SpliceStream drains the %s entries from a cursor at the checkpoint into a "
       "gitworker that accepts and acks each event at once (%s events expected; the rest are "
@@ -560,7 +559,6 @@ int Main() {
       "us\n",
       Count((a["objects"]) / a["read_s"]), Count(m / absl::ToDoubleSeconds(derive_time)),
       stages.parse_us, stages.sanitize_us, stages.dump_us, stages.hash_us);
-  (void)raw_entries_per_s;
   return 0;
 }
 
