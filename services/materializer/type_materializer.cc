@@ -454,6 +454,11 @@ void TypeMaterializer::WriteAppends() {
     // batch is dropped; the next start resumes from the stream top and reads it again.
     auto results = WithRetry("append", [&] { return store_->AppendAll(batch); });
     if (results.ok()) {
+      metrics_->GetCounter("reverser_materializer_append_batches_total",
+                           "Watch intake: AppendAll round trips (stream appends plus diversions "
+                           "over this is the mean batch).",
+                           labels_)
+          .Increment();
       for (const redisstore::AppendResult& result : *results) CountAppend(result);
       MaybeCompact(batch.size());
     }
