@@ -55,6 +55,9 @@ void Connection::Prepare(grpc::ClientContext* context) const {
 
 std::string Connection::Describe(const grpc::Status& status) const {
   std::string message = absl::StrReplaceAll(status.error_message(), {{"\n", " "}});
+  if (message.empty() && status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    message = "this version of the service does not implement the call";
+  }
   return absl::StrCat(service_, " at ", address_, ": ", StatusCodeName(status.error_code()),
                       message.empty() ? "" : ": ", message);
 }

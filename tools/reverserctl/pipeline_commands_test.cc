@@ -188,7 +188,7 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
   } else {
     EXPECT_EQ(resplice.exit_code, 1);
     EXPECT_EQ(resplice.err, absl::StrCat("reverserctl: splicer at ", splicer_->grpc_target(),
-                                         ": UNIMPLEMENTED\n"))
+                                         ": UNIMPLEMENTED: this version of the service does not implement the call\n"))
         << resplice.err;
   }
   auto unknown = Ctl({"resplice", "team/nope"});
