@@ -68,7 +68,8 @@ class CatalogCommandsTest : public ::testing::Test {
   void ApplyMirror() {
     auto remote = testing::CreateBareRemote(dir_.path());
     ASSERT_TRUE(remote.ok()) << remote.status();
-    Post("/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"demo"}})");
+    Post("/api/v1/namespaces",
+         R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"demo"}})");
     const std::string base = "/apis/configbutler.ai/v1alpha3/namespaces/demo/";
     Post(base + "gitproviders",
          json({{"apiVersion", "configbutler.ai/v1alpha3"},
@@ -76,15 +77,14 @@ class CatalogCommandsTest : public ::testing::Test {
                {"metadata", {{"name", "local"}, {"namespace", "demo"}}},
                {"spec", {{"url", "file://" + *remote}, {"allowedBranches", {"main"}}}}})
              .dump());
-    Post(base + "gittargets",
-         json({{"apiVersion", "configbutler.ai/v1alpha3"},
-               {"kind", "GitTarget"},
-               {"metadata", {{"name", "mirror"}, {"namespace", "demo"}}},
-               {"spec",
-                {{"providerRef", {{"name", "local"}}},
-                 {"branch", "main"},
-                 {"path", "clusters/local"}}}})
-             .dump());
+    Post(base + "gittargets", json({{"apiVersion", "configbutler.ai/v1alpha3"},
+                                    {"kind", "GitTarget"},
+                                    {"metadata", {{"name", "mirror"}, {"namespace", "demo"}}},
+                                    {"spec",
+                                     {{"providerRef", {{"name", "local"}}},
+                                      {"branch", "main"},
+                                      {"path", "clusters/local"}}}})
+                                  .dump());
     AddRule("configmaps", "", "configmaps");
   }
 
@@ -96,9 +96,7 @@ class CatalogCommandsTest : public ::testing::Test {
                {"spec",
                 {{"targetRef", {{"name", "mirror"}}},
                  {"rules",
-                  {{{"operations", {"*"}},
-                    {"apiGroups", {group}},
-                    {"resources", {resource}}}}}}}})
+                  {{{"operations", {"*"}}, {"apiGroups", {group}}, {"resources", {resource}}}}}}}})
              .dump());
   }
 
@@ -200,8 +198,8 @@ TEST_F(CatalogCommandsTest, ClaimsAndTablesSnapshotsAndWatch) {
   EXPECT_EQ(doc["claims"][0]["scope"]["namespace"], "demo");
 
   // --watch prints the current tables, then the change a new rule makes, until stopped.
-  auto watch = testing::ChildProcess::Start(
-      {Argv({"tables", "--watch"}), {}, dir_.path(), "tables-watch"});
+  auto watch =
+      testing::ChildProcess::Start({Argv({"tables", "--watch"}), {}, dir_.path(), "tables-watch"});
   ASSERT_TRUE(watch.ok()) << watch.status();
   ASSERT_TRUE(testing::WaitFor([&] { return absl::StrContains(watch->Stdout(), "v1/configmaps"); },
                                absl::Seconds(20)))
@@ -209,8 +207,7 @@ TEST_F(CatalogCommandsTest, ClaimsAndTablesSnapshotsAndWatch) {
   EXPECT_TRUE(watch->Running());
   AddRule("deployments", "apps", "deployments");
   ASSERT_TRUE(testing::WaitFor(
-      [&] { return absl::StrContains(watch->Stdout(), "apps/v1/deployments"); },
-      absl::Seconds(30)))
+      [&] { return absl::StrContains(watch->Stdout(), "apps/v1/deployments"); }, absl::Seconds(30)))
       << watch->Stdout() << watch->Stderr();
   EXPECT_TRUE(watch->Running());
   ASSERT_TRUE(watch->Terminate().ok());

@@ -45,8 +45,8 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
 }
 
 bool TakesValue(const std::string& name) {
-  return name == "addr" || name == "endpoints_file" || name == "endpoints_dir" ||
-         name == "host" || name == "timeout" || name == "o" || name == "output" ||
+  return name == "addr" || name == "endpoints_file" || name == "endpoints_dir" || name == "host" ||
+         name == "timeout" || name == "o" || name == "output" ||
          (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5)));
 }
 

@@ -17,13 +17,13 @@ namespace reverser::reverserctl {
 enum class OutputFormat { kDefault, kTable, kJson };
 
 struct GlobalOptions {
-  std::string addr;                                  // --addr: one address for every service
-  std::map<std::string, std::string> service_addr;   // --catalog_addr=..., keyed by service
-  std::string endpoints_file;                        // --endpoints_file: one service's file
-  std::string endpoints_dir;                         // --endpoints_dir: <dir>/<service>.json
-  std::string host = "127.0.0.1";                    // --host: for ports from endpoints files
-  absl::Duration timeout = absl::Seconds(5);         // --timeout: deadline of each call
-  OutputFormat output = OutputFormat::kDefault;      // -o / --output
+  std::string addr;                                 // --addr: one address for every service
+  std::map<std::string, std::string> service_addr;  // --catalog_addr=..., keyed by service
+  std::string endpoints_file;                       // --endpoints_file: one service's file
+  std::string endpoints_dir;                        // --endpoints_dir: <dir>/<service>.json
+  std::string host = "127.0.0.1";                   // --host: for ports from endpoints files
+  absl::Duration timeout = absl::Seconds(5);        // --timeout: deadline of each call
+  OutputFormat output = OutputFormat::kDefault;     // -o / --output
 };
 
 struct Invocation {

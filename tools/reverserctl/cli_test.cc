@@ -1,6 +1,8 @@
 // The command line without servers: parsing, address resolution from flags and endpoints files,
 // help, usage errors (exit 2) and an unreachable service (exit 1, one line naming it).
 
+#include "tools/reverserctl/cli.h"
+
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -8,7 +10,6 @@
 #include "gtest/gtest.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/temp_dir.h"
-#include "tools/reverserctl/cli.h"
 #include "tools/reverserctl/commands.h"
 #include "tools/reverserctl/connection.h"
 

@@ -15,6 +15,7 @@
 #include "services/materializer/claim_syntax.h"
 #include "tools/reverserctl/format.h"
 #include "tools/reverserctl/table.h"
+#include "tools/reverserctl/targets.h"
 
 namespace reverser::reverserctl {
 namespace {
@@ -87,9 +88,8 @@ int RunHealth(const CommandContext& ctx) {
   for (const Connection& conn : targets) {
     HealthCheckResponse response;
     grpc::Status status = CheckHealth(conn, &response);
-    std::string state =
-        status.ok() ? HealthCheckResponse::ServingStatus_Name(response.status())
-                    : StatusCodeName(status.error_code());
+    std::string state = status.ok() ? HealthCheckResponse::ServingStatus_Name(response.status())
+                                    : StatusCodeName(status.error_code());
     if (!status.ok() || response.status() != HealthCheckResponse::SERVING) all_serving = false;
     if (!status.ok()) ctx.err << "reverserctl: " << conn.Describe(status) << "\n";
     json[conn.service()] = {{"address", conn.address()}, {"status", state}};
@@ -164,8 +164,9 @@ int FollowStream(const CommandContext& ctx, Open open, Format format) {
   grpc::Status status = reader->Finish();
   if (first && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     // The catalog publishes nothing before its first reconcile: say so instead of a bare code.
-    return Failed(ctx, ctx.conn().Describe(status) +
-                           " (nothing published yet; is it ready? see `reverserctl status catalog`)");
+    return Failed(ctx,
+                  ctx.conn().Describe(status) +
+                      " (nothing published yet; is it ready? see `reverserctl status catalog`)");
   }
   if (!status.ok()) return ctx.RpcFailed(status);
   if (first) return Failed(ctx, ctx.conn().Describe(status) + ": the stream ended without data");
@@ -241,12 +242,6 @@ grpc::Status ListStreams(const Connection& conn, reverser::v1::ListStreamsRespon
   return stub->ListStreams(&context, reverser::v1::ListStreamsRequest(), response);
 }
 
-bool IsTargetName(const std::string& text) {
-  size_t slash = text.find('/');
-  return slash != std::string::npos && slash > 0 && slash + 1 < text.size() &&
-         text.find('/', slash + 1) == std::string::npos;
-}
-
 int RunStreams(const CommandContext& ctx) {
   const std::string* only = ctx.invocation.args.empty() ? nullptr : &ctx.invocation.args[0];
   if (only != nullptr && !IsTargetName(*only)) {
@@ -257,62 +252,16 @@ int RunStreams(const CommandContext& ctx) {
   if (!status.ok()) return ctx.RpcFailed(status);
   if (only != nullptr) {
     // The request filters by uid, which operators do not know: filter by name here.
-    auto* summaries = response.mutable_summaries();
-    summaries->erase(std::remove_if(summaries->begin(), summaries->end(),
-                                    [&](const reverser::v1::StreamSummary& s) {
-                                      return FormatTarget(s.target()) != *only;
-                                    }),
-                     summaries->end());
-    if (summaries->empty()) {
-      return Failed(ctx, ctx.conn().service() + " at " + ctx.conn().address() +
-                             " follows no target " + *only);
+    auto summary = FindTarget(response, *only);
+    if (!summary.ok()) {
+      return Failed(ctx, absl::StrCat(ctx.conn().service(), " at ", ctx.conn().address(), " ",
+                                      summary.status().message()));
     }
+    reverser::v1::StreamSummary kept = **summary;
+    response.clear_summaries();
+    *response.add_summaries() = std::move(kept);
   }
   ctx.out << (ctx.json ? ToJson(response) : FormatStreams(response, ctx.Switch("detail")));
-  return kOk;
-}
-
-// The one stream of `summary` the text `type` names: same group/version/resource and, when the
-// text has "@namespace", the same scope. A splicer that lists its streams without their claims
-// gets the claim as typed (then the namespace must be given for a namespaced stream).
-int FindStream(const CommandContext& ctx, const reverser::v1::StreamSummary& summary,
-               const std::string& type, reverser::v1::Claim* claim) {
-  auto parsed = materializer::ParseClaim(type);
-  if (!parsed.ok()) return UsageError(ctx, std::string(parsed.status().message()));
-  const bool scoped = absl::StrContains(type, "@");
-  const bool claims_listed =
-      std::all_of(summary.streams().begin(), summary.streams().end(),
-                  [](const reverser::v1::StreamReadiness& s) { return s.has_claim(); });
-  if (!claims_listed) {
-    *claim = *parsed;
-    return kOk;
-  }
-  std::vector<const reverser::v1::Claim*> matches;
-  for (const auto& stream : summary.streams()) {
-    const auto& gvr = stream.claim().type().gvr();
-    const auto& want = parsed->type().gvr();
-    if (gvr.group() != want.group() || gvr.version() != want.version() ||
-        gvr.resource() != want.resource()) {
-      continue;
-    }
-    if (scoped && FormatScope(stream.claim().scope()) != FormatScope(parsed->scope())) continue;
-    matches.push_back(&stream.claim());
-  }
-  std::vector<std::string> known;
-  for (const auto& stream : summary.streams()) {
-    known.push_back(materializer::FormatClaim(stream.claim()));
-  }
-  if (matches.empty()) {
-    return Failed(ctx, absl::StrCat(FormatTarget(summary.target()), " has no stream ", type,
-                                    " (its streams: ",
-                                    known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
-  }
-  if (matches.size() > 1) {
-    return UsageError(ctx, absl::StrCat(type, " names several streams of ",
-                                        FormatTarget(summary.target()), "; add @namespace: ",
-                                        absl::StrJoin(known, ", ")));
-  }
-  *claim = *matches[0];
   return kOk;
 }
 
@@ -323,22 +272,20 @@ int RunResplice(const CommandContext& ctx) {
   reverser::v1::ListStreamsResponse streams;
   grpc::Status status = ListStreams(ctx.conn(), &streams);
   if (!status.ok()) return ctx.RpcFailed(status);
-  const reverser::v1::StreamSummary* summary = nullptr;
-  std::vector<std::string> known;
-  for (const auto& s : streams.summaries()) {
-    known.push_back(FormatTarget(s.target()));
-    if (FormatTarget(s.target()) == name) summary = &s;
-  }
-  if (summary == nullptr) {
-    return Failed(ctx, absl::StrCat(ctx.conn().service(), " at ", ctx.conn().address(),
-                                    " follows no target ", name, " (targets: ",
-                                    known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+  auto summary = FindTarget(streams, name);
+  if (!summary.ok()) {
+    return Failed(ctx, absl::StrCat(ctx.conn().service(), " at ", ctx.conn().address(), " ",
+                                    summary.status().message()));
   }
   reverser::v1::RespliceRequest request;
-  *request.mutable_target() = summary->target();
+  *request.mutable_target() = (*summary)->target();
   if (ctx.invocation.args.size() > 1) {
-    int found = FindStream(ctx, *summary, ctx.invocation.args[1], request.mutable_claim());
-    if (found != kOk) return found;
+    auto claim = FindStream(**summary, ctx.invocation.args[1]);
+    if (absl::IsInvalidArgument(claim.status())) {
+      return UsageError(ctx, std::string(claim.status().message()));
+    }
+    if (!claim.ok()) return Failed(ctx, std::string(claim.status().message()));
+    *request.mutable_claim() = *claim;
   }
   auto stub = reverser::v1::SplicerAdmin::NewStub(ctx.conn().channel());
   grpc::ClientContext context;
@@ -346,7 +293,7 @@ int RunResplice(const CommandContext& ctx) {
   reverser::v1::RespliceResponse response;
   status = stub->Resplice(&context, request, &response);
   if (!status.ok()) return ctx.RpcFailed(status);
-  ctx.out << (ctx.json ? ToJson(response) : FormatResplice(summary->target(), response));
+  ctx.out << (ctx.json ? ToJson(response) : FormatResplice((*summary)->target(), response));
   return kOk;
 }
 
@@ -380,52 +327,128 @@ int CommandContext::RpcFailed(const grpc::Status& status) const {
 
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
-      {"health", "health [SERVICE]", "standard gRPC health check of one or every service",
+      {"health",
+       "health [SERVICE]",
+       "standard gRPC health check of one or every service",
        "Asks the standard grpc.health.v1 service. Without SERVICE every service is checked\n"
        "(or the one --addr). Prints SERVING (per service); exit 0 only if all are SERVING.",
-       "", 0, 1, {}, false, RunHealth},
-      {"status", "status SERVICE", "a service's process status: readiness, components, details",
-       "SERVICE is catalog, materializer, splicer or gitworker.", "", 1, 1, {}, false, RunStatus},
-      {"types", "types [--all] [--why]", "catalog: the served types and whether they are followed",
+       "",
+       0,
+       1,
+       {},
+       false,
+       RunHealth},
+      {"status",
+       "status SERVICE",
+       "a service's process status: readiness, components, details",
+       "SERVICE is catalog, materializer, splicer or gitworker.",
+       "",
+       1,
+       1,
+       {},
+       false,
+       RunStatus},
+      {"types",
+       "types [--all] [--why]",
+       "catalog: the served types and whether they are followed",
        "Lists the type registry. By default only followable types; --all adds retained, refused\n"
        "and unknown ones; --why (implies --all) adds a REASON column with every failed\n"
        "requirement check, i.e. why a type is not followed.",
-       "catalog", 0, 0, {"all", "why"}, false, RunTypes},
-      {"rescan", "rescan", "catalog: rediscover the API's types now",
+       "catalog",
+       0,
+       0,
+       {"all", "why"},
+       false,
+       RunTypes},
+      {"rescan",
+       "rescan",
+       "catalog: rediscover the API's types now",
        "Runs discovery now and waits for the new registry generation (bounded by --timeout).",
-       "catalog", 0, 0, {}, false, RunRescan},
-      {"claims", "claims [--watch]", "catalog: the claim set (type + scope) materializers follow",
+       "catalog",
+       0,
+       0,
+       {},
+       false,
+       RunRescan},
+      {"claims",
+       "claims [--watch]",
+       "catalog: the claim set (type + scope) materializers follow",
        "Prints the current claim set from Catalog.WatchClaims and exits; --watch keeps\n"
        "following and prints every new set (with -o json: one JSON document per line).",
-       "catalog", 0, 0, {"watch"}, false, RunClaims},
-      {"tables", "tables [--watch]", "catalog: each GitTarget's watched-type table",
+       "catalog",
+       0,
+       0,
+       {"watch"},
+       false,
+       RunClaims},
+      {"tables",
+       "tables [--watch]",
+       "catalog: each GitTarget's watched-type table",
        "Prints the current watched-type tables from Catalog.WatchTables (one row per target,\n"
        "type and namespace) and exits; --watch keeps following and prints every update.",
-       "catalog", 0, 0, {"watch"}, false, RunTables},
-      {"materializations", "materializations",
+       "catalog",
+       0,
+       0,
+       {"watch"},
+       false,
+       RunTables},
+      {"materializations",
+       "materializations",
        "materializer: each claim's phase, checkpoint and stream",
-       "Lists the materializer's materializations.", "materializer", 0, 0, {}, false,
+       "Lists the materializer's materializations.",
+       "materializer",
+       0,
+       0,
+       {},
+       false,
        RunMaterializations},
-      {"compact", "compact [CLAIM]", "materializer: fold streams into new checkpoints now",
+      {"compact",
+       "compact [CLAIM]",
+       "materializer: fold streams into new checkpoints now",
        "Folds the stream of CLAIM (group/version/resource[@namespace], core types as\n"
        "v1/configmaps), or of every claim the materializer owns, into a new checkpoint; no API\n"
        "call. Prints JSON by default (as it always has; -o table for a table); exit 1 if any\n"
        "claim failed.",
-       "materializer", 0, 1, {}, true, RunCompact},
-      {"streams", "streams [NAMESPACE/NAME] [--detail]",
+       "materializer",
+       0,
+       1,
+       {},
+       true,
+       RunCompact},
+      {"streams",
+       "streams [NAMESPACE/NAME] [--detail]",
        "splicer: per-GitTarget stream readiness",
        "Lists every GitTarget's streams as the splicer sees them (or only NAMESPACE/NAME);\n"
        "--detail adds one row per stream with its state and reason.",
-       "splicer", 0, 1, {"detail"}, false, RunStreams},
-      {"resplice", "resplice NAMESPACE/NAME [TYPE]", "splicer: splice a target's streams again",
+       "splicer",
+       0,
+       1,
+       {"detail"},
+       false,
+       RunStreams},
+      {"resplice",
+       "resplice NAMESPACE/NAME [TYPE]",
+       "splicer: splice a target's streams again",
        "Forces a fresh splice, and so a mark-and-sweep resync in Git, of every stream of the\n"
        "GitTarget NAMESPACE/NAME, or of its one stream TYPE (group/version/resource[@namespace];\n"
        "the namespace is needed only when the target follows the type in several).",
-       "splicer", 1, 2, {}, false, RunResplice},
-      {"branches", "branches", "gitworker: branches, open windows, pending writes, last push",
+       "splicer",
+       1,
+       2,
+       {},
+       false,
+       RunResplice},
+      {"branches",
+       "branches",
+       "gitworker: branches, open windows, pending writes, last push",
        "Lists the gitworker's branches: head commit, writes not yet pushed, whether a commit\n"
        "window is open, the last push and its error.",
-       "gitworker", 0, 0, {}, false, RunBranches},
+       "gitworker",
+       0,
+       0,
+       {},
+       false,
+       RunBranches},
   };
   return *commands;
 }
@@ -485,11 +508,12 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
     }
   }
   if (inv.args.size() < command->min_args || inv.args.size() > command->max_args) {
-    return usage_error(absl::StrCat(command->name, " takes ",
-                                    command->min_args == command->max_args
-                                        ? absl::StrCat(command->min_args)
-                                        : absl::StrCat(command->min_args, " to ", command->max_args),
-                                    " argument(s), got ", inv.args.size()));
+    return usage_error(
+        absl::StrCat(command->name, " takes ",
+                     command->min_args == command->max_args
+                         ? absl::StrCat(command->min_args)
+                         : absl::StrCat(command->min_args, " to ", command->max_args),
+                     " argument(s), got ", inv.args.size()));
   }
   std::string service = command->service;
   if (service.empty() && !inv.args.empty()) {

@@ -30,16 +30,13 @@ std::string FormatOperations(const reverser::v1::OperationSet& ops) {
   if (ops.all() || ops.operations_size() == 0) return "all";
   std::vector<std::string> names;
   for (int op : ops.operations()) {
-    names.push_back(
-        ShortEnum(reverser::v1::Operation_Name(static_cast<reverser::v1::Operation>(op)),
-                  "OPERATION_"));
+    names.push_back(ShortEnum(
+        reverser::v1::Operation_Name(static_cast<reverser::v1::Operation>(op)), "OPERATION_"));
   }
   return absl::StrJoin(names, ",");
 }
 
-std::string ClaimText(const reverser::v1::Claim& claim) {
-  return materializer::FormatClaim(claim);
-}
+std::string ClaimText(const reverser::v1::Claim& claim) { return materializer::FormatClaim(claim); }
 
 }  // namespace
 
@@ -63,9 +60,12 @@ std::string FormatGvr(const reverser::v1::GroupVersionResource& gvr) {
 
 std::string FormatScope(const reverser::v1::WatchScope& scope) {
   switch (scope.scope_case()) {
-    case reverser::v1::WatchScope::kNamespace: return scope.namespace_();
-    case reverser::v1::WatchScope::kCluster: return "cluster";
-    default: return "";  // not filled in by the service
+    case reverser::v1::WatchScope::kNamespace:
+      return scope.namespace_();
+    case reverser::v1::WatchScope::kCluster:
+      return "cluster";
+    default:
+      return "";  // not filled in by the service
   }
 }
 
@@ -159,8 +159,8 @@ std::string FormatTables(const reverser::v1::TableUpdate& update) {
   Table table({"TARGET", "DESTINATION", "TYPE", "NAMESPACE", "OPERATIONS"});
   for (const auto& t : update.upserted()) {
     const auto& d = t.destination();
-    std::string destination =
-        absl::StrCat(d.provider_namespace(), "/", d.provider_name(), " ", d.branch(), ":", d.path());
+    std::string destination = absl::StrCat(d.provider_namespace(), "/", d.provider_name(), " ",
+                                           d.branch(), ":", d.path());
     if (t.types_size() == 0) table.AddRow({FormatTarget(t.target()), destination, "(none)"});
     for (const auto& type : t.types()) {
       // Namespaces sorted: the map has no order on the wire.
@@ -207,29 +207,27 @@ std::string FormatResplice(const reverser::v1::GitTargetRef& target,
 }
 
 std::string FormatBranches(const reverser::v1::ListBranchesResponse& branches) {
-  Table table({"PROVIDER", "BRANCH", "PATH", "HEAD", "PENDING", "WINDOW", "LAST PUSH",
-               "LAST ERROR"});
+  Table table(
+      {"PROVIDER", "BRANCH", "PATH", "HEAD", "PENDING", "WINDOW", "LAST PUSH", "LAST ERROR"});
   for (const auto& b : branches.branches()) {
     const auto& d = b.destination();
     table.AddRow({absl::StrCat(d.provider_namespace(), "/", d.provider_name()), d.branch(),
                   d.path(), b.head_sha().substr(0, 12), absl::StrCat(b.pending_writes()),
-                  b.window_open() ? "open" : "closed", FormatTime(b.last_push()),
-                  b.last_error()});
+                  b.window_open() ? "open" : "closed", FormatTime(b.last_push()), b.last_error()});
   }
   return table.Render();
 }
 
 std::string FormatMaterializations(const reverser::v1::ListMaterializationsResponse& list) {
-  Table table({"CLAIM", "PHASE", "REASON", "CHECKPOINT", "ITEMS", "STREAM", "HEAD", "REPLAYS",
-               "UPDATED"});
+  Table table(
+      {"CLAIM", "PHASE", "REASON", "CHECKPOINT", "ITEMS", "STREAM", "HEAD", "REPLAYS", "UPDATED"});
   for (const auto& m : list.materializations()) {
-    table.AddRow({ClaimText(m.claim()),
-                  ShortEnum(reverser::v1::MaterializationPhase_Name(m.phase()),
-                            "MATERIALIZATION_PHASE_"),
-                  m.reason(), absl::StrCat(m.checkpoint_revision()),
-                  absl::StrCat(m.checkpoint_items()), absl::StrCat(m.stream_length()),
-                  FormatPosition(m.stream_head()), absl::StrCat(m.replays()),
-                  FormatTime(m.updated_at())});
+    table.AddRow(
+        {ClaimText(m.claim()),
+         ShortEnum(reverser::v1::MaterializationPhase_Name(m.phase()), "MATERIALIZATION_PHASE_"),
+         m.reason(), absl::StrCat(m.checkpoint_revision()), absl::StrCat(m.checkpoint_items()),
+         absl::StrCat(m.stream_length()), FormatPosition(m.stream_head()),
+         absl::StrCat(m.replays()), FormatTime(m.updated_at())});
   }
   return table.Render();
 }

@@ -4,14 +4,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
-#include "libs/redisstore/redis_connection.h"
 #include "libs/redisstore/materialization_store.h"
+#include "libs/redisstore/redis_connection.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
@@ -28,7 +28,9 @@ std::string ConfigMap(const std::string& name, const std::string& rv) {
   return json({{"apiVersion", "v1"},
                {"kind", "ConfigMap"},
                {"metadata",
-                {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name},
+                {{"name", name},
+                 {"namespace", "team"},
+                 {"uid", "uid-" + name},
                  {"resourceVersion", rv}}},
                {"data", {{"k", "v"}}}})
       .dump();
@@ -113,7 +115,9 @@ class PipelineCommandsTest : public ::testing::Test {
     return head.ok() ? std::string(absl::StripAsciiWhitespace(*head)) : "";
   }
 
-  std::string Logs() { return "splicer:\n" + splicer_->Logs() + "\ngitworker:\n" + gitworker_->Logs(); }
+  std::string Logs() {
+    return "splicer:\n" + splicer_->Logs() + "\ngitworker:\n" + gitworker_->Logs();
+  }
 
   testing::ScopedTempDir dir_{"reverserctl-pipeline"};
   std::unique_ptr<testing::RedisServer> redis_;
@@ -187,8 +191,10 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
     EXPECT_EQ(resplice.out, "resplicing 1 stream(s) of team/mirror\n");
   } else {
     EXPECT_EQ(resplice.exit_code, 1);
-    EXPECT_EQ(resplice.err, absl::StrCat("reverserctl: splicer at ", splicer_->grpc_target(),
-                                         ": UNIMPLEMENTED: this version of the service does not implement the call\n"))
+    EXPECT_EQ(
+        resplice.err,
+        absl::StrCat("reverserctl: splicer at ", splicer_->grpc_target(),
+                     ": UNIMPLEMENTED: this version of the service does not implement the call\n"))
         << resplice.err;
   }
   auto unknown = Ctl({"resplice", "team/nope"});
@@ -235,14 +241,16 @@ TEST_F(PipelineCommandsTest, EndpointsFilesAndUnreachableServices) {
   ASSERT_TRUE(down.ok());
   EXPECT_EQ(down->exit_code, 1);
   EXPECT_TRUE(down->out.empty()) << down->out;
-  EXPECT_TRUE(absl::StartsWith(down->err, "reverserctl: gitworker at " + gitworker + ": UNAVAILABLE"))
+  EXPECT_TRUE(
+      absl::StartsWith(down->err, "reverserctl: gitworker at " + gitworker + ": UNAVAILABLE"))
       << down->err;
   EXPECT_EQ(std::count(down->err.begin(), down->err.end(), '\n'), 1) << down->err;
   // Every service: the catalog and materializer have no file here, which is said as such.
   auto all = testing::RunCommand({ctl, "--endpoints_dir=" + endpoints, "health"});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->exit_code, 1);
-  EXPECT_TRUE(absl::StrContains(all->err, "cannot read endpoints file " + endpoints + "/catalog.json"))
+  EXPECT_TRUE(
+      absl::StrContains(all->err, "cannot read endpoints file " + endpoints + "/catalog.json"))
       << all->err;
 }
 
