@@ -150,6 +150,48 @@ TEST_F(MaterializerTest, RestartResumesWithoutReplayAndCatchesUp) {
   restarted.Stop();
 }
 
+TEST_F(MaterializerTest, BacklogIsAppendedInBatchesInRvOrderOnceEach) {
+  PutConfigMap("a", "0");
+  {
+    TypeMaterializer worker(client_, Options(), &metrics_);
+    worker.Start();
+    ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+    worker.Stop();
+  }
+  // More changes than one AppendAll batch holds, waiting in the watch history.
+  constexpr int kChanges = 700;
+  for (int i = 0; i < kChanges; ++i) PutConfigMap("b" + std::to_string(i % 50), std::to_string(i));
+  TypeMaterializer resumed(client_, Options(), &metrics_);
+  resumed.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return resumed.Status().appended == kChanges; },
+                               absl::Seconds(30)))
+      << resumed.Status().appended;
+  EXPECT_TRUE(Converged());
+  EXPECT_EQ(resumed.Status().diverted, 0);
+  auto conn = redisstore::RedisConnection::Connect(Options().redis);
+  ASSERT_TRUE(conn.ok());
+  redisstore::MaterializationStore store(conn->get(), redisstore::KeyPrefix::Default(), kConfigMaps,
+                                         core::WatchScope::Namespace("team"));
+  auto batch = store.ReadAfter(core::StreamPosition(), kChanges + 1);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ(batch->entries.size(), static_cast<size_t>(kChanges));
+  for (size_t i = 0; i < batch->entries.size(); ++i) {
+    const redisstore::StreamEntry& entry = batch->entries[i];
+    EXPECT_EQ(entry.position.ToString(), entry.resource_version + "-0");
+    if (i > 0) EXPECT_LT(batch->entries[i - 1].position, entry.position);
+    EXPECT_TRUE(absl::StrContains(entry.object_json, "\"k\":\"" + std::to_string(i) + "\""))
+        << i << " " << entry.object_json;
+  }
+  // Every entry went through an AppendAll; at most one round trip each.
+  const runtime::Labels labels = {
+      {"group", ""}, {"version", "v1"}, {"resource", "configmaps"}, {"scope", "ns:team"}};
+  const double batches =
+      metrics_.GetCounter("reverser_materializer_append_batches_total", "", labels).Value();
+  EXPECT_GE(batches, 1);
+  EXPECT_LE(batches, kChanges);
+  resumed.Stop();
+}
+
 TEST_F(MaterializerTest, ExpiredResourceVersionRebuildsTheCheckpoint) {
   PutConfigMap("a", "1");
   TypeMaterializer worker(client_, Options(), &metrics_);
