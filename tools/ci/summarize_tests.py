@@ -33,6 +33,20 @@ def count(xml_path):
     return passed, failed, skipped
 
 
+def result_files(target_dir):
+    """test.xml of a target, or one per shard (shard_K_of_N/test.xml); [] when any is missing."""
+    single = os.path.join(target_dir, "test.xml")
+    if os.path.exists(single):
+        return [single]
+    if not os.path.isdir(target_dir):
+        return []
+    shards = sorted(d for d in os.listdir(target_dir) if d.startswith("shard_"))
+    paths = [os.path.join(target_dir, d, "test.xml") for d in shards]
+    if not paths or not all(os.path.exists(p) for p in paths):
+        return []
+    return paths
+
+
 def main():
     args = sys.argv[1:]
     bazel_exit = 0
@@ -49,13 +63,16 @@ def main():
         failed += 1
     for target in args[1:]:
         rel = target.lstrip("/").replace(":", "/")
-        xml_path = os.path.join(logs, rel, "test.xml")
-        if not os.path.exists(xml_path):
+        xml_paths = result_files(os.path.join(logs, rel))
+        if not xml_paths:
             print(f"no result for {target} (did not build or run)", file=sys.stderr)
             failed += 1
             continue
         try:
-            p, f, s = count(xml_path)
+            p = f = s = 0
+            for xml_path in xml_paths:
+                cp, cf, cs = count(xml_path)
+                p, f, s = p + cp, f + cf, s + cs
         except ET.ParseError as e:
             print(f"unreadable result for {target}: {e}", file=sys.stderr)
             failed += 1
