@@ -364,10 +364,8 @@ absl::StatusOr<WatchFigure> WatchAppends(const testing::RedisServer& redis) {
   }
   WatchFigure figure{changes / absl::ToDoubleSeconds(elapsed),
                      changes / absl::ToDoubleSeconds(raw)};
-  const runtime::Labels labels = {{"group", ""},
-                                  {"version", "v1"},
-                                  {"resource", "configmaps"},
-                                  {"scope", "ns:bench"}};
+  const runtime::Labels labels = {
+      {"group", ""}, {"version", "v1"}, {"resource", "configmaps"}, {"scope", "ns:bench"}};
   const double batches =
       metrics.GetCounter("reverser_materializer_append_batches_total", "", labels).Value();
   if (batches > 0) figure.mean_batch = changes / batches;

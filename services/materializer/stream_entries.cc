@@ -49,8 +49,7 @@ std::string StoredObjectJson(const nlohmann::json& object) {
   // first: this runs for every watch event.
   if (!object.is_object()) return Dump(object);
   auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object() ||
-      !metadata->contains("managedFields")) {
+  if (metadata == object.end() || !metadata->is_object() || !metadata->contains("managedFields")) {
     return Dump(object);
   }
   std::string out;

@@ -11,8 +11,7 @@ using nlohmann::json;
 
 // StoredObjectJson skips the copy RemoveManagedFields makes; the bytes must not change.
 std::string Reference(const json& object) {
-  return sanitize::RemoveManagedFields(object).dump(-1, ' ', false,
-                                                    json::error_handler_t::replace);
+  return sanitize::RemoveManagedFields(object).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 TEST(StoredObjectJsonTest, SameBytesAsDumpingACopyWithoutManagedFields) {

@@ -124,8 +124,9 @@ auto TypeMaterializer::WithRetry(const char* what, Fn op) -> decltype(op()) {
     }
     runtime::LogWarning("redis write failed; retrying",
                         {{"type", Name()}, {"op", what}, {"error", result.status().ToString()}});
-    metrics_->GetCounter("reverser_materializer_redis_retries_total",
-                         "Redis writes retried by materializers.", labels_)
+    metrics_
+        ->GetCounter("reverser_materializer_redis_retries_total",
+                     "Redis writes retried by materializers.", labels_)
         .Increment();
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(5));
@@ -133,7 +134,8 @@ auto TypeMaterializer::WithRetry(const char* what, Fn op) -> decltype(op()) {
 }
 
 void TypeMaterializer::Run() {
-  auto redis = WithRetry("connect", [&] { return redisstore::RedisConnection::Connect(options_.redis); });
+  auto redis =
+      WithRetry("connect", [&] { return redisstore::RedisConnection::Connect(options_.redis); });
   if (!redis.ok()) return;  // stopping
   redis_ = std::move(*redis);
   store_ = std::make_unique<redisstore::MaterializationStore>(redis_.get(), options_.prefix,
@@ -168,7 +170,8 @@ void TypeMaterializer::RunWatch(bool has_checkpoint, uint64_t resume_rv) {
   if (has_checkpoint) {
     reflector_options.resume_resource_version = std::to_string(resume_rv);
     SetPhase("Streaming", "ResumedFromCursor");
-    runtime::LogInfo("materialization resumed", {{"type", Name()}, {"resource_version", resume_rv}});
+    runtime::LogInfo("materialization resumed",
+                     {{"type", Name()}, {"resource_version", resume_rv}});
   } else {
     SetPhase("Replaying", "InitialReplay");
   }
@@ -176,7 +179,7 @@ void TypeMaterializer::RunWatch(bool has_checkpoint, uint64_t resume_rv) {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     reflector_ = std::make_unique<kube::Reflector>(*client_, reflector_options,
-                                                 static_cast<kube::WatchHandler&>(*this));
+                                                   static_cast<kube::WatchHandler&>(*this));
   }
   StartAppendWriter();
   absl::Status run = reflector_->Run();
@@ -205,10 +208,11 @@ void TypeMaterializer::RunAuditIntake() {
       }
       runtime::Labels labels = labels_;
       labels.emplace_back("outcome", "error");
-      metrics_->GetCounter("reverser_materializer_relists_total",
-                           "Audit intake: periodic LISTs by outcome (initial, unchanged, "
-                           "deferred, healed, superseded, error).",
-                           labels)
+      metrics_
+          ->GetCounter("reverser_materializer_relists_total",
+                       "Audit intake: periodic LISTs by outcome (initial, unchanged, "
+                       "deferred, healed, superseded, error).",
+                       labels)
           .Increment();
       runtime::LogWarning("list failed", {{"type", Name()}, {"error", listed.ToString()}});
       SetPhase(Status().checkpoint.empty() ? "Replaying" : "Blocked", "ListError");
@@ -236,8 +240,7 @@ void TypeMaterializer::RunAuditIntake() {
         CompactIfLong();
         next_compaction_check = absl::Now() + options_.compaction_check_interval;
       }
-      if (options_.relist_requests &&
-          absl::Now() >= listed_at + options_.relist_request_min_gap &&
+      if (options_.relist_requests && absl::Now() >= listed_at + options_.relist_request_min_gap &&
           options_.relist_requests->TakeRelistRequest(self)) {
         runtime::LogInfo("early LIST: the audit log missed a change", {{"type", Name()}});
         break;
@@ -291,15 +294,15 @@ absl::Status TypeMaterializer::Relist() {
       // Fold what is there instead of replacing the checkpoint, so a reader already past those
       // entries keeps its place.
       outcome = unhealed_.empty() ? "unchanged" : "deferred";
-      auto compacted = WithRetry("fold confirmed entries",
-                                 [&] { return store_->CompactView(*view, covered); });
+      auto compacted =
+          WithRetry("fold confirmed entries", [&] { return store_->CompactView(*view, covered); });
       if (!compacted.ok()) return absl::OkStatus();
       CountCompaction(*compacted);
     }
   }
   if (outcome.empty()) {
-    auto swap = WithRetry("replace checkpoint",
-                          [&] { return store_->ReplaceCheckpoint(items, covered); });
+    auto swap =
+        WithRetry("replace checkpoint", [&] { return store_->ReplaceCheckpoint(items, covered); });
     if (!swap.ok()) return absl::OkStatus();
     outcome = !view->checkpoint ? "initial" : swap->swapped ? "healed" : "superseded";
     if (swap->swapped) {
@@ -317,20 +320,22 @@ absl::Status TypeMaterializer::Relist() {
   }
   runtime::Labels labels = labels_;
   labels.emplace_back("outcome", outcome);
-  metrics_->GetCounter("reverser_materializer_relists_total",
-                       "Audit intake: periodic LISTs by outcome (initial, unchanged, deferred, "
-                       "healed, superseded, error).",
-                       labels)
+  metrics_
+      ->GetCounter("reverser_materializer_relists_total",
+                   "Audit intake: periodic LISTs by outcome (initial, unchanged, deferred, "
+                   "healed, superseded, error).",
+                   labels)
       .Increment();
   if (outcome == "healed") {
-    metrics_->GetCounter("reverser_materializer_relist_healed_objects_total",
-                         "Audit intake: objects a LIST healed (still different after the settle time).",
-                         labels_)
+    metrics_
+        ->GetCounter("reverser_materializer_relist_healed_objects_total",
+                     "Audit intake: objects a LIST healed (still different after the settle time).",
+                     labels_)
         .Increment(static_cast<double>(lasting));
   }
   if (outcome != "deferred" && outcome != "superseded") {  // the checkpoint now holds `items`
-    metrics_->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.",
-                       labels_)
+    metrics_
+        ->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.", labels_)
         .Set(static_cast<double>(items.size()));
   }
   {
@@ -349,8 +354,8 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
       collecting_ = true;
       pending_checkpoint_.clear();
       SetPhase("Replaying", event.reason == kube::SyncReason::kExpired ? "ExpiredResourceVersion"
-                            : event.reason == kube::SyncReason::kRetry  ? "ResumeReplay"
-                                                                        : "InitialReplay");
+                            : event.reason == kube::SyncReason::kRetry ? "ResumeReplay"
+                                                                       : "InitialReplay");
       return;
     case Type::kInitialEventsEnd: {
       if (!collecting_) return;
@@ -365,21 +370,24 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
         return store_->ReplaceCheckpoint(pending_checkpoint_, core::StreamPosition::EndOf(*rv));
       });
       if (!swap.ok()) return;
-      metrics_->GetCounter("reverser_materializer_replays_total",
-                           "Checkpoints rebuilt from a full replay.", labels_)
+      metrics_
+          ->GetCounter("reverser_materializer_replays_total",
+                       "Checkpoints rebuilt from a full replay.", labels_)
           .Increment();
-      metrics_->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.",
-                         labels_)
+      metrics_
+          ->GetGauge("reverser_materializer_checkpoint_items", "Objects in the checkpoint.",
+                     labels_)
           .Set(static_cast<double>(pending_checkpoint_.size()));
       {
         std::lock_guard lock(mu_);
         status_.checkpoint = swap->position.ToString();
         ++status_.replays;
       }
-      runtime::LogInfo("checkpoint replaced", {{"type", Name()},
-                                               {"items", static_cast<long long>(pending_checkpoint_.size())},
-                                               {"position", swap->position.ToString()},
-                                               {"trimmed", static_cast<long long>(swap->trimmed)}});
+      runtime::LogInfo("checkpoint replaced",
+                       {{"type", Name()},
+                        {"items", static_cast<long long>(pending_checkpoint_.size())},
+                        {"position", swap->position.ToString()},
+                        {"trimmed", static_cast<long long>(swap->trimmed)}});
       pending_checkpoint_.clear();
       SetPhase("Streaming", "AllStreamsReady");
       return;
@@ -454,10 +462,11 @@ void TypeMaterializer::WriteAppends() {
     // batch is dropped; the next start resumes from the stream top and reads it again.
     auto results = WithRetry("append", [&] { return store_->AppendAll(batch); });
     if (results.ok()) {
-      metrics_->GetCounter("reverser_materializer_append_batches_total",
-                           "Watch intake: AppendAll round trips (stream appends plus diversions "
-                           "over this is the mean batch).",
-                           labels_)
+      metrics_
+          ->GetCounter("reverser_materializer_append_batches_total",
+                       "Watch intake: AppendAll round trips (stream appends plus diversions "
+                       "over this is the mean batch).",
+                       labels_)
           .Increment();
       for (const redisstore::AppendResult& result : *results) CountAppend(result);
       MaybeCompact(batch.size());
@@ -470,8 +479,9 @@ void TypeMaterializer::WriteAppends() {
 
 void TypeMaterializer::CountAppend(const redisstore::AppendResult& result) {
   if (result.appended) {
-    metrics_->GetCounter("reverser_materializer_stream_appends_total",
-                         "Stream entries appended.", labels_)
+    metrics_
+        ->GetCounter("reverser_materializer_stream_appends_total", "Stream entries appended.",
+                     labels_)
         .Increment();
     std::lock_guard lock(mu_);
     ++status_.appended;
@@ -479,8 +489,9 @@ void TypeMaterializer::CountAppend(const redisstore::AppendResult& result) {
     runtime::Labels labels = labels_;
     labels.emplace_back("reason", std::string(redisstore::DivertReasonName(
                                       result.diverted.value_or(redisstore::DivertReason{}))));
-    metrics_->GetCounter("reverser_materializer_stream_diversions_total",
-                         "Stream entries diverted (not above the stream top).", labels)
+    metrics_
+        ->GetCounter("reverser_materializer_stream_diversions_total",
+                     "Stream entries diverted (not above the stream top).", labels)
         .Increment();
     std::lock_guard lock(mu_);
     ++status_.diverted;
@@ -505,8 +516,9 @@ void TypeMaterializer::CompactIfLong() {
 
 void TypeMaterializer::CountCompaction(const redisstore::CompactionResult& result) {
   if (!result.compacted) return;
-  metrics_->GetCounter("reverser_materializer_compactions_total",
-                       "Streams folded into a new checkpoint.", labels_)
+  metrics_
+      ->GetCounter("reverser_materializer_compactions_total",
+                   "Streams folded into a new checkpoint.", labels_)
       .Increment();
   std::lock_guard lock(mu_);
   status_.checkpoint = result.position.ToString();
@@ -534,12 +546,13 @@ void TypeMaterializer::OnError(const absl::Status& status) {
     std::lock_guard lock(mu_);
     status_.last_error = status.ToString();
   }
-  metrics_->GetCounter("reverser_materializer_watch_restarts_total", "Watch restarts by reason.",
-                       [&] {
-                         runtime::Labels l = labels_;
-                         l.emplace_back("reason", reason);
-                         return l;
-                       }())
+  metrics_
+      ->GetCounter("reverser_materializer_watch_restarts_total", "Watch restarts by reason.",
+                   [&] {
+                     runtime::Labels l = labels_;
+                     l.emplace_back("reason", reason);
+                     return l;
+                   }())
       .Increment();
   runtime::LogWarning("watch error", {{"type", Name()}, {"error", status.ToString()}});
 }

@@ -160,7 +160,7 @@ class TypeMaterializer : private kube::WatchHandler {
   std::mutex append_mu_;
   std::condition_variable append_cv_;  // with append_mu_: queue or writer state changed
   std::deque<redisstore::StreamEntry> append_queue_;
-  bool append_writing_ = false;    // a batch taken from the queue is being written
+  bool append_writing_ = false;      // a batch taken from the queue is being written
   bool append_writer_exit_ = false;  // drain the queue, then exit
   std::thread append_writer_;
   size_t appends_since_compaction_check_ = 0;  // writer thread
