@@ -54,6 +54,29 @@ class AdminService final : public runtime::AdminStatusService<reverser::v1::Spli
     return reactor;
   }
 
+  // Asks the matching streams to splice again; they send their resyncs on their own threads.
+  grpc::ServerUnaryReactor* Resplice(grpc::CallbackServerContext* context,
+                                     const reverser::v1::RespliceRequest* request,
+                                     reverser::v1::RespliceResponse* response) override {
+    auto* reactor = context->DefaultReactor();
+    const auto& target = request->target();
+    if (target.uid().empty() && (target.namespace_().empty() || target.name().empty())) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "target needs a uid or a namespace and name"));
+      return reactor;
+    }
+    const bool has_claim = request->has_claim() && !request->claim().type().gvr().resource().empty();
+    auto claims = manager_->Resplice(target, has_claim ? &request->claim() : nullptr);
+    if (!claims.ok()) {
+      reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(claims.status().code()),
+                                   std::string(claims.status().message())));
+      return reactor;
+    }
+    response->set_streams(static_cast<uint32_t>(claims->size()));
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
  private:
   TargetManager* manager_;
 };

@@ -66,19 +66,28 @@ void SpliceStream::UpdateScope(const TargetScope& scope) {
   restart_ = true;
 }
 
+void SpliceStream::Resplice() {
+  // The request first: the session that sees restart_ must also see the request.
+  resplice_requested_ = true;
+  restart_ = true;
+}
+
 SpliceStreamStatus SpliceStream::Status() const {
   std::lock_guard lock(mu_);
   return status_;
 }
 
-void SpliceStream::SetState(reverser::v1::StreamState state, const std::string& reason) {
+void SpliceStream::SetState(reverser::v1::StreamState state, const std::string& reason,
+                            const std::string& message) {
   std::lock_guard lock(mu_);
+  status_.message = message;
   if (status_.state == state && status_.reason == reason) return;
   status_.state = state;
   status_.reason = reason;
   runtime::LogInfo("stream state", {{"stream", key_},
                                     {"state", reverser::v1::StreamState_Name(state)},
-                                    {"reason", reason}});
+                                    {"reason", reason},
+                                    {"message", message}});
 }
 
 void SpliceStream::Run() {
@@ -87,7 +96,8 @@ void SpliceStream::Run() {
     absl::Status status = Session();
     if (Stopping()) break;
     if (!status.ok()) {
-      SetState(reverser::v1::STREAM_STATE_BLOCKED, "WatchError");
+      SetState(reverser::v1::STREAM_STATE_BLOCKED, "WatchError",
+               absl::StrCat("retrying: ", status.message()));
       runtime::LogWarning("splice session ended", {{"stream", key_}, {"error", status.ToString()}});
       absl::SleepFor(backoff);
       backoff = std::min(backoff * 2, absl::Seconds(5));
@@ -150,17 +160,19 @@ void SpliceStream::AdvanceCursor() {
 }
 
 absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
-                                      core::StreamPosition* head) {
+                                      core::StreamPosition* head, const std::string& reason) {
   uint64_t generation = delivery_->generation();
   while (true) {
     if (Stopping() || restart_ || delivery_->generation() != generation) {
       return absl::AbortedError("restart");
     }
+    SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, "splicing checkpoint and stream");
     auto view = store.Load();
     if (!view.ok()) return view.status();
     if (!view->checkpoint.has_value()) {
       // Fail closed: no checkpoint, no resync, no sweep.
-      SetState(reverser::v1::STREAM_STATE_REPLAYING, "InitialReplay");
+      SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
+               "waiting for the materializer's first checkpoint");
       absl::SleepFor(absl::Milliseconds(200));
       continue;
     }
@@ -191,7 +203,9 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     runtime::LogInfo("resync sent", {{"stream", key_},
                                      {"desired", static_cast<long long>(desired)},
                                      {"coverage_head", head->ToString()}});
-    SetState(reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady");
+    SetState(reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady",
+             absl::StrCat("resync of ", desired, " object(s) sent at ", head->ToString(),
+                          "; tailing"));
     return absl::OkStatus();
   }
 }
@@ -314,6 +328,7 @@ absl::Status SpliceStream::Session() {
   if (!delivery_->WaitConnected(absl::Seconds(1))) return absl::OkStatus();
   uint64_t generation = delivery_->generation();
   restart_ = false;
+  const bool resplice = resplice_requested_.exchange(false);
   if (!redis_) {
     auto redis = redisstore::RedisConnection::Connect(options_.redis);
     if (!redis.ok()) return redis.status();
@@ -336,17 +351,24 @@ absl::Status SpliceStream::Session() {
   auto cursor = cursors_->Read(options_.target.uid(), gvr, scope);
   if (!cursor.ok()) return cursor.status();
   core::StreamPosition position;
-  if (!cursor->has_value()) {
-    absl::Status s = SendResync(store, &position);
-    if (absl::IsAborted(s)) return absl::OkStatus();
-    if (!s.ok()) return s;
-  } else {
+  if (cursor->has_value()) {
+    // Also before a resplice: the resync's ack then only moves the cursor forward (max).
     position = **cursor;
     std::lock_guard lock(mu_);
     cursor_ = position;
     status_.cursor = position.ToString();
   }
-  SetState(reverser::v1::STREAM_STATE_STREAMING, cursor->has_value() ? "ResumedFromCursor" : "AllStreamsReady");
+  if (!cursor->has_value() || resplice) {
+    if (resplice) runtime::LogInfo("resplice requested", {{"stream", key_}});
+    absl::Status s =
+        SendResync(store, &position, cursor->has_value() ? "ResumeReplay" : "InitialReplay");
+    if (!s.ok() && resplice) resplice_requested_ = true;  // not sent: the next session does it
+    if (absl::IsAborted(s)) return absl::OkStatus();
+    if (!s.ok()) return s;
+  } else {
+    SetState(reverser::v1::STREAM_STATE_STREAMING, "ResumedFromCursor",
+             absl::StrCat("tailing after the delivery cursor ", position.ToString()));
+  }
 
   // Facts of this type wake the read below, so a waiting event is attributed as soon as its
   // fact lands rather than at its next lookup.
@@ -384,7 +406,9 @@ absl::Status SpliceStream::Session() {
     if (batch->behind_checkpoint) {
       // The stream was trimmed past what we delivered: splice again.
       runtime::LogInfo("stream trimmed past the cursor; splicing again", {{"stream", key_}});
-      absl::Status s = SendResync(store, &position);
+      SetState(reverser::v1::STREAM_STATE_REPLAYING, "ExpiredResourceVersion",
+               absl::StrCat("stream trimmed past ", position.ToString()));
+      absl::Status s = SendResync(store, &position, "ResumeReplay");
       if (absl::IsAborted(s)) return absl::OkStatus();
       if (!s.ok()) return s;
       continue;

@@ -11,6 +11,9 @@
 //   3. Acks from the gitworker advance the cursor to the highest position below which every
 //      entry is pushed (or needed nothing); it is persisted monotonically in Redis.
 //   4. When the gitworker stream breaks, start over at 1 from the persisted cursor.
+//   5. Resplice() (admin): start over at 1 and splice even though a cursor exists. The resync is
+//      acked at its coverage head, which covers everything delivered or pending before it, so
+//      the cursor never moves backwards nor past an entry that is not in Git.
 
 #include <atomic>
 #include <deque>
@@ -49,7 +52,11 @@ struct SpliceStreamOptions {
 
 struct SpliceStreamStatus {
   reverser::v1::StreamState state = reverser::v1::STREAM_STATE_REPLAYING;
+  // InitialReplay (no cursor yet), ResumeReplay (splicing again over a cursor),
+  // ExpiredResourceVersion (the stream was trimmed past the cursor), AllStreamsReady (streaming
+  // after a splice), ResumedFromCursor (streaming without one), WatchError.
   std::string reason = "InitialReplay";
+  std::string message = "waiting for the gitworker";  // human-readable detail of the state
   std::string cursor;  // persisted delivery cursor
   int64_t events_sent = 0;
   int64_t resyncs_sent = 0;
@@ -65,10 +72,15 @@ class SpliceStream : public DeliverySubscriber {
   void Stop();
   // New scope (namespaces/operations changed): restart from the cursor with a fresh splice.
   void UpdateScope(const TargetScope& scope);
+  // Splices again and sends a fresh resync, then goes on tailing (asynchronous: the stream
+  // thread does it at its next round; a request survives a broken gitworker stream).
+  void Resplice();
 
   void OnAck(const reverser::v1::DeliveryAck& ack) override;
   SpliceStreamStatus Status() const;
   std::string key() const { return key_; }
+  const reverser::v1::GitTargetRef& target() const { return options_.target; }
+  const reverser::v1::Claim& claim() const { return options_.claim; }
 
  private:
   struct Pending {
@@ -86,7 +98,9 @@ class SpliceStream : public DeliverySubscriber {
   void Run();
   // One pass from the persisted cursor until the delivery generation changes or stop.
   absl::Status Session();
-  absl::Status SendResync(redisstore::MaterializationStore& store, core::StreamPosition* head);
+  // `reason`: the Replaying reason shown while splicing (InitialReplay or ResumeReplay).
+  absl::Status SendResync(redisstore::MaterializationStore& store, core::StreamPosition* head,
+                          const std::string& reason);
   void Resolve(Pending& pending, bool final_attempt);
   // How long the stream read may block before a waiting event's next fact lookup is due.
   absl::Duration NextLookupIn(absl::Time now) const;
@@ -96,7 +110,8 @@ class SpliceStream : public DeliverySubscriber {
   absl::Status EmitReady(bool force_all_due);
   void MarkDone(core::StreamPosition position);
   void AdvanceCursor();
-  void SetState(reverser::v1::StreamState state, const std::string& reason);
+  void SetState(reverser::v1::StreamState state, const std::string& reason,
+                const std::string& message);
   bool Stopping() const { return stopping_.load(); }
 
   SpliceStreamOptions options_;
@@ -107,6 +122,7 @@ class SpliceStream : public DeliverySubscriber {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> restart_{false};
+  std::atomic<bool> resplice_requested_{false};
 
   // Session state (stream thread), with `tracked_`/`sent_order_` shared with OnAck under mu_.
   std::unique_ptr<redisstore::RedisConnection> redis_;

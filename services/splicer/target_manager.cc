@@ -1,6 +1,7 @@
 #include "services/splicer/target_manager.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::splicer {
@@ -8,6 +9,43 @@ namespace {
 
 std::string GvrKey(const reverser::v1::GroupVersionResource& gvr) {
   return absl::StrCat(gvr.group(), "/", gvr.version(), "/", gvr.resource());
+}
+
+// "group/version/resource" plus " ns" for a namespace stream: the reference's pending-sample
+// form, also used in messages.
+std::string ClaimText(const reverser::v1::Claim& claim) {
+  const auto& gvr = claim.type().gvr();
+  std::string out =
+      gvr.group().empty() ? absl::StrCat(gvr.version(), "/", gvr.resource()) : GvrKey(gvr);
+  if (claim.scope().has_namespace_()) absl::StrAppend(&out, " ", claim.scope().namespace_());
+  return out;
+}
+
+std::string TargetText(const reverser::v1::GitTargetRef& target) {
+  return absl::StrCat(target.namespace_(), "/", target.name());
+}
+
+bool SameTarget(const reverser::v1::GitTargetRef& want, const reverser::v1::GitTargetRef& have) {
+  if (!want.uid().empty()) return want.uid() == have.uid();
+  return want.namespace_() == have.namespace_() && want.name() == have.name();
+}
+
+// A requested claim matches a stream by group/version/resource, and by scope when one is set.
+bool ClaimMatches(const reverser::v1::Claim& want, const reverser::v1::Claim& have) {
+  const auto& w = want.type().gvr();
+  const auto& h = have.type().gvr();
+  if (w.group() != h.group() || w.version() != h.version() || w.resource() != h.resource()) {
+    return false;
+  }
+  switch (want.scope().scope_case()) {
+    case reverser::v1::WatchScope::kCluster:
+      return have.scope().has_cluster();
+    case reverser::v1::WatchScope::kNamespace:
+      return have.scope().has_namespace_() &&
+             have.scope().namespace_() == want.scope().namespace_();
+    default:
+      return true;
+  }
 }
 
 }  // namespace
@@ -20,7 +58,8 @@ TargetManager::~TargetManager() { StopAll(); }
 
 bool TargetManager::IsSensitive(const reverser::v1::GroupVersionResource& gvr) const {
   if (gvr.group().empty() && gvr.resource() == "secrets") return true;
-  std::string gr = gvr.group().empty() ? gvr.resource() : absl::StrCat(gvr.group(), "/", gvr.resource());
+  std::string gr =
+      gvr.group().empty() ? gvr.resource() : absl::StrCat(gvr.group(), "/", gvr.resource());
   return options_.additional_sensitive.count(gr) > 0;
 }
 
@@ -67,7 +106,8 @@ void TargetManager::Reconcile() {
   std::set<std::string> cluster_wide;
   for (const auto& [uid, table] : tables_) {
     for (const auto& type : table.types()) {
-      if (type.namespaces().count("") || type.type().scope() == reverser::v1::RESOURCE_SCOPE_CLUSTER) {
+      if (type.namespaces().count("") ||
+          type.type().scope() == reverser::v1::RESOURCE_SCOPE_CLUSTER) {
         cluster_wide.insert(GvrKey(type.type().gvr()));
       }
     }
@@ -148,9 +188,10 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
     SpliceStreamStatus status = stream->Status();
     summary.set_total(summary.total() + 1);
     auto* readiness = summary.add_streams();
+    *readiness->mutable_claim() = stream->claim();
     readiness->set_state(status.state);
     readiness->set_reason(status.reason);
-    readiness->set_message(key);
+    readiness->set_message(status.message);
     switch (status.state) {
       case reverser::v1::STREAM_STATE_STREAMING:
         summary.set_ready(summary.ready() + 1);
@@ -160,18 +201,61 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
         break;
       default:
         summary.set_replaying(summary.replaying() + 1);
-        if (summary.pending_sample_size() < 5) summary.add_pending_sample(key);
+        if (summary.pending_sample_size() < 5)
+          summary.add_pending_sample(ClaimText(stream->claim()));
         break;
     }
   }
   std::vector<reverser::v1::StreamSummary> out;
   for (auto& [uid, summary] : by_target) {
-    summary.set_reason(summary.total() == 0                  ? "NoResolvedTypes"
+    summary.set_reason(summary.total() == 0                 ? "NoResolvedTypes"
                        : summary.ready() == summary.total() ? "AllStreamsReady"
                                                             : "Replaying");
     out.push_back(std::move(summary));
   }
   return out;
+}
+
+}  // namespace reverser::splicer
+
+namespace reverser::splicer {
+
+absl::StatusOr<std::vector<reverser::v1::Claim>> TargetManager::Resplice(
+    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim* claim) {
+  std::lock_guard lock(mu_);
+  const reverser::v1::WatchedTypeTable* table = nullptr;
+  std::vector<std::string> known_targets;
+  for (const auto& [uid, t] : tables_) {
+    if (SameTarget(target, t.target())) table = &t;
+    known_targets.push_back(TargetText(t.target()));
+  }
+  if (table == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "the splicer follows no GitTarget ",
+        target.uid().empty() ? TargetText(target) : absl::StrCat("with uid ", target.uid()),
+        " (targets: ", known_targets.empty() ? "none" : absl::StrJoin(known_targets, ", "), ")"));
+  }
+  std::vector<SpliceStream*> matched;
+  std::vector<std::string> known_streams;
+  for (const auto& [key, stream] : streams_) {
+    if (stream->target().uid() != table->target().uid()) continue;
+    known_streams.push_back(ClaimText(stream->claim()));
+    if (claim == nullptr || ClaimMatches(*claim, stream->claim())) matched.push_back(stream.get());
+  }
+  if (matched.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "GitTarget ", TargetText(table->target()), " has no stream",
+        claim == nullptr ? "" : absl::StrCat(" of ", ClaimText(*claim)), " (its streams: ",
+        known_streams.empty() ? "none" : absl::StrJoin(known_streams, ", "), ")"));
+  }
+  std::vector<reverser::v1::Claim> claims;
+  for (SpliceStream* stream : matched) {
+    stream->Resplice();
+    claims.push_back(stream->claim());
+  }
+  runtime::LogInfo("resplice", {{"target", TargetText(table->target())},
+                                {"streams", static_cast<long long>(claims.size())}});
+  return claims;
 }
 
 }  // namespace reverser::splicer

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "services/splicer/delivery_client.h"
 #include "services/splicer/splice_stream.h"
@@ -37,8 +38,14 @@ class TargetManager {
   void StopAll();
 
   // Per-target readiness roll-up (reasons as the reference: AllStreamsReady, Replaying,
-  // NoResolvedTypes).
+  // NoResolvedTypes), with each stream's claim, own state, reason and message.
   std::vector<reverser::v1::StreamSummary> Summaries() const;
+  // Makes the streams of `target` (by uid, else namespace/name) splice again and send a fresh
+  // resync; with `claim` (its type's group/version/resource, and its scope when set) only the
+  // matching stream(s). Returns the claims of the streams asked to resplice; NotFound names the
+  // unknown target or type and lists what exists.
+  absl::StatusOr<std::vector<reverser::v1::Claim>> Resplice(
+      const reverser::v1::GitTargetRef& target, const reverser::v1::Claim* claim);
   size_t stream_count() const;
 
  private:
