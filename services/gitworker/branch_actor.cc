@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -143,6 +144,7 @@ caf::actor BranchRegistry::Get(const TargetSettings& settings) {
   const BranchKey key = BranchKey::Of(settings);
   std::lock_guard lock(mu_);
   targets_[settings.TargetKey()] = key;
+  target_paths_[settings.TargetKey()] = settings.path;
   if (auto it = branches_.find(key); it != branches_.end()) return it->second;
   BranchWorkerOptions options;
   options.key = key;
@@ -188,6 +190,18 @@ std::vector<caf::actor> BranchRegistry::All() const {
   std::vector<caf::actor> out;
   for (const auto& [key, actor] : branches_) out.push_back(actor);
   return out;
+}
+
+std::vector<std::string> BranchRegistry::PathsOn(const BranchKey& key) const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> paths;
+  for (const auto& [target, branch] : targets_) {
+    if (branch != key) continue;
+    if (auto path = target_paths_.find(target); path != target_paths_.end()) {
+      paths.insert(path->second);
+    }
+  }
+  return {paths.begin(), paths.end()};
 }
 
 void BranchRegistry::StopAll(absl::Duration timeout) {

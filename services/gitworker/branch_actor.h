@@ -84,6 +84,8 @@ class BranchRegistry {
   std::optional<caf::actor> ForTarget(const std::string& target_key) const;
   std::optional<BranchKey> KeyForTarget(const std::string& target_key) const;
   std::vector<caf::actor> All() const;
+  // The spec.path of every GitTarget last seen writing to `key` ("" = repository root), sorted.
+  std::vector<std::string> PathsOn(const BranchKey& key) const;
   // Asks every branch actor to finalize and push, waiting up to `timeout` in total.
   void StopAll(absl::Duration timeout);
 
@@ -93,6 +95,7 @@ class BranchRegistry {
   mutable std::mutex mu_;
   std::map<BranchKey, caf::actor> branches_;
   std::map<std::string, BranchKey> targets_;
+  std::map<std::string, std::string> target_paths_;  // target key → its normalized path
 };
 
 }  // namespace reverser::gitworker

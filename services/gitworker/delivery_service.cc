@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
 #include "libs/runtime/log.h"
@@ -358,6 +359,16 @@ grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
   return reactor;
 }
 
+void GitWorkerAdminService::FillTargetPaths(reverser::v1::GitDestination* destination) const {
+  BranchKey key{destination->provider_namespace(), destination->provider_name(),
+                destination->branch()};
+  std::vector<std::string> paths = registry_->PathsOn(key);
+  for (std::string& path : paths) {
+    if (path.empty()) path = "/";  // the repository root
+  }
+  destination->set_path(absl::StrJoin(paths, ", "));
+}
+
 grpc::ServerUnaryReactor* GitWorkerAdminService::ListBranches(
     grpc::CallbackServerContext* context, const reverser::v1::ListBranchesRequest* /*request*/,
     reverser::v1::ListBranchesResponse* response) {
@@ -367,7 +378,9 @@ grpc::ServerUnaryReactor* GitWorkerAdminService::ListBranches(
     self->request(branch, std::chrono::seconds(5), status_atom::value)
         .receive(
             [&](const std::string& serialized) {
-              response->add_branches()->ParseFromString(serialized);
+              auto* status = response->add_branches();
+              status->ParseFromString(serialized);
+              FillTargetPaths(status->mutable_destination());
             },
             [&](caf::error& err) {
               runtime::LogWarning("branch status unavailable",

@@ -17,7 +17,9 @@
 //   - when the client half-closes, the stream ends after the feedback queued so far is written;
 //     a new stream starts with fresh target buffers (the splicer re-sends from its acked cursor).
 // GitWorker.AttachCommit: attach-then-poll finalize of a CommitRequest's open window.
-// GitWorkerAdmin: Status and ListBranches.
+// GitWorkerAdmin: Status and ListBranches. A BranchStatus's `destination.path` holds the
+// spec.path of every GitTarget writing to that branch, sorted and joined by ", " ("/" for the
+// repository root): several targets may share one branch.
 
 #include <grpcpp/grpcpp.h>
 
@@ -73,6 +75,8 @@ class GitWorkerAdminService final
                                          reverser::v1::ListBranchesResponse* response) override;
 
  private:
+  void FillTargetPaths(reverser::v1::GitDestination* destination) const;
+
   BranchRegistry* registry_;
 };
 

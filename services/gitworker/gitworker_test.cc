@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -215,6 +216,40 @@ TEST_F(GitWorkerServiceTest, ResyncAndEventsArePushedThenAckedAndRedeliveryIsIde
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(branches.branches(0).head_sha() + "\n", *head);
   EXPECT_EQ(branches.branches(0).pending_writes(), 0u);
+}
+
+// Several GitTargets may share a branch: ListBranches names all their paths ("/" for the root).
+TEST_F(GitWorkerServiceTest, ListBranchesNamesThePathsOfTheTargetsOnEachBranch) {
+  StartService();
+  DeliveryClient client(service_->grpc_target());
+  auto a = Config(remote_, 0, "clusters/b", "tgt-b");
+  auto b = Config(remote_, 0, "clusters/a", "tgt-a");
+  auto root = Config(remote_, 0, "", "tgt-root");
+  for (const auto* config : {&a, &b, &root}) {
+    client.SendConfig(*config);
+    client.SendResync(Snapshot(*config, ConfigMaps(),
+                               {Object(ConfigMaps(), "default", config->target().name(), "1")},
+                               100));
+  }
+  auto acked_targets = [&] {
+    std::set<std::string> names;
+    for (const auto& f : client.Feedback()) {
+      if (f.has_ack()) names.insert(f.ack().target().name());
+    }
+    return names.size();
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return acked_targets() == 3; }, absl::Seconds(30)))
+      << service_->Logs();
+
+  auto channel = grpc::CreateChannel(service_->grpc_target(), grpc::InsecureChannelCredentials());
+  auto admin = reverser::v1::GitWorkerAdmin::NewStub(channel);
+  grpc::ClientContext context;
+  reverser::v1::ListBranchesResponse branches;
+  ASSERT_TRUE(admin->ListBranches(&context, {}, &branches).ok());
+  ASSERT_EQ(branches.branches_size(), 1);
+  EXPECT_EQ(branches.branches(0).destination().branch(), "main");
+  EXPECT_EQ(branches.branches(0).destination().provider_name(), "repo");
+  EXPECT_EQ(branches.branches(0).destination().path(), "/, clusters/a, clusters/b");
 }
 
 TEST_F(GitWorkerServiceTest, SnapshotLargerThanTheDefaultMessageLimitIsApplied) {
