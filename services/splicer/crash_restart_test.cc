@@ -3,6 +3,7 @@
 // resumes from its persisted cursor (or splices again), so every change reaches the gitworker at
 // least once and the state the gitworker ends with is exactly the cluster's. The gitworker is a
 // recording peer over real gRPC that acks each delivery as pushed the moment it arrives.
+// The same binary and peer also serve the SplicerAdmin calls' test (ListStreams, Resplice).
 
 #include <grpcpp/grpcpp.h>
 
@@ -21,6 +22,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "proto/reverser/v1/splicer.grpc.pb.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
@@ -291,6 +293,79 @@ TEST_F(SplicerCrashRestartTest, EveryChangeArrivesAtLeastOnceAndTheFinalStateIsE
     EXPECT_TRUE(covered) << "change at " << p.ToString() << " never reached the gitworker";
   }
   EXPECT_EQ(delivered, truth_);
+}
+
+TEST_F(SplicerCrashRestartTest, AdminListsEachStreamsClaimAndResplicesOnRequest) {
+  ASSERT_TRUE(
+      store_
+          ->ReplaceCheckpoint({{redisstore::ObjectIdentity("crash", "a"), ConfigMap("a", "1", 1)}},
+                              core::StreamPosition::EndOf(1))
+          .ok());
+  StartSplicer();
+  ASSERT_TRUE(peer_.WaitForCount(1, absl::Seconds(30))) << LogTail();
+  auto admin = reverser::v1::SplicerAdmin::NewStub(
+      grpc::CreateChannel(splicer_->grpc_target(), grpc::InsecureChannelCredentials()));
+
+  reverser::v1::ListStreamsResponse streams;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        grpc::ClientContext context;
+        streams.Clear();
+        return admin->ListStreams(&context, {}, &streams).ok() && streams.summaries_size() == 1 &&
+               streams.summaries(0).ready() == 1;
+      },
+      absl::Seconds(30)))
+      << streams.DebugString();
+  const auto& stream = streams.summaries(0).streams(0);
+  EXPECT_EQ(stream.claim().type().gvr().resource(), "configmaps");
+  EXPECT_EQ(stream.claim().scope().namespace_(), "crash");
+  EXPECT_EQ(stream.state(), reverser::v1::STREAM_STATE_STREAMING);
+  EXPECT_EQ(stream.reason(), "AllStreamsReady");
+  EXPECT_EQ(stream.message().find('|'), std::string::npos) << stream.message();
+
+  // By namespace/name with the listed claim: that stream splices again and sends a resync.
+  reverser::v1::RespliceRequest request;
+  request.mutable_target()->set_namespace_("crash");
+  request.mutable_target()->set_name("mirror");
+  *request.mutable_claim() = stream.claim();
+  reverser::v1::RespliceResponse response;
+  {
+    grpc::ClientContext context;
+    grpc::Status status = admin->Resplice(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_EQ(response.streams(), 1u);
+  ASSERT_EQ(response.claims_size(), 1);
+  EXPECT_EQ(response.claims(0).scope().namespace_(), "crash");
+  ASSERT_TRUE(peer_.WaitForCount(2, absl::Seconds(30))) << LogTail();
+  auto received = peer_.received();
+  ASSERT_TRUE(received[1].has_resync());
+  EXPECT_EQ(received[1].resync().desired_size(), 1);
+
+  // Unknown target, unknown type: NOT_FOUND naming what exists.
+  request.mutable_target()->set_name("nope");
+  {
+    grpc::ClientContext context;
+    grpc::Status status = admin->Resplice(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(status.error_message().find("crash/mirror"), std::string::npos)
+        << status.error_message();
+  }
+  request.mutable_target()->set_name("mirror");
+  request.mutable_claim()->mutable_type()->mutable_gvr()->set_resource("secrets");
+  {
+    grpc::ClientContext context;
+    grpc::Status status = admin->Resplice(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(status.error_message().find("v1/secrets crash"), std::string::npos)
+        << status.error_message();
+  }
+  request.clear_target();
+  {
+    grpc::ClientContext context;
+    EXPECT_EQ(admin->Resplice(&context, request, &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
-#include "libs/catalogclient/stream_follower.h"
 #include "libs/catalogclient/catalog_flags.h"
+#include "libs/catalogclient/stream_follower.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
 #include "libs/runtime/log.h"
@@ -65,7 +65,8 @@ class AdminService final : public runtime::AdminStatusService<reverser::v1::Spli
                                    "target needs a uid or a namespace and name"));
       return reactor;
     }
-    const bool has_claim = request->has_claim() && !request->claim().type().gvr().resource().empty();
+    const bool has_claim =
+        request->has_claim() && !request->claim().type().gvr().resource().empty();
     auto claims = manager_->Resplice(target, has_claim ? &request->claim() : nullptr);
     if (!claims.ok()) {
       reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(claims.status().code()),
@@ -73,6 +74,7 @@ class AdminService final : public runtime::AdminStatusService<reverser::v1::Spli
       return reactor;
     }
     response->set_streams(static_cast<uint32_t>(claims->size()));
+    for (auto& claim : *claims) *response->add_claims() = std::move(claim);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -89,8 +91,8 @@ absl::StatusOr<reverser::v1::TableUpdate> ReadTargetsFile(const std::string& pat
   reverser::v1::TableUpdate update;
   auto status = google::protobuf::util::JsonStringToMessage(ss.str(), &update);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--targets_file ", path, " is not a reverser.v1.TableUpdate: ", status.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--targets_file ", path, " is not a reverser.v1.TableUpdate: ", status.ToString()));
   }
   update.set_full(true);
   return update;
@@ -107,15 +109,16 @@ class App final : public runtime::ServiceApp {
     auto catalog_address = catalogclient::CatalogAddressOrStatic("targets_file", targets_file);
     if (!catalog_address.ok()) return catalog_address.status();
     const std::string& catalog = *catalog_address;
-    delivery_ = std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
-                                                 static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)));
+    delivery_ =
+        std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
+                                         static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)));
     TargetManagerOptions options;
     options.stream_defaults.redis = redis;
     options.stream_defaults.prefix = prefix;
     options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
     options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
-    for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources), ',',
-                                              absl::SkipWhitespace())) {
+    for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources),
+                                              ',', absl::SkipWhitespace())) {
       options.additional_sensitive.insert(std::string(r));
     }
     manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &host.metrics());

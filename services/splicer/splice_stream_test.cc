@@ -68,7 +68,8 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
   // Waits for the next received message (in arrival order).
   std::optional<reverser::v1::DeliveryMessage> Next(absl::Duration timeout = absl::Seconds(10)) {
     std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] { return !received_.empty(); })) {
+    if (!cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+                      [&] { return !received_.empty(); })) {
       return std::nullopt;
     }
     auto message = received_.front();
@@ -77,7 +78,8 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
   }
   bool Idle(absl::Duration quiet) {
     std::unique_lock lock(mu_);
-    return !cv_.wait_for(lock, absl::ToChronoMilliseconds(quiet), [&] { return !received_.empty(); });
+    return !cv_.wait_for(lock, absl::ToChronoMilliseconds(quiet),
+                         [&] { return !received_.empty(); });
   }
   void DropStream() { drop_ = true; }
   int connections() {
@@ -99,7 +101,9 @@ std::string Object(const std::string& name, const std::string& value, int rv) {
   return json({{"apiVersion", "v1"},
                {"kind", "ConfigMap"},
                {"metadata",
-                {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name},
+                {{"name", name},
+                 {"namespace", "team"},
+                 {"uid", "uid-" + name},
                  {"resourceVersion", std::to_string(rv)}}},
                {"data", {{"k", value}}}})
       .dump();
@@ -129,7 +133,8 @@ class SpliceStreamTest : public ::testing::Test {
     conn_ = std::move(*conn);
     store_ = std::make_unique<redisstore::MaterializationStore>(
         conn_.get(), redisstore::KeyPrefix::Default(), gvr_, core::WatchScope::Namespace("team"));
-    facts_ = std::make_unique<redisstore::AuthorFactStore>(conn_.get(), redisstore::KeyPrefix::Default());
+    facts_ = std::make_unique<redisstore::AuthorFactStore>(conn_.get(),
+                                                           redisstore::KeyPrefix::Default());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&peer_);
@@ -191,7 +196,9 @@ class SpliceStreamTest : public ::testing::Test {
 };
 
 TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
-  ASSERT_TRUE(store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5)).ok());
+  ASSERT_TRUE(
+      store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5))
+          .ok());
   ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
   StartStream(absl::ZeroDuration());
   auto resync = peer_.Next();
@@ -222,11 +229,12 @@ TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
 
 TEST_F(SpliceStreamTest, SameRvEntriesAreComparedAsFullPositions) {
   ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
-  ASSERT_TRUE(store_->Append(Entry("a", "1", 9, redisstore::ChangeOp::kAdded)).ok());   // 9-0
+  ASSERT_TRUE(store_->Append(Entry("a", "1", 9, redisstore::ChangeOp::kAdded)).ok());  // 9-0
   // A different object's entry sharing the RV (e.g. an audit-intake entry) gets 9-1.
   ASSERT_TRUE(store_->Append(Entry("b", "1", 9, redisstore::ChangeOp::kAdded)).ok());
   // Delivered up to 9-0: the entry at 9-1 is still due, 9-0 is not.
-  ASSERT_TRUE(redis_->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked", "9-0"}).ok());
+  ASSERT_TRUE(
+      redis_->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked", "9-0"}).ok());
   StartStream(absl::ZeroDuration());
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
@@ -258,7 +266,8 @@ TEST_F(SpliceStreamTest, AuthorFactsNameTheAuthorAndAWaitDoesNotStallOtherObject
   // Acks arrive in send order (y then x): the cursor covers both only once x is acked.
   peer_.Ack(*first);
   peer_.Ack(*second);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0\n"; }, absl::Seconds(10)))
+      << Cursor();
 }
 
 TEST_F(SpliceStreamTest, FactsBeforeDuringAndAfterTheGrace) {
@@ -315,19 +324,56 @@ TEST_F(SpliceStreamTest, ARecreateNeverOvertakesTheDeleteOfTheSameName) {
   EXPECT_EQ(second->event().operation(), reverser::v1::OPERATION_CREATE);
 }
 
+TEST_F(SpliceStreamTest, ResplicingResendsTheDesiredSetWithoutMovingTheCursorBack) {
+  ASSERT_TRUE(
+      store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5))
+          .ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  peer_.Ack(*resync);
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
+  auto event = peer_.Next();
+  ASSERT_TRUE(event && event->has_event());
+  peer_.Ack(*event);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0\n"; }, absl::Seconds(10))) << Cursor();
+
+  // An event read but not acked yet, then the resplice: the resync covers it.
+  ASSERT_TRUE(store_->Append(Entry("c", "1", 7, redisstore::ChangeOp::kAdded)).ok());
+  auto pending = peer_.Next();
+  ASSERT_TRUE(pending && pending->has_event());
+  stream_->Resplice();
+  auto again = peer_.Next();
+  ASSERT_TRUE(again && again->has_resync()) << "a resplice sends a fresh resync";
+  EXPECT_EQ(again->resync().desired_size(), 3);
+  EXPECT_EQ(core::FromProto(again->resync().coverage_head()).ToString(), "7-0");
+  EXPECT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == "AllStreamsReady"; },
+                               absl::Seconds(10)));
+  EXPECT_EQ(Cursor(), "6-0\n") << "the cursor waits for the resync's ack and never goes back";
+  peer_.Ack(*again);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0\n"; }, absl::Seconds(10))) << Cursor();
+  // Tailing goes on after the resync's coverage head: nothing is sent twice or skipped.
+  ASSERT_TRUE(store_->Append(Entry("d", "1", 8, redisstore::ChangeOp::kAdded)).ok());
+  auto next = peer_.Next();
+  ASSERT_TRUE(next && next->has_event());
+  EXPECT_EQ(core::FromProto(next->event().position()).ToString(), "8-0");
+}
+
 TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
   ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
   StartStream(absl::ZeroDuration());
   auto resync = peer_.Next();
   ASSERT_TRUE(resync);
   peer_.Ack(*resync);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "1-18446744073709551615\n"; }, absl::Seconds(10)));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Cursor() == "1-18446744073709551615\n"; }, absl::Seconds(10)));
   ASSERT_TRUE(store_->Append(Entry("a", "1", 12, redisstore::ChangeOp::kAdded)).ok());
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
   // Not acked, and the stream breaks: the event is delivered again on the new stream.
   peer_.DropStream();
-  ASSERT_TRUE(store_->Append(Entry("b", "1", 13, redisstore::ChangeOp::kAdded)).ok());  // wakes the reader
+  ASSERT_TRUE(
+      store_->Append(Entry("b", "1", 13, redisstore::ChangeOp::kAdded)).ok());  // wakes the reader
   std::set<std::string> redelivered;
   for (int i = 0; i < 4 && redelivered.size() < 2; ++i) {
     auto m = peer_.Next();
