@@ -162,11 +162,11 @@ void SpliceStream::AdvanceCursor() {
 absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
                                       core::StreamPosition* head, const std::string& reason) {
   uint64_t generation = delivery_->generation();
+  SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, "splicing checkpoint and stream");
   while (true) {
     if (Stopping() || restart_ || delivery_->generation() != generation) {
       return absl::AbortedError("restart");
     }
-    SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, "splicing checkpoint and stream");
     auto view = store.Load();
     if (!view.ok()) return view.status();
     if (!view->checkpoint.has_value()) {
