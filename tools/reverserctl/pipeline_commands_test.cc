@@ -140,8 +140,7 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
       << streams.out;
   auto detail = Ctl({"streams", "team/mirror", "--detail"});
   EXPECT_EQ(detail.exit_code, 0) << detail.err;
-  // One row per stream. (The splicer lists no claim per stream yet, only its internal key in
-  // MESSAGE; TYPE and SCOPE show "-" until it does.)
+  // One row per stream, with its type.
   auto lines = absl::StrSplit(detail.out, '\n');
   EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
                           [](absl::string_view line) {
@@ -173,10 +172,10 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
       absl::Seconds(30)))
       << branches.out << branches.err << Logs();
   EXPECT_TRUE(absl::StrContains(
-      branches.out, absl::StrCat("team/repo  main    -     ", RemoteHead().substr(0, 12),
+      branches.out, absl::StrCat("team/repo  main    clusters/a  ", RemoteHead().substr(0, 12),
                                  "  0        closed  20")))
       << branches.out;
-  EXPECT_TRUE(absl::StartsWith(branches.out, "PROVIDER   BRANCH  PATH  HEAD")) << branches.out;
+  EXPECT_TRUE(absl::StartsWith(branches.out, "PROVIDER   BRANCH  PATH        HEAD")) << branches.out;
   auto branches_json = Ctl({"branches", "-o", "json"});
   ASSERT_EQ(branches_json.exit_code, 0);
   doc = json::parse(branches_json.out, nullptr, false);
@@ -184,19 +183,10 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
   EXPECT_EQ(doc["branches"][0]["headSha"], RemoteHead());
   EXPECT_EQ(doc["branches"][0]["destination"]["branch"], "main");
 
-  // Resplice: the target and its stream are found by name; the splicer either resplices or
-  // (until it implements the call) says UNIMPLEMENTED in one line naming itself.
+  // Resplice: the target and its stream are found by name.
   auto resplice = Ctl({"resplice", "team/mirror", "v1/configmaps@team"});
-  if (resplice.exit_code == 0) {
-    EXPECT_EQ(resplice.out, "resplicing 1 stream(s) of team/mirror\n");
-  } else {
-    EXPECT_EQ(resplice.exit_code, 1);
-    EXPECT_EQ(
-        resplice.err,
-        absl::StrCat("reverserctl: splicer at ", splicer_->grpc_target(),
-                     ": UNIMPLEMENTED: this version of the service does not implement the call\n"))
-        << resplice.err;
-  }
+  EXPECT_EQ(resplice.exit_code, 0) << resplice.err;
+  EXPECT_TRUE(absl::StartsWith(resplice.out, "resplicing 1 stream(s) of team/mirror")) << resplice.out;
   auto unknown = Ctl({"resplice", "team/nope"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.err, absl::StrCat("reverserctl: splicer at ", splicer_->grpc_target(),
