@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -52,7 +53,20 @@ class MissingObjects {
       RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw, from_, &id),
                                 absl::StrCat("reading commit ", OidToHex(id))));
       GitPtr<git_commit> commit(raw);
-      RETURN_IF_ERROR(FromTree(*git_commit_tree_id(commit.get())));
+      // What the commit shares with its first parent is in the receiver already (the parent is
+      // there) or goes with the parent: only the difference is looked up in the receiver, whose
+      // object store may hold many packs.
+      std::optional<git_oid> base;
+      if (git_commit_parentcount(commit.get()) > 0) {
+        git_commit* parent = nullptr;
+        if (git_commit_parent(&parent, commit.get(), 0) == 0) {
+          base = *git_commit_tree_id(parent);
+          git_commit_free(parent);
+        } else {
+          git_error_clear();  // a shallow parent: compare with nothing
+        }
+      }
+      RETURN_IF_ERROR(FromTree(*git_commit_tree_id(commit.get()), base ? &*base : nullptr));
       ids_.push_back(id);
       for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i) {
         commits.push_back(*git_commit_parent_id(commit.get(), i));
@@ -66,21 +80,40 @@ class MissingObjects {
  private:
   bool Missing(const git_oid& id) { return seen_.insert(id).second && !Has(to_, id); }
 
-  absl::Status FromTree(const git_oid& id) {
+  // `base`: the same directory in the parent commit (nullptr if none); its unchanged entries
+  // are skipped without a lookup.
+  absl::Status FromTree(const git_oid& id, const git_oid* base) {
+    if (base != nullptr && git_oid_equal(&id, base)) return absl::OkStatus();
     if (!Missing(id)) return absl::OkStatus();
     git_tree* raw = nullptr;
     RETURN_IF_ERROR(
         GitStatus(git_tree_lookup(&raw, from_, &id), absl::StrCat("reading tree ", OidToHex(id))));
     GitPtr<git_tree> tree(raw);
+    GitPtr<git_tree> base_tree;
+    if (base != nullptr) {
+      git_tree* raw_base = nullptr;
+      if (git_tree_lookup(&raw_base, from_, base) == 0) {
+        base_tree.reset(raw_base);
+      } else {
+        git_error_clear();
+      }
+    }
     const size_t count = git_tree_entrycount(tree.get());
     for (size_t i = 0; i < count; ++i) {
       const git_tree_entry* entry = git_tree_entry_byindex(tree.get(), i);
       const git_oid& child = *git_tree_entry_id(entry);
+      const git_tree_entry* before =
+          base_tree ? git_tree_entry_byname(base_tree.get(), git_tree_entry_name(entry)) : nullptr;
+      const git_oid* child_base = before != nullptr && git_tree_entry_type(before) ==
+                                                            git_tree_entry_type(entry)
+                                      ? git_tree_entry_id(before)
+                                      : nullptr;
       switch (git_tree_entry_type(entry)) {
         case GIT_OBJECT_TREE:
-          RETURN_IF_ERROR(FromTree(child));
+          RETURN_IF_ERROR(FromTree(child, child_base));
           break;
         case GIT_OBJECT_BLOB:
+          if (child_base != nullptr && git_oid_equal(&child, child_base)) break;
           if (Missing(child)) ids_.push_back(child);
           break;
         default:  // a submodule's commit lives in another repository

@@ -498,10 +498,13 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
 absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const git_oid& local,
                                                  const std::optional<git_oid>& expected) {
   const std::string remote_path = LocalPathFromUrl(options_.remote_url);
-  git_repository* raw_remote = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_repository_open(&raw_remote, remote_path.c_str()),
-                            absl::StrCat("opening ", remote_path)));
-  GitPtr<git_repository> remote_repo(raw_remote);
+  if (local_remote_ == nullptr) {
+    git_repository* opened = nullptr;
+    RETURN_IF_ERROR(GitStatus(git_repository_open(&opened, remote_path.c_str()),
+                              absl::StrCat("opening ", remote_path)));
+    local_remote_.reset(opened);
+  }
+  git_repository* raw_remote = local_remote_.get();
   if (!git_repository_is_bare(raw_remote)) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot push to non-bare repository ", remote_path));

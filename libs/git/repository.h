@@ -142,6 +142,9 @@ class Repository {
   // Packs written by large commits and not yet offered to a local remote ("pack-<checksum>"):
   // a local push links them into the remote instead of copying their objects one by one.
   std::vector<std::string> unshared_packs_;
+  // A local-path remote stays open between pushes: reopening it would load every pack index
+  // again on each push, and a remote written one pack per push holds thousands.
+  GitPtr<git_repository> local_remote_;
 };
 
 }  // namespace reverser::git
