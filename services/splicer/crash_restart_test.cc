@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/splicer.grpc.pb.h"
+#include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
@@ -112,15 +113,7 @@ constexpr char kTargetsJson[] = R"({"upserted": [{
     "namespaces": {"crash": {"all": true}}}]}]})";
 
 std::string ConfigMap(const std::string& name, const std::string& value, uint64_t rv) {
-  return json({{"apiVersion", "v1"},
-               {"kind", "ConfigMap"},
-               {"metadata",
-                {{"name", name},
-                 {"namespace", "crash"},
-                 {"uid", "uid-" + name},
-                 {"resourceVersion", std::to_string(rv)}}},
-               {"data", {{"v", value}}}})
-      .dump();
+  return testutil::ConfigMapJson("crash", name, value, rv, "v");
 }
 
 // The value a delivered ConfigMap carries in Git.

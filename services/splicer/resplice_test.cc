@@ -9,6 +9,7 @@
 #include "libs/core/proto_convert.h"
 #include "nlohmann/json.hpp"
 #include "services/splicer/target_manager.h"
+#include "services/splicer/test_support.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
@@ -22,27 +23,8 @@ using nlohmann::json;
 
 constexpr char kCursorKey[] = "reverser:splice:v1:target-uid:configmaps:ns:team:acked";
 
-std::string Object(const std::string& name, const std::string& value, int rv) {
-  return json({{"apiVersion", "v1"},
-               {"kind", "ConfigMap"},
-               {"metadata",
-                {{"name", name},
-                 {"namespace", "team"},
-                 {"uid", "uid-" + name},
-                 {"resourceVersion", std::to_string(rv)}}},
-               {"data", {{"k", value}}}})
-      .dump();
-}
-
 redisstore::StreamEntry Entry(const std::string& name, const std::string& value, int rv) {
-  redisstore::StreamEntry e;
-  e.op = redisstore::ChangeOp::kAdded;
-  e.uid = "uid-" + name;
-  e.namespace_ = "team";
-  e.name = name;
-  e.resource_version = std::to_string(rv);
-  e.object_json = Object(name, value, rv);
-  return e;
+  return testutil::ConfigMapEntry("team", name, value, rv, redisstore::ChangeOp::kAdded);
 }
 
 class RespliceTest : public ::testing::Test {
@@ -142,9 +124,10 @@ class RespliceTest : public ::testing::Test {
 };
 
 TEST_F(RespliceTest, ResplicingAnInSyncTargetCommitsNothingAndTailingGoesOn) {
-  ASSERT_TRUE(
-      store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5))
-          .ok());
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", testutil::ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
   ASSERT_TRUE(store_->Append(Entry("b", "1", 6)).ok());
   manager_->Apply(Tables());
   ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(20)))

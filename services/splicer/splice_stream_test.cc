@@ -13,6 +13,7 @@
 #include "libs/core/proto_convert.h"
 #include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
 
@@ -97,28 +98,12 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
   int connections_ = 0;
 };
 
-std::string Object(const std::string& name, const std::string& value, int rv) {
-  return json({{"apiVersion", "v1"},
-               {"kind", "ConfigMap"},
-               {"metadata",
-                {{"name", name},
-                 {"namespace", "team"},
-                 {"uid", "uid-" + name},
-                 {"resourceVersion", std::to_string(rv)}}},
-               {"data", {{"k", value}}}})
-      .dump();
-}
+using testutil::ConfigMapEntry;
+using testutil::ConfigMapJson;
 
 redisstore::StreamEntry Entry(const std::string& name, const std::string& value, int rv,
                               redisstore::ChangeOp op = redisstore::ChangeOp::kModified) {
-  redisstore::StreamEntry e;
-  e.op = op;
-  e.uid = "uid-" + name;
-  e.namespace_ = "team";
-  e.name = name;
-  e.resource_version = std::to_string(rv);
-  e.object_json = Object(name, value, rv);
-  return e;
+  return ConfigMapEntry("team", name, value, rv, op);
 }
 
 class SpliceStreamTest : public ::testing::Test {
@@ -196,9 +181,10 @@ class SpliceStreamTest : public ::testing::Test {
 };
 
 TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
-  ASSERT_TRUE(
-      store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5))
-          .ok());
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
   ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
   StartStream(absl::ZeroDuration());
   auto resync = peer_.Next();
@@ -325,9 +311,10 @@ TEST_F(SpliceStreamTest, ARecreateNeverOvertakesTheDeleteOfTheSameName) {
 }
 
 TEST_F(SpliceStreamTest, ResplicingResendsTheDesiredSetWithoutMovingTheCursorBack) {
-  ASSERT_TRUE(
-      store_->ReplaceCheckpoint({{"team/a", Object("a", "1", 5)}}, core::StreamPosition::EndOf(5))
-          .ok());
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
   StartStream(absl::ZeroDuration());
   auto resync = peer_.Next();
   ASSERT_TRUE(resync && resync->has_resync());

@@ -13,6 +13,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/redis_connection.h"
 #include "nlohmann/json.hpp"
+#include "services/splicer/test_support.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
@@ -23,18 +24,6 @@ namespace reverser::reverserctl {
 namespace {
 
 using nlohmann::json;
-
-std::string ConfigMap(const std::string& name, const std::string& rv) {
-  return json({{"apiVersion", "v1"},
-               {"kind", "ConfigMap"},
-               {"metadata",
-                {{"name", name},
-                 {"namespace", "team"},
-                 {"uid", "uid-" + name},
-                 {"resourceVersion", rv}}},
-               {"data", {{"k", "v"}}}})
-      .dump();
-}
 
 // The splicer's static watched-type table: team/mirror follows ConfigMaps in `team`, written by
 // the gitworker to `remote` main:clusters/a.
@@ -76,8 +65,10 @@ class PipelineCommandsTest : public ::testing::Test {
                                            {"", "v1", "configmaps"},
                                            core::WatchScope::Namespace("team"));
     redisstore::ObjectMap items;
-    items[redisstore::ObjectIdentity("team", "a")] = ConfigMap("a", "1");
-    items[redisstore::ObjectIdentity("team", "b")] = ConfigMap("b", "2");
+    items[redisstore::ObjectIdentity("team", "a")] =
+        splicer::testutil::ConfigMapJson("team", "a", "v", 1);
+    items[redisstore::ObjectIdentity("team", "b")] =
+        splicer::testutil::ConfigMapJson("team", "b", "v", 2);
     ASSERT_TRUE(store.ReplaceCheckpoint(items, core::StreamPosition::EndOf(2)).ok());
 
     auto remote = testing::CreateBareRemote(dir_.path());
@@ -175,7 +166,8 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
       branches.out, absl::StrCat("team/repo  main    clusters/a  ", RemoteHead().substr(0, 12),
                                  "  0        closed  20")))
       << branches.out;
-  EXPECT_TRUE(absl::StartsWith(branches.out, "PROVIDER   BRANCH  PATH        HEAD")) << branches.out;
+  EXPECT_TRUE(absl::StartsWith(branches.out, "PROVIDER   BRANCH  PATH        HEAD"))
+      << branches.out;
   auto branches_json = Ctl({"branches", "-o", "json"});
   ASSERT_EQ(branches_json.exit_code, 0);
   doc = json::parse(branches_json.out, nullptr, false);
@@ -186,7 +178,8 @@ TEST_F(PipelineCommandsTest, StreamsBranchesAndResplice) {
   // Resplice: the target and its stream are found by name.
   auto resplice = Ctl({"resplice", "team/mirror", "v1/configmaps@team"});
   EXPECT_EQ(resplice.exit_code, 0) << resplice.err;
-  EXPECT_TRUE(absl::StartsWith(resplice.out, "resplicing 1 stream(s) of team/mirror")) << resplice.out;
+  EXPECT_TRUE(absl::StartsWith(resplice.out, "resplicing 1 stream(s) of team/mirror"))
+      << resplice.out;
   auto unknown = Ctl({"resplice", "team/nope"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.err, absl::StrCat("reverserctl: splicer at ", splicer_->grpc_target(),
