@@ -564,7 +564,7 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   }
   // reverserctl: every claim (nothing left to fold), then a bad claim text.
   std::string ctl = testing::RunfilePath("tools/reverserctl/reverserctl");
-  auto all = testing::RunCommand({ctl, "--addr=" + (*service)->grpc_target(), "compact"});
+  auto all = testing::RunCommand({ctl, "--addr=" + (*service)->grpc_target(), "compact", "-o", "json"});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->exit_code, 0) << all->err;
   EXPECT_TRUE(absl::StrContains(all->out, "\"compacted\": false")) << all->out;
@@ -573,7 +573,7 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   FlushAudit();
   ASSERT_TRUE(testing::WaitFor([&] { return Converged(kConfigMaps); }, absl::Seconds(20)));
   auto named = testing::RunCommand(
-      {ctl, "--addr=" + (*service)->grpc_target(), "compact", "v1/configmaps@team"});
+      {ctl, "--addr=" + (*service)->grpc_target(), "compact", "v1/configmaps@team", "-o", "json"});
   ASSERT_TRUE(named.ok());
   EXPECT_EQ(named->exit_code, 0) << named->err;
   EXPECT_TRUE(absl::StrContains(named->out, "\"compacted\": true")) << named->out;

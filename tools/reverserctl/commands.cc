@@ -336,7 +336,6 @@ const std::vector<Command>& Commands() {
        0,
        1,
        {},
-       false,
        RunHealth},
       {"status",
        "status SERVICE",
@@ -346,7 +345,6 @@ const std::vector<Command>& Commands() {
        1,
        1,
        {},
-       false,
        RunStatus},
       {"types",
        "types [--all] [--why]",
@@ -358,7 +356,6 @@ const std::vector<Command>& Commands() {
        0,
        0,
        {"all", "why"},
-       false,
        RunTypes},
       {"rescan",
        "rescan",
@@ -368,7 +365,6 @@ const std::vector<Command>& Commands() {
        0,
        0,
        {},
-       false,
        RunRescan},
       {"claims",
        "claims [--watch]",
@@ -379,7 +375,6 @@ const std::vector<Command>& Commands() {
        0,
        0,
        {"watch"},
-       false,
        RunClaims},
       {"tables",
        "tables [--watch]",
@@ -390,7 +385,6 @@ const std::vector<Command>& Commands() {
        0,
        0,
        {"watch"},
-       false,
        RunTables},
       {"materializations",
        "materializations",
@@ -400,20 +394,17 @@ const std::vector<Command>& Commands() {
        0,
        0,
        {},
-       false,
        RunMaterializations},
       {"compact",
        "compact [CLAIM]",
        "materializer: fold streams into new checkpoints now",
        "Folds the stream of CLAIM (group/version/resource[@namespace], core types as\n"
        "v1/configmaps), or of every claim the materializer owns, into a new checkpoint; no API\n"
-       "call. Prints JSON by default (as it always has; -o table for a table); exit 1 if any\n"
-       "claim failed.",
+       "call. Exit 1 if any claim failed.",
        "materializer",
        0,
        1,
        {},
-       true,
        RunCompact},
       {"streams",
        "streams [NAMESPACE/NAME] [--detail]",
@@ -424,7 +415,6 @@ const std::vector<Command>& Commands() {
        0,
        1,
        {"detail"},
-       false,
        RunStreams},
       {"resplice",
        "resplice NAMESPACE/NAME [TYPE]",
@@ -436,7 +426,6 @@ const std::vector<Command>& Commands() {
        1,
        2,
        {},
-       false,
        RunResplice},
       {"branches",
        "branches",
@@ -447,7 +436,6 @@ const std::vector<Command>& Commands() {
        0,
        0,
        {},
-       false,
        RunBranches},
   };
   return *commands;
@@ -523,8 +511,7 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
                                       "\": expected catalog, materializer, splicer or gitworker"));
     }
   }
-  const bool json = inv.options.output == OutputFormat::kJson ||
-                    (inv.options.output == OutputFormat::kDefault && command->json_by_default);
+  const bool json = inv.options.output == OutputFormat::kJson;
   std::optional<Connection> connection;
   if (!service.empty() || !inv.options.addr.empty()) {
     if (service.empty()) service = "service";  // `--addr=... health`: the one address given

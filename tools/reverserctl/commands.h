@@ -41,7 +41,6 @@ struct Command {
   size_t min_args = 0;
   size_t max_args = 0;
   std::vector<std::string> switches;
-  bool json_by_default = false;  // kept for commands whose JSON output scripts already parse
   int (*run)(const CommandContext&) = nullptr;
 };
 
