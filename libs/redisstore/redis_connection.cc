@@ -34,26 +34,39 @@ timeval SocketTimeval(absl::Duration d) {
   return tv;
 }
 
-RedisReply Convert(const redisReply* reply) {
+// Converts and frees as it goes: each array element's hiredis copy is released once converted,
+// so a large reply (a checkpoint's HGETALL) is never held twice in full.
+RedisReply ConvertAndFree(redisReply* reply) {
+  RedisReply converted = RedisReply::Nil();
   switch (reply->type) {
     case REDIS_REPLY_STRING:
-      return RedisReply::String(std::string(reply->str, reply->len));
+      converted = RedisReply::String(std::string(reply->str, reply->len));
+      break;
     case REDIS_REPLY_STATUS:
-      return RedisReply::StatusReply(std::string(reply->str, reply->len));
+      converted = RedisReply::StatusReply(std::string(reply->str, reply->len));
+      break;
     case REDIS_REPLY_ERROR:
-      return RedisReply::Error(std::string(reply->str, reply->len));
+      converted = RedisReply::Error(std::string(reply->str, reply->len));
+      break;
     case REDIS_REPLY_INTEGER:
-      return RedisReply::Integer(reply->integer);
+      converted = RedisReply::Integer(reply->integer);
+      break;
     case REDIS_REPLY_ARRAY: {
       std::vector<RedisReply> elements;
       elements.reserve(reply->elements);
-      for (size_t i = 0; i < reply->elements; ++i) elements.push_back(Convert(reply->element[i]));
-      return RedisReply::Array(std::move(elements));
+      for (size_t i = 0; i < reply->elements; ++i) {
+        elements.push_back(ConvertAndFree(reply->element[i]));
+        reply->element[i] = nullptr;  // already freed; freeReplyObject skips null elements
+      }
+      converted = RedisReply::Array(std::move(elements));
+      break;
     }
     case REDIS_REPLY_NIL:
     default:
-      return RedisReply::Nil();
+      break;
   }
+  freeReplyObject(reply);
+  return converted;
 }
 
 absl::string_view TypeName(RedisReply::Type type) {
@@ -305,8 +318,7 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
       return ConnectionFailure(absl::StrCat("waiting for the reply to ", commands[i][0]));
     }
     auto* reply = static_cast<redisReply*>(raw);
-    replies.push_back(Convert(reply));
-    freeReplyObject(reply);
+    replies.push_back(ConvertAndFree(reply));
   }
   return replies;
 }
@@ -355,7 +367,7 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::Transaction(
     return absl::InternalError(
         absl::StrCat("redis: unexpected EXEC reply ", exec.DebugString().substr(0, 200)));
   }
-  return exec.elements();
+  return std::move(exec.mutable_elements());
 }
 
 absl::StatusOr<RedisReply> RedisConnection::Eval(const LuaScript& script,

@@ -59,6 +59,9 @@ class RedisReply {
   const std::string& str() const { return str_; }
   int64_t integer() const { return integer_; }
   const std::vector<RedisReply>& elements() const { return elements_; }
+  // For moving large payloads out (a checkpoint read) instead of copying them.
+  std::string& mutable_str() { return str_; }
+  std::vector<RedisReply>& mutable_elements() { return elements_; }
 
   // Typed accessors: a clear InvalidArgument error when the reply has another shape.
   absl::StatusOr<std::string> AsString() const;                         // bulk or status string
