@@ -7,6 +7,22 @@ namespace reverser::kubesim {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
+namespace {
+
+// The request's DeleteOptions (an empty body: none), kept for the audit log.
+ApiOr<Json> ReadDeleteOptions(Ctx& ctx) {
+  if (ctx.req->body.empty()) return Json::object();
+  Json options = Json::parse(ctx.req->body, nullptr, false);
+  if (options.is_discarded() || !options.is_object()) {
+    return BadRequest("json parse error in DeleteOptions");
+  }
+  ctx.request_object = options;
+  return options;
+}
+
+}  // namespace
+
+
 std::string KubeSim::Impl::FieldManager(const Ctx& ctx) const {
   std::string m = ctx.Param("fieldManager");
   if (!m.empty()) return m;
@@ -363,14 +379,9 @@ ApiOr<WriteResult> KubeSim::Impl::DeleteObject(Ctx& ctx, const ResourceType& typ
 
 Reply KubeSim::Impl::Delete(Ctx& ctx) {
   const ResourceType& type = *ctx.type;
-  Json options = Json::object();
-  if (!ctx.req->body.empty()) {
-    options = Json::parse(ctx.req->body, nullptr, false);
-    if (options.is_discarded() || !options.is_object()) {
-      return Reply::Err(BadRequest("json parse error in DeleteOptions"));
-    }
-    ctx.request_object = options;
-  }
+  ApiOr<Json> parsed = ReadDeleteOptions(ctx);
+  if (!parsed.ok()) return Reply::Err(parsed.error());
+  Json options = std::move(parsed.value());
   if (options.value("dryRun", Json::array()).is_array()) {
     for (const auto& d : options.value("dryRun", Json::array())) {
       if (d == "All") ctx.dry_run = true;
@@ -415,14 +426,9 @@ Reply KubeSim::Impl::Delete(Ctx& ctx) {
 
 Reply KubeSim::Impl::DeleteCollection(Ctx& ctx) {
   const ResourceType& type = *ctx.type;
-  Json options = Json::object();
-  if (!ctx.req->body.empty()) {
-    options = Json::parse(ctx.req->body, nullptr, false);
-    if (options.is_discarded() || !options.is_object()) {
-      return Reply::Err(BadRequest("json parse error in DeleteOptions"));
-    }
-    ctx.request_object = options;
-  }
+  ApiOr<Json> parsed = ReadDeleteOptions(ctx);
+  if (!parsed.ok()) return Reply::Err(parsed.error());
+  Json options = std::move(parsed.value());
   ApiOr<Selector> labels = Selector::ParseLabels(ctx.Param("labelSelector"));
   if (!labels.ok()) return Reply::Err(labels.error());
   ApiOr<Selector> fields = Selector::ParseFields(ctx.Param("fieldSelector"));
