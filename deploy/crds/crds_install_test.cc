@@ -133,10 +133,9 @@ class CrdsInstallTest : public ::testing::Test {
     if (!client_) {
       auto config = kube::ParseKubeconfig(sim_->Kubeconfig(), "");
       EXPECT_TRUE(config.ok()) << config.status();
-      auto transport = kube::HttplibTransport::Create(*config);
-      EXPECT_TRUE(transport.ok()) << transport.status();
-      client_ = std::make_unique<kube::RestClient>(
-          std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+      auto client = kube::NewHttplibRestClient(*config);
+      EXPECT_TRUE(client.ok()) << client.status();
+      client_ = *client;
     }
     return *client_;
   }
@@ -161,7 +160,7 @@ class CrdsInstallTest : public ::testing::Test {
   testing::ScopedTempDir tmp_{"crds-install"};
   std::string kubeconfig_;
   std::unique_ptr<kubesim::KubeSim> sim_;
-  std::unique_ptr<kube::RestClient> client_;
+  std::shared_ptr<kube::RestClient> client_;
 };
 
 TEST_F(CrdsInstallTest, KubectlInstallsTheCrdsAndServesTheirKinds) {

@@ -296,4 +296,13 @@ absl::StatusOr<HttpResponse> HttplibTransport::Stream(
   return response;
 }
 
+absl::StatusOr<std::shared_ptr<RestClient>> NewHttplibRestClient(const ClusterConfig& config,
+                                                                 std::string user_agent,
+                                                                 RestClientOptions options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<HttplibTransport> transport, HttplibTransport::Create(config));
+  if (!user_agent.empty()) transport->set_user_agent(std::move(user_agent));
+  return std::make_shared<RestClient>(std::shared_ptr<HttpTransport>(std::move(transport)),
+                                      std::move(options));
+}
+
 }  // namespace reverser::kube

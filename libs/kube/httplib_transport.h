@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "libs/kube/config.h"
+#include "libs/kube/rest_client.h"
 #include "libs/kube/transport.h"
 
 namespace httplib {
@@ -63,5 +64,11 @@ class HttplibTransport final : public HttpTransport {
   std::string cached_token_;
   absl::Time token_read_at_ = absl::InfinitePast();
 };
+
+// A RestClient over a new HttplibTransport: how a service or a test talks to one cluster.
+// `user_agent` empty keeps the transport's default.
+absl::StatusOr<std::shared_ptr<RestClient>> NewHttplibRestClient(const ClusterConfig& config,
+                                                                 std::string user_agent = "",
+                                                                 RestClientOptions options = {});
 
 }  // namespace reverser::kube

@@ -94,10 +94,9 @@ class KubeSimTest : public ::testing::Test {
     // Through a real kubeconfig, as the services do.
     auto config = ParseKubeconfig(sim_->Kubeconfig(), "");
     ASSERT_TRUE(config.ok()) << config.status();
-    auto transport = HttplibTransport::Create(*config);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    client_ = std::make_unique<RestClient>(std::shared_ptr<HttpTransport>(std::move(*transport)),
-                                           RestClientOptions{.sleeper = &sleeper_});
+    auto client = NewHttplibRestClient(*config, "", RestClientOptions{.sleeper = &sleeper_});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *client;
   }
   void TearDown() override {
     StopReflector();
@@ -135,7 +134,7 @@ class KubeSimTest : public ::testing::Test {
 
   std::unique_ptr<kubesim::KubeSim> sim_;
   RecordingSleeper sleeper_;
-  std::unique_ptr<RestClient> client_;
+  std::shared_ptr<RestClient> client_;
   RecordingHandler handler_;
   std::unique_ptr<Reflector> reflector_;
   std::thread thread_;

@@ -38,9 +38,8 @@ class App final : public runtime::ServiceApp {
       return absl::FailedPreconditionError(
           absl::StrCat("no Kubernetes API configuration: ", config.status().message()));
     }
-    auto transport = kube::HttplibTransport::Create(*config);
-    if (!transport.ok()) return transport.status();
-    (*transport)->set_user_agent("reverser-catalog/0.1");
+    auto client = kube::NewHttplibRestClient(*config, "reverser-catalog/0.1");
+    if (!client.ok()) return client.status();
 
     std::vector<std::string> sensitive;
     for (const std::string& entry : absl::GetFlag(FLAGS_additional_sensitive_resources)) {
@@ -57,8 +56,7 @@ class App final : public runtime::ServiceApp {
     }
 
     CatalogServiceOptions options;
-    options.client = std::make_shared<kube::RestClient>(
-        std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+    options.client = *client;
     options.state.registry.sensitive_policy = *sensitive_policy;
     // Generations start at the start time in microseconds: they keep increasing across restarts.
     options.state.generation_epoch = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));

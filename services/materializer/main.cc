@@ -136,9 +136,9 @@ class App final : public runtime::ServiceApp {
     const std::string& catalog = *catalog_address;
     auto cluster = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig));
     if (!cluster.ok()) return cluster.status();
-    auto transport = kube::HttplibTransport::Create(*cluster);
-    if (!transport.ok()) return transport.status();
-    client_ = std::make_shared<kube::RestClient>(std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+    auto kube_client = kube::NewHttplibRestClient(*cluster, "reverser-materializer/0.1");
+    if (!kube_client.ok()) return kube_client.status();
+    client_ = *kube_client;
 
     SupervisorOptions options;
     auto metrics = &host.metrics();

@@ -37,10 +37,9 @@ class MaterializerTest : public ::testing::Test {
     sim_ = std::move(*sim);
     auto config = kube::ParseKubeconfig(sim_->Kubeconfig(), "");
     ASSERT_TRUE(config.ok()) << config.status();
-    auto transport = kube::HttplibTransport::Create(*config);
-    ASSERT_TRUE(transport.ok()) << transport.status();
-    client_ = std::make_shared<kube::RestClient>(
-        std::shared_ptr<kube::HttpTransport>(std::move(*transport)));
+    auto client = kube::NewHttplibRestClient(*config);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *client;
     ASSERT_EQ(sim_->Call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"team"}})").status, 201);
   }
 
