@@ -17,6 +17,7 @@ import os
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -43,7 +44,6 @@ def main():
                              "for a memory-backed volume as the chart's emptyDir.medium=Memory gives")
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    import tempfile
     workdir = tempfile.mkdtemp(prefix="reverser-bench.", dir=args.tmpdir)
     fs_type = subprocess.run(["stat", "-f", "-c", "%T", workdir], capture_output=True, text=True).stdout.strip()
     stack = local_stack.Stack(args.bin_dir, root, workdir=workdir, commit_window="0s", push_cooldown="0s",

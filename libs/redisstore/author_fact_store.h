@@ -22,7 +22,8 @@
 namespace reverser::redisstore {
 
 // Reference defaults: code default fact TTL 15 m (the chart passes 10 m), resolver grace 3 s
-// polled every 150 ms, command-author TTL 1 h.
+// polled every 150 ms (our resolver wakes on the fact signal and backs off to at most that),
+// command-author TTL 1 h.
 inline constexpr absl::Duration kDefaultAuthorFactTtl = absl::Minutes(15);
 inline constexpr absl::Duration kDefaultAttributionGrace = absl::Seconds(3);
 inline constexpr absl::Duration kAttributionPollInterval = absl::Milliseconds(150);

@@ -11,6 +11,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "libs/catalogclient/catalog_flags.h"
 #include "libs/catalogclient/stream_follower.h"
+#include "libs/redisstore/author_fact_store.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
 #include "libs/runtime/log.h"
@@ -24,7 +25,7 @@ ABSL_FLAG(std::string, targets_file, "",
           "Instead of the catalog: a JSON reverser.v1.TableUpdate with the targets to serve.");
 ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the gitworker.");
 ABSL_FLAG(bool, attribution, true, "Resolve authors from the audit facts in Redis.");
-ABSL_FLAG(absl::Duration, attribution_grace, absl::Seconds(3),
+ABSL_FLAG(absl::Duration, attribution_grace, reverser::redisstore::kDefaultAttributionGrace,
           "How long an event waits for its author fact before the committer is used.");
 ABSL_FLAG(std::string, additional_sensitive_resources, "",
           "Comma-separated resource or group/resource treated as sensitive besides core secrets.");

@@ -40,12 +40,12 @@ struct SpliceStreamOptions {
   TargetScope scope;
   redisstore::RedisOptions redis;
   redisstore::KeyPrefix prefix = redisstore::KeyPrefix::Default();
-  absl::Duration attribution_grace = absl::Seconds(3);
+  absl::Duration attribution_grace = redisstore::kDefaultAttributionGrace;
   // Fact lookups for a waiting event start `attribution_first_poll` after it arrived and back off
   // by doubling to at most `attribution_poll` (the reference's fixed 150 ms): a fact usually
   // lands within tens of milliseconds, so a fixed 150 ms poll would add most of the latency.
   absl::Duration attribution_first_poll = absl::Milliseconds(5);
-  absl::Duration attribution_poll = absl::Milliseconds(150);
+  absl::Duration attribution_poll = redisstore::kAttributionPollInterval;
   bool attribution = true;
   size_t read_batch = 500;
 };
