@@ -280,33 +280,6 @@ bool WriteFastImportStream(const std::string& repo, const std::string& path) {
   return static_cast<bool>(out);
 }
 
-// Serves the repositories in `dir` over git:// with receive-pack enabled; returns the port once
-// `probe_repo` answers.
-absl::StatusOr<int> StartGitDaemon(const std::string& dir, const std::string& probe_repo,
-                                   std::optional<testing::ChildProcess>* daemon) {
-  auto port = testing::PickFreePort();
-  if (!port.ok()) return port.status();
-  auto child = testing::ChildProcess::Start(
-      {{"/usr/bin/git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-        "--listen=127.0.0.1", absl::StrCat("--port=", *port), absl::StrCat("--base-path=", dir),
-        dir},
-       {{"GIT_CONFIG_NOSYSTEM", "1"}, {"GIT_CONFIG_GLOBAL", "/dev/null"}},
-       dir,
-       "git-daemon"});
-  if (!child.ok()) return child.status();
-  daemon->emplace(std::move(*child));
-  const std::string url = absl::StrCat("git://127.0.0.1:", *port, "/", probe_repo);
-  if (!testing::WaitFor(
-          [&] {
-            auto ls = testing::RunCommand({"git", "ls-remote", url});
-            return ls.ok() && ls->exit_code == 0;
-          },
-          absl::Seconds(20))) {
-    return absl::UnavailableError("git daemon did not come up");
-  }
-  return *port;
-}
-
 std::string Mib(double kb) { return absl::StrFormat("%.0f MiB", kb / 1024); }
 
 int RunBench() {
@@ -330,7 +303,7 @@ int RunBench() {
                                    : absl::StrCat(dir.path(), "/", name);
   };
   if (transport == "daemon") {
-    auto port = StartGitDaemon(dir.path(), "remote.git", &daemon);
+    auto port = testing::StartGitDaemon(dir.path(), "remote.git", &daemon);
     if (!port.ok()) {
       std::cerr << port.status() << "\n";
       return 1;

@@ -47,32 +47,6 @@ struct Worker {
   }
 };
 
-// Serves the repositories in `dir` over git:// (smart protocol, receive-pack enabled) and waits
-// until `probe_repo` answers. Returns the port.
-absl::StatusOr<int> StartGitDaemon(const std::string& dir, const std::string& probe_repo,
-                                   std::optional<testing::ChildProcess>* daemon) {
-  auto port = testing::PickFreePort();
-  if (!port.ok()) return port.status();
-  auto child = testing::ChildProcess::Start(
-      {{"/usr/bin/git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-        "--informative-errors", "--listen=127.0.0.1", absl::StrCat("--port=", *port),
-        absl::StrCat("--base-path=", dir), dir},
-       {{"GIT_CONFIG_NOSYSTEM", "1"}, {"GIT_CONFIG_GLOBAL", "/dev/null"}},
-       dir,
-       "git-daemon"});
-  if (!child.ok()) return child.status();
-  daemon->emplace(std::move(*child));
-  const std::string url = absl::StrCat("git://127.0.0.1:", *port, "/", probe_repo);
-  bool ready = testing::WaitFor(
-      [&] {
-        auto ls = testing::RunCommand({"git", "ls-remote", url});
-        return ls.ok() && ls->exit_code == 0;
-      },
-      absl::Seconds(20));
-  if (!ready) return absl::UnavailableError("git daemon did not come up: " + (*daemon)->Stderr());
-  return *port;
-}
-
 enum class RaceRemote { kPath, kFileUrl, kGitDaemon };
 
 class PushRaceTest : public ::testing::TestWithParam<RaceRemote> {
@@ -89,7 +63,7 @@ TEST_P(PushRaceTest, ExactlyOneWinnerPerRoundAndTheLoserReplays) {
   std::string url = *remote;
   if (GetParam() == RaceRemote::kFileUrl) url = "file://" + *remote;
   if (GetParam() == RaceRemote::kGitDaemon) {
-    auto port = StartGitDaemon(dir_.path(), "remote.git", &daemon_);
+    auto port = testing::StartGitDaemon(dir_.path(), "remote.git", &daemon_);
     ASSERT_TRUE(port.ok()) << port.status();
     url = absl::StrCat("git://127.0.0.1:", *port, "/remote.git");
   }
@@ -191,7 +165,7 @@ class GitDaemonTest : public ::testing::Test {
     auto remote = testing::CreateBareRemote(dir_.path());
     ASSERT_TRUE(remote.ok()) << remote.status();
     remote_ = *remote;
-    auto port = StartGitDaemon(dir_.path(), "remote.git", &daemon_);
+    auto port = testing::StartGitDaemon(dir_.path(), "remote.git", &daemon_);
     ASSERT_TRUE(port.ok()) << port.status();
     url_ = absl::StrCat("git://127.0.0.1:", *port, "/remote.git");
   }
