@@ -1,7 +1,9 @@
 #include "tools/kube-sim/kube_sim.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -487,6 +489,85 @@ TEST_F(KubeSimTest, WatchListEndsInitialEventsWithAnnotatedBookmark) {
           rv + R"(","annotations":{"k8s.io/initial-events-end":"true"}}}})"));
 }
 
+// A backlog bigger than one gathered chunk (256 KiB) arrives whole, in order, and each line is
+// exactly the object a GET returns, wrapped: the stored rendering is the one every reader sees.
+TEST_F(KubeSimTest, WatchBacklogLargerThanOneChunkArrivesWholeAndByteIdentical) {
+  constexpr int kObjects = 300;
+  const std::string from = std::to_string(sim_->CurrentResourceVersion());
+  for (int i = 0; i < kObjects; ++i) {
+    Json cm = {{"metadata", {{"name", "big-" + std::to_string(i)}}},
+               {"data", {{"payload", std::string(2000, 'a' + i % 26)}}}};
+    ASSERT_EQ(sim_->Call("POST", "/api/v1/namespaces/default/configmaps", cm.dump()).status, 201);
+  }
+  auto line_for = [&](const std::string& type, int i) {
+    KubeSim::Response got =
+        sim_->Call("GET", "/api/v1/namespaces/default/configmaps/big-" + std::to_string(i));
+    return R"({"type":")" + type + R"(","object":)" + got.body + "}";
+  };
+  StreamReader resumed(sim_->port(),
+                       "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + from);
+  for (int i = 0; i < kObjects; ++i) ASSERT_EQ(resumed.Next(), line_for("ADDED", i)) << i;
+
+  // The same through the initial events of a WatchList, then its end bookmark.
+  StreamReader listed(sim_->port(),
+                      "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&"
+                      "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+  std::vector<std::string> names;
+  for (int i = 0; i < kObjects; ++i) names.push_back("big-" + std::to_string(i));
+  std::sort(names.begin(), names.end());  // initial events come in key order
+  for (const std::string& name : names) {
+    ASSERT_EQ(listed.Next(), line_for("ADDED", std::stoi(name.substr(4)))) << name;
+  }
+  Json end = listed.NextJson();
+  EXPECT_EQ(end["type"], "BOOKMARK");
+  EXPECT_EQ(end["object"]["metadata"]["resourceVersion"],
+            std::to_string(sim_->CurrentResourceVersion()));
+}
+
+// A selector watch sees an object enter (ADDED) and leave (DELETED) the selection as its labels
+// change, and nothing of objects outside it or in other namespaces.
+TEST_F(KubeSimTest, SelectorWatchReportsObjectsEnteringAndLeavingTheSelection) {
+  CreateConfigMap("unrelated");
+  Post("/api/v1/namespaces", {{"metadata", {{"name", "other"}}}});
+  const std::string from = std::to_string(sim_->CurrentResourceVersion());
+  StreamReader watch(sim_->port(),
+                     "/api/v1/namespaces/default/configmaps?watch=1&labelSelector=app%3Dweb&"
+                     "resourceVersion=" +
+                         from);
+  ASSERT_EQ(watch.status(), 200);
+  auto post = [&](const std::string& ns, const std::string& name, const std::string& app) {
+    Json cm = {{"metadata", {{"name", name}, {"labels", {{"app", app}}}}}, {"data", {{"k", "v"}}}};
+    EXPECT_EQ(Post("/api/v1/namespaces/" + ns + "/configmaps", cm)->status, 201);
+  };
+  auto relabel = [&](const std::string& name, const std::string& app) {
+    client_->Patch(("/api/v1/namespaces/default/configmaps/" + name).c_str(),
+                   R"({"metadata":{"labels":{"app":")" + app + R"("}}})",
+                   "application/merge-patch+json");
+  };
+  auto next = [&] {
+    Json e = watch.NextJson();
+    return e.is_null()
+               ? std::string("(none)")
+               : std::string(e["type"]) + " " + std::string(e["object"]["metadata"]["name"]) + " " +
+                     e["object"]["metadata"]["labels"].value("app", "");
+  };
+  post("other", "elsewhere", "web");  // another namespace
+  post("default", "db", "db");        // not selected
+  post("default", "site", "web");
+  EXPECT_EQ(next(), "ADDED site web");
+  relabel("site", "db");
+  EXPECT_EQ(next(), "DELETED site db");  // the object as it is now, no longer selected
+  relabel("unrelated", "other");         // never selected
+  relabel("db", "web");
+  EXPECT_EQ(next(), "ADDED db web");
+  client_->Patch("/api/v1/namespaces/default/configmaps/db", R"({"data":{"k":"new"}})",
+                 "application/merge-patch+json");
+  EXPECT_EQ(next(), "MODIFIED db web");
+  client_->Delete("/api/v1/namespaces/default/configmaps/site");  // not selected when deleted
+  client_->Delete("/api/v1/namespaces/default/configmaps/db");
+  EXPECT_EQ(next(), "DELETED db web");
+}
+
 TEST_F(KubeSimTest, LegacyProfileRejectsWatchListWithReal422) {
   StartSim(KubeSimOptions{.profile = Profile::kLegacy});
   auto res = client_->Get(
@@ -751,17 +832,18 @@ TEST_F(KubeSimTest, CutWatchFaultEndsAReplayBeforeItsEndBookmark) {
   EXPECT_EQ(cut.NextJson()["type"], "ADDED");
   EXPECT_TRUE(cut.WaitEnd());
   EXPECT_EQ(cut.Next(absl::Milliseconds(10)), "");  // no second object, no bookmark
-  EXPECT_FALSE(cut.clean_end());                     // the connection dropped mid-stream
+  EXPECT_FALSE(cut.clean_end());                    // the connection dropped mid-stream
   // times=1: the next replay is whole.
   StreamReader whole(sim_->port(), watch_list);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(whole.NextJson()["type"], "ADDED");
   Json end = whole.NextJson();
   EXPECT_EQ(end["type"], "BOOKMARK");
   EXPECT_EQ(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-  EXPECT_EQ(client_->Post("/_sim/faults", R"({"action":"cut-watch","afterEvents":-1})",
-                          "application/json")
-                ->status,
-            400);
+  EXPECT_EQ(
+      client_
+          ->Post("/_sim/faults", R"({"action":"cut-watch","afterEvents":-1})", "application/json")
+          ->status,
+      400);
 }
 
 TEST_F(KubeSimTest, RequestLogOverTheAdminEndpoint) {

@@ -149,8 +149,17 @@ inline int64_t ParseRv(const std::string& s) {
   return v;
 }
 
+// One watch event line, `{"type":"<type>","object":<object_json>}` and a newline, from an
+// object already rendered (StoredObject::json): no serialisation per watcher.
+inline void AppendWatchLine(std::string& out, absl::string_view type,
+                            absl::string_view object_json) {
+  absl::StrAppend(&out, "{\"type\":\"", type, "\",\"object\":", object_json, "}\n");
+}
+
 inline std::string WatchLine(const std::string& type, const Json& object) {
-  return absl::StrCat("{\"type\":\"", type, "\",\"object\":", object.dump(), "}\n");
+  std::string line;
+  AppendWatchLine(line, type, object.dump());
+  return line;
 }
 
 class KubeSim::Impl {

@@ -31,38 +31,63 @@ std::optional<Json> Store::Get(const std::string& type_key, const std::string& n
   if (t == objects_.end()) return std::nullopt;
   auto o = t->second.find(ObjectKey(ns, name));
   if (o == t->second.end()) return std::nullopt;
-  return *o->second;
+  return o->second->value;
+}
+
+ApiOr<Store::StoredSnapshot> Store::ListLocked(const std::string& type_key, const std::string& ns,
+                                               std::optional<int64_t> at_rv) const {
+  static const ObjectMap kNone;
+  auto t = objects_.find(type_key);
+  const ObjectMap& current = t == objects_.end() ? kNone : t->second;
+  std::string prefix = ns.empty() ? "" : absl::StrCat(ns, "/");
+  StoredSnapshot snap;
+  snap.rv = rv_;
+  if (!at_rv || *at_rv >= rv_) {
+    // The current state: no copy of the map, just the namespace's range of it.
+    for (auto it = current.lower_bound(prefix);
+         it != current.end() && absl::StartsWith(it->first, prefix); ++it) {
+      snap.items.push_back(it->second);
+    }
+    return snap;
+  }
+  if (*at_rv < compacted_rv_) {
+    return Gone("The resourceVersion for the provided list is too old.");
+  }
+  // Roll the current state back through the history, newest first.
+  ObjectMap state = current;
+  for (auto it = history_.rbegin(); it != history_.rend() && it->rv > *at_rv; ++it) {
+    if (it->type_key != type_key) continue;
+    const Json& meta = it->object->value["metadata"];
+    std::string key = ObjectKey(meta.value("namespace", ""), meta.value("name", ""));
+    if (it->prev) {
+      state[key] = it->prev;
+    } else {
+      state.erase(key);
+    }
+  }
+  snap.rv = *at_rv;
+  for (auto it = state.lower_bound(prefix);
+       it != state.end() && absl::StartsWith(it->first, prefix); ++it) {
+    snap.items.push_back(it->second);
+  }
+  return snap;
 }
 
 ApiOr<Store::Snapshot> Store::List(const std::string& type_key, const std::string& ns,
                                    std::optional<int64_t> at_rv) const {
   std::lock_guard lock(mu_);
-  std::map<std::string, std::shared_ptr<const Json>> state;
-  if (auto t = objects_.find(type_key); t != objects_.end()) state = t->second;
+  ApiOr<StoredSnapshot> stored = ListLocked(type_key, ns, at_rv);
+  if (!stored.ok()) return stored.error();
   Snapshot snap;
-  snap.rv = rv_;
-  if (at_rv && *at_rv < rv_) {
-    if (*at_rv < compacted_rv_) {
-      return Gone("The resourceVersion for the provided list is too old.");
-    }
-    // Roll the current state back through the history, newest first.
-    for (auto it = history_.rbegin(); it != history_.rend() && it->rv > *at_rv; ++it) {
-      if (it->type_key != type_key) continue;
-      const Json& meta = (*it->object)["metadata"];
-      std::string key = ObjectKey(meta.value("namespace", ""), meta.value("name", ""));
-      if (it->prev) {
-        state[key] = it->prev;
-      } else {
-        state.erase(key);
-      }
-    }
-    snap.rv = *at_rv;
-  }
-  std::string prefix = ns.empty() ? "" : absl::StrCat(ns, "/");
-  for (const auto& [key, obj] : state) {
-    if (absl::StartsWith(key, prefix)) snap.items.push_back(*obj);
-  }
+  snap.rv = stored->rv;
+  snap.items.reserve(stored->items.size());
+  for (const auto& o : stored->items) snap.items.push_back(o->value);
   return snap;
+}
+
+Store::StoredSnapshot Store::ListStored(const std::string& type_key, const std::string& ns) const {
+  std::lock_guard lock(mu_);
+  return *ListLocked(type_key, ns, std::nullopt);  // the current state is never compacted
 }
 
 ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& ns,
@@ -71,22 +96,27 @@ ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& 
   auto& objects = objects_[type_key];
   std::string key = ObjectKey(ns, name);
   auto existing = objects.find(key);
-  std::shared_ptr<const Json> current = existing == objects.end() ? nullptr : existing->second;
-  ApiOr<WriteDecision> decision = mutator(current.get());
+  std::shared_ptr<const StoredObject> current =
+      existing == objects.end() ? nullptr : existing->second;
+  ApiOr<WriteDecision> decision = mutator(current ? &current->value : nullptr);
   if (!decision.ok()) return decision.error();
   WriteResult result;
+  // Rendered here, once per write, rather than once per watcher per event.
+  auto store = [](const Json& object) {
+    return std::make_shared<const StoredObject>(StoredObject{object, object.dump()});
+  };
   switch (decision->kind) {
     case WriteDecision::Kind::kNoChange:
-      result.object = current ? *current : decision->object;
+      result.object = current ? current->value : decision->object;
       return result;
     case WriteDecision::Kind::kPut: {
       result.object = std::move(decision->object);
       result.event = current ? "MODIFIED" : "ADDED";
       if (dry_run) return result;
       result.object["metadata"]["resourceVersion"] = std::to_string(++rv_);
-      auto stored = std::make_shared<const Json>(result.object);
+      auto stored = store(result.object);
       objects[key] = stored;
-      RecordLocked({rv_, type_key, result.event, stored, current});
+      RecordLocked({rv_, type_key, result.event, std::move(stored), std::move(current)});
       break;
     }
     case WriteDecision::Kind::kDelete: {
@@ -97,8 +127,7 @@ ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& 
       // The DELETED event carries the deletion's own new resourceVersion.
       result.object["metadata"]["resourceVersion"] = std::to_string(++rv_);
       objects.erase(key);
-      RecordLocked(
-          {rv_, type_key, "DELETED", std::make_shared<const Json>(result.object), current});
+      RecordLocked({rv_, type_key, "DELETED", store(result.object), std::move(current)});
       break;
     }
   }

@@ -21,12 +21,19 @@
 
 namespace reverser::kubesim {
 
+// One stored state of an object: parsed (for selectors, reads and rollbacks) and its JSON text,
+// rendered once when written so that every watcher sends the same bytes without re-serialising.
+struct StoredObject {
+  Json value;
+  std::string json;  // value.dump()
+};
+
 struct StoredEvent {
   int64_t rv = 0;
-  std::string type_key;                // ResourceType::Key()
-  std::string type;                    // ADDED | MODIFIED | DELETED
-  std::shared_ptr<const Json> object;  // state after; for DELETED the last state at the new RV
-  std::shared_ptr<const Json> prev;    // state before; null for ADDED
+  std::string type_key;                        // ResourceType::Key()
+  std::string type;                            // ADDED | MODIFIED | DELETED
+  std::shared_ptr<const StoredObject> object;  // after; for DELETED the last state at the new RV
+  std::shared_ptr<const StoredObject> prev;    // state before; null for ADDED
 };
 
 // What a write decides to do with the current object (nullptr if absent).
@@ -61,6 +68,13 @@ class Store {
   ApiOr<Snapshot> List(const std::string& type_key, const std::string& ns,
                        std::optional<int64_t> at_rv = std::nullopt) const;
 
+  // The current state as stored (shared, not copied): what a watch's initial events render.
+  struct StoredSnapshot {
+    int64_t rv = 0;
+    std::vector<std::shared_ptr<const StoredObject>> items;  // in key order (namespace, name)
+  };
+  StoredSnapshot ListStored(const std::string& type_key, const std::string& ns) const;
+
   // Runs `mutator` under the store lock; assigns the next resourceVersion to changed objects
   // and records the event. dry_run: decide and render, store nothing.
   ApiOr<WriteResult> Write(const std::string& type_key, const std::string& ns,
@@ -88,7 +102,11 @@ class Store {
   bool shutting_down() const;
 
  private:
+  using ObjectMap = std::map<std::string, std::shared_ptr<const StoredObject>>;
   static std::string ObjectKey(const std::string& ns, const std::string& name);
+  // The objects of a type in namespace `ns` ("": all) as of `at_rv` (410 if compacted).
+  ApiOr<StoredSnapshot> ListLocked(const std::string& type_key, const std::string& ns,
+                                   std::optional<int64_t> at_rv) const;
   void RecordLocked(StoredEvent event);
 
   mutable std::mutex mu_;
@@ -99,7 +117,7 @@ class Store {
   uint64_t epoch_ = 0;
   bool shutdown_ = false;
   // type key -> object key ("ns/name") -> object
-  std::map<std::string, std::map<std::string, std::shared_ptr<const Json>>> objects_;
+  std::map<std::string, ObjectMap> objects_;
   std::deque<StoredEvent> history_;
 };
 

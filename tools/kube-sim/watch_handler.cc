@@ -3,6 +3,38 @@
 #include "tools/kube-sim/server_internal.h"
 
 namespace reverser::kubesim {
+namespace {
+
+// Gathers watch lines into one HTTP chunk (one send) per batch of events rather than one per
+// event; flushes early at kFlushBytes so a long backlog streams in bounded pieces. The buffer
+// is the watch's own and keeps its capacity from one batch to the next.
+class ChunkWriter {
+ public:
+  ChunkWriter(httplib::DataSink& sink, std::string& buffer) : sink_(sink), buffer_(buffer) {}
+
+  bool AddEvent(absl::string_view type, const StoredObject& object) {
+    AppendWatchLine(buffer_, type, object.json);
+    return buffer_.size() < kFlushBytes || Flush();
+  }
+  bool AddLine(absl::string_view line) {
+    buffer_.append(line.data(), line.size());
+    return buffer_.size() < kFlushBytes || Flush();
+  }
+  // Sends what is gathered; false once the connection is gone.
+  bool Flush() {
+    if (buffer_.empty()) return true;
+    bool ok = sink_.write(buffer_.data(), buffer_.size());
+    buffer_.clear();
+    return ok;
+  }
+
+ private:
+  static constexpr size_t kFlushBytes = 256 * 1024;
+  httplib::DataSink& sink_;
+  std::string& buffer_;
+};
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Watch
@@ -39,7 +71,9 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   }
 
   struct WatchState {
-    std::vector<std::string> pending;  // initial lines
+    std::vector<std::shared_ptr<const StoredObject>> initial;  // initial ADDED events
+    std::string pending;  // lines after the initial events (end bookmark, or a lone ERROR)
+    std::string out;      // the chunk being gathered (ChunkWriter)
     int64_t cursor = 0;
     absl::Time deadline;
     absl::Time next_bookmark;
@@ -65,40 +99,40 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   };
 
   if (send_initial) {
-    ApiOr<Store::Snapshot> snap = store_.List(type.Key(), ctx->info.namespace_);
-    if (!snap.ok()) return fail(snap.error());
+    Store::StoredSnapshot snap = store_.ListStored(type.Key(), ctx->info.namespace_);
     int64_t want = rv.empty() || rv == "0" ? 0 : ParseRv(rv);
-    if (want > snap->rv) {
+    if (want > snap.rv) {
       if (!store_.WaitForRv(want, absl::Now() + options_.too_large_rv_wait)) {
         return fail(TooLargeResourceVersion(want, store_.CurrentRv()));
       }
-      snap = store_.List(type.Key(), ctx->info.namespace_);
-      if (!snap.ok()) return fail(snap.error());
+      snap = store_.ListStored(type.Key(), ctx->info.namespace_);
     }
-    for (const auto& o : snap->items) {
-      if (labels->Matches(o) && fields->Matches(o)) state->pending.push_back(WatchLine("ADDED", o));
+    for (auto& o : snap.items) {
+      if (labels->Matches(o->value) && fields->Matches(o->value)) {
+        state->initial.push_back(std::move(o));
+      }
     }
-    state->cursor = snap->rv;
+    state->cursor = snap.rv;
     if (ctx->cut_watch_after >= 0) {
       // A replay cut short: some initial events, never the initial-events-end bookmark.
-      if (state->pending.size() > static_cast<size_t>(ctx->cut_watch_after)) {
-        state->pending.resize(ctx->cut_watch_after);
+      if (state->initial.size() > static_cast<size_t>(ctx->cut_watch_after)) {
+        state->initial.resize(ctx->cut_watch_after);
       }
       state->cut = true;
     } else if (watch_list && bookmarks) {
-      state->pending.push_back(bookmark(snap->rv, true));
+      state->pending = bookmark(snap.rv, true);
     }
   } else {
     int64_t n = ParseRv(rv);
     if (n < 0) return fail(BadRequest(absl::StrCat("invalid resource version: ", rv)));
     if (n < store_.CompactedRv()) {
       // Too old: HTTP 200 with a single ERROR event, then the stream ends.
-      state->pending.push_back(error_line(
-          Gone(absl::StrCat("too old resource version: ", n, " (", store_.CompactedRv(), ")"))));
+      state->pending = error_line(
+          Gone(absl::StrCat("too old resource version: ", n, " (", store_.CompactedRv(), ")")));
       state->finished = true;
     } else if (n > store_.CurrentRv() &&
                !store_.WaitForRv(n, absl::Now() + options_.too_large_rv_wait)) {
-      state->pending.push_back(error_line(TooLargeResourceVersion(n, store_.CurrentRv())));
+      state->pending = error_line(TooLargeResourceVersion(n, store_.CurrentRv()));
       state->finished = true;
     }
     state->cursor = n;
@@ -113,10 +147,19 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   std::string type_key = type.Key();
   std::string ns = ctx->info.namespace_;
   Selector label_sel = *labels, field_sel = *fields;
-  auto matches = [label_sel, field_sel, ns](const Json* o) {
-    if (!o) return false;
-    if (!ns.empty() && (*o)["metadata"].value("namespace", "") != ns) return false;
-    return label_sel.Matches(*o) && field_sel.Matches(*o);
+  auto matches = [label_sel, field_sel, ns](const StoredObject* stored) {
+    if (!stored) return false;
+    const Json& o = stored->value;
+    if (!ns.empty()) {
+      auto meta = o.find("metadata");
+      if (meta == o.end() || !meta->is_object()) return false;
+      auto object_ns = meta->find("namespace");
+      if (object_ns == meta->end() || !object_ns->is_string() ||
+          object_ns->get_ref<const std::string&>() != ns) {
+        return false;
+      }
+    }
+    return label_sel.Matches(o) && field_sel.Matches(o);
   };
   absl::Duration bookmark_interval = options_.bookmark_interval;
   // Counts open watch streams; released when httplib drops the provider.
@@ -125,13 +168,15 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   res.set_chunked_content_provider(
       "application/json", [this, ctx, state, type_key, matches, bookmarks, bookmark, error_line,
                            bookmark_interval, open_watch](size_t, httplib::DataSink& sink) {
-        auto write = [&](const std::string& line) { return sink.write(line.data(), line.size()); };
+        ChunkWriter out(sink, state->out);
         if (!state->started) {
           state->started = true;
-          for (const auto& line : state->pending) {
-            if (!write(line)) return false;
+          for (const auto& o : state->initial) {
+            if (!out.AddEvent("ADDED", *o)) return false;
           }
-          state->pending.clear();
+          state->initial = {};
+          if (!out.AddLine(state->pending) || !out.Flush()) return false;
+          state->pending = {};
           if (state->cut) return false;  // the connection drops mid-stream
           if (state->finished) {
             sink.done();
@@ -153,17 +198,19 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
           return false;                             // DropWatches(): cut the connection mid-stream
         }
         if (w.expired) {
-          write(error_line(Gone(absl::StrCat("too old resource version: ", state->cursor, " (",
-                                             store_.CompactedRv(), ")"))));
+          out.AddLine(error_line(Gone(absl::StrCat("too old resource version: ", state->cursor,
+                                                   " (", store_.CompactedRv(), ")"))));
+          out.Flush();
           sink.done();
           return true;
         }
         for (const auto& e : w.events) {
           state->cursor = e.rv;
-          bool now_in = e.type != "DELETED" && matches(e.object.get());
+          bool deleted = e.type == "DELETED";
+          bool now_in = !deleted && matches(e.object.get());
           bool was_in = matches(e.prev.get());
-          std::string type;
-          if (e.type == "DELETED") {
+          absl::string_view type;
+          if (deleted) {
             if (was_in) type = "DELETED";
           } else if (now_in && was_in) {
             type = "MODIFIED";
@@ -173,14 +220,14 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
             type = "DELETED";  // no longer matches the selector
           }
           if (type.empty()) continue;
-          if (!write(WatchLine(type, *e.object))) return false;
+          if (!out.AddEvent(type, *e.object)) return false;
         }
         if (w.events.empty() && w.current_rv > state->cursor) state->cursor = w.current_rv;
         if (bookmarks && absl::Now() >= state->next_bookmark) {
           state->next_bookmark = absl::Now() + bookmark_interval;
-          if (!write(bookmark(std::max(state->cursor, w.current_rv), false))) return false;
+          if (!out.AddLine(bookmark(std::max(state->cursor, w.current_rv), false))) return false;
         }
-        return true;
+        return out.Flush();
       });
 }
 
