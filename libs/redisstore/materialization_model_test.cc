@@ -1,8 +1,8 @@
-// Model-based test: random appends (new, same-RV, older, RV-less, non-numeric), compactions,
-// LIST-style checkpoint swaps and stale swaps against a real redis-server, checked after every
-// step against an in-memory model of the object set and of where each append must land.
-// A lagging tail reader (ReadAfter, re-splicing when it falls behind the checkpoint) must
-// converge to the same object set.
+// Model-based test: random appends (new, same-RV, older, RV-less, non-numeric; alone or in
+// AppendAll batches), compactions, LIST-style checkpoint swaps and stale swaps against a real
+// redis-server, checked after every step against an in-memory model of the object set and of
+// where each append must land. A lagging tail reader (ReadAfter, re-splicing when it falls
+// behind the checkpoint) must converge to the same object set.
 
 #include <memory>
 #include <optional>
@@ -98,55 +98,79 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
 
   constexpr int kSteps = 400;
   std::optional<StreamEntry> last_appended;
-  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0, duplicates = 0;
+  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0, duplicates = 0, batches = 0;
   for (int step = 0; step < kSteps; ++step) {
     int dice = uniform(0, 99);
     if (dice < 72) {
-      StreamEntry entry;
-      entry.name = "obj-" + std::to_string(uniform(0, 7));
-      entry.namespace_ = "team-a";
-      entry.uid = "uid-" + entry.name;
-      entry.op = uniform(0, 4) == 0 ? ChangeOp::kDeleted : ChangeOp::kModified;
-      if (entry.op != ChangeOp::kDeleted)
-        entry.object_json = "{\"step\":" + std::to_string(step) + "}";
-      std::optional<uint64_t> rv;
-      int kind = uniform(0, 99);
-      if (kind < 65) {
-        rv_clock += uniform(1, 3);
-        rv = rv_clock;
-      } else if (kind < 78) {
-        rv = std::max<uint64_t>(model.top.rv(), 1);  // same RV as the top
-      } else if (kind < 88) {
-        rv = model.top.rv() > 3 ? model.top.rv() - uniform(1, 3) : 1;  // late
-      } else if (kind < 95) {
-        rv = std::nullopt;  // RV-less: attach to the top
-      } else {
-        entry.resource_version = "v" + std::to_string(step);  // non-numeric
+      // One append (Append), or a run of them in one AppendAll: each entry must land exactly
+      // where it would alone, after the ones before it in the batch.
+      const int batch_size = uniform(0, 2) == 0 ? uniform(2, 12) : 1;
+      std::vector<StreamEntry> batch;
+      std::vector<std::optional<StreamPosition>> expected;
+      for (int b = 0; b < batch_size; ++b) {
+        StreamEntry entry;
+        entry.name = "obj-" + std::to_string(uniform(0, 7));
+        entry.namespace_ = "team-a";
+        entry.uid = "uid-" + entry.name;
+        entry.op = uniform(0, 4) == 0 ? ChangeOp::kDeleted : ChangeOp::kModified;
+        if (entry.op != ChangeOp::kDeleted)
+          entry.object_json = "{\"step\":" + std::to_string(step) + "." + std::to_string(b) + "}";
+        std::optional<uint64_t> rv;
+        int kind = uniform(0, 99);
+        if (kind < 65) {
+          rv_clock += uniform(1, 3);
+          rv = rv_clock;
+        } else if (kind < 78) {
+          rv = std::max<uint64_t>(model.top.rv(), 1);  // same RV as the top
+        } else if (kind < 88) {
+          rv = model.top.rv() > 3 ? model.top.rv() - uniform(1, 3) : 1;  // late
+        } else if (kind < 95) {
+          rv = std::nullopt;  // RV-less: attach to the top
+        } else {
+          entry.resource_version = "v" + std::to_string(step);  // non-numeric
+        }
+        if (rv) entry.resource_version = std::to_string(*rv);
+        if (last_appended && uniform(0, 19) == 0) entry = *last_appended;  // a retried append
+        if (!entry.resource_version.empty()) {
+          auto parsed = core::ParseResourceVersion(entry.resource_version);
+          rv = parsed.ok() ? std::optional<uint64_t>(*parsed) : std::nullopt;
+        } else {
+          rv = std::nullopt;
+        }
+        std::optional<StreamPosition> placed =
+            entry.resource_version.empty() || rv ? model.Place(rv, entry) : std::nullopt;
+        if (placed) {
+          model.top = *placed;
+          model.top_fields = EncodeEntryFields(entry);
+          last_appended = entry;
+          rv_clock = std::max(rv_clock, placed->rv());
+          ApplyEntry(entry, model.objects);
+          ++model.appended;
+        }
+        batch.push_back(std::move(entry));
+        expected.push_back(placed);
       }
-      if (rv) entry.resource_version = std::to_string(*rv);
-      if (last_appended && uniform(0, 19) == 0) entry = *last_appended;  // a retried append
-      if (!entry.resource_version.empty()) {
-        auto parsed = core::ParseResourceVersion(entry.resource_version);
-        rv = parsed.ok() ? std::optional<uint64_t>(*parsed) : std::nullopt;
+      std::vector<AppendResult> results;
+      if (batch_size == 1) {
+        auto result = store.Append(batch[0]);
+        ASSERT_TRUE(result.ok()) << result.status();
+        results.push_back(*result);
       } else {
-        rv = std::nullopt;
+        auto result = store.AppendAll(batch);
+        ASSERT_TRUE(result.ok()) << result.status();
+        results = std::move(*result);
+        ++batches;
       }
-      std::optional<StreamPosition> expected =
-          entry.resource_version.empty() || rv ? model.Place(rv, entry) : std::nullopt;
-      auto result = store.Append(entry);
-      ASSERT_TRUE(result.ok()) << result.status();
-      ASSERT_EQ(result->appended, expected.has_value()) << "step " << step;
-      if (expected) {
-        ASSERT_EQ(result->position, *expected) << "step " << step;
-        model.top = *expected;
-        model.top_fields = EncodeEntryFields(entry);
-        last_appended = entry;
-        rv_clock = std::max(rv_clock, expected->rv());
-        ApplyEntry(entry, model.objects);
-        ++model.appended;
-      } else {
-        ++diverts;
-        if (result->diverted == DivertReason::kDuplicateOfStreamTop) ++duplicates;
+      ASSERT_EQ(results.size(), batch.size());
+      for (size_t b = 0; b < batch.size(); ++b) {
+        ASSERT_EQ(results[b].appended, expected[b].has_value()) << "step " << step << "." << b;
+        if (expected[b]) {
+          ASSERT_EQ(results[b].position, *expected[b]) << "step " << step << "." << b;
+        } else {
+          ASSERT_TRUE(results[b].diverted.has_value());
+          ++diverts;
+          if (results[b].diverted == DivertReason::kDuplicateOfStreamTop) ++duplicates;
+        }
       }
     } else if (dice < 84) {
       // Compact up to a random point at or after the checkpoint.
@@ -215,10 +239,12 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
   EXPECT_GT(swaps, 0);
   EXPECT_GT(diverts, 0);
   EXPECT_GT(duplicates, 0);
+  EXPECT_GT(batches, 0);
   RecordProperty("compactions", compactions);
   RecordProperty("swaps", swaps);
   RecordProperty("stale_swaps", stale_swaps);
   RecordProperty("duplicates", duplicates);
+  RecordProperty("batches", batches);
   RecordProperty("resplices", follower.resplices);
 }
 

@@ -1,6 +1,7 @@
 #include "libs/redisstore/materialization_store.h"
 
 #include <algorithm>
+#include <deque>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -16,18 +17,37 @@ namespace {
 
 using core::StreamPosition;
 
-// Check-and-append in one step: compute where XADD `<rv>-*` would land and divert unless it is
-// above both the stream top (last generated ID, which survives trimming) and the checkpoint.
-// KEYS: stream, ckpt:rv, counts. ARGV: rv ("" = attach to the top's RV), field, value, ...
+// Check-and-append for a batch of entries, in order, in one step: for each entry compute where
+// XADD `<rv>-*` would land and divert it unless it is above both the stream top (last generated
+// ID, which survives trimming) and the checkpoint. Each entry sees the stream as the previous
+// ones left it, exactly as if each had been appended by its own call.
+// KEYS: stream, ckpt:rv, counts.
+// ARGV: count of entries diverted client-side as non_numeric_rv (only counted here), then per
+//       entry: rv ("" = attach to the top's RV), n, then n stream fields (field, value, ...).
+// Reply: per entry two strings, {id, ""} when appended, {"", reason} when diverted, and
+//        {top, "duplicate_of_stream_top"} for a repeat of the top entry.
 const LuaScript& AppendScript() {
   static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
 local stream, ckpt_key, counts = KEYS[1], KEYS[2], KEYS[3]
-local rv = ARGV[1]
+-- Check the layout before anything is written (a malformed call changes nothing).
+local starts = {}
+local at = 2
+while at <= #ARGV do
+  local n = tonumber(ARGV[at + 1])
+  if not n or n < 0 or at + 1 + n > #ARGV then
+    return redis.error_reply('ERR append script: malformed entry at ARGV ' .. at)
+  end
+  starts[#starts + 1] = at
+  at = at + 2 + n
+end
+local non_numeric = tonumber(ARGV[1])
+if not non_numeric then return redis.error_reply('ERR append script: malformed ARGV 1') end
+
 local top = '0-0'
 if redis.call('EXISTS', stream) == 1 then
   -- The last generated ID, cached beside the counts by this script (XINFO STREAM would copy
-  -- the first and last entries, bodies included, on every append). Streams written before the
-  -- cache existed fall back to XINFO once.
+  -- the first and last entries, bodies included). Streams written before the cache existed
+  -- fall back to XINFO once.
   top = redis.call('HGET', counts, 'top')
   if not top then
     top = '0-0'
@@ -37,51 +57,95 @@ if redis.call('EXISTS', stream) == 1 then
     end
   end
 end
-local function divert(reason)
-  redis.call('HINCRBY', counts, 'diverted:' .. reason, 1)
-  return {'diverted', reason}
-end
 local top_rv, top_seq = split(top)
-if rv == '' then
-  if top == '0-0' then return divert('rvless_empty_stream') end
-  rv = top_rv
+local ckpt = redis.call('GET', ckpt_key)  -- nothing here moves it
+local ck_rv, ck_seq
+if ckpt then ck_rv, ck_seq = split(ckpt) end
+
+-- The top entry's fields, for the duplicate check: ARGV[top_first .. +top_n-1] once this call
+-- appended it; before that, the stream's last entry, read at most once (only if it is the top).
+local top_first, top_n
+local last_read, last_fields = false, nil
+local function same_as_top(first, n)
+  if top_first then
+    if top_n ~= n then return false end
+    for k = 0, n - 1 do
+      if ARGV[top_first + k] ~= ARGV[first + k] then return false end
+    end
+    return true
+  end
+  if not last_read then
+    last_read = true
+    local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+    if #last == 1 and last[1][1] == top then last_fields = last[1][2] end
+  end
+  if not last_fields or #last_fields ~= n then return false end
+  for k = 1, n do
+    if last_fields[k] ~= ARGV[first + k - 1] then return false end
+  end
+  return true
 end
-local c = cmpnum(rv, top_rv)
-if c < 0 then return divert('older_than_stream_top') end
-local ckpt = redis.call('GET', ckpt_key)
-if ckpt then
-  local ck_rv, ck_seq = split(ckpt)
-  local cc = cmpnum(rv, ck_rv)
-  -- same RV as the checkpoint: the new seq is 0 (new RV) or top_seq+1; covered if <= ck_seq
-  if cc < 0 or (cc == 0 and (c > 0 or cmpnum(top_seq, ck_seq) < 0)) then
-    return divert('covered_by_checkpoint')
+
+local reasons = {'older_than_stream_top', 'covered_by_checkpoint', 'non_numeric_rv',
+                 'rvless_empty_stream', 'duplicate_of_stream_top'}
+local diverted = {non_numeric_rv = non_numeric}
+for _, reason in ipairs(reasons) do diverted[reason] = diverted[reason] or 0 end
+local appended = 0
+local out = {}
+local function divert(reason, id)
+  diverted[reason] = diverted[reason] + 1
+  out[#out + 1] = id or ''
+  out[#out + 1] = reason
+end
+
+local function append(rv, first, n)
+  if rv == '' then
+    if top == '0-0' then return divert('rvless_empty_stream') end
+    rv = top_rv
+  end
+  local c = cmpnum(rv, top_rv)
+  if c < 0 then return divert('older_than_stream_top') end
+  if ckpt then
+    local cc = cmpnum(rv, ck_rv)
+    -- same RV as the checkpoint: the new seq is 0 (new RV) or top_seq+1; covered if <= ck_seq
+    if cc < 0 or (cc == 0 and (c > 0 or cmpnum(top_seq, ck_seq) < 0)) then
+      return divert('covered_by_checkpoint')
+    end
+  end
+  -- A byte-identical repeat of the top entry (a retried append whose reply was lost, a watch
+  -- re-delivery) is absorbed: folding it again would change nothing.
+  if c == 0 and same_as_top(first, n) then return divert('duplicate_of_stream_top', top) end
+  local id = redis.pcall('XADD', stream, rv .. '-*', unpack(ARGV, first, first + n - 1))
+  if type(id) == 'table' and id.err then return divert('older_than_stream_top') end
+  appended = appended + 1
+  top = id
+  top_rv, top_seq = split(id)
+  top_first, top_n = first, n
+  out[#out + 1] = id
+  out[#out + 1] = ''
+end
+
+for _, s in ipairs(starts) do
+  append(ARGV[s], s + 2, tonumber(ARGV[s + 1]))
+end
+if appended > 0 then
+  redis.call('HINCRBY', counts, 'appended', appended)
+  redis.call('HSET', counts, 'top', top)
+end
+for _, reason in ipairs(reasons) do
+  if diverted[reason] > 0 then
+    redis.call('HINCRBY', counts, 'diverted:' .. reason, diverted[reason])
   end
 end
--- A byte-identical repeat of the top entry (a retried append whose reply was lost, a watch
--- re-delivery) is absorbed: folding it again would change nothing.
-if c == 0 then
-  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-  if #last == 1 and last[1][1] == top and #last[1][2] == #ARGV - 1 then
-    local same = true
-    for i = 1, #last[1][2] do
-      if last[1][2][i] ~= ARGV[i + 1] then same = false break end
-    end
-    if same then
-      redis.call('HINCRBY', counts, 'diverted:duplicate_of_stream_top', 1)
-      return {'diverted', 'duplicate_of_stream_top', top}
-    end
-  end
-end
-local fields = {}
-for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
-local id = redis.pcall('XADD', stream, rv .. '-*', unpack(fields))
-if type(id) == 'table' and id.err then return divert('older_than_stream_top') end
-redis.call('HINCRBY', counts, 'appended', 1)
-redis.call('HSET', counts, 'top', id)
-return {'appended', id}
+return out
 )lua"));
   return *script;
 }
+
+// AppendAll sends at most this many entries (and object bytes, unless a single entry has more)
+// per script call: a call blocks Redis while it runs, and its arguments are held in memory twice.
+constexpr size_t kAppendEntriesPerCall = 256;
+constexpr size_t kAppendBytesPerCall = 4 << 20;
 
 // The swap: refuse an older generation, install the staged items and the position together,
 // register the index, then trim what the new checkpoint covers.
@@ -264,40 +328,31 @@ MaterializationStore::MaterializationStore(RedisConnection* redis, KeyPrefix pre
       keys_(MaterializationKeys::For(prefix_, gvr_, scope_)),
       index_key_(MaterializationIndexKey(prefix_)) {}
 
-absl::StatusOr<AppendResult> MaterializationStore::Divert(DivertReason reason) {
-  RETURN_IF_ERROR(redis_
-                      ->Command({"HINCRBY", keys_.counts,
-                                 absl::StrCat("diverted:", DivertReasonName(reason)), "1"})
-                      .status());
-  AppendResult result;
-  result.diverted = reason;
-  return result;
-}
-
 namespace {
 
-// The append script's reply: ["appended", id] or ["diverted", reason(, id)].
-absl::StatusOr<AppendResult> ParseAppendReply(const RedisReply& reply) {
-  ASSIGN_OR_RETURN(std::vector<std::string> parts, reply.AsStringArray());
+absl::StatusOr<DivertReason> ParseDivertReason(absl::string_view name) {
+  for (DivertReason reason : {DivertReason::kOlderThanStreamTop, DivertReason::kCoveredByCheckpoint,
+                              DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream,
+                              DivertReason::kDuplicateOfStreamTop}) {
+    if (DivertReasonName(reason) == name) return reason;
+  }
+  return absl::InternalError(absl::StrCat("append script: unknown divert reason \"", name, "\""));
+}
+
+// One entry's pair of the append script's reply: {id, ""} or {id or "", reason}.
+absl::StatusOr<AppendResult> ParseAppendOutcome(const RedisReply& id, const RedisReply& reason) {
+  ASSIGN_OR_RETURN(std::string id_text, id.AsString());
+  ASSIGN_OR_RETURN(std::string reason_text, reason.AsString());
   AppendResult result;
-  if (parts.size() == 2 && parts[0] == "appended") {
-    ASSIGN_OR_RETURN(result.position, StreamPosition::Parse(parts[1]));
+  if (reason_text.empty()) {
     result.appended = true;
-    return result;
+  } else {
+    ASSIGN_OR_RETURN(result.diverted, ParseDivertReason(reason_text));
   }
-  if (parts.size() >= 2 && parts[0] == "diverted") {
-    for (DivertReason reason :
-         {DivertReason::kOlderThanStreamTop, DivertReason::kCoveredByCheckpoint,
-          DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream,
-          DivertReason::kDuplicateOfStreamTop}) {
-      if (DivertReasonName(reason) == parts[1]) result.diverted = reason;
-    }
-    if (parts.size() == 3) {
-      ASSIGN_OR_RETURN(result.position, StreamPosition::Parse(parts[2]));
-    }
-    if (result.diverted) return result;
+  if (!id_text.empty() || result.appended) {
+    ASSIGN_OR_RETURN(result.position, StreamPosition::Parse(id_text));
   }
-  return absl::InternalError(absl::StrCat("append script: unexpected reply ", reply.DebugString()));
+  return result;
 }
 
 // The script's RV argument: canonical decimal (no leading zeros), "" for an RV-less entry,
@@ -312,69 +367,105 @@ std::optional<std::string> CanonicalRv(const StreamEntry& entry) {
 }  // namespace
 
 absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& entry) {
-  RETURN_IF_ERROR(ValidateForAppend(entry));
-  std::optional<std::string> rv = CanonicalRv(entry);
-  if (!rv) return Divert(DivertReason::kNonNumericRv);
-  std::vector<std::string> args = {*rv};
-  std::vector<std::string> fields = EncodeEntryFields(entry);
-  args.insert(args.end(), fields.begin(), fields.end());
-  ASSIGN_OR_RETURN(
-      RedisReply reply,
-      redis_->Eval(AppendScript(), {keys_.stream, keys_.checkpoint_rv, keys_.counts}, args));
-  return ParseAppendReply(reply);
+  ASSIGN_OR_RETURN(std::vector<AppendResult> results,
+                   AppendEntries(absl::MakeConstSpan(&entry, 1)));
+  return results.front();
 }
 
 absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendAll(
     const std::vector<StreamEntry>& entries) {
+  return AppendEntries(entries);
+}
+
+absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
+    absl::Span<const StreamEntry> entries) {
   for (const StreamEntry& entry : entries) RETURN_IF_ERROR(ValidateForAppend(entry));
+  std::vector<AppendResult> results(entries.size());
+  if (entries.empty()) return results;
   const LuaScript& script = AppendScript();
-  std::vector<RedisCommand> commands;
-  std::vector<bool> non_numeric(entries.size(), false);
-  commands.reserve(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    std::optional<std::string> rv = CanonicalRv(entries[i]);
-    if (!rv) {
-      non_numeric[i] = true;
-      commands.push_back({"HINCRBY", keys_.counts,
-                          absl::StrCat("diverted:", DivertReasonName(DivertReason::kNonNumericRv)),
-                          "1"});
-      continue;
+
+  // One script call per chunk of entries. The commands refer to the entries' bytes; the small
+  // strings they need live in `numbers` (a deque: growing it never moves what it holds).
+  struct Chunk {
+    size_t begin = 0, end = 0;  // entries [begin, end); non-numeric ones are not sent
+  };
+  std::vector<Chunk> chunks;
+  std::vector<RedisCommandView> commands;
+  std::deque<std::string> numbers;
+  std::vector<bool> sent(entries.size(), false);
+  for (size_t i = 0; i < entries.size();) {
+    Chunk chunk{i, i};
+    RedisCommandView command = {"EVALSHA",           script.sha1(), "3", keys_.stream,
+                                keys_.checkpoint_rv, keys_.counts,  ""};
+    const size_t non_numeric_arg = command.size() - 1;
+    size_t non_numeric = 0, bytes = 0;
+    for (; i < entries.size() && i - chunk.begin < kAppendEntriesPerCall &&
+           (i == chunk.begin || bytes + entries[i].object_json.size() <= kAppendBytesPerCall);
+         ++i) {
+      const StreamEntry& entry = entries[i];
+      std::optional<std::string> rv = CanonicalRv(entry);
+      if (!rv) {
+        // Not a position at all: diverted here, only counted by the script.
+        results[i].diverted = DivertReason::kNonNumericRv;
+        ++non_numeric;
+        continue;
+      }
+      sent[i] = true;
+      command.push_back(numbers.emplace_back(std::move(*rv)));
+      const size_t count_arg = command.size();
+      command.push_back("");
+      AppendEntryFieldViews(entry, command);
+      command[count_arg] = numbers.emplace_back(absl::StrCat(command.size() - count_arg - 1));
+      bytes += entry.object_json.size();
     }
-    RedisCommand command = {"EVALSHA",           script.sha1(), "3", keys_.stream,
-                            keys_.checkpoint_rv, keys_.counts,  *rv};
-    std::vector<std::string> fields = EncodeEntryFields(entries[i]);
-    command.insert(command.end(), std::make_move_iterator(fields.begin()),
-                   std::make_move_iterator(fields.end()));
+    chunk.end = i;
+    command[non_numeric_arg] = numbers.emplace_back(absl::StrCat(non_numeric));
+    chunks.push_back(chunk);
     commands.push_back(std::move(command));
   }
-  std::vector<AppendResult> results(entries.size());
-  std::vector<size_t> pending(commands.size());  // command (= entry) indexes still to send
-  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+
+  // Fills the results of chunk `k` from its script reply.
+  auto take = [&](size_t k, const RedisReply& reply) -> absl::Status {
+    if (!reply.IsArray()) {
+      return absl::InternalError(
+          absl::StrCat("append script: unexpected reply ", reply.DebugString().substr(0, 200)));
+    }
+    const std::vector<RedisReply>& out = reply.elements();
+    size_t next = 0;
+    for (size_t i = chunks[k].begin; i < chunks[k].end; ++i) {
+      if (!sent[i]) continue;
+      if (next + 1 >= out.size()) {
+        return absl::InternalError("append script: fewer outcomes than entries");
+      }
+      ASSIGN_OR_RETURN(results[i], ParseAppendOutcome(out[next], out[next + 1]));
+      next += 2;
+    }
+    if (next != out.size()) return absl::InternalError("append script: more outcomes than entries");
+    return absl::OkStatus();
+  };
+
+  std::vector<size_t> pending(commands.size());  // chunk indexes still to send
+  for (size_t k = 0; k < pending.size(); ++k) pending[k] = k;
   bool loaded = false;
   while (!pending.empty()) {
-    std::vector<RedisCommand> batch;
-    const std::vector<RedisCommand>* send = &commands;
+    std::vector<RedisCommandView> resend;
+    const std::vector<RedisCommandView>* send = &commands;
     if (pending.size() != commands.size()) {
-      for (size_t k : pending) batch.push_back(commands[k]);
-      send = &batch;
+      for (size_t k : pending) resend.push_back(commands[k]);
+      send = &resend;
     }
-    ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Pipeline(*send));
+    ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->PipelineViews(*send));
     std::vector<size_t> unknown_script;
-    for (size_t i = 0; i < replies.size(); ++i) {
-      const size_t k = pending[i];
-      const RedisReply& reply = replies[i];
-      // The server does not know the script (fresh or restarted Redis): the call did not run,
-      // nor did any later script call of this pipeline. Load the script and resend those.
+    for (size_t j = 0; j < replies.size(); ++j) {
+      const RedisReply& reply = replies[j];
+      // The server does not know the script (fresh or restarted Redis, SCRIPT FLUSH): that call
+      // did not run, nor (normally) any later one of this pipeline. Load it and resend those.
       if (reply.IsError() && absl::StartsWith(reply.str(), "NOSCRIPT")) {
-        unknown_script.push_back(k);
+        unknown_script.push_back(pending[j]);
         continue;
       }
-      if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "pipelined append");
-      if (non_numeric[k]) {
-        results[k].diverted = DivertReason::kNonNumericRv;
-        continue;
-      }
-      ASSIGN_OR_RETURN(results[k], ParseAppendReply(reply));
+      if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "append script");
+      RETURN_IF_ERROR(take(pending[j], reply));
     }
     if (unknown_script.empty()) break;
     if (loaded) return absl::InternalError("append script unknown to Redis right after loading");

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "libs/core/stream_position.h"
 #include "libs/core/types.h"
 #include "libs/redisstore/keys.h"
@@ -120,11 +121,12 @@ class MaterializationStore {
   // Retrying after a lost reply is safe: the repeat is diverted as kDuplicateOfStreamTop.
   // InvalidArgument for an entry without a name, or an upsert without a body.
   absl::StatusOr<AppendResult> Append(const StreamEntry& entry);
-  // Append for many entries, in order, in one round trip (the scripts are pipelined; each is
-  // still atomic and sees the stream as the previous ones left it). Results align with
-  // `entries`. Nothing is sent if any entry is invalid. After an error the batch's outcome is
-  // unknown; resending it whole is safe when every entry has an RV (watch changes: what landed
-  // is diverted, never applied twice); an RV-less entry is only protected as the batch's last.
+  // Append for many entries, in order, in one round trip: one script call per chunk of up to
+  // 256 entries (pipelined), each entry checked as if appended alone, seeing the stream as the
+  // previous ones left it; each chunk is atomic. Results align with `entries`. Nothing is sent if
+  // any entry is invalid. After an error the batch's outcome is unknown; resending it whole is safe
+  // when every entry has an RV (watch changes: what landed is diverted, never applied twice); an
+  // RV-less entry is only protected as the batch's last.
   absl::StatusOr<std::vector<AppendResult>> AppendAll(const std::vector<StreamEntry>& entries);
 
   // Up to `max_entries` entries strictly after `after` (XRANGE with exclusive start).
@@ -172,7 +174,8 @@ class MaterializationStore {
   absl::Status Release();
 
  private:
-  absl::StatusOr<AppendResult> Divert(DivertReason reason);
+  // Append/AppendAll: one script call per chunk of entries, pipelined.
+  absl::StatusOr<std::vector<AppendResult>> AppendEntries(absl::Span<const StreamEntry> entries);
   // Stages `items` and swaps them in at `covered_through`; with `base`, only if the live
   // checkpoint is still exactly `base`.
   absl::StatusOr<CheckpointSwap> Swap(const ObjectMap& items, core::StreamPosition covered_through,

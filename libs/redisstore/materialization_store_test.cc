@@ -62,8 +62,8 @@ class MaterializationStoreTest : public ::testing::Test {
   std::unique_ptr<MaterializationStore> store_;
 };
 
-// AppendAll is Append, pipelined: same results, same stream, same counts — also when Redis
-// does not know the script yet (NOSCRIPT mid-pipeline) and when the batch is resent whole.
+// AppendAll is Append, batched: same results, same stream, same counts — also when Redis
+// does not know the script yet (NOSCRIPT) and when the batch is resent whole.
 TEST_F(MaterializationStoreTest, AppendAllMatchesOneAppendAtATime) {
   const std::vector<StreamEntry> batch = {
       Change(ChangeOp::kDeleted, "x", ""),  // nothing to attach to yet
@@ -122,6 +122,175 @@ TEST_F(MaterializationStoreTest, AppendAllMatchesOneAppendAtATime) {
   auto empty = pipelined.AppendAll({});
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
+}
+
+// "appended 10-0", "diverted older_than_stream_top", "diverted duplicate_of_stream_top 10-0".
+std::string Describe(const AppendResult& result) {
+  if (result.appended) return "appended " + result.position.ToString();
+  std::string text = "diverted ";
+  text += result.diverted ? std::string(DivertReasonName(*result.diverted)) : "(no reason)";
+  if (!result.position.IsZero()) text += " " + result.position.ToString();
+  return text;
+}
+
+std::vector<std::string> Describe(const std::vector<AppendResult>& results) {
+  std::vector<std::string> out;
+  for (const AppendResult& result : results) out.push_back(Describe(result));
+  return out;
+}
+
+// Inside one batch (one script call) every entry is judged against the stream as the entries
+// before it left it: the top moves with each append, the checkpoint applies to all, and only a
+// repeat of the current top is a duplicate.
+TEST_F(MaterializationStoreTest, AppendAllJudgesEachEntryAfterTheOnesBeforeIt) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, StreamPosition::EndOf(5)).ok());
+  const StreamEntry a10 = Change(ChangeOp::kAdded, "a", "10");
+  const StreamEntry b_gone = Change(ChangeOp::kDeleted, "b", "");
+  const std::vector<StreamEntry> batch = {
+      Change(ChangeOp::kAdded, "c", "3"),       // below the checkpoint
+      Change(ChangeOp::kDeleted, "x", ""),      // no top to attach to yet
+      a10,                                      //
+      a10,                                      // repeat of the top just appended
+      Change(ChangeOp::kModified, "b", "10x"),  // not a number, in the middle
+      Change(ChangeOp::kAdded, "b", "10"),      // same RV: next seq
+      a10,  // equal to an earlier entry, but not to the top: appended
+      Change(ChangeOp::kModified, "a", "9"),  // older than the top
+      b_gone,                                 // RV-less: attaches to the top's RV
+      b_gone,                                 // an RV-less repeat of the top
+      Change(ChangeOp::kModified, "c", "12"),
+  };
+  auto results = store_->AppendAll(batch);
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(Describe(*results), (std::vector<std::string>{
+                                    "diverted covered_by_checkpoint",
+                                    "diverted rvless_empty_stream",
+                                    "appended 10-0",
+                                    "diverted duplicate_of_stream_top 10-0",
+                                    "diverted non_numeric_rv",
+                                    "appended 10-1",
+                                    "appended 10-2",
+                                    "diverted older_than_stream_top",
+                                    "appended 10-3",
+                                    "diverted duplicate_of_stream_top 10-3",
+                                    "appended 12-0",
+                                }));
+  auto counts = store_->ReadCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->appended, 5);
+  EXPECT_EQ(counts->diverted, (std::map<std::string, int64_t>{{"covered_by_checkpoint", 1},
+                                                              {"duplicate_of_stream_top", 2},
+                                                              {"non_numeric_rv", 1},
+                                                              {"older_than_stream_top", 1},
+                                                              {"rvless_empty_stream", 1}}));
+  auto top = redis_->Command({"HGET", store_->keys().counts, "top"});
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ(top->str(), "12-0");
+  auto read = store_->ReadAfter(StreamPosition::Zero(), 100);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->entries.size(), 5u);
+  EXPECT_EQ(read->entries[2].name, "a");
+  EXPECT_EQ(read->entries[3].op, ChangeOp::kDeleted);
+  EXPECT_EQ(read->entries[3].position, StreamPosition(10, 3));
+
+  // Across batches: the next batch starts from the top the last one left, and a repeat of that
+  // top (a batch resent after a lost reply) is absorbed.
+  auto next = store_->AppendAll({batch.back(), Change(ChangeOp::kModified, "d", "13")});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(Describe(*next),
+            (std::vector<std::string>{"diverted duplicate_of_stream_top 12-0", "appended 13-0"}));
+  // A checkpoint swapped in between batches applies to the next one.
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, StreamPosition::EndOf(14)).ok());
+  auto later = store_->AppendAll(
+      {Change(ChangeOp::kModified, "d", "14"), Change(ChangeOp::kModified, "d", "15")});
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(Describe(*later),
+            (std::vector<std::string>{"diverted covered_by_checkpoint", "appended 15-0"}));
+  // A batch of nothing but non-numeric RVs still counts them.
+  auto odd = store_->AppendAll(
+      {Change(ChangeOp::kModified, "e", "x1"), Change(ChangeOp::kModified, "e", "x2")});
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  EXPECT_EQ(Describe(*odd),
+            (std::vector<std::string>{"diverted non_numeric_rv", "diverted non_numeric_rv"}));
+  counts = store_->ReadCounts();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->appended, 7);
+  EXPECT_EQ(counts->diverted["duplicate_of_stream_top"], 3);
+  EXPECT_EQ(counts->diverted["covered_by_checkpoint"], 2);
+  EXPECT_EQ(counts->diverted["non_numeric_rv"], 3);
+}
+
+// The number of script calls Redis ran since the last CONFIG RESETSTAT.
+int64_t EvalshaCalls(RedisConnection& redis) {
+  auto info = redis.Command({"INFO", "commandstats"});
+  if (!info.ok()) return -1;
+  const std::string& text = info->str();
+  size_t at = text.find("cmdstat_evalsha:calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(text.substr(at + std::string("cmdstat_evalsha:calls=").size()));
+}
+
+// A large batch is split into script calls of at most 256 entries, sent in one round trip; the
+// stream top carries over from call to call (a duplicate across the split is still caught), and
+// a script Redis forgot (SCRIPT FLUSH, a restart) is loaded again and the calls resent in order.
+TEST_F(MaterializationStoreTest, LargeAppendAllSpansScriptCallsAndSurvivesScriptFlush) {
+  auto first = store_->AppendAll({Change(ChangeOp::kAdded, "warm", "1")});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(redis_->Command({"SCRIPT", "FLUSH"}).ok());
+  std::vector<StreamEntry> batch;
+  for (int i = 0; i < 600; ++i) {
+    batch.push_back(
+        Change(ChangeOp::kModified, "o" + std::to_string(i % 50), std::to_string(2 + i)));
+  }
+  batch[256] = batch[255];  // the first entry of the second call repeats the first call's last
+  batch[300].resource_version = "three hundred";
+  auto results = store_->AppendAll(batch);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (i == 256) {
+      EXPECT_EQ(Describe((*results)[i]), "diverted duplicate_of_stream_top 257-0");
+    } else if (i == 300) {
+      EXPECT_EQ(Describe((*results)[i]), "diverted non_numeric_rv");
+    } else {
+      EXPECT_EQ(Describe((*results)[i]), "appended " + std::to_string(2 + i) + "-0") << i;
+    }
+  }
+  auto counts = store_->ReadCounts();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->appended, 1 + 598);
+
+  // With the script known: one call per 256 entries, not one per entry.
+  ASSERT_TRUE(redis_->Command({"CONFIG", "RESETSTAT"}).ok());
+  std::vector<StreamEntry> more;
+  for (int i = 0; i < 600; ++i) {
+    more.push_back(Change(ChangeOp::kModified, "p", std::to_string(1000 + i)));
+  }
+  auto appended = store_->AppendAll(more);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(Describe(appended->back()), "appended 1599-0");
+  EXPECT_EQ(EvalshaCalls(*redis_), 3);
+}
+
+// Big bodies: a call carries several entries only while they total at most 4 MiB (a bigger
+// single entry still goes, alone).
+TEST_F(MaterializationStoreTest, AppendAllBoundsTheBytesPerScriptCall) {
+  ASSERT_TRUE(store_->AppendAll({Change(ChangeOp::kAdded, "warm", "1")}).ok());
+  ASSERT_TRUE(redis_->Command({"CONFIG", "RESETSTAT"}).ok());
+  std::vector<StreamEntry> batch;
+  for (int i = 0; i < 5; ++i) {  // 1.5 MiB each: two per call
+    batch.push_back(Change(ChangeOp::kModified, "big", std::to_string(2 + i),
+                           "{\"data\":\"" + std::string(3 << 19, 'a' + i) + "\"}"));
+  }
+  batch.push_back(Change(ChangeOp::kModified, "huge", "10", std::string(5 << 20, 'h')));
+  auto results = store_->AppendAll(batch);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (const AppendResult& result : *results) EXPECT_TRUE(result.appended);
+  EXPECT_EQ(EvalshaCalls(*redis_), 4);
+  auto view = store_->ReadAfter(StreamPosition::Zero(), 10);
+  ASSERT_TRUE(view.ok());
+  ASSERT_EQ(view->entries.size(), 7u);
+  EXPECT_EQ(view->entries[5].object_json, batch[4].object_json);
+  EXPECT_EQ(view->entries[6].object_json, batch[5].object_json);
 }
 
 TEST_F(MaterializationStoreTest, AppendAssignsRvSeqAndDivertsWithoutReordering) {

@@ -291,16 +291,19 @@ absl::Status RedisConnection::ConnectionFailure(absl::string_view during) {
   return absl::UnavailableError(text);
 }
 
+template <typename Argv>
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
-    const std::vector<RedisCommand>& commands) {
+    const std::vector<Argv>& commands) {
   RETURN_IF_ERROR(EnsureConnected());
-  for (const RedisCommand& command : commands) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const Argv& command : commands) {
     if (command.empty()) return absl::InvalidArgumentError("redis: empty command");
-    std::vector<const char*> argv;
-    std::vector<size_t> lengths;
+    argv.clear();
+    lengths.clear();
     argv.reserve(command.size());
     lengths.reserve(command.size());
-    for (const std::string& arg : command) {
+    for (const auto& arg : command) {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
@@ -315,7 +318,8 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
     void* raw = nullptr;
     errno = 0;
     if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
-      return ConnectionFailure(absl::StrCat("waiting for the reply to ", commands[i][0]));
+      return ConnectionFailure(
+          absl::StrCat("waiting for the reply to ", absl::string_view(commands[i][0])));
     }
     auto* reply = static_cast<redisReply*>(raw);
     replies.push_back(ConvertAndFree(reply));
@@ -324,7 +328,7 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
 }
 
 absl::StatusOr<RedisReply> RedisConnection::Command(const RedisCommand& argv) {
-  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, RoundTrip({argv}));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, RoundTrip<RedisCommand>({argv}));
   RedisReply& reply = replies.front();
   if (reply.IsError()) return reply.ErrorStatus();
   return std::move(reply);
@@ -341,6 +345,12 @@ absl::StatusOr<RedisReply> RedisConnection::BlockingCommand(const RedisCommand& 
 
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::Pipeline(
     const std::vector<RedisCommand>& commands) {
+  if (commands.empty()) return std::vector<RedisReply>();
+  return RoundTrip(commands);
+}
+
+absl::StatusOr<std::vector<RedisReply>> RedisConnection::PipelineViews(
+    const std::vector<RedisCommandView>& commands) {
   if (commands.empty()) return std::vector<RedisReply>();
   return RoundTrip(commands);
 }
@@ -379,10 +389,11 @@ absl::StatusOr<RedisReply> RedisConnection::Eval(const LuaScript& script,
     command.insert(command.end(), args.begin(), args.end());
     return command;
   };
-  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, RoundTrip({build("EVALSHA", script.sha1())}));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies,
+                   RoundTrip<RedisCommand>({build("EVALSHA", script.sha1())}));
   RedisReply& reply = replies.front();
   if (reply.IsError() && absl::StartsWith(reply.str(), "NOSCRIPT")) {
-    ASSIGN_OR_RETURN(replies, RoundTrip({build("EVAL", script.source())}));
+    ASSIGN_OR_RETURN(replies, RoundTrip<RedisCommand>({build("EVAL", script.source())}));
   }
   RedisReply& result = replies.front();
   if (result.IsError()) return result.ErrorStatus();

@@ -87,6 +87,9 @@ class RedisReply {
 absl::Status RedisErrorToStatus(absl::string_view message);
 
 using RedisCommand = std::vector<std::string>;
+// A command whose arguments refer to bytes the caller keeps alive for the call: large values
+// (stream entry bodies) go to hiredis without a copy into a RedisCommand first.
+using RedisCommandView = std::vector<absl::string_view>;
 
 // A Lua script run by SHA1 (EVALSHA), loaded with EVAL on NOSCRIPT (after a Redis restart).
 class LuaScript {
@@ -116,6 +119,9 @@ class RedisConnection {
   // Sends all commands in one round trip; per-command error replies are returned as kError
   // replies (not as a failed Status), so callers can inspect each.
   absl::StatusOr<std::vector<RedisReply>> Pipeline(const std::vector<RedisCommand>& commands);
+  // Pipeline for commands whose arguments are views (no copy of the bytes before hiredis).
+  absl::StatusOr<std::vector<RedisReply>> PipelineViews(
+      const std::vector<RedisCommandView>& commands);
   // MULTI, commands..., EXEC in one round trip: all or nothing. Returns EXEC's replies (an
   // element may be a kError reply for a runtime error such as WRONGTYPE). Aborted if EXEC was
   // discarded (WATCH), FailedPrecondition if a command was rejected while queueing.
@@ -135,7 +141,9 @@ class RedisConnection {
   absl::Status SetSocketTimeout(absl::Duration timeout);
   // Appends commands, then reads one reply per command. Connection-level failures drop the
   // context (so the next call reconnects) and return Unavailable/DeadlineExceeded.
-  absl::StatusOr<std::vector<RedisReply>> RoundTrip(const std::vector<RedisCommand>& commands);
+  // (RedisCommand or RedisCommandView; defined in the .cc, the only user.)
+  template <typename Argv>
+  absl::StatusOr<std::vector<RedisReply>> RoundTrip(const std::vector<Argv>& commands);
   absl::Status ConnectionFailure(absl::string_view during);
   void Drop();
 

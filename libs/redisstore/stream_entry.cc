@@ -50,25 +50,20 @@ std::string ObjectIdentity(absl::string_view ns, absl::string_view name) {
   return ns.empty() ? std::string(name) : absl::StrCat(ns, "/", name);
 }
 
+void AppendEntryFieldViews(const StreamEntry& entry, std::vector<absl::string_view>& out) {
+  out.insert(out.end(),
+             {kFieldOp, ChangeOpName(entry.op), kFieldUid, entry.uid, kFieldNamespace,
+              entry.namespace_, kFieldName, entry.name, kFieldRv, entry.resource_version,
+              kFieldObject, entry.object_json, kFieldSource, ChangeSourceName(entry.source)});
+  if (!entry.audit_id.empty()) out.insert(out.end(), {kFieldAuditId, entry.audit_id});
+  if (!entry.user.empty()) out.insert(out.end(), {kFieldUser, entry.user});
+}
+
 std::vector<std::string> EncodeEntryFields(const StreamEntry& entry) {
-  std::vector<std::string> fields = {
-      std::string(kFieldOp),        std::string(ChangeOpName(entry.op)),
-      std::string(kFieldUid),       entry.uid,
-      std::string(kFieldNamespace), entry.namespace_,
-      std::string(kFieldName),      entry.name,
-      std::string(kFieldRv),        entry.resource_version,
-      std::string(kFieldObject),    entry.object_json,
-      std::string(kFieldSource),    std::string(ChangeSourceName(entry.source)),
-  };
-  if (!entry.audit_id.empty()) {
-    fields.push_back(std::string(kFieldAuditId));
-    fields.push_back(entry.audit_id);
-  }
-  if (!entry.user.empty()) {
-    fields.push_back(std::string(kFieldUser));
-    fields.push_back(entry.user);
-  }
-  return fields;
+  std::vector<absl::string_view> views;
+  views.reserve(18);
+  AppendEntryFieldViews(entry, views);
+  return std::vector<std::string>(views.begin(), views.end());
 }
 
 absl::StatusOr<StreamEntry> DecodeEntry(absl::string_view id,

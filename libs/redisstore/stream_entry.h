@@ -59,6 +59,9 @@ inline constexpr absl::string_view kFieldUser = "user";
 
 // Flat [field, value, ...]; optional fields only when non-empty.
 std::vector<std::string> EncodeEntryFields(const StreamEntry& entry);
+// The same fields as views into `entry` (and static names), appended to `out`: for building a
+// command without copying the bodies. Valid while `entry` lives unchanged.
+void AppendEntryFieldViews(const StreamEntry& entry, std::vector<absl::string_view>& out);
 // Parses an entry read back from the stream; InvalidArgument names the offending field.
 absl::StatusOr<StreamEntry> DecodeEntry(absl::string_view id,
                                         const std::vector<std::string>& flat_fields);
