@@ -112,6 +112,61 @@ TEST(FrameDecoderTest, BalancedButInvalidJsonIsRejectedByTheEventParser) {
   EXPECT_FALSE(ParseWatchEvent(R"({"type":"ADDED","object":"str"})").ok());
 }
 
+// The raw-object decoder gives what ParseWatchEvent gives, the object as its JSON text.
+void ExpectRawDecodeAgrees(WatchEventDecoder& raw, absl::string_view frame) {
+  absl::StatusOr<WatchEvent> parsed = ParseWatchEvent(frame);
+  absl::StatusOr<WatchEvent> decoded = raw.Decode(frame);
+  ASSERT_EQ(decoded.status().code(), parsed.status().code()) << frame;
+  if (!parsed.ok()) {
+    EXPECT_EQ(decoded.status().message(), parsed.status().message());
+    return;
+  }
+  EXPECT_EQ(decoded->type, parsed->type) << frame;
+  EXPECT_EQ(decoded->resource_version, parsed->resource_version) << frame;
+  EXPECT_EQ(decoded->resource_version, ResourceVersionOf(parsed->object)) << frame;
+  if (parsed->type == WatchEventType::kBookmark || parsed->type == WatchEventType::kError) {
+    EXPECT_EQ(decoded->object, parsed->object) << frame;  // always parsed
+    EXPECT_TRUE(decoded->object_json.empty());
+  } else {
+    EXPECT_TRUE(decoded->object.is_null());
+    EXPECT_EQ(nlohmann::json::parse(decoded->object_json), parsed->object) << frame;
+  }
+}
+
+TEST(WatchEventDecoderTest, RawObjectsAgreeWithParseWatchEventOnEveryCapturedFrame) {
+  WatchEventDecoder raw(/*raw_objects=*/true);
+  int frames = 0;
+  for (const char* file : {"k8s/handmade/watch/watchlist-sendInitialEvents.ndjson",
+                           "k8s/objects/kubeclient-2015-2018/watch_stream.json",
+                           "k8s/handmade/watch/watch-error-410-expired.ndjson"}) {
+    for (const std::string& frame : DecodeInPieces(ReadTestData(file), {})) {
+      ExpectRawDecodeAgrees(raw, frame);
+      ++frames;
+    }
+  }
+  EXPECT_GT(frames, 5);
+}
+
+TEST(WatchEventDecoderTest, RawObjectsKeepTheServersBytesAndRejectWhatParseWatchEventRejects) {
+  WatchEventDecoder raw(/*raw_objects=*/true);
+  const std::string object =
+      R"({"metadata":{"name":"a","resourceVersion":"7"},"data":{"k":"}{][\"\\\u00e9"}})";
+  absl::StatusOr<WatchEvent> event =
+      raw.Decode(absl::StrCat(R"({"object":)", object, R"(,"type":"MODIFIED"})"));
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->object_json, object);
+  EXPECT_EQ(event->resource_version, "7");
+  for (absl::string_view frame : {
+           R"({"type":ADDED,})", R"({})", R"({"type":"SNAPSHOT","object":{}})",
+           R"({"type":"ADDED","object":"str"})", R"({"type":1,"object":{}})",
+           R"({"type":"ADDED","object":{"metadata":{"resourceVersion":5}}})",
+           "{\"type\":\"ADDED\",\"object\":{\"a\":\"\xff\"}}", R"([1,2])", R"({"type":"ADDED")",
+           R"({"type":"DELETED","object":{},"extra":[1,{"x":null}]})",
+       }) {
+    ExpectRawDecodeAgrees(raw, frame);
+  }
+}
+
 TEST(FrameDecoderTest, CallbackErrorStopsDecoding) {
   FrameDecoder decoder;
   absl::Status status =

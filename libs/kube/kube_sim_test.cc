@@ -41,6 +41,13 @@ class RecordingHandler : public WatchHandler {
     std::string line(ReflectorEventTypeName(e.type));
     if (e.type == ReflectorEventType::kBookmark) return;  // timing-dependent; not asserted
     if (e.object.is_object()) absl::StrAppend(&line, " ", e.object["metadata"].value("name", ""));
+    if (!e.object_json.empty()) {
+      // Raw-object mode: the text is the object, and the event's RV is the object's.
+      json object = json::parse(e.object_json);
+      EXPECT_TRUE(e.object.is_null());
+      EXPECT_EQ(e.resource_version, ResourceVersionOf(object));
+      absl::StrAppend(&line, " ", object["metadata"].value("name", ""));
+    }
     if (e.initial) absl::StrAppend(&line, " initial");
     if (e.type == ReflectorEventType::kSyncStarted ||
         e.type == ReflectorEventType::kInitialEventsEnd) {
@@ -54,6 +61,10 @@ class RecordingHandler : public WatchHandler {
   std::vector<std::string> lines() {
     std::lock_guard lock(mu_);
     return lines_;
+  }
+  void Clear() {
+    std::lock_guard lock(mu_);
+    lines_.clear();
   }
   // Waits until a line equal to `line` has been recorded `times` times.
   bool WaitFor(const std::string& line, int times = 1) {
@@ -278,6 +289,25 @@ TEST_F(KubeSimTest, LegacyServerRejectsWatchListAndGetsListPlusWatch) {
     }
   }
   EXPECT_EQ(lists, 2);
+}
+
+TEST_F(KubeSimTest, RawObjectsArriveAsTextThroughBothSyncMethods) {
+  for (kubesim::Profile profile : {kubesim::Profile::kModern, kubesim::Profile::kLegacy}) {
+    handler_.Clear();
+    StartSim(profile);
+    Create("a");
+    StartReflector({.raw_objects = true});
+    const std::string method = profile == kubesim::Profile::kModern ? "watchlist" : "list";
+    ASSERT_TRUE(handler_.WaitFor("InitialEventsEnd " + method));
+    Create("b");
+    ASSERT_TRUE(handler_.WaitFor("ADDED b"));
+    ASSERT_TRUE(client_->Delete(kConfigMaps, "default", "a").ok());
+    ASSERT_TRUE(handler_.WaitFor("DELETED a"));
+    EXPECT_THAT(handler_.lines(),
+                ::testing::ElementsAre("SyncStarted " + method, "ADDED a initial",
+                                       "InitialEventsEnd " + method, "ADDED b", "DELETED a"));
+    TearDown();
+  }
 }
 
 TEST_F(KubeSimTest, TooManyRequestsIsRetriedAfterTheGivenDelay) {

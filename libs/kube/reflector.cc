@@ -146,6 +146,7 @@ WatchOptions Reflector::BaseWatchOptions() {
   options.allow_bookmarks = true;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
+  options.raw_objects = options_.raw_objects;
   int64_t span =
       std::max<int64_t>(0, options_.max_watch_timeout_seconds - options_.min_watch_timeout_seconds);
   rng_state_ = rng_state_ * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -168,8 +169,11 @@ absl::Status Reflector::HandleLiveEvent(WatchEvent event) {
   if (event.type == WatchEventType::kError) return ErrorEventStatus(event);
   ReflectorEvent out;
   out.type = LiveType(event.type);
-  out.resource_version = ResourceVersionOf(event.object);
-  if (event.type != WatchEventType::kBookmark) out.object = std::move(event.object);
+  out.resource_version = std::move(event.resource_version);
+  if (event.type != WatchEventType::kBookmark) {
+    out.object = std::move(event.object);
+    out.object_json = std::move(event.object_json);
+  }
   SetResourceVersion(out.resource_version);
   Emit(std::move(out));
   return absl::OkStatus();
@@ -194,7 +198,7 @@ absl::Status Reflector::SyncWithWatchList() {
     start();
     if (IsInitialEventsEndBookmark(event)) {
       initial_done = true;
-      std::string rv = ResourceVersionOf(event.object);
+      std::string rv = event.resource_version;
       SetResourceVersion(rv);
       step_ = Step::kWatch;
       {
@@ -210,8 +214,9 @@ absl::Status Reflector::SyncWithWatchList() {
     if (event.type == WatchEventType::kBookmark) return absl::OkStatus();  // not yet meaningful
     ReflectorEvent out;
     out.type = LiveType(event.type);
-    out.resource_version = ResourceVersionOf(event.object);
+    out.resource_version = std::move(event.resource_version);
     out.object = std::move(event.object);
+    out.object_json = std::move(event.object_json);
     out.initial = true;
     out.method = SyncMethod::kWatchList;
     Emit(std::move(out));
@@ -249,7 +254,11 @@ absl::Status Reflector::SyncWithList() {
       ReflectorEvent out;
       out.type = ReflectorEventType::kAdded;
       out.resource_version = ResourceVersionOf(item);
-      out.object = std::move(item);
+      if (options_.raw_objects) {
+        out.object_json = item.dump(-1, ' ', false, json::error_handler_t::replace);
+      } else {
+        out.object = std::move(item);
+      }
       out.initial = true;
       out.method = SyncMethod::kList;
       Emit(std::move(out));

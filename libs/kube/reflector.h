@@ -55,6 +55,7 @@ enum class SyncMethod { kWatchList, kList };
 struct ReflectorEvent {
   ReflectorEventType type = ReflectorEventType::kAdded;
   nlohmann::json object;         // the object (kAdded/kModified/kDeleted); null otherwise
+  std::string object_json;       // instead of `object` with ReflectorOptions::raw_objects
   std::string resource_version;  // of the object, the bookmark or the completed listing
   bool initial = false;
   SyncReason reason = SyncReason::kInitial;  // for kSyncStarted and kInitialEventsEnd
@@ -91,6 +92,9 @@ struct ReflectorOptions {
   std::string label_selector;
   std::string field_selector;
   bool use_watch_list = true;
+  // Deliver objects as JSON text (ReflectorEvent::object_json; `object` stays null): for
+  // consumers that store objects rather than read them. ReplacingHandler needs parsed objects.
+  bool raw_objects = false;
   // Non-empty: skip the initial sync and watch from this RV (a persisted cursor). If it is
   // too old the server answers 410 and a relist follows.
   std::string resume_resource_version;

@@ -316,9 +316,10 @@ absl::Status RestClient::Watch(const core::GroupVersionResource& gvr, absl::stri
       options.timeout_seconds ? absl::Seconds(*options.timeout_seconds + 30) : absl::Minutes(61);
 
   FrameDecoder decoder;
+  WatchEventDecoder event_decoder(options.raw_objects);
   absl::Status consumer_status;
   auto on_frame = [&](absl::string_view frame) -> absl::Status {
-    ASSIGN_OR_RETURN(WatchEvent event, ParseWatchEvent(frame));
+    ASSIGN_OR_RETURN(WatchEvent event, event_decoder.Decode(frame));
     return on_event(std::move(event));
   };
   absl::StatusOr<HttpResponse> response = transport_->Stream(

@@ -81,6 +81,8 @@ struct WatchOptions {
   std::optional<int64_t> timeout_seconds;
   std::string label_selector;
   std::string field_selector;
+  // Objects of ADDED/MODIFIED/DELETED events as JSON text (WatchEvent::object_json), not parsed.
+  bool raw_objects = false;
 };
 
 struct RestClientOptions {

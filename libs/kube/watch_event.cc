@@ -52,6 +52,65 @@ absl::StatusOr<WatchEvent> ParseWatchEvent(absl::string_view frame) {
     return absl::DataLossError(absl::StrCat("unknown watch event type \"", name, "\""));
   }
   event.object = std::move(*object);
+  event.resource_version = ResourceVersionOf(event.object);
+  return event;
+}
+
+absl::StatusOr<WatchEvent> WatchEventDecoder::Decode(absl::string_view frame) {
+  if (!raw_objects_) return ParseWatchEvent(frame);
+  // Anything simdjson does not take (malformed JSON, odd shapes) goes through ParseWatchEvent,
+  // which gives the error or the event exactly as before.
+  auto fallback = [&] { return ParseWatchEvent(frame); };
+  auto iterate = [&](absl::string_view text, simdjson::ondemand::document& doc) {
+    padded_.assign(text.data(), text.size());
+    padded_.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+    return parser_.iterate(simdjson::padded_string_view(padded_.data(), text.size(),
+                                                        padded_.capacity()))
+        .get(doc);
+  };
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object root;
+  if (iterate(frame, doc) || doc.get_object().get(root)) return fallback();
+  std::string_view type_name;
+  std::string object_text;
+  bool has_type = false, has_object = false;
+  // Every member is visited, so a frame cut short inside the root object is noticed.
+  for (auto field : root) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return fallback();
+    if (key == "type") {
+      if (field.value().get_string().get(type_name)) return fallback();
+      has_type = true;
+    } else if (key == "object") {
+      simdjson::ondemand::object object;
+      std::string_view raw;
+      if (field.value().get_object().get(object) || object.raw_json().get(raw)) return fallback();
+      object_text.assign(raw.data(), raw.size());
+      has_object = true;
+    }  // other members are skipped by the iteration itself
+  }
+  if (!has_type || !has_object) return fallback();
+  WatchEvent event;
+  if (type_name == "ADDED") {
+    event.type = WatchEventType::kAdded;
+  } else if (type_name == "MODIFIED") {
+    event.type = WatchEventType::kModified;
+  } else if (type_name == "DELETED") {
+    event.type = WatchEventType::kDeleted;
+  } else {
+    return fallback();  // BOOKMARK and ERROR are small and read as JSON objects
+  }
+  // The RV from the object's own text (the frame's buffers are reused for it).
+  simdjson::ondemand::document object_doc;
+  std::string_view rv;
+  if (!iterate(object_text, object_doc) &&
+      !object_doc.find_field_unordered("metadata")
+           .find_field_unordered("resourceVersion")
+           .get_string()
+           .get(rv)) {
+    event.resource_version = std::string(rv);
+  }
+  event.object_json = std::move(object_text);
   return event;
 }
 
