@@ -8,6 +8,16 @@
 
 namespace reverser::kubesim {
 
+StoredObject::StoredObject(Json v, std::string j) : value(std::move(v)), json(std::move(j)) {
+  // Kept beside the tree so a namespaced watch filters events without walking it (each walk
+  // is a few cache misses per event across a long backlog).
+  auto meta = value.find("metadata");
+  if (meta != value.end() && meta->is_object()) {
+    auto ns = meta->find("namespace");
+    if (ns != meta->end() && ns->is_string()) namespace_ = ns->get<std::string>();
+  }
+}
+
 Store::Store(size_t history_limit) : history_limit_(std::max<size_t>(history_limit, 1)) {}
 
 std::string Store::ObjectKey(const std::string& ns, const std::string& name) {
@@ -103,7 +113,7 @@ ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& 
   WriteResult result;
   // Rendered here, once per write, rather than once per watcher per event.
   auto store = [](const Json& object) {
-    return std::make_shared<const StoredObject>(StoredObject{object, object.dump()});
+    return std::make_shared<const StoredObject>(object, object.dump());
   };
   switch (decision->kind) {
     case WriteDecision::Kind::kNoChange:

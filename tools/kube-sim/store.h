@@ -24,8 +24,10 @@ namespace reverser::kubesim {
 // One stored state of an object: parsed (for selectors, reads and rollbacks) and its JSON text,
 // rendered once when written so that every watcher sends the same bytes without re-serialising.
 struct StoredObject {
+  StoredObject(Json v, std::string j);
   Json value;
-  std::string json;  // value.dump()
+  std::string json;        // value.dump()
+  std::string namespace_;  // metadata.namespace, read on every event by namespaced watches
 };
 
 struct StoredEvent {

@@ -149,17 +149,8 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   Selector label_sel = *labels, field_sel = *fields;
   auto matches = [label_sel, field_sel, ns](const StoredObject* stored) {
     if (!stored) return false;
-    const Json& o = stored->value;
-    if (!ns.empty()) {
-      auto meta = o.find("metadata");
-      if (meta == o.end() || !meta->is_object()) return false;
-      auto object_ns = meta->find("namespace");
-      if (object_ns == meta->end() || !object_ns->is_string() ||
-          object_ns->get_ref<const std::string&>() != ns) {
-        return false;
-      }
-    }
-    return label_sel.Matches(o) && field_sel.Matches(o);
+    if (!ns.empty() && stored->namespace_ != ns) return false;
+    return label_sel.Matches(stored->value) && field_sel.Matches(stored->value);
   };
   absl::Duration bookmark_interval = options_.bookmark_interval;
   // Counts open watch streams; released when httplib drops the provider.
