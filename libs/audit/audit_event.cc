@@ -1,32 +1,469 @@
 #include "libs/audit/audit_event.h"
 
+#include <cstring>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "simdjson.h"
 
 namespace reverser::audit {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+
 namespace {
 
-using nlohmann::json;
+static_assert(kBodyPadding >= simdjson::SIMDJSON_PADDING);
 
-// Reads a string member, "" when absent or not a string (input is untrusted).
-std::string Str(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_string()) return "";
-  return it->get<std::string>();
+constexpr char kNotJson[] = "request body is not valid JSON";
+constexpr char kNotObject[] = "request body is not a JSON object";
+
+// Bodies up to this size reuse the thread's parser; a larger one gets its own, so a rare huge
+// list does not pin its buffers (several times its size) to an HTTP thread for good.
+constexpr size_t kReusedParserMaxBytes = 4 << 20;
+
+// On-Demand finds errors only in the parts it reads. A rejected body gets a full validation so
+// the answer says "not a JSON object" only for well-formed JSON that is not an object.
+const char* RejectionMessage(const std::string& text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) return kNotJson;
+  return root.is_object() ? kNotJson : kNotObject;
 }
 
-const json& Member(const json& object, const char* key) {
-  static const json* null_value = new json();
-  if (!object.is_object()) return *null_value;
-  auto it = object.find(key);
-  return it == object.end() ? *null_value : *it;
+template <typename T>
+bool TypeIs(T& value, od::json_type expected, error_code& error) {
+  od::json_type type;
+  error = value.type().get(type);
+  return !error && type == expected;
 }
 
-std::string MetadataField(const json& object, const char* key) {
-  return Str(Member(object, "metadata"), key);
+}  // namespace
+
+// Decodes into an EventList: every string field is a view into the body when it holds no escape
+// (the common case), else into a copy the list keeps. Each Read* assigns its output afresh, so a
+// repeated key ends with the last value, as a JSON object map would.
+class EventDecoder {
+ public:
+  static absl::StatusOr<EventList> DecodeList(std::string body);
+  static absl::StatusOr<EventList> DecodeOne(std::string body);
+
+ private:
+  explicit EventDecoder(EventList& list) : list_(list) {}
+
+  // Pads the list's copy of `body` and starts iterating it.
+  static error_code Start(EventList& list, std::string body, od::parser& parser,
+                          od::document& doc);
+  static od::parser& ThreadParser() {
+    thread_local od::parser parser;
+    return parser;
+  }
+
+  error_code ReadString(od::value value, absl::string_view& out);
+  error_code ReadEvent(od::object object, AuditEvent& event);
+  error_code ReadEventItem(od::value value, AuditEvent& event);
+  error_code ReadObjectRef(od::value value, ObjectReference& ref);
+  error_code ReadResponseCode(od::value value, int& code);
+  error_code ReadUser(od::value value, UserInfo& user);
+  error_code ReadFirstString(od::value value, absl::string_view& out);
+  error_code ReadIdentity(od::value value, ObjectIdentity& identity);
+  error_code ReadEmbedded(od::value value, EmbeddedObject& embedded);
+
+  EventList& list_;
+};
+
+error_code EventDecoder::Start(EventList& list, std::string body, od::parser& parser,
+                               od::document& doc) {
+  list.text_ = std::make_unique<std::string>(std::move(body));
+  std::string& text = *list.text_;
+  const size_t size = text.size();
+  // Reallocates (one copy) only when the caller left no room for simdjson's padding.
+  if (text.capacity() - size < kBodyPadding) text.reserve(size + kBodyPadding);
+  return parser.iterate(simdjson::padded_string_view(text.data(), size, text.capacity()))
+      .get(doc);
 }
+
+absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body) {
+  EventList list;
+  od::parser local_parser;
+  od::parser& parser = body.size() <= kReusedParserMaxBytes ? ThreadParser() : local_parser;
+  od::document doc;
+  EventDecoder decoder(list);
+  absl::string_view kind;
+  absl::string_view api_version;
+  bool items_is_list = true;
+  auto decode = [&]() -> error_code {
+    SIMDJSON_TRY(Start(list, std::move(body), parser, doc));
+    od::json_type root_type;
+    SIMDJSON_TRY(doc.type().get(root_type));
+    if (root_type != od::json_type::object) return simdjson::INCORRECT_TYPE;
+    od::object root;
+    SIMDJSON_TRY(doc.get_object().get(root));
+    for (auto member : root) {
+      od::field field;
+      SIMDJSON_TRY(std::move(member).get(field));
+      std::string_view key;
+      SIMDJSON_TRY(field.unescaped_key().get(key));
+      if (key == "kind") {
+        SIMDJSON_TRY(decoder.ReadString(field.value(), kind));
+      } else if (key == "apiVersion") {
+        SIMDJSON_TRY(decoder.ReadString(field.value(), api_version));
+      } else if (key == "items") {
+        list.events_.clear();
+        od::value items = field.value();
+        error_code error;
+        if (TypeIs(items, od::json_type::null, error)) {
+          items_is_list = true;
+          continue;
+        }
+        SIMDJSON_TRY(error);
+        items_is_list = TypeIs(items, od::json_type::array, error);
+        SIMDJSON_TRY(error);
+        if (!items_is_list) continue;
+        od::array array;
+        SIMDJSON_TRY(items.get_array().get(array));
+        for (auto element : array) {
+          od::value item;
+          SIMDJSON_TRY(std::move(element).get(item));
+          SIMDJSON_TRY(decoder.ReadEventItem(item, list.events_.emplace_back()));
+        }
+      }
+    }
+    // Anything after the root object makes the body malformed.
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) return simdjson::TAPE_ERROR;
+    return simdjson::SUCCESS;
+  };
+  if (decode() != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(list.text_ ? RejectionMessage(*list.text_) : kNotJson);
+  }
+  if (kind != "EventList" || api_version != "audit.k8s.io/v1") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected an audit.k8s.io/v1 EventList, got apiVersion=\"", api_version,
+                     "\" kind=\"", kind, "\""));
+  }
+  if (!items_is_list) return absl::InvalidArgumentError("EventList items is not a list");
+  return list;
+}
+
+absl::StatusOr<EventList> EventDecoder::DecodeOne(std::string body) {
+  EventList list;
+  od::parser parser;
+  od::document doc;
+  EventDecoder decoder(list);
+  auto decode = [&]() -> error_code {
+    SIMDJSON_TRY(Start(list, std::move(body), parser, doc));
+    AuditEvent& event = list.events_.emplace_back();
+    error_code error;
+    if (!TypeIs(doc, od::json_type::object, error)) {
+      // Not an object: nothing to read, but the text must still be JSON.
+      if (error) return error;
+      return RejectionMessage(*list.text_) == kNotObject ? simdjson::SUCCESS : simdjson::TAPE_ERROR;
+    }
+    od::object object;
+    SIMDJSON_TRY(doc.get_object().get(object));
+    SIMDJSON_TRY(decoder.ReadEvent(object, event));
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) return simdjson::TAPE_ERROR;
+    return simdjson::SUCCESS;
+  };
+  if (error_code error = decode()) {
+    return absl::InvalidArgumentError(absl::StrCat("event is not valid JSON: ",
+                                                   simdjson::error_message(error)));
+  }
+  return list;
+}
+
+error_code EventDecoder::ReadString(od::value value, absl::string_view& out) {
+  out = {};
+  error_code error;
+  if (!TypeIs(value, od::json_type::string, error)) return error;  // other types read as absent
+  const std::string_view raw = value.raw_json_token();  // `"…"` then any whitespace
+  std::string_view decoded;
+  SIMDJSON_TRY(value.get_string().get(decoded));
+  const size_t n = decoded.size();
+  // Without a backslash before the closing quote the text between the quotes is the value.
+  if (raw.size() >= n + 2 && raw[n + 1] == '"' && std::memchr(raw.data() + 1, '\\', n) == nullptr) {
+    out = absl::string_view(raw.data() + 1, n);
+  } else {
+    list_.unescaped_.push_back(std::make_unique<std::string>(decoded));
+    out = *list_.unescaped_.back();
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadEventItem(od::value value, AuditEvent& event) {
+  event = AuditEvent{};
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;  // nil_event
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  return ReadEvent(object, event);
+}
+
+error_code EventDecoder::ReadEvent(od::object object, AuditEvent& event) {
+  event = AuditEvent{};
+  event.is_object = true;
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(field.unescaped_key().get(key));
+    od::value value = field.value();
+    if (key == "stage") {
+      SIMDJSON_TRY(ReadString(value, event.stage));
+    } else if (key == "verb") {
+      SIMDJSON_TRY(ReadString(value, event.verb));
+    } else if (key == "auditID") {
+      SIMDJSON_TRY(ReadString(value, event.audit_id));
+    } else if (key == "stageTimestamp") {
+      SIMDJSON_TRY(ReadString(value, event.stage_timestamp));
+    } else if (key == "requestURI") {
+      SIMDJSON_TRY(ReadString(value, event.request_uri));
+    } else if (key == "objectRef") {
+      SIMDJSON_TRY(ReadObjectRef(value, event.object_ref));
+    } else if (key == "responseStatus") {
+      SIMDJSON_TRY(ReadResponseCode(value, event.response_code));
+    } else if (key == "user") {
+      SIMDJSON_TRY(ReadUser(value, event.user));
+    } else if (key == "impersonatedUser") {
+      SIMDJSON_TRY(ReadUser(value, event.impersonated_user));
+    } else if (key == "requestObject") {
+      SIMDJSON_TRY(ReadEmbedded(value, event.request_object));
+    } else if (key == "responseObject") {
+      SIMDJSON_TRY(ReadEmbedded(value, event.response_object));
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadObjectRef(od::value value, ObjectReference& ref) {
+  ref = ObjectReference{};
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(field.unescaped_key().get(key));
+    absl::string_view* target = key == "resource"          ? &ref.resource
+                                : key == "apiGroup"        ? &ref.api_group
+                                : key == "apiVersion"      ? &ref.api_version
+                                : key == "namespace"       ? &ref.namespace_
+                                : key == "name"            ? &ref.name
+                                : key == "uid"             ? &ref.uid
+                                : key == "resourceVersion" ? &ref.resource_version
+                                : key == "subresource"     ? &ref.subresource
+                                                           : nullptr;
+    if (target != nullptr) SIMDJSON_TRY(ReadString(field.value(), *target));
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadResponseCode(od::value value, int& code) {
+  code = 0;
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(field.unescaped_key().get(key));
+    if (key != "code") continue;
+    code = 0;
+    od::value number = field.value();
+    if (!TypeIs(number, od::json_type::number, error)) {
+      SIMDJSON_TRY(error);
+      continue;
+    }
+    // Only an integer counts (200.0 reads as absent); out-of-range values wrap as a C cast does.
+    od::number_type type;
+    SIMDJSON_TRY(number.get_number_type().get(type));
+    if (type == od::number_type::signed_integer) {
+      int64_t n = 0;
+      SIMDJSON_TRY(number.get_int64().get(n));
+      code = static_cast<int>(n);
+    } else if (type == od::number_type::unsigned_integer) {
+      uint64_t n = 0;
+      SIMDJSON_TRY(number.get_uint64().get(n));
+      code = static_cast<int>(n);
+    } else {
+      double ignored = 0;
+      SIMDJSON_TRY(number.get_double().get(ignored));  // still validated
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadFirstString(od::value value, absl::string_view& out) {
+  out = {};
+  error_code error;
+  if (!TypeIs(value, od::json_type::array, error)) return error;
+  od::array array;
+  SIMDJSON_TRY(value.get_array().get(array));
+  for (auto element : array) {
+    od::value first;
+    SIMDJSON_TRY(std::move(element).get(first));
+    return ReadString(first, out);  // the rest is skipped by the enclosing iteration
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadUser(od::value value, UserInfo& user) {
+  user = UserInfo{};
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(field.unescaped_key().get(key));
+    if (key == "username") {
+      SIMDJSON_TRY(ReadString(field.value(), user.username));
+    } else if (key == "extra") {
+      user.display_name = {};
+      user.email = {};
+      od::value extra_value = field.value();
+      if (!TypeIs(extra_value, od::json_type::object, error)) {
+        SIMDJSON_TRY(error);
+        continue;
+      }
+      od::object extra;
+      SIMDJSON_TRY(extra_value.get_object().get(extra));
+      for (auto claim : extra) {
+        od::field claim_field;
+        SIMDJSON_TRY(std::move(claim).get(claim_field));
+        std::string_view claim_key;
+        SIMDJSON_TRY(claim_field.unescaped_key().get(claim_key));
+        if (claim_key == "configbutler.ai/claims/display-name") {
+          SIMDJSON_TRY(ReadFirstString(claim_field.value(), user.display_name));
+        } else if (claim_key == "configbutler.ai/claims/email") {
+          SIMDJSON_TRY(ReadFirstString(claim_field.value(), user.email));
+        }
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadIdentity(od::value value, ObjectIdentity& identity) {
+  identity = ObjectIdentity{};
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(field.unescaped_key().get(key));
+    absl::string_view* target = key == "name"              ? &identity.name
+                                : key == "namespace"       ? &identity.namespace_
+                                : key == "uid"             ? &identity.uid
+                                : key == "resourceVersion" ? &identity.resource_version
+                                                           : nullptr;
+    if (target != nullptr) SIMDJSON_TRY(ReadString(field.value(), *target));
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded) {
+  embedded = EmbeddedObject{};
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;
+  embedded.present = true;
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(field.unescaped_key().get(key));
+    if (key == "kind") {
+      SIMDJSON_TRY(ReadString(field.value(), embedded.kind));
+    } else if (key == "apiVersion") {
+      SIMDJSON_TRY(ReadString(field.value(), embedded.api_version));
+    } else if (key == "metadata") {
+      SIMDJSON_TRY(ReadIdentity(field.value(), embedded.metadata));
+    } else if (key == "details") {
+      embedded.details_name = {};
+      embedded.details_uid = {};
+      od::value details_value = field.value();
+      if (!TypeIs(details_value, od::json_type::object, error)) {
+        SIMDJSON_TRY(error);
+        continue;
+      }
+      od::object details;
+      SIMDJSON_TRY(details_value.get_object().get(details));
+      for (auto detail : details) {
+        od::field detail_field;
+        SIMDJSON_TRY(std::move(detail).get(detail_field));
+        std::string_view detail_key;
+        SIMDJSON_TRY(detail_field.unescaped_key().get(detail_key));
+        if (detail_key == "name") {
+          SIMDJSON_TRY(ReadString(detail_field.value(), embedded.details_name));
+        } else if (detail_key == "uid") {
+          SIMDJSON_TRY(ReadString(detail_field.value(), embedded.details_uid));
+        }
+      }
+    } else if (key == "items") {
+      embedded.items.clear();
+      od::value items_value = field.value();
+      embedded.has_items = TypeIs(items_value, od::json_type::array, error);
+      SIMDJSON_TRY(error);
+      if (!embedded.has_items) continue;
+      od::array items;
+      SIMDJSON_TRY(items_value.get_array().get(items));
+      for (auto element : items) {
+        od::value item;
+        SIMDJSON_TRY(std::move(element).get(item));
+        ObjectIdentity& identity = embedded.items.emplace_back();
+        if (!TypeIs(item, od::json_type::object, error)) {
+          SIMDJSON_TRY(error);
+          continue;
+        }
+        od::object item_object;
+        SIMDJSON_TRY(item.get_object().get(item_object));
+        for (auto item_member : item_object) {
+          od::field item_field;
+          SIMDJSON_TRY(std::move(item_member).get(item_field));
+          std::string_view item_key;
+          SIMDJSON_TRY(item_field.unescaped_key().get(item_key));
+          if (item_key == "metadata") SIMDJSON_TRY(ReadIdentity(item_field.value(), identity));
+        }
+      }
+    }
+  }
+  // Rewind and take the whole object's text, without its trailing whitespace.
+  SIMDJSON_TRY(object.reset().error());
+  std::string_view raw;
+  SIMDJSON_TRY(object.raw_json().get(raw));
+  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
+                          raw.back() == '\t')) {
+    raw.remove_suffix(1);
+  }
+  embedded.json = absl::string_view(raw.data(), raw.size());
+  return simdjson::SUCCESS;
+}
+
+absl::StatusOr<EventList> ParseEventList(std::string body) {
+  return EventDecoder::DecodeList(std::move(body));
+}
+
+absl::StatusOr<EventList> ParseEvent(std::string event_json) {
+  return EventDecoder::DecodeOne(std::move(event_json));
+}
+
+// --- The reference's filters and facts, over decoded events ---------------------------------
+
+namespace {
 
 bool IsMutatingVerb(absl::string_view verb) {
   return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" ||
@@ -43,40 +480,7 @@ bool IsDryRun(absl::string_view request_uri) {
   return false;
 }
 
-int ResponseCode(const json& event) {
-  const json& status = Member(event, "responseStatus");
-  const json& code = Member(status, "code");
-  return code.is_number_integer() ? code.get<int>() : 0;
-}
-
-std::string FirstExtra(const json& user, const char* key) {
-  const json& values = Member(Member(user, "extra"), key);
-  if (values.is_array() && !values.empty() && values[0].is_string()) {
-    return values[0].get<std::string>();
-  }
-  return "";
-}
-
 }  // namespace
-
-absl::StatusOr<std::vector<json>> ParseEventList(absl::string_view body) {
-  json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
-  if (!doc.is_object()) return absl::InvalidArgumentError("request body is not a JSON object");
-  std::string kind = Str(doc, "kind");
-  std::string api_version = Str(doc, "apiVersion");
-  if (kind != "EventList" || api_version != "audit.k8s.io/v1") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected an audit.k8s.io/v1 EventList, got apiVersion=\"", api_version,
-                     "\" kind=\"", kind, "\""));
-  }
-  auto items = doc.find("items");
-  if (items == doc.end() || items->is_null()) return std::vector<json>{};
-  if (!items->is_array()) return absl::InvalidArgumentError("EventList items is not a list");
-  // Moved out, not copied: a 400-event list is megabytes of parsed JSON.
-  std::vector<json> events = std::move(items->get_ref<json::array_t&>());
-  return events;
-}
 
 absl::string_view OutcomeLabel(Outcome outcome) {
   switch (outcome) {
@@ -104,93 +508,104 @@ absl::string_view OutcomeCategory(Outcome outcome) {
   return outcome == Outcome::kQueued ? "accepted" : "ignored";
 }
 
-Outcome Classify(const json& event) {
-  if (!event.is_object()) return Outcome::kNilEvent;
-  const json& ref = Member(event, "objectRef");
-  std::string verb = Str(event, "verb");
-  std::string subresource = Str(ref, "subresource");
+Outcome Classify(const AuditEvent& event) {
+  if (!event.is_object) return Outcome::kNilEvent;
+  const absl::string_view verb = event.verb;
+  const absl::string_view subresource = event.object_ref.subresource;
   if (!subresource.empty() && !(subresource == "scale" && IsMutatingVerb(verb))) {
     return Outcome::kNonScaleSubresource;
   }
-  if (Str(event, "stage") != "ResponseComplete") return Outcome::kStage;
+  if (event.stage != "ResponseComplete") return Outcome::kStage;
   if (!IsMutatingVerb(verb)) return Outcome::kReadOnlyOrUnknownVerb;
-  if (ResponseCode(event) >= 300) return Outcome::kFailedRequest;
-  if (IsDryRun(Str(event, "requestURI"))) return Outcome::kDryRun;
-  std::string request_rv = MetadataField(Member(event, "requestObject"), "resourceVersion");
-  std::string response_rv = MetadataField(Member(event, "responseObject"), "resourceVersion");
-  if (!request_rv.empty() && request_rv == response_rv) return Outcome::kUnchangedResourceVersion;
+  if (event.response_code >= 300) return Outcome::kFailedRequest;
+  if (IsDryRun(event.request_uri)) return Outcome::kDryRun;
+  const absl::string_view request_rv = event.request_object.metadata.resource_version;
+  if (!request_rv.empty() && request_rv == event.response_object.metadata.resource_version) {
+    return Outcome::kUnchangedResourceVersion;
+  }
   return Outcome::kQueued;
 }
 
-Actor EffectiveActor(const json& event) {
-  const json& impersonated = Member(event, "impersonatedUser");
-  const json& user = Str(impersonated, "username").empty() ? Member(event, "user") : impersonated;
+namespace {
+
+const UserInfo& EffectiveUser(const AuditEvent& event) {
+  return event.impersonated_user.username.empty() ? event.user : event.impersonated_user;
+}
+
+}  // namespace
+
+Actor EffectiveActor(const AuditEvent& event) {
+  const UserInfo& user = EffectiveUser(event);
   Actor actor;
-  actor.username = Str(user, "username");
-  actor.display_name = FirstExtra(user, "configbutler.ai/claims/display-name");
-  actor.email = FirstExtra(user, "configbutler.ai/claims/email");
-  actor.is_service_account = absl::StartsWith(actor.username, "system:serviceaccount:");
+  actor.username = std::string(user.username);
+  actor.display_name = std::string(user.display_name);
+  actor.email = std::string(user.email);
+  actor.is_service_account = absl::StartsWith(user.username, "system:serviceaccount:");
   return actor;
 }
 
-std::vector<redisstore::AuthorFact> ExtractFacts(const json& event) {
-  std::vector<redisstore::AuthorFact> facts;
-  if (Classify(event) != Outcome::kQueued) return facts;
-  const json& ref = Member(event, "objectRef");
-  Actor actor = EffectiveActor(event);
-  if (Str(ref, "resource").empty() || actor.username.empty()) return facts;
+void AppendFacts(const AuditEvent& event, std::vector<redisstore::AuthorFact>& facts) {
+  if (Classify(event) != Outcome::kQueued) return;
+  const ObjectReference& ref = event.object_ref;
+  const UserInfo& user = EffectiveUser(event);
+  if (ref.resource.empty() || user.username.empty()) return;
 
   redisstore::AuthorFact base;
-  std::string group = Str(ref, "apiGroup");
-  base.group_resource =
-      group.empty() ? Str(ref, "resource") : absl::StrCat(group, "/", Str(ref, "resource"));
-  base.namespace_ = Str(ref, "namespace");
-  base.author = actor.username;
-  base.display_name = actor.display_name;
-  base.email = actor.email;
-  base.is_service_account = actor.is_service_account;
-  base.verb = Str(event, "verb");
-  base.subresource = Str(ref, "subresource");
-  base.audit_id = Str(event, "auditID");
-  base.stage_timestamp = Str(event, "stageTimestamp");
+  base.group_resource = ref.api_group.empty() ? std::string(ref.resource)
+                                              : absl::StrCat(ref.api_group, "/", ref.resource);
+  base.namespace_ = std::string(ref.namespace_);
+  base.author = std::string(user.username);
+  base.display_name = std::string(user.display_name);
+  base.email = std::string(user.email);
+  base.is_service_account = absl::StartsWith(user.username, "system:serviceaccount:");
+  base.verb = std::string(event.verb);
+  base.subresource = std::string(ref.subresource);
+  base.audit_id = std::string(event.audit_id);
+  base.stage_timestamp = std::string(event.stage_timestamp);
 
-  const json& response = Member(event, "responseObject");
-  const json& request = Member(event, "requestObject");
-  if (base.verb == "deletecollection") {
+  const EmbeddedObject& response = event.response_object;
+  const EmbeddedObject& request = event.request_object;
+  if (event.verb == "deletecollection") {
     // The response lists what was removed; a hollow body (Status or no items) yields nothing.
-    const json& items = Member(response, "items");
-    if (!items.is_array()) return facts;
-    for (const json& item : items) {
-      redisstore::AuthorFact fact = base;
-      fact.name = MetadataField(item, "name");
-      fact.uid = MetadataField(item, "uid");
-      if (fact.namespace_.empty()) fact.namespace_ = MetadataField(item, "namespace");
-      fact.resource_version = MetadataField(item, "resourceVersion");
-      if (fact.name.empty() || fact.uid.empty()) continue;
-      facts.push_back(std::move(fact));
+    if (!response.has_items) return;
+    for (const ObjectIdentity& item : response.items) {
+      if (item.name.empty() || item.uid.empty()) continue;
+      redisstore::AuthorFact& fact = facts.emplace_back(base);
+      fact.name = std::string(item.name);
+      fact.uid = std::string(item.uid);
+      if (fact.namespace_.empty()) fact.namespace_ = std::string(item.namespace_);
+      fact.resource_version = std::string(item.resource_version);
     }
-    return facts;
+    return;
   }
 
-  redisstore::AuthorFact fact = base;
   // Identity backfill: create with generateName has no objectRef.name; the body has it. A delete
   // answers with the deleted object or a Status, so only an object's metadata is trusted.
-  bool response_is_object = Str(response, "kind") != "Status";
-  fact.name = Str(ref, "name");
-  if (fact.name.empty() && response_is_object) fact.name = MetadataField(response, "name");
-  if (fact.name.empty()) fact.name = MetadataField(request, "name");
-  fact.uid = Str(ref, "uid");
-  if (fact.uid.empty() && response_is_object) fact.uid = MetadataField(response, "uid");
+  const bool response_is_object = response.kind != "Status";
+  absl::string_view name = ref.name;
+  if (name.empty() && response_is_object) name = response.metadata.name;
+  if (name.empty()) name = request.metadata.name;
+  if (name.empty()) return;
+  absl::string_view uid = ref.uid;
+  if (uid.empty() && response_is_object) uid = response.metadata.uid;
   // An immediate delete answers with a Status whose details name the removed object.
-  if (fact.uid.empty() && !response_is_object) fact.uid = Str(Member(response, "details"), "uid");
+  if (uid.empty() && !response_is_object) uid = response.details_uid;
+  redisstore::AuthorFact& fact = facts.emplace_back(std::move(base));
+  fact.name = std::string(name);
+  fact.uid = std::string(uid);
   if (fact.namespace_.empty() && response_is_object) {
-    fact.namespace_ = MetadataField(response, "namespace");
+    fact.namespace_ = std::string(response.metadata.namespace_);
   }
   // The post-write RV; the request's RV is the precondition, not the result.
-  fact.resource_version = response_is_object ? MetadataField(response, "resourceVersion") : "";
-  if (fact.resource_version.empty()) fact.resource_version = Str(ref, "resourceVersion");
-  if (fact.name.empty()) return facts;
-  facts.push_back(std::move(fact));
+  absl::string_view resource_version =
+      response_is_object ? response.metadata.resource_version : absl::string_view();
+  if (resource_version.empty()) resource_version = ref.resource_version;
+  fact.resource_version = std::string(resource_version);
+}
+
+std::vector<redisstore::AuthorFact> ExtractFacts(const AuditEvent& event) {
+  std::vector<redisstore::AuthorFact> facts;
+  AppendFacts(event, facts);
   return facts;
 }
 

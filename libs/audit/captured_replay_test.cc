@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "libs/audit/audit_event.h"
 #include "libs/redisstore/author_fact_store.h"
+#include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/temp_dir.h"
 #include "yaml-cpp/yaml.h"
@@ -118,31 +119,34 @@ json ToJson(const YAML::Node& node) {
   }
 }
 
-// The events a payload file holds: one Event, or an EventList's items.
-std::vector<json> EventsIn(const std::string& path) {
+// A payload file's document (one Event or an EventList), placeholders substituted; null on error.
+json DocumentIn(const std::string& path) {
   auto text = testing::ReadFile(path);
   EXPECT_TRUE(text.ok()) << text.status();
-  if (!text.ok()) return {};
+  if (!text.ok()) return nullptr;
   json doc;
   try {
     doc = fs::path(path).extension() == ".json" ? json::parse(*text) : ToJson(YAML::Load(*text));
   } catch (const json::exception& e) {
     ADD_FAILURE() << path << ": " << e.what();
-    return {};
+    return nullptr;
   } catch (const YAML::Exception& e) {
     ADD_FAILURE() << path << ": " << e.what();
-    return {};
+    return nullptr;
   }
   // After typing: a substituted `<rv-1>` stays the string the API server sent, never a number.
   absl::Status substituted = SubstituteStrings(doc);
   EXPECT_TRUE(substituted.ok()) << path << ": " << substituted;
-  if (!substituted.ok()) return {};
-  if (doc.value("kind", "") == "EventList") {
-    auto items = ParseEventList(doc.dump());
-    EXPECT_TRUE(items.ok()) << path << ": " << items.status();
-    return items.ok() ? *items : std::vector<json>{};
-  }
-  return {doc};
+  if (!substituted.ok()) return nullptr;
+  return doc;
+}
+
+// The events a payload file holds, decoded from JSON text as the webhook decodes a body.
+absl::StatusOr<EventList> EventsIn(const std::string& path) {
+  json doc = DocumentIn(path);
+  if (doc.is_null()) return absl::InvalidArgumentError(absl::StrCat(path, ": unreadable"));
+  if (doc.is_object() && doc.value("kind", "") == "EventList") return ParseEventList(doc.dump());
+  return ParseEvent(doc.dump());
 }
 
 // --- Expectations --------------------------------------------------------------------------------
@@ -532,13 +536,14 @@ class CapturedReplayTest : public ::testing::Test {
   void Replay(const Case& c) {
     SCOPED_TRACE(c.file);
     ASSERT_TRUE(connection_->Command({"FLUSHDB"}).ok());
-    std::vector<json> events = EventsIn(shared_ + "/" + c.file);
+    auto events = EventsIn(shared_ + "/" + c.file);
+    ASSERT_TRUE(events.ok()) << events.status();
     std::vector<std::string> outcomes;
     auto prefix = redisstore::KeyPrefix::Parse(kPrefix);
     ASSERT_TRUE(prefix.ok());
     redisstore::AuthorFactStore store(connection_.get(), *prefix);
     std::vector<redisstore::AuthorFact> facts;
-    for (const json& event : events) {
+    for (const AuditEvent& event : *events) {
       Outcome outcome = Classify(event);
       outcomes.emplace_back(OutcomeLabel(outcome));
       for (auto& fact : ExtractFacts(event)) facts.push_back(std::move(fact));
@@ -633,13 +638,14 @@ TEST_F(CapturedReplayTest, EveryAuditPayloadFileIsCovered) {
 // `objectRef.subresource: status` (what the API server would send without that policy rule) is
 // ignored before any other filter.
 TEST_F(CapturedReplayTest, StatusSubresourceWriteIsIgnored) {
-  std::vector<json> events =
-      EventsIn(shared_ + "/" + CapturedFile("configmap/update/audit.update.yaml"));
-  ASSERT_EQ(events.size(), 1u);
-  json status = events[0];
+  json status = DocumentIn(shared_ + "/" + CapturedFile("configmap/update/audit.update.yaml"));
+  ASSERT_TRUE(status.is_object());
+  ASSERT_NE(status.value("kind", ""), "EventList");  // one event
   status["objectRef"]["subresource"] = "status";
-  EXPECT_EQ(OutcomeLabel(Classify(status)), "non_scale_subresource");
-  EXPECT_TRUE(ExtractFacts(status).empty());
+  auto events = ParseEvent(status.dump());
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(OutcomeLabel(Classify((*events)[0])), "non_scale_subresource");
+  EXPECT_TRUE(ExtractFacts((*events)[0]).empty());
 }
 
 TEST(SubstituteTest, ReplacesEveryPlaceholderAndRejectsUnknownOnes) {

@@ -1,6 +1,6 @@
 #include "services/materializer/audit_changes.h"
 
-#include "libs/audit/audit_event.h"
+#include "nlohmann/json.hpp"
 #include "services/materializer/stream_entries.h"
 
 namespace reverser::materializer {
@@ -20,11 +20,6 @@ const json& Member(const json& object, const char* key) {
   if (!object.is_object()) return *null_value;
   auto it = object.find(key);
   return it == object.end() ? *null_value : *it;
-}
-
-int ResponseCode(const json& event) {
-  const json& code = Member(Member(event, "responseStatus"), "code");
-  return code.is_number_integer() ? code.get<int>() : 0;
 }
 
 // A delete that only marked the object (finalizers or a grace period hold it) is a MODIFIED in
@@ -56,26 +51,48 @@ absl::string_view AuditSkipName(AuditSkip skip) {
   return "unknown";
 }
 
-AuditChanges ChangesFromAuditEvent(const json& event) {
+AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event) {
   AuditChanges out;
   auto skip = [&](AuditSkip reason) {
     out.changes.clear();
     out.skipped = reason;
     return out;
   };
-  const json& ref = Member(event, "objectRef");
-  const core::GroupVersionResource gvr{Str(ref, "apiGroup"), Str(ref, "apiVersion"),
-                                       Str(ref, "resource")};
-  const std::string request_namespace = Str(ref, "namespace");
+  const audit::ObjectReference& ref = event.object_ref;
+  const core::GroupVersionResource gvr{std::string(ref.api_group), std::string(ref.api_version),
+                                       std::string(ref.resource)};
+  const std::string request_namespace(ref.namespace_);
   out.gvr = gvr;
   out.namespace_ = request_namespace;
   if (audit::Classify(event) != audit::Outcome::kQueued) return skip(AuditSkip::kNotAccepted);
-  if (!Str(ref, "subresource").empty()) return skip(AuditSkip::kSubresource);
+  if (!ref.subresource.empty()) return skip(AuditSkip::kSubresource);
   if (gvr.resource.empty() || gvr.version.empty()) return skip(AuditSkip::kNoIdentity);
-  const json& response = Member(event, "responseObject");
+  const audit::EmbeddedObject& response_object = event.response_object;
+  if (!response_object.present) return skip(AuditSkip::kNoResponseBody);
+  const absl::string_view verb = event.verb;
+  const bool is_status = response_object.kind == "Status";
+
+  if (verb == "delete" && is_status) {
+    AuditChange change;
+    change.gvr = gvr;
+    change.namespace_ = request_namespace;
+    change.entry.op = ChangeOp::kDeleted;
+    change.entry.source = redisstore::ChangeSource::kAudit;
+    change.entry.namespace_ = request_namespace;
+    change.entry.name = std::string(ref.name);
+    if (change.entry.name.empty()) change.entry.name = std::string(response_object.details_name);
+    change.entry.uid = std::string(response_object.details_uid);
+    if (change.entry.uid.empty()) change.entry.uid = std::string(ref.uid);
+    change.body_from_materialization = true;
+    if (change.entry.name.empty()) return skip(AuditSkip::kNoIdentity);
+    out.changes.push_back(std::move(change));
+    return out;
+  }
+  if (is_status && verb != "deletecollection") return skip(AuditSkip::kNoResponseBody);
+
+  // The whole body is needed from here on: decoded now, for this event only.
+  const json response = json::parse(response_object.json, nullptr, /*allow_exceptions=*/false);
   if (!response.is_object()) return skip(AuditSkip::kNoResponseBody);
-  const std::string verb = Str(event, "verb");
-  const bool is_status = Str(response, "kind") == "Status";
 
   auto add = [&](ChangeOp op, const json& object) {
     AuditChange change;
@@ -98,28 +115,10 @@ AuditChanges ChangesFromAuditEvent(const json& event) {
     return out;
   }
 
-  if (verb == "delete" && is_status) {
-    AuditChange change;
-    change.gvr = gvr;
-    change.namespace_ = request_namespace;
-    change.entry.op = ChangeOp::kDeleted;
-    change.entry.source = redisstore::ChangeSource::kAudit;
-    change.entry.namespace_ = request_namespace;
-    change.entry.name = Str(ref, "name");
-    if (change.entry.name.empty()) change.entry.name = Str(Member(response, "details"), "name");
-    change.entry.uid = Str(Member(response, "details"), "uid");
-    if (change.entry.uid.empty()) change.entry.uid = Str(ref, "uid");
-    change.body_from_materialization = true;
-    if (change.entry.name.empty()) return skip(AuditSkip::kNoIdentity);
-    out.changes.push_back(std::move(change));
-    return out;
-  }
-  if (is_status) return skip(AuditSkip::kNoResponseBody);
-
   ChangeOp op = ChangeOp::kModified;
-  if (verb == "create" || ResponseCode(event) == 201) op = ChangeOp::kAdded;
+  if (verb == "create" || event.response_code == 201) op = ChangeOp::kAdded;
   if (verb == "delete") {
-    op = ResponseCode(event) == 202 || OnlyMarkedForDeletion(response) ? ChangeOp::kModified
+    op = event.response_code == 202 || OnlyMarkedForDeletion(response) ? ChangeOp::kModified
                                                                         : ChangeOp::kDeleted;
   }
   add(op, response);

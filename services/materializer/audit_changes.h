@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "libs/audit/audit_event.h"
 #include "libs/core/types.h"
 #include "libs/redisstore/stream_entry.h"
-#include "nlohmann/json.hpp"
 
 namespace reverser::materializer {
 
@@ -49,6 +49,7 @@ struct AuditChanges {
   AuditSkip skipped = AuditSkip::kNone;  // set when `changes` is empty for a reason
 };
 
-AuditChanges ChangesFromAuditEvent(const nlohmann::json& event);
+// Parses the response body's raw text (nlohmann) only for an event it converts.
+AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event);
 
 }  // namespace reverser::materializer

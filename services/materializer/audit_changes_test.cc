@@ -1,12 +1,21 @@
 #include "services/materializer/audit_changes.h"
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace reverser::materializer {
 namespace {
 
 using nlohmann::json;
 using redisstore::ChangeOp;
+
+// Decodes `event` as the webhook does, then converts it.
+AuditChanges Changes(const json& event) {
+  auto decoded = audit::ParseEvent(event.dump());
+  EXPECT_TRUE(decoded.ok()) << decoded.status();
+  if (!decoded.ok()) return {};
+  return ChangesFromAuditEvent((*decoded)[0]);
+}
 
 json Event(const std::string& verb, json response, int code = 200) {
   json event = {{"kind", "Event"},
@@ -37,7 +46,7 @@ json ConfigMap(const std::string& name, const std::string& rv) {
 }
 
 TEST(AuditChangesTest, CreateUpdateAndPatchBecomeAddedAndModifiedWithTheResponseBody) {
-  AuditChanges created = ChangesFromAuditEvent(Event("create", ConfigMap("a", "10"), 201));
+  AuditChanges created = Changes(Event("create", ConfigMap("a", "10"), 201));
   ASSERT_EQ(created.changes.size(), 1u);
   const redisstore::StreamEntry& entry = created.changes[0].entry;
   EXPECT_EQ(entry.op, ChangeOp::kAdded);
@@ -52,17 +61,17 @@ TEST(AuditChangesTest, CreateUpdateAndPatchBecomeAddedAndModifiedWithTheResponse
   EXPECT_EQ(created.changes[0].gvr, (core::GroupVersionResource{"", "v1", "configmaps"}));
   EXPECT_FALSE(created.changes[0].body_from_materialization);
 
-  EXPECT_EQ(ChangesFromAuditEvent(Event("update", ConfigMap("a", "11"))).changes[0].entry.op,
+  EXPECT_EQ(Changes(Event("update", ConfigMap("a", "11"))).changes[0].entry.op,
             ChangeOp::kModified);
-  EXPECT_EQ(ChangesFromAuditEvent(Event("patch", ConfigMap("a", "12"))).changes[0].entry.op,
+  EXPECT_EQ(Changes(Event("patch", ConfigMap("a", "12"))).changes[0].entry.op,
             ChangeOp::kModified);
   // Server-side apply (or an update) that creates answers 201: the watch says ADDED.
-  EXPECT_EQ(ChangesFromAuditEvent(Event("patch", ConfigMap("b", "13"), 201)).changes[0].entry.op,
+  EXPECT_EQ(Changes(Event("patch", ConfigMap("b", "13"), 201)).changes[0].entry.op,
             ChangeOp::kAdded);
 }
 
 TEST(AuditChangesTest, DeleteAnsweredWithTheObjectIsDeletedOrModifiedWhenOnlyMarked) {
-  AuditChanges deleted = ChangesFromAuditEvent(Event("delete", ConfigMap("a", "20")));
+  AuditChanges deleted = Changes(Event("delete", ConfigMap("a", "20")));
   ASSERT_EQ(deleted.changes.size(), 1u);
   EXPECT_EQ(deleted.changes[0].entry.op, ChangeOp::kDeleted);
   EXPECT_EQ(deleted.changes[0].entry.resource_version, "20");
@@ -70,12 +79,12 @@ TEST(AuditChangesTest, DeleteAnsweredWithTheObjectIsDeletedOrModifiedWhenOnlyMar
   json held = ConfigMap("a", "21");
   held["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
   held["metadata"]["finalizers"] = json::array({"example.com/keep"});
-  EXPECT_EQ(ChangesFromAuditEvent(Event("delete", held, 202)).changes[0].entry.op,
+  EXPECT_EQ(Changes(Event("delete", held, 202)).changes[0].entry.op,
             ChangeOp::kModified);
   json graceful = ConfigMap("p", "22");
   graceful["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
   graceful["metadata"]["deletionGracePeriodSeconds"] = 30;
-  EXPECT_EQ(ChangesFromAuditEvent(Event("delete", graceful)).changes[0].entry.op,
+  EXPECT_EQ(Changes(Event("delete", graceful)).changes[0].entry.op,
             ChangeOp::kModified);
 }
 
@@ -85,7 +94,7 @@ TEST(AuditChangesTest, DeleteAnsweredWithStatusTakesIdentityFromRefAndUidFromDet
                                 {"status", "Success"},
                                 {"details", {{"name", "a"}, {"kind", "configmaps"}, {"uid", "uid-a"}}}});
   event["objectRef"]["name"] = "a";
-  AuditChanges changes = ChangesFromAuditEvent(event);
+  AuditChanges changes = Changes(event);
   ASSERT_EQ(changes.changes.size(), 1u);
   const AuditChange& change = changes.changes[0];
   EXPECT_TRUE(change.body_from_materialization);
@@ -108,7 +117,7 @@ TEST(AuditChangesTest, DeleteCollectionYieldsOneEntryPerItemTypedFromTheList) {
                    {"apiVersion", "v1"},
                    {"metadata", {{"resourceVersion", "31"}}},
                    {"items", {a, b}}};
-  AuditChanges changes = ChangesFromAuditEvent(Event("deletecollection", response));
+  AuditChanges changes = Changes(Event("deletecollection", response));
   ASSERT_EQ(changes.changes.size(), 2u);
   for (const AuditChange& change : changes.changes) {
     EXPECT_EQ(change.entry.op, ChangeOp::kDeleted);
@@ -118,30 +127,30 @@ TEST(AuditChangesTest, DeleteCollectionYieldsOneEntryPerItemTypedFromTheList) {
   }
   EXPECT_EQ(changes.changes[1].entry.resource_version, "31");
   // A hollow answer (Status) yields nothing.
-  EXPECT_EQ(ChangesFromAuditEvent(Event("deletecollection", {{"kind", "Status"}})).skipped,
+  EXPECT_EQ(Changes(Event("deletecollection", {{"kind", "Status"}})).skipped,
             AuditSkip::kNoResponseBody);
 }
 
 TEST(AuditChangesTest, WhatCannotBecomeAnEntryIsSkippedWithAReason) {
   // Below RequestResponse there is no body.
-  EXPECT_EQ(ChangesFromAuditEvent(Event("update", nullptr)).skipped, AuditSkip::kNoResponseBody);
+  EXPECT_EQ(Changes(Event("update", nullptr)).skipped, AuditSkip::kNoResponseBody);
   // Read-only, failed and dry-run requests are not accepted at all.
-  EXPECT_EQ(ChangesFromAuditEvent(Event("get", ConfigMap("a", "1"))).skipped,
+  EXPECT_EQ(Changes(Event("get", ConfigMap("a", "1"))).skipped,
             AuditSkip::kNotAccepted);
-  EXPECT_EQ(ChangesFromAuditEvent(Event("update", ConfigMap("a", "1"), 409)).skipped,
+  EXPECT_EQ(Changes(Event("update", ConfigMap("a", "1"), 409)).skipped,
             AuditSkip::kNotAccepted);
   // A scale write answers with a Scale, not the object.
   json scale = Event("update", {{"kind", "Scale"}, {"metadata", {{"name", "web"}}}});
   scale["objectRef"]["subresource"] = "scale";
-  EXPECT_EQ(ChangesFromAuditEvent(scale).skipped, AuditSkip::kSubresource);
+  EXPECT_EQ(Changes(scale).skipped, AuditSkip::kSubresource);
   // No name anywhere.
   json nameless = ConfigMap("", "5");
-  EXPECT_EQ(ChangesFromAuditEvent(Event("create", nameless, 201)).skipped, AuditSkip::kNoIdentity);
+  EXPECT_EQ(Changes(Event("create", nameless, 201)).skipped, AuditSkip::kNoIdentity);
   // Garbage never crashes.
-  EXPECT_EQ(ChangesFromAuditEvent(json("text")).skipped, AuditSkip::kNotAccepted);
+  EXPECT_EQ(Changes(json("text")).skipped, AuditSkip::kNotAccepted);
   json odd = Event("create", json::array({1, 2}), 201);
   odd["objectRef"] = 7;
-  EXPECT_TRUE(ChangesFromAuditEvent(odd).changes.empty());
+  EXPECT_TRUE(Changes(odd).changes.empty());
 }
 
 }  // namespace

@@ -65,14 +65,15 @@ absl::StatusOr<AuditStreamWriter::LastKnown> AuditStreamWriter::FindLastKnown(
   return found;
 }
 
-absl::Status AuditStreamWriter::Append(const std::vector<const nlohmann::json*>& accepted_events) {
+absl::Status AuditStreamWriter::Append(
+    const std::vector<const audit::AuditEvent*>& accepted_events) {
   std::lock_guard lock(mu_);
   if (!redis_) {
     ASSIGN_OR_RETURN(redis_, redisstore::RedisConnection::Connect(options_));
   }
   // Held while writing: a withdrawn claim is not written to once Replace returns.
   ClaimRegistry::Reader claims = claims_->Read();
-  for (const nlohmann::json* event : accepted_events) {
+  for (const audit::AuditEvent* event : accepted_events) {
     AuditChanges converted = ChangesFromAuditEvent(*event);
     if (converted.changes.empty()) {
       if (converted.skipped == AuditSkip::kNotAccepted) continue;  // nothing was written

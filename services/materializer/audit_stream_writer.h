@@ -30,7 +30,7 @@ class AuditStreamWriter final : public StreamSink {
  public:
   AuditStreamWriter(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
                     ClaimRegistry* claims, runtime::MetricsRegistry* metrics);
-  absl::Status Append(const std::vector<const nlohmann::json*>& accepted_events) override;
+  absl::Status Append(const std::vector<const audit::AuditEvent*>& accepted_events) override;
 
  private:
   // The last stream entry or checkpoint item for `identity`: its body, or nullopt when absent

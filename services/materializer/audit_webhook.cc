@@ -1,10 +1,14 @@
 #include "services/materializer/audit_webhook.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "libs/runtime/log.h"
+#include "nlohmann/json.hpp"
 
 namespace reverser::materializer {
 namespace {
@@ -27,7 +31,7 @@ AuditIntake::AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, Stre
     : sink_(sink), metrics_(metrics), streams_(streams) {}
 
 AuditResponse AuditIntake::Handle(const std::string& method, const std::string& path,
-                                  const std::string& body) {
+                                  std::string body) {
   auto count_list = [&](absl::string_view outcome) {
     metrics_
         ->GetCounter("gitopsreverser_audit_eventlists_total", "Audit EventLists received.",
@@ -44,7 +48,7 @@ AuditResponse AuditIntake::Handle(const std::string& method, const std::string& 
     return {405, StatusJson(405, "MethodNotAllowed", "the audit webhook accepts POST only")};
   }
   absl::Time start = absl::Now();
-  auto items = audit::ParseEventList(body);
+  auto items = audit::ParseEventList(std::move(body));
   if (!items.ok()) {
     count_list("decode_error");
     runtime::LogWarning("audit eventlist rejected", {{"error", std::string(items.status().message())}});
@@ -56,43 +60,57 @@ AuditResponse AuditIntake::Handle(const std::string& method, const std::string& 
   }
 
   std::vector<redisstore::AuthorFact> facts;
-  std::vector<std::pair<const nlohmann::json*, audit::Outcome>> classified;
-  std::vector<const nlohmann::json*> accepted;
-  for (const nlohmann::json& event : *items) {
+  facts.reserve(items->size());
+  std::vector<const audit::AuditEvent*> accepted;
+  accepted.reserve(items->size());
+  // Events counted per label set, then one counter update per set: the registry's lookup (a
+  // lock and a map of label strings) once per request, not once per event.
+  struct Series {
+    audit::Outcome outcome;
+    const audit::AuditEvent* example;  // its objectRef and verb are the other labels
+    int events;
+  };
+  std::vector<Series> series;
+  auto same_labels = [](const audit::AuditEvent& a, const audit::AuditEvent& b) {
+    return a.verb == b.verb && a.object_ref.resource == b.object_ref.resource &&
+           a.object_ref.api_group == b.object_ref.api_group &&
+           a.object_ref.api_version == b.object_ref.api_version;
+  };
+  for (const audit::AuditEvent& event : *items) {
     audit::Outcome outcome = audit::Classify(event);
-    classified.emplace_back(&event, outcome);
+    auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) {
+      return s.outcome == outcome && same_labels(*s.example, event);
+    });
+    if (it == series.end()) {
+      series.push_back({outcome, &event, 1});
+    } else {
+      ++it->events;
+    }
     if (outcome != audit::Outcome::kQueued) continue;
     accepted.push_back(&event);
-    for (auto& fact : audit::ExtractFacts(event)) facts.push_back(std::move(fact));
+    audit::AppendFacts(event, facts);
   }
   absl::Status written = facts.empty() ? absl::OkStatus() : sink_->Write(facts);
   if (written.ok() && streams_ != nullptr && !accepted.empty()) {
     written = streams_->Append(accepted);
   }
-  for (const auto& [event, outcome] : classified) {
-    const nlohmann::json& ref = event->is_object() && event->contains("objectRef") &&
-                                        (*event)["objectRef"].is_object()
-                                    ? (*event)["objectRef"]
-                                    : nlohmann::json::object();
-    auto str = [](const nlohmann::json& o, const char* k) {
-      auto it = o.find(k);
-      return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    std::string label(audit::OutcomeLabel(outcome));
-    std::string category(audit::OutcomeCategory(outcome));
-    if (outcome == audit::Outcome::kQueued && !written.ok()) {
+  for (const Series& s : series) {
+    std::string label(audit::OutcomeLabel(s.outcome));
+    std::string category(audit::OutcomeCategory(s.outcome));
+    if (s.outcome == audit::Outcome::kQueued && !written.ok()) {
       label = "write_error";
       category = "error";
     }
+    const audit::ObjectReference& ref = s.example->object_ref;
     metrics_
         ->GetCounter("gitopsreverser_audit_events_total", "Audit events by outcome.",
                      {{"outcome", label},
                       {"category", category},
-                      {"group", str(ref, "apiGroup")},
-                      {"version", str(ref, "apiVersion")},
-                      {"resource", str(ref, "resource")},
-                      {"verb", event->is_object() ? str(*event, "verb") : ""}})
-        .Increment();
+                      {"group", std::string(ref.api_group)},
+                      {"version", std::string(ref.api_version)},
+                      {"resource", std::string(ref.resource)},
+                      {"verb", std::string(s.example->verb)}})
+        .Increment(s.events);
   }
   metrics_
       ->GetHistogram("gitopsreverser_audit_eventlist_duration_seconds",
@@ -146,6 +164,13 @@ absl::StatusOr<int> AuditWebhookServer::Start() {
   auto handler = [this, limit](const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& reader) {
     std::string body;
+    // Room for the whole body and the decoder's padding up front: no regrowth while reading,
+    // and the decoder works on it in place.
+    size_t announced = 0;
+    if (absl::SimpleAtoi(req.get_header_value("Content-Length"), &announced) &&
+        announced <= limit) {
+      body.reserve(announced + audit::kBodyPadding);
+    }
     bool too_large = false;
     reader([&](const char* data, size_t length) {
       if (body.size() + length > limit) {
@@ -160,7 +185,7 @@ absl::StatusOr<int> AuditWebhookServer::Start() {
       out = {400, StatusJson(400, "BadRequest",
                              absl::StrCat("request body exceeds ", limit, " bytes"))};
     } else {
-      out = intake_->Handle(req.method, req.path, body);
+      out = intake_->Handle(req.method, req.path, std::move(body));
     }
     res.status = out.status;
     res.set_content(out.body, "application/json");

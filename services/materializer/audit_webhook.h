@@ -33,7 +33,7 @@ class StreamSink {
   virtual ~StreamSink() = default;
   // The accepted (kQueued) events of one request, in order. An error makes the webhook answer
   // 500; a retried request is safe (repeats are diverted, not applied twice).
-  virtual absl::Status Append(const std::vector<const nlohmann::json*>& accepted_events) = 0;
+  virtual absl::Status Append(const std::vector<const audit::AuditEvent*>& accepted_events) = 0;
 };
 
 struct AuditWebhookOptions {
@@ -54,8 +54,9 @@ class AuditIntake {
  public:
   // `streams` may be null (watch intake: facts only).
   AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams = nullptr);
-  // Handles one request already read from the wire.
-  AuditResponse Handle(const std::string& method, const std::string& path, const std::string& body);
+  // Handles one request already read from the wire. The body is taken over: the decoded events
+  // view into it (give it audit::kBodyPadding spare capacity and it is never copied).
+  AuditResponse Handle(const std::string& method, const std::string& path, std::string body);
 
  private:
   FactSink* sink_;
