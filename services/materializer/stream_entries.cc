@@ -1,7 +1,9 @@
 #include "services/materializer/stream_entries.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "libs/fastjson/canonical.h"
 
 namespace reverser::materializer {
 
@@ -66,6 +68,57 @@ redisstore::StreamEntry MakeStreamEntry(redisstore::ChangeOp op, const nlohmann:
   entry.name = ObjectMetadata(object, "name");
   entry.resource_version = ObjectMetadata(object, "resourceVersion");
   entry.object_json = StoredObjectJson(object);
+  entry.source = source;
+  return entry;
+}
+
+namespace {
+
+// metadata.<key> of a parsed root, "" when absent or not a string.
+std::string DomMetadata(simdjson::dom::element root, const char* key) {
+  std::string_view value;
+  if (root.at_key("metadata").at_key(key).get_string().get(value)) return "";
+  return std::string(value);
+}
+
+absl::StatusOr<StoredObject> StoreObjectWithNlohmann(absl::string_view text) {
+  nlohmann::json object =
+      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return absl::InvalidArgumentError("object is not valid JSON");
+  return StoredObject{StoredObjectJson(object), ObjectMetadata(object, "uid"),
+                      ObjectMetadata(object, "namespace"), ObjectMetadata(object, "name"),
+                      ObjectMetadata(object, "resourceVersion")};
+}
+
+}  // namespace
+
+absl::StatusOr<StoredObject> StoreObjectJson(absl::string_view text) {
+  thread_local fastjson::CanonicalWriter writer;
+  // Whatever the fast path does not take (floats, duplicate keys, and errors — nlohmann has the
+  // last word on what is valid) goes through nlohmann.
+  absl::StatusOr<simdjson::dom::element> root = writer.Parse(text);
+  if (!root.ok()) return StoreObjectWithNlohmann(text);
+  StoredObject stored;
+  stored.json.reserve(text.size());
+  if (!writer.Append(*root, stored.json, {"metadata", "managedFields"}).ok()) {
+    return StoreObjectWithNlohmann(text);
+  }
+  stored.uid = DomMetadata(*root, "uid");
+  stored.namespace_ = DomMetadata(*root, "namespace");
+  stored.name = DomMetadata(*root, "name");
+  stored.resource_version = DomMetadata(*root, "resourceVersion");
+  return stored;
+}
+
+redisstore::StreamEntry MakeStreamEntry(redisstore::ChangeOp op, StoredObject object,
+                                        redisstore::ChangeSource source) {
+  redisstore::StreamEntry entry;
+  entry.op = op;
+  entry.uid = std::move(object.uid);
+  entry.namespace_ = std::move(object.namespace_);
+  entry.name = std::move(object.name);
+  entry.resource_version = std::move(object.resource_version);
+  entry.object_json = std::move(object.json);
   entry.source = source;
   return entry;
 }

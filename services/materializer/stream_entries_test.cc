@@ -35,5 +35,45 @@ TEST(StoredObjectJsonTest, SameBytesAsDumpingACopyWithoutManagedFields) {
   EXPECT_EQ(StoredObjectJson(objects[1]), R"({"metadata":{}})");
 }
 
+TEST(StoreObjectJsonTest, SameEntryAsTheNlohmannPathForEveryShape) {
+  for (const char* text : {
+           R"({"apiVersion":"v1","kind":"ConfigMap","data":{"k":"v \"q\" \u00e9","b":"x"},
+              "metadata":{"name":"a","namespace":"n","resourceVersion":"7","uid":"u",
+                "annotations":{"z":"1","a":"2"},
+                "managedFields":[{"manager":"kubectl","fieldsV1":{"f:data":{}}}]},
+              "managedFields":"top level stays"})",
+           // Floats and duplicate keys take the nlohmann path: same bytes either way.
+           R"({"metadata":{"name":"f","managedFields":[]},"spec":{"ratio":0.25,"n":1e3}})",
+           R"({"metadata":{"name":"d","name":"dup"},"x":1})",
+           R"({"metadata":{"name":7,"uid":["u"]},"big":123456789012345678901234567890})",
+           R"({"metadata":"not an object"})",
+           R"([1,2])",
+       }) {
+    absl::StatusOr<StoredObject> stored = StoreObjectJson(text);
+    ASSERT_TRUE(stored.ok()) << stored.status() << text;
+    json object = json::parse(text);
+    EXPECT_EQ(stored->json, StoredObjectJson(object)) << text;
+    EXPECT_EQ(stored->uid, ObjectMetadata(object, "uid"));
+    EXPECT_EQ(stored->namespace_, ObjectMetadata(object, "namespace"));
+    EXPECT_EQ(stored->name, ObjectMetadata(object, "name"));
+    EXPECT_EQ(stored->resource_version, ObjectMetadata(object, "resourceVersion"));
+    redisstore::StreamEntry entry = MakeStreamEntry(redisstore::ChangeOp::kModified, *stored,
+                                                    redisstore::ChangeSource::kWatch);
+    redisstore::StreamEntry reference = MakeStreamEntry(redisstore::ChangeOp::kModified, object,
+                                                        redisstore::ChangeSource::kWatch);
+    EXPECT_EQ(entry.object_json, reference.object_json);
+    EXPECT_EQ(entry.uid, reference.uid);
+    EXPECT_EQ(entry.name, reference.name);
+    EXPECT_EQ(entry.resource_version, reference.resource_version);
+  }
+  EXPECT_EQ(StoreObjectJson(R"({"metadata":{"name":"d","name":"dup"}})")->name, "dup");
+}
+
+TEST(StoreObjectJsonTest, InvalidJsonIsAnError) {
+  for (const char* text : {"", "{", "{\"a\":tru}", "{\"a\":\"\xff\"}"}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(StoreObjectJson(text).status())) << text;
+  }
+}
+
 }  // namespace
 }  // namespace reverser::materializer

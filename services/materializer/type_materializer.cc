@@ -166,6 +166,8 @@ void TypeMaterializer::RunWatch(bool has_checkpoint, uint64_t resume_rv) {
   reflector_options.gvr = options_.gvr;
   reflector_options.namespace_ = options_.scope.IsCluster() ? "" : options_.scope.namespace_;
   reflector_options.use_watch_list = options_.use_watch_list;
+  // Objects are stored, not read: keep them as text for StoreObjectJson's fast path.
+  reflector_options.raw_objects = true;
   // Resume: a checkpoint exists, so only the changes after the stream top are needed.
   if (has_checkpoint) {
     reflector_options.resume_resource_version = std::to_string(resume_rv);
@@ -399,16 +401,29 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
     case Type::kDeleted:
       break;
   }
+  absl::StatusOr<StoredObject> object = StoreObjectJson(event.object_json);
+  if (!object.ok()) {
+    // The watch frame was well-formed but its object is not JSON: no API server sends this.
+    // Nothing can be stored for it; say so and count it rather than stall the type.
+    metrics_
+        ->GetCounter("reverser_materializer_undecodable_objects_total",
+                     "Watch objects that are not valid JSON (skipped).", labels_)
+        .Increment();
+    runtime::LogError("watch object is not valid JSON",
+                      {{"type", Name()},
+                       {"error", object.status().ToString()},
+                       {"resource_version", event.resource_version}});
+    return;
+  }
   if (event.initial && collecting_) {
-    std::string ns = ObjectMetadata(event.object, "namespace");
-    std::string name = ObjectMetadata(event.object, "name");
-    pending_checkpoint_[redisstore::ObjectIdentity(ns, name)] = StoredObjectJson(event.object);
+    pending_checkpoint_[redisstore::ObjectIdentity(object->namespace_, object->name)] =
+        std::move(object->json);
     return;
   }
   redisstore::ChangeOp op = event.type == Type::kAdded      ? redisstore::ChangeOp::kAdded
                             : event.type == Type::kModified ? redisstore::ChangeOp::kModified
                                                             : redisstore::ChangeOp::kDeleted;
-  QueueAppend(MakeStreamEntry(op, event.object, ChangeSource::kWatch));
+  QueueAppend(MakeStreamEntry(op, *std::move(object), ChangeSource::kWatch));
 }
 
 void TypeMaterializer::StartAppendWriter() {
