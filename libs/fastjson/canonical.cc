@@ -107,7 +107,9 @@ absl::Status CanonicalWriter::AppendValue(simdjson::dom::element value, std::str
       // Filled, sorted and written before any deeper level reuses its own vector.
       std::vector<Member>& members = members_by_depth_[depth];
       members.clear();
-      for (simdjson::dom::key_value_pair field : value.get_object().value_unsafe()) {
+      // Held by value: value_unsafe() returns a reference into the temporary result.
+      const simdjson::dom::object object = value.get_object().value_unsafe();
+      for (simdjson::dom::key_value_pair field : object) {
         members.emplace_back(field.key, field.value);
       }
       std::sort(members.begin(), members.end(),
@@ -147,7 +149,8 @@ absl::Status CanonicalWriter::AppendValue(simdjson::dom::element value, std::str
       if (depth >= kMaxDepth) return absl::InvalidArgumentError("JSON nested too deeply");
       out.push_back('[');
       bool first = true;
-      for (simdjson::dom::element item : value.get_array().value_unsafe()) {
+      const simdjson::dom::array array = value.get_array().value_unsafe();
+      for (simdjson::dom::element item : array) {
         if (!first) out.push_back(',');
         first = false;
         if (absl::Status status = AppendValue(item, out, depth + 1, nullptr); !status.ok()) {
