@@ -32,6 +32,19 @@ const char* RejectionMessage(const std::string& text) {
   return root.is_object() ? kNotJson : kNotObject;
 }
 
+// A field's key: its raw text, which is the key unless it holds an escape (then unescaped; none
+// of the keys read here needs one, but `"st\u0061ge"` is still "stage").
+error_code Key(od::field& field, std::string_view& key) {
+  const char* begin = field.key().raw();
+  const char* end = begin;
+  while (*end != '"' && *end != '\\') ++end;  // stage 1 found the closing quote
+  if (*end == '"') {
+    key = std::string_view(begin, static_cast<size_t>(end - begin));
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(key);
+}
+
 template <typename T>
 bool TypeIs(T& value, od::json_type expected, error_code& error) {
   od::json_type type;
@@ -104,7 +117,7 @@ absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body) {
       od::field field;
       SIMDJSON_TRY(std::move(member).get(field));
       std::string_view key;
-      SIMDJSON_TRY(field.unescaped_key().get(key));
+      SIMDJSON_TRY(Key(field, key));
       if (key == "kind") {
         SIMDJSON_TRY(decoder.ReadString(field.value(), kind));
       } else if (key == "apiVersion") {
@@ -209,7 +222,7 @@ error_code EventDecoder::ReadEvent(od::object object, AuditEvent& event) {
     od::field field;
     SIMDJSON_TRY(std::move(member).get(field));
     std::string_view key;
-    SIMDJSON_TRY(field.unescaped_key().get(key));
+    SIMDJSON_TRY(Key(field, key));
     od::value value = field.value();
     if (key == "stage") {
       SIMDJSON_TRY(ReadString(value, event.stage));
@@ -248,7 +261,7 @@ error_code EventDecoder::ReadObjectRef(od::value value, ObjectReference& ref) {
     od::field field;
     SIMDJSON_TRY(std::move(member).get(field));
     std::string_view key;
-    SIMDJSON_TRY(field.unescaped_key().get(key));
+    SIMDJSON_TRY(Key(field, key));
     absl::string_view* target = key == "resource"          ? &ref.resource
                                 : key == "apiGroup"        ? &ref.api_group
                                 : key == "apiVersion"      ? &ref.api_version
@@ -273,7 +286,7 @@ error_code EventDecoder::ReadResponseCode(od::value value, int& code) {
     od::field field;
     SIMDJSON_TRY(std::move(member).get(field));
     std::string_view key;
-    SIMDJSON_TRY(field.unescaped_key().get(key));
+    SIMDJSON_TRY(Key(field, key));
     if (key != "code") continue;
     code = 0;
     od::value number = field.value();
@@ -324,7 +337,7 @@ error_code EventDecoder::ReadUser(od::value value, UserInfo& user) {
     od::field field;
     SIMDJSON_TRY(std::move(member).get(field));
     std::string_view key;
-    SIMDJSON_TRY(field.unescaped_key().get(key));
+    SIMDJSON_TRY(Key(field, key));
     if (key == "username") {
       SIMDJSON_TRY(ReadString(field.value(), user.username));
     } else if (key == "extra") {
@@ -341,7 +354,7 @@ error_code EventDecoder::ReadUser(od::value value, UserInfo& user) {
         od::field claim_field;
         SIMDJSON_TRY(std::move(claim).get(claim_field));
         std::string_view claim_key;
-        SIMDJSON_TRY(claim_field.unescaped_key().get(claim_key));
+        SIMDJSON_TRY(Key(claim_field, claim_key));
         if (claim_key == "configbutler.ai/claims/display-name") {
           SIMDJSON_TRY(ReadFirstString(claim_field.value(), user.display_name));
         } else if (claim_key == "configbutler.ai/claims/email") {
@@ -363,7 +376,7 @@ error_code EventDecoder::ReadIdentity(od::value value, ObjectIdentity& identity)
     od::field field;
     SIMDJSON_TRY(std::move(member).get(field));
     std::string_view key;
-    SIMDJSON_TRY(field.unescaped_key().get(key));
+    SIMDJSON_TRY(Key(field, key));
     absl::string_view* target = key == "name"              ? &identity.name
                                 : key == "namespace"       ? &identity.namespace_
                                 : key == "uid"             ? &identity.uid
@@ -385,7 +398,7 @@ error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded)
     od::field field;
     SIMDJSON_TRY(std::move(member).get(field));
     std::string_view key;
-    SIMDJSON_TRY(field.unescaped_key().get(key));
+    SIMDJSON_TRY(Key(field, key));
     if (key == "kind") {
       SIMDJSON_TRY(ReadString(field.value(), embedded.kind));
     } else if (key == "apiVersion") {
@@ -406,7 +419,7 @@ error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded)
         od::field detail_field;
         SIMDJSON_TRY(std::move(detail).get(detail_field));
         std::string_view detail_key;
-        SIMDJSON_TRY(detail_field.unescaped_key().get(detail_key));
+        SIMDJSON_TRY(Key(detail_field, detail_key));
         if (detail_key == "name") {
           SIMDJSON_TRY(ReadString(detail_field.value(), embedded.details_name));
         } else if (detail_key == "uid") {
@@ -435,7 +448,7 @@ error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded)
           od::field item_field;
           SIMDJSON_TRY(std::move(item_member).get(item_field));
           std::string_view item_key;
-          SIMDJSON_TRY(item_field.unescaped_key().get(item_key));
+          SIMDJSON_TRY(Key(item_field, item_key));
           if (item_key == "metadata") SIMDJSON_TRY(ReadIdentity(item_field.value(), identity));
         }
       }

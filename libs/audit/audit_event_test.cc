@@ -316,6 +316,15 @@ TEST(ParseEventListTest, WrongTypesReadAsAbsentAndTheLastRepeatedKeyWins) {
   EXPECT_EQ(Classify(e), Outcome::kStage);
 }
 
+TEST(ParseEventTest, EscapedKeysAndValuesReadAsTheirText) {
+  auto events = ParseEvent(R"({"st\u0061ge":"Response\u0043omplete","verb":"upd\"ate",
+    "objectRef":{"n\u0061me":"a\\b"}})");
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ((*events)[0].stage, "ResponseComplete");
+  EXPECT_EQ((*events)[0].verb, "upd\"ate");
+  EXPECT_EQ((*events)[0].object_ref.name, "a\\b");
+}
+
 TEST(ParseEventTest, RejectsMalformedTextAndDecodesAnyValue) {
   EXPECT_FALSE(ParseEvent("{").ok());
   EXPECT_FALSE(ParseEvent("[1,").ok());
