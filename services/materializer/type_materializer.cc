@@ -128,7 +128,7 @@ auto TypeMaterializer::WithRetry(const char* what, Fn op) -> decltype(op()) {
         ->GetCounter("reverser_materializer_redis_retries_total",
                      "Redis writes retried by materializers.", labels_)
         .Increment();
-    absl::SleepFor(backoff);
+    if (WaitForStop(backoff)) return result;  // a stop does not wait out the backoff
     backoff = std::min(backoff * 2, absl::Seconds(5));
   }
 }
