@@ -34,15 +34,15 @@ class StreamReader {
             buffer_.append(data, n);
             // Lines are cut out by position and the consumed prefix dropped once per read, so
             // a large chunk costs linear time (benches read backlogs of many MiB through this).
+            // A reader waits only while there are no lines: wake it on that transition alone.
+            const bool had_lines = !lines_.empty();
             size_t start = 0, pos;
-            bool any = false;
             while ((pos = buffer_.find('\n', start)) != std::string::npos) {
               lines_.emplace_back(buffer_, start, pos - start);
               start = pos + 1;
-              any = true;
             }
             buffer_.erase(0, start);
-            if (any) cv_.notify_all();
+            if (!had_lines && !lines_.empty()) cv_.notify_all();
             return true;
           });
       std::lock_guard lock(mu_);
@@ -62,7 +62,7 @@ class StreamReader {
     cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
                  [this] { return !lines_.empty() || ended_; });
     if (lines_.empty()) return "";
-    std::string line = lines_.front();
+    std::string line = std::move(lines_.front());
     lines_.pop_front();
     return line;
   }
