@@ -44,6 +44,8 @@ ABSL_FLAG(int, xadd_requests, 1000000,
           "XADDs redis-benchmark sends (pipelined -P 16, 50 clients).");
 ABSL_FLAG(int, xadd_single_requests, 300000,
           "XADDs of the single-connection anchor (pipelined -P 16, 1 client).");
+ABSL_FLAG(int, xadd_entry_requests, 200000,
+          "XADDs of the same-payload anchor (one of (b)'s entries; 50 clients, -P 16).");
 ABSL_FLAG(int, audit_events, 100000, "Audit events POSTed to the webhook.");
 ABSL_FLAG(int, audit_batch, 100, "Events per EventList (kube-apiserver's batch maximum is 400).");
 ABSL_FLAG(int, audit_clients, 4, "Concurrent HTTPS connections posting EventLists.");
@@ -72,23 +74,46 @@ absl::StatusOr<int64_t> IntegerReply(redisstore::RedisConnection& redis,
 }
 
 // The anchor: redis-benchmark's own figure for pipelined XADD (-P 16) over `clients`
-// connections.
+// connections of `fields` (field, value, ...) to a fresh stream key, which is deleted after.
 absl::StatusOr<double> RedisBenchmarkXadd(const testing::RedisServer& redis, int clients,
-                                          int requests) {
-  auto run = testing::RunCommand({"redis-benchmark", "-h", redis.host(), "-p",
-                                  std::to_string(redis.port()), "-n", std::to_string(requests),
-                                  "-c", std::to_string(clients), "-P", "16", "--csv", "XADD",
-                                  "bench:xadd", "*", "f", "v"});
+                                          int requests,
+                                          const std::vector<std::string>& fields = {"f", "v"}) {
+  const std::string key = absl::StrCat("bench:xadd:", clients, ":", fields.size());
+  std::vector<std::string> argv = {"redis-benchmark", "-h", redis.host(), "-p",
+                                   std::to_string(redis.port()), "-n", std::to_string(requests),
+                                   "-c", std::to_string(clients), "-P", "16", "--csv", "XADD",
+                                   key, "*"};
+  argv.insert(argv.end(), fields.begin(), fields.end());
+  auto run = testing::RunCommand(argv);
   if (!run.ok()) return run.status();
-  // CSV: a header line, then "XADD bench:xadd * f v","<rps>",...
+  (void)testing::RunCommand({"redis-cli", "-h", redis.host(), "-p", std::to_string(redis.port()),
+                             "DEL", key});
+  // CSV: a header line, then "XADD <args>","<rps>" and six latency cells. The args may hold
+  // quotes and commas (a JSON object), so the figure is counted from the end.
   for (absl::string_view line : absl::StrSplit(run->out, '\n')) {
     if (!absl::StartsWith(line, "\"XADD")) continue;
     std::vector<std::string> cells = absl::StrSplit(line, "\",\"");
     double rps = 0;
-    if (cells.size() > 1 && absl::SimpleAtod(cells[1], &rps)) return rps;
+    if (cells.size() >= 8 && absl::SimpleAtod(cells[cells.size() - 7], &rps)) return rps;
   }
   return absl::InternalError(
       absl::StrCat("redis-benchmark gave no XADD figure: ", run->out, run->err));
+}
+
+// The fields (field, value, ...) of the first entry of `stream`, as the materializer wrote them.
+absl::StatusOr<std::vector<std::string>> FirstEntryFields(redisstore::RedisConnection& redis,
+                                                          const std::string& stream) {
+  auto reply = redis.Command({"XRANGE", stream, "-", "+", "COUNT", "1"});
+  if (!reply.ok()) return reply.status();
+  if (!reply->IsArray() || reply->elements().empty() ||
+      reply->elements()[0].elements().size() != 2) {
+    return absl::InternalError("the stream has no entry");
+  }
+  std::vector<std::string> fields;
+  for (const auto& item : reply->elements()[0].elements()[1].elements()) {
+    fields.push_back(item.str());
+  }
+  return fields;
 }
 
 // One realistic accepted event (an update with request and response bodies, as the reference's
@@ -232,6 +257,7 @@ struct WatchFigure {
   double mean_batch = 0;             // changes per AppendAll the TypeMaterializer sent
   double append_one_per_second = 0;  // the same entries through Append, one round trip each
   double append_all_per_second = 0;  // ... through AppendAll, batches of 100
+  std::vector<std::string> entry_fields;  // one entry as written, for the same-payload anchor
 };
 
 // The store's own ceiling for the entries the materializer just wrote: re-appended to fresh
@@ -371,6 +397,9 @@ absl::StatusOr<WatchFigure> WatchAppends(const testing::RedisServer& redis) {
   if (batches > 0) figure.mean_batch = changes / batches;
   absl::Status ceiling = StoreCeiling(**connection, stream, figure);
   if (!ceiling.ok()) return ceiling;
+  auto fields = FirstEntryFields(**connection, stream);
+  if (!fields.ok()) return fields.status();
+  figure.entry_fields = *std::move(fields);
   return figure;
 }
 
@@ -429,6 +458,22 @@ int Run() {
       "AppendAll (batches of 100) %.0f/s = %.1f %% of XADD\n",
       watch->append_one_per_second, 100 * watch->append_one_per_second / *xadd,
       watch->append_all_per_second, 100 * watch->append_all_per_second / *xadd);
+
+  // Not the issue's anchor, printed for scale: raw XADD of the very entry the materializer wrote
+  // (its 7 fields and the ~1 KiB object), the most Redis itself does with (b)'s payload.
+  size_t entry_bytes = 0;
+  for (const std::string& field : watch->entry_fields) entry_bytes += field.size();
+  auto xadd_entry = RedisBenchmarkXadd(**redis, 50, absl::GetFlag(FLAGS_xadd_entry_requests),
+                                       watch->entry_fields);
+  if (!xadd_entry.ok()) {
+    std::cerr << "redis-benchmark (entry payload): " << xadd_entry.status() << "\n";
+    return 1;
+  }
+  std::printf(
+      "anchor2 redis-benchmark XADD of (b)'s own entry (%zu fields, %zu bytes), 50 clients, "
+      "-P 16: %.0f/s; (b) is %.1f %% of it\n",
+      watch->entry_fields.size() / 2, entry_bytes, *xadd_entry,
+      100 * watch->changes_per_second / *xadd_entry);
   return 0;
 }
 
