@@ -535,6 +535,14 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   ASSERT_TRUE(testing::WaitFor([&] { return Converged(kConfigMaps); }, absl::Seconds(20)));
   EXPECT_EQ(WatchRequests(), 0);
   std::string rv_of_a = ClusterState(kConfigMaps)["a"];
+  {
+    // The audit intake appended the three changes; the admin view reads them from Redis.
+    grpc::ClientContext context;
+    reverser::v1::ListMaterializationsResponse list;
+    ASSERT_TRUE(admin->ListMaterializations(&context, {}, &list).ok());
+    ASSERT_EQ(list.materializations_size(), 1);
+    EXPECT_EQ(list.materializations(0).stream_length(), 3u);
+  }
 
   reverser::v1::CompactRequest one;
   one.mutable_claim()->mutable_type()->mutable_gvr()->set_version("v1");
@@ -554,6 +562,13 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   }
   EXPECT_EQ(*redis_->Cli({"XLEN", "reverser:mat:v1:configmaps:ns:team:stream"}), "0\n");
   EXPECT_TRUE(Converged(kConfigMaps));
+  {
+    grpc::ClientContext context;
+    reverser::v1::ListMaterializationsResponse list;
+    ASSERT_TRUE(admin->ListMaterializations(&context, {}, &list).ok());
+    ASSERT_EQ(list.materializations_size(), 1);
+    EXPECT_EQ(list.materializations(0).stream_length(), 0u);  // folded into the checkpoint
+  }
   {
     grpc::ClientContext context;
     reverser::v1::CompactRequest unknown = one;

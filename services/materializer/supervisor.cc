@@ -74,9 +74,12 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           m->set_reason(status.reason);
           auto position = core::StreamPosition::Parse(status.checkpoint);
           if (position.ok()) m->set_checkpoint_revision(position->rv());
-          m->set_diverted_entries(status.diverted);
           m->set_replays(status.replays);
-          m->set_stream_length(status.appended);
+          // From Redis when it answers (right in audit mode and across restarts); else what
+          // this process has counted.
+          absl::StatusOr<TypeMaterializer::StoredFacts> stored = worker->ReadStoredFacts();
+          m->set_stream_length(stored.ok() ? stored->stream_length : status.appended);
+          m->set_diverted_entries(stored.ok() ? stored->diverted : status.diverted);
         }
         return out.SerializeAsString();
       },

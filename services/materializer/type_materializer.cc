@@ -555,6 +555,22 @@ absl::StatusOr<redisstore::CompactionResult> TypeMaterializer::CompactNow() {
   return result;
 }
 
+absl::StatusOr<TypeMaterializer::StoredFacts> TypeMaterializer::ReadStoredFacts() {
+  std::lock_guard admin(admin_mu_);
+  if (!admin_redis_) {
+    ASSIGN_OR_RETURN(admin_redis_, redisstore::RedisConnection::Connect(options_.redis));
+  }
+  redisstore::MaterializationStore store(admin_redis_.get(), options_.prefix, options_.gvr,
+                                         options_.scope);
+  ASSIGN_OR_RETURN(redisstore::RedisReply length,
+                   admin_redis_->Command({"XLEN", store.keys().stream}));
+  ASSIGN_OR_RETURN(redisstore::MaterializationCounts counts, store.ReadCounts());
+  StoredFacts facts;
+  ASSIGN_OR_RETURN(facts.stream_length, length.AsInteger());
+  for (const auto& [reason, n] : counts.diverted) facts.diverted += n;
+  return facts;
+}
+
 void TypeMaterializer::OnError(const absl::Status& status) {
   std::string reason = absl::IsPermissionDenied(status) ? "WatchNotPermitted" : "WatchError";
   {

@@ -104,6 +104,15 @@ class TypeMaterializer : private kube::WatchHandler {
   // its own connection and swaps only onto the checkpoint it folded from.
   absl::StatusOr<redisstore::CompactionResult> CompactNow();
 
+  // What Redis holds for this materialization, whichever intake writes it (the audit intake
+  // appends outside this worker): the stream's length and the all-time diverted count. Uses
+  // the admin connection, like CompactNow.
+  struct StoredFacts {
+    int64_t stream_length = 0;
+    int64_t diverted = 0;
+  };
+  absl::StatusOr<StoredFacts> ReadStoredFacts();
+
   TypeMaterializerStatus Status() const;
   const core::GroupVersionResource& gvr() const { return options_.gvr; }
   const core::WatchScope& scope() const { return options_.scope; }
