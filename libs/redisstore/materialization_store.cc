@@ -34,7 +34,7 @@ local starts = {}
 local at = 2
 while at <= #ARGV do
   local n = tonumber(ARGV[at + 1])
-  if not n or n < 0 or at + 1 + n > #ARGV then
+  if not n or n < 0 or n % 1 ~= 0 or at + 1 + n > #ARGV then
     return redis.error_reply('ERR append script: malformed entry at ARGV ' .. at)
   end
   starts[#starts + 1] = at
@@ -392,7 +392,6 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
   std::vector<Chunk> chunks;
   std::vector<RedisCommandView> commands;
   std::deque<std::string> numbers;
-  std::vector<bool> sent(entries.size(), false);
   for (size_t i = 0; i < entries.size();) {
     Chunk chunk{i, i};
     RedisCommandView command = {"EVALSHA",           script.sha1(), "3", keys_.stream,
@@ -410,7 +409,6 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
         ++non_numeric;
         continue;
       }
-      sent[i] = true;
       command.push_back(numbers.emplace_back(std::move(*rv)));
       const size_t count_arg = command.size();
       command.push_back("");
@@ -433,7 +431,7 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
     const std::vector<RedisReply>& out = reply.elements();
     size_t next = 0;
     for (size_t i = chunks[k].begin; i < chunks[k].end; ++i) {
-      if (!sent[i]) continue;
+      if (results[i].diverted) continue;  // non-numeric: not sent
       if (next + 1 >= out.size()) {
         return absl::InternalError("append script: fewer outcomes than entries");
       }
