@@ -426,6 +426,37 @@ TEST_F(KubeSimTest, PagingWithContinueSharesTheFirstPageResourceVersion) {
   EXPECT_TRUE(Body(expired)["metadata"].contains("continue"));
 }
 
+// List bodies are written from the stored objects' text: byte for byte what dumping the list
+// object gives (items without kind/apiVersion, keys in order, strings escaped alike).
+TEST_F(KubeSimTest, ListBodyIsTheCanonicalDumpOfTheList) {
+  CreateConfigMap("plain");
+  CreateConfigMap("odd", {{"quote\"key", "tab\there"}, {"\u00e9t\u00e9", "\u2603 \\ /"}});
+  CreateConfigMap("nested", {{"k", "v"}});
+  client_->Patch("/api/v1/namespaces/default/configmaps/nested",
+                 R"({"metadata":{"labels":{"a":"b"},"annotations":{"x":"{\"y\":[1,2]}"}}})",
+                 "application/merge-patch+json");
+  Post("/api/v1/namespaces", {{"metadata", {{"name", "elsewhere"}}}});
+  CreateConfigMap("other-ns", {{"k", "v"}}, "elsewhere");
+  for (const std::string page : {"", "?limit=2"}) {
+    auto list = client_->Get(("/api/v1/namespaces/default/configmaps" + page).c_str());
+    ASSERT_EQ(list->status, 200);
+    Json parsed = Body(list);
+    Json expected = {{"kind", "ConfigMapList"},
+                     {"apiVersion", "v1"},
+                     {"metadata", parsed["metadata"]},
+                     {"items", Json::array()}};
+    for (const auto& item : parsed["items"]) {
+      std::string name = item["metadata"]["name"];
+      Json full = Body(client_->Get(("/api/v1/namespaces/default/configmaps/" + name).c_str()));
+      full.erase("kind");
+      full.erase("apiVersion");
+      expected["items"].push_back(full);
+    }
+    EXPECT_EQ(parsed["items"].size(), page.empty() ? 3u : 2u);
+    EXPECT_EQ(list->body, expected.dump()) << page;
+  }
+}
+
 TEST_F(KubeSimTest, ListOptionValidationAndTooLargeResourceVersion) {
   auto res = client_->Get("/api/v1/configmaps?resourceVersionMatch=NotOlderThan");
   EXPECT_EQ(res->status, 422);

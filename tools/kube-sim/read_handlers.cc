@@ -168,33 +168,49 @@ Reply KubeSim::Impl::List(Ctx& ctx) {
     }
     if (match == "Exact") at = n;
   }
-  ApiOr<Store::Snapshot> snap = store_.List(type.Key(), ctx.info.namespace_, at);
+  ApiOr<Store::StoredSnapshot> snap = store_.ListStored(type.Key(), ctx.info.namespace_, at);
   if (!snap.ok()) return Reply::Err(snap.error());
   int64_t limit = 0;
   if (ctx.Has("limit") && !absl::SimpleAtoi(ctx.Param("limit"), &limit)) limit = 0;
-  Json items = Json::array();
-  std::string last_key;
+  std::vector<const Json*> page;
   int64_t remaining = 0;
-  for (const auto& o : snap->items) {
+  for (const auto& stored : snap->items) {
+    const Json& o = stored->value;
     if (!start.empty() && ObjectKeyOf(o) < start) continue;
     if (!labels->Matches(o) || !fields->Matches(o)) continue;
-    if (limit > 0 && static_cast<int64_t>(items.size()) >= limit) {
+    if (limit > 0 && static_cast<int64_t>(page.size()) >= limit) {
       ++remaining;
       continue;
     }
-    last_key = ObjectKeyOf(o);
-    items.push_back(StripForList(o));
+    page.push_back(&o);
   }
   Json meta = {{"resourceVersion", std::to_string(snap->rv)}};
   if (remaining > 0) {
-    meta["continue"] = EncodeContinue(snap->rv, last_key + std::string(1, '\x01'));
+    meta["continue"] = EncodeContinue(snap->rv, ObjectKeyOf(*page.back()) + std::string(1, '\x01'));
     // A label/field selector makes the count unknowable cheaply; real servers omit it then.
     if (labels->empty() && fields->empty()) meta["remainingItemCount"] = remaining;
   }
-  return Reply::Of(200, {{"kind", type.kind + "List"},
-                         {"apiVersion", type.ApiVersion()},
-                         {"metadata", meta},
-                         {"items", items}});
+  // The body is written straight from the stored objects: the same bytes as dumping the list
+  // object below (keys in nlohmann's order: apiVersion, items, kind, metadata), without
+  // building it. Only an audit that records response bodies needs the object itself.
+  Reply r;
+  r.code = 200;
+  absl::StrAppend(&r.raw, R"({"apiVersion":)", Json(type.ApiVersion()).dump(), R"(,"items":[)");
+  for (size_t i = 0; i < page.size(); ++i) {
+    if (i > 0) r.raw += ',';
+    AppendStrippedForList(r.raw, *page[i]);
+  }
+  absl::StrAppend(&r.raw, R"(],"kind":)", Json(type.kind + "List").dump(), R"(,"metadata":)",
+                  meta.dump(), "}");
+  if (audit_ && ctx.audit.level == AuditLevel::kRequestResponse) {
+    Json items = Json::array();
+    for (const Json* o : page) items.push_back(StripForList(*o));
+    r.object = {{"kind", type.kind + "List"},
+                {"apiVersion", type.ApiVersion()},
+                {"metadata", std::move(meta)},
+                {"items", std::move(items)}};
+  }
+  return r;
 }
 
 }  // namespace reverser::kubesim

@@ -113,6 +113,26 @@ inline Json StripForList(Json o) {
   return o;
 }
 
+// Appends StripForList(object).dump() without copying the object: member by member, in the
+// order nlohmann writes them (a list of 100,000 made that many deep copies and frees).
+inline void AppendStrippedForList(std::string& out, const Json& object) {
+  if (!object.is_object()) {
+    out += object.dump();
+    return;
+  }
+  out += '{';
+  bool first = true;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (it.key() == "kind" || it.key() == "apiVersion") continue;
+    if (!first) out += ',';
+    first = false;
+    out += Json(it.key()).dump();
+    out += ':';
+    out += it.value().dump();
+  }
+  out += '}';
+}
+
 struct ContinueToken {
   int64_t rv = 0;
   std::string start;

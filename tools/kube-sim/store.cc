@@ -95,9 +95,10 @@ ApiOr<Store::Snapshot> Store::List(const std::string& type_key, const std::strin
   return snap;
 }
 
-Store::StoredSnapshot Store::ListStored(const std::string& type_key, const std::string& ns) const {
+ApiOr<Store::StoredSnapshot> Store::ListStored(const std::string& type_key, const std::string& ns,
+                                               std::optional<int64_t> at_rv) const {
   std::lock_guard lock(mu_);
-  return *ListLocked(type_key, ns, std::nullopt);  // the current state is never compacted
+  return ListLocked(type_key, ns, at_rv);
 }
 
 ApiOr<WriteResult> Store::Write(const std::string& type_key, const std::string& ns,

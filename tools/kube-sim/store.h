@@ -70,12 +70,13 @@ class Store {
   ApiOr<Snapshot> List(const std::string& type_key, const std::string& ns,
                        std::optional<int64_t> at_rv = std::nullopt) const;
 
-  // The current state as stored (shared, not copied): what a watch's initial events render.
+  // The same as stored (shared, not copied): what watches and list responses render from.
   struct StoredSnapshot {
     int64_t rv = 0;
     std::vector<std::shared_ptr<const StoredObject>> items;  // in key order (namespace, name)
   };
-  StoredSnapshot ListStored(const std::string& type_key, const std::string& ns) const;
+  ApiOr<StoredSnapshot> ListStored(const std::string& type_key, const std::string& ns,
+                                   std::optional<int64_t> at_rv = std::nullopt) const;
 
   // Runs `mutator` under the store lock; assigns the next resourceVersion to changed objects
   // and records the event. dry_run: decide and render, store nothing.

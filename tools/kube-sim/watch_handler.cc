@@ -99,20 +99,22 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   };
 
   if (send_initial) {
-    Store::StoredSnapshot snap = store_.ListStored(type.Key(), ctx->info.namespace_);
+    ApiOr<Store::StoredSnapshot> snap = store_.ListStored(type.Key(), ctx->info.namespace_);
+    if (!snap.ok()) return fail(snap.error());
     int64_t want = rv.empty() || rv == "0" ? 0 : ParseRv(rv);
-    if (want > snap.rv) {
+    if (want > snap->rv) {
       if (!store_.WaitForRv(want, absl::Now() + options_.too_large_rv_wait)) {
         return fail(TooLargeResourceVersion(want, store_.CurrentRv()));
       }
       snap = store_.ListStored(type.Key(), ctx->info.namespace_);
+      if (!snap.ok()) return fail(snap.error());
     }
-    for (auto& o : snap.items) {
+    for (auto& o : snap->items) {
       if (labels->Matches(o->value) && fields->Matches(o->value)) {
         state->initial.push_back(std::move(o));
       }
     }
-    state->cursor = snap.rv;
+    state->cursor = snap->rv;
     if (ctx->cut_watch_after >= 0) {
       // A replay cut short: some initial events, never the initial-events-end bookmark.
       if (state->initial.size() > static_cast<size_t>(ctx->cut_watch_after)) {
@@ -120,7 +122,7 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
       }
       state->cut = true;
     } else if (watch_list && bookmarks) {
-      state->pending = bookmark(snap.rv, true);
+      state->pending = bookmark(snap->rv, true);
     }
   } else {
     int64_t n = ParseRv(rv);
