@@ -90,7 +90,23 @@ AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event) {
   }
   if (is_status && verb != "deletecollection") return skip(AuditSkip::kNoResponseBody);
 
-  // The whole body is needed from here on: decoded now, for this event only.
+  if (verb != "delete" && verb != "deletecollection") {
+    // create / update / patch: the response object stored as the watch stores it, straight from
+    // its text (the fast path; the same bytes as through nlohmann).
+    absl::StatusOr<StoredObject> stored = StoreObjectJson(response_object.json);
+    if (!stored.ok()) return skip(AuditSkip::kNoResponseBody);
+    const ChangeOp op = verb == "create" || event.response_code == 201 ? ChangeOp::kAdded
+                                                                         : ChangeOp::kModified;
+    AuditChange change;
+    change.gvr = gvr;
+    change.entry = MakeStreamEntry(op, *std::move(stored), redisstore::ChangeSource::kAudit);
+    change.namespace_ = change.entry.namespace_;
+    if (change.entry.name.empty()) return skip(AuditSkip::kNoIdentity);
+    out.changes.push_back(std::move(change));
+    return out;
+  }
+
+  // delete and deletecollection read the whole body: decoded now, for this event only.
   const json response = json::parse(response_object.json, nullptr, /*allow_exceptions=*/false);
   if (!response.is_object()) return skip(AuditSkip::kNoResponseBody);
 
@@ -115,12 +131,10 @@ AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event) {
     return out;
   }
 
-  ChangeOp op = ChangeOp::kModified;
-  if (verb == "create" || event.response_code == 201) op = ChangeOp::kAdded;
-  if (verb == "delete") {
-    op = event.response_code == 202 || OnlyMarkedForDeletion(response) ? ChangeOp::kModified
-                                                                        : ChangeOp::kDeleted;
-  }
+  // delete, answered with the object.
+  const ChangeOp op = event.response_code == 202 || OnlyMarkedForDeletion(response)
+                          ? ChangeOp::kModified
+                          : ChangeOp::kDeleted;
   add(op, response);
   if (out.changes.empty()) return skip(AuditSkip::kNoIdentity);
   return out;

@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "services/materializer/stream_entries.h"
 
 namespace reverser::materializer {
 namespace {
@@ -57,6 +58,8 @@ TEST(AuditChangesTest, CreateUpdateAndPatchBecomeAddedAndModifiedWithTheResponse
   EXPECT_EQ(entry.resource_version, "10");
   json stored = json::parse(entry.object_json);
   EXPECT_FALSE(stored["metadata"].contains("managedFields"));
+  // The bytes the watch intake stores for the same object.
+  EXPECT_EQ(entry.object_json, StoredObjectJson(ConfigMap("a", "10")));
   EXPECT_EQ(stored["data"]["k"], "v");
   EXPECT_EQ(created.changes[0].gvr, (core::GroupVersionResource{"", "v1", "configmaps"}));
   EXPECT_FALSE(created.changes[0].body_from_materialization);
