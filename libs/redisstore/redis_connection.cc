@@ -295,20 +295,27 @@ template <typename Argv>
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
     const std::vector<Argv>& commands) {
   RETURN_IF_ERROR(EnsureConnected());
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
+  // Checked before anything is queued: a command left in hiredis's buffer would be sent with the
+  // next round trip, and its reply taken for another command's.
   for (const Argv& command : commands) {
     if (command.empty()) return absl::InvalidArgumentError("redis: empty command");
-    argv.clear();
-    lengths.clear();
-    argv.reserve(command.size());
-    lengths.reserve(command.size());
+  }
+  // Encoded here (RESP: `*<argc>`, then `$<len>` and the bytes per argument) and handed to
+  // hiredis ready-made: redisAppendCommandArgv formats every argument header with sdscatfmt,
+  // ~15 % of the client's CPU on a batch of stream appends. One command at a time, so a pipeline
+  // is buffered once (in hiredis) plus its largest command.
+  std::string resp;
+  for (const Argv& command : commands) {
+    size_t size = 16;
+    for (const auto& arg : command) size += arg.size() + 16;
+    resp.clear();
+    resp.reserve(size);
+    absl::StrAppend(&resp, "*", command.size(), "\r\n");
     for (const auto& arg : command) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
+      absl::StrAppend(&resp, "$", arg.size(), "\r\n", absl::string_view(arg.data(), arg.size()),
+                      "\r\n");
     }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(),
-                               lengths.data()) != REDIS_OK) {
+    if (redisAppendFormattedCommand(context_, resp.data(), resp.size()) != REDIS_OK) {
       return ConnectionFailure("sending a command");
     }
   }
