@@ -23,13 +23,16 @@ constexpr char kNotObject[] = "request body is not a JSON object";
 // list does not pin its buffers (several times its size) to an HTTP thread for good.
 constexpr size_t kReusedParserMaxBytes = 4 << 20;
 
-// On-Demand finds errors only in the parts it reads. A rejected body gets a full validation so
-// the answer says "not a JSON object" only for well-formed JSON that is not an object.
-const char* RejectionMessage(const std::string& text) {
+// On-Demand finds errors only in the parts it reads. A body about to be rejected is validated in
+// full (DOM) so the answer says "not valid JSON" exactly when the text is malformed.
+enum class FullParse { kMalformed, kObject, kOtherValue };
+FullParse ParseFully(const std::string& text) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) return kNotJson;
-  return root.is_object() ? kNotJson : kNotObject;
+  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) {
+    return FullParse::kMalformed;
+  }
+  return root.is_object() ? FullParse::kObject : FullParse::kOtherValue;
 }
 
 // A field's key: its raw text, which is the key unless it holds an escape (then unescaped; none
@@ -149,7 +152,15 @@ absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body) {
     return simdjson::SUCCESS;
   };
   if (decode() != simdjson::SUCCESS) {
-    return absl::InvalidArgumentError(list.text_ ? RejectionMessage(*list.text_) : kNotJson);
+    // Malformed, or beyond On-Demand (nesting deeper than 1,024), or well-formed but no object.
+    const bool other_value = list.text_ && ParseFully(*list.text_) == FullParse::kOtherValue;
+    return absl::InvalidArgumentError(other_value ? kNotObject : kNotJson);
+  }
+  // A rejected body is checked in full first, so malformed text is reported as such wherever the
+  // fault is (the reader above skipped what it did not need).
+  const bool rejected = kind != "EventList" || api_version != "audit.k8s.io/v1" || !items_is_list;
+  if (rejected && ParseFully(*list.text_) == FullParse::kMalformed) {
+    return absl::InvalidArgumentError(kNotJson);
   }
   if (kind != "EventList" || api_version != "audit.k8s.io/v1") {
     return absl::InvalidArgumentError(
@@ -172,7 +183,8 @@ absl::StatusOr<EventList> EventDecoder::DecodeOne(std::string body) {
     if (!TypeIs(doc, od::json_type::object, error)) {
       // Not an object: nothing to read, but the text must still be JSON.
       if (error) return error;
-      return RejectionMessage(*list.text_) == kNotObject ? simdjson::SUCCESS : simdjson::TAPE_ERROR;
+      return ParseFully(*list.text_) == FullParse::kOtherValue ? simdjson::SUCCESS
+                                                               : simdjson::TAPE_ERROR;
     }
     od::object object;
     SIMDJSON_TRY(doc.get_object().get(object));
