@@ -69,8 +69,7 @@ class EventDecoder {
   explicit EventDecoder(EventList& list) : list_(list) {}
 
   // Pads the list's copy of `body` and starts iterating it.
-  static error_code Start(EventList& list, std::string body, od::parser& parser,
-                          od::document& doc);
+  static error_code Start(EventList& list, std::string body, od::parser& parser, od::document& doc);
   static od::parser& ThreadParser() {
     thread_local od::parser parser;
     return parser;
@@ -96,8 +95,7 @@ error_code EventDecoder::Start(EventList& list, std::string body, od::parser& pa
   const size_t size = text.size();
   // Reallocates (one copy) only when the caller left no room for simdjson's padding.
   if (text.capacity() - size < kBodyPadding) text.reserve(size + kBodyPadding);
-  return parser.iterate(simdjson::padded_string_view(text.data(), size, text.capacity()))
-      .get(doc);
+  return parser.iterate(simdjson::padded_string_view(text.data(), size, text.capacity())).get(doc);
 }
 
 absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body) {
@@ -148,7 +146,8 @@ absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body) {
     }
     // Anything after the root object makes the body malformed.
     const char* trailing = nullptr;
-    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) return simdjson::TAPE_ERROR;
+    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS)
+      return simdjson::TAPE_ERROR;
     return simdjson::SUCCESS;
   };
   if (decode() != simdjson::SUCCESS) {
@@ -190,12 +189,13 @@ absl::StatusOr<EventList> EventDecoder::DecodeOne(std::string body) {
     SIMDJSON_TRY(doc.get_object().get(object));
     SIMDJSON_TRY(decoder.ReadEvent(object, event));
     const char* trailing = nullptr;
-    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) return simdjson::TAPE_ERROR;
+    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS)
+      return simdjson::TAPE_ERROR;
     return simdjson::SUCCESS;
   };
   if (error_code error = decode()) {
-    return absl::InvalidArgumentError(absl::StrCat("event is not valid JSON: ",
-                                                   simdjson::error_message(error)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("event is not valid JSON: ", simdjson::error_message(error)));
   }
   return list;
 }
@@ -204,7 +204,7 @@ error_code EventDecoder::ReadString(od::value value, absl::string_view& out) {
   out = {};
   error_code error;
   if (!TypeIs(value, od::json_type::string, error)) return error;  // other types read as absent
-  const std::string_view raw = value.raw_json_token();  // `"…"` then any whitespace
+  const std::string_view raw = value.raw_json_token();             // `"…"` then any whitespace
   std::string_view decoded;
   SIMDJSON_TRY(value.get_string().get(decoded));
   const size_t n = decoded.size();
@@ -470,8 +470,8 @@ error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded)
   SIMDJSON_TRY(object.reset().error());
   std::string_view raw;
   SIMDJSON_TRY(object.raw_json().get(raw));
-  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
-                          raw.back() == '\t')) {
+  while (!raw.empty() &&
+         (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t')) {
     raw.remove_suffix(1);
   }
   embedded.json = absl::string_view(raw.data(), raw.size());

@@ -48,12 +48,14 @@ TEST(ParseEventListTest, AcceptsEventListsAndRejectsEverythingElse) {
       R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"verb":"get"},{"verb":"create"}]})");
   ASSERT_TRUE(items.ok()) << items.status();
   EXPECT_EQ(items->size(), 2u);
-  auto empty = ParseEventList(R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{}})");
+  auto empty =
+      ParseEventList(R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{}})");
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
-  for (const char* bad : {"", "{", "[]", "null", R"({"kind":"Event","apiVersion":"audit.k8s.io/v1"})",
-                          R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1beta1","items":[]})",
-                          R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":{}})"}) {
+  for (const char* bad :
+       {"", "{", "[]", "null", R"({"kind":"Event","apiVersion":"audit.k8s.io/v1"})",
+        R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1beta1","items":[]})",
+        R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":{}})"}) {
     auto parsed = ParseEventList(bad);
     EXPECT_FALSE(parsed.ok()) << bad;
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
@@ -129,7 +131,8 @@ TEST(ExtractFactsTest, SingleWriteUsesPostWriteResourceVersionAndClaims) {
 TEST(ExtractFactsTest, ImpersonatedUserIsTheAuthor) {
   json event = UpdateEvent();
   event["user"]["username"] = "system:admin";
-  event["impersonatedUser"] = {{"username", "system:serviceaccount:flux-system:kustomize-controller"}};
+  event["impersonatedUser"] = {
+      {"username", "system:serviceaccount:flux-system:kustomize-controller"}};
   auto facts = ExtractFacts(Decode(event)[0]);
   ASSERT_EQ(facts.size(), 1u);
   EXPECT_EQ(facts[0].author, "system:serviceaccount:flux-system:kustomize-controller");
@@ -218,7 +221,6 @@ TEST(ExtractFactsTest, HostileInputNeverThrows) {
   }
 }
 
-
 TEST(ParseEventListTest, RejectionsSayWhatIsWrong) {
   auto message = [](const std::string& body) {
     auto parsed = ParseEventList(body);
@@ -243,7 +245,8 @@ TEST(ParseEventListTest, RejectionsSayWhatIsWrong) {
             "expected an audit.k8s.io/v1 EventList, got apiVersion=\"audit.k8s.io/v1\" kind=\"\"");
   EXPECT_EQ(message(R"({"items":5,"kind":"EventList","apiVersion":"audit.k8s.io/v1"})"),
             "EventList items is not a list");
-  auto null_items = ParseEventList(R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":null})");
+  auto null_items =
+      ParseEventList(R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":null})");
   ASSERT_TRUE(null_items.ok());
   EXPECT_TRUE(null_items->empty());
 }

@@ -95,8 +95,8 @@ AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event) {
     // its text (the fast path; the same bytes as through nlohmann).
     absl::StatusOr<StoredObject> stored = StoreObjectJson(response_object.json);
     if (!stored.ok()) return skip(AuditSkip::kNoResponseBody);
-    const ChangeOp op = verb == "create" || event.response_code == 201 ? ChangeOp::kAdded
-                                                                         : ChangeOp::kModified;
+    const ChangeOp op =
+        verb == "create" || event.response_code == 201 ? ChangeOp::kAdded : ChangeOp::kModified;
     AuditChange change;
     change.gvr = gvr;
     change.entry = MakeStreamEntry(op, *std::move(stored), redisstore::ChangeSource::kAudit);
