@@ -6,11 +6,11 @@ namespace reverser::kubesim {
 namespace {
 
 // Gathers watch lines into one HTTP chunk (one send) per batch of events rather than one per
-// event; flushes early at kFlushBytes so a long backlog streams in bounded pieces. The buffer
-// is the watch's own and keeps its capacity from one batch to the next.
+// event; flushes early at kFlushBytes so a long backlog streams in bounded pieces. One writer
+// per batch: an idle watch keeps no buffer.
 class ChunkWriter {
  public:
-  ChunkWriter(httplib::DataSink& sink, std::string& buffer) : sink_(sink), buffer_(buffer) {}
+  explicit ChunkWriter(httplib::DataSink& sink) : sink_(sink) {}
 
   bool AddEvent(absl::string_view type, const StoredObject& object) {
     AppendWatchLine(buffer_, type, object.json);
@@ -31,7 +31,7 @@ class ChunkWriter {
  private:
   static constexpr size_t kFlushBytes = 256 * 1024;
   httplib::DataSink& sink_;
-  std::string& buffer_;
+  std::string buffer_;
 };
 
 }  // namespace
@@ -73,7 +73,6 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   struct WatchState {
     std::vector<std::shared_ptr<const StoredObject>> initial;  // initial ADDED events
     std::string pending;  // lines after the initial events (end bookmark, or a lone ERROR)
-    std::string out;      // the chunk being gathered (ChunkWriter)
     int64_t cursor = 0;
     absl::Time deadline;
     absl::Time next_bookmark;
@@ -161,7 +160,7 @@ void KubeSim::Impl::StartWatch(std::shared_ptr<Ctx> ctx, httplib::Response& res)
   res.set_chunked_content_provider(
       "application/json", [this, ctx, state, type_key, matches, bookmarks, bookmark, error_line,
                            bookmark_interval, open_watch](size_t, httplib::DataSink& sink) {
-        ChunkWriter out(sink, state->out);
+        ChunkWriter out(sink);
         if (!state->started) {
           state->started = true;
           for (const auto& o : state->initial) {
