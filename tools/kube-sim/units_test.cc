@@ -135,6 +135,43 @@ TEST(StoreTest, ListAtResourceVersionRollsBackHistory) {
   EXPECT_TRUE(w.expired);
 }
 
+TEST(StoreTest, StoredObjectsCarryTheirRenderingAndNamespace) {
+  Store store(100);
+  auto put = [&](const std::string& ns, const std::string& name, const std::string& v) {
+    return store.Write(
+        "/configmaps", ns, name,
+        [&](const Json*) -> ApiOr<WriteDecision> {
+          return WriteDecision{WriteDecision::Kind::kPut,
+                               {{"metadata", {{"name", name}, {"namespace", ns}}}, {"v", v}}};
+        },
+        false);
+  };
+  put("a", "x", "1");
+  int64_t at = store.CurrentRv();
+  put("a", "x", "2");
+  put("b", "y", "1");
+  auto now = store.ListStored("/configmaps", "a");
+  ASSERT_TRUE(now.ok());
+  ASSERT_EQ(now->items.size(), 1u);  // namespace "b" left out
+  EXPECT_EQ(now->items[0]->value["v"], "2");
+  EXPECT_EQ(now->items[0]->json, now->items[0]->value.dump());
+  EXPECT_EQ(now->items[0]->namespace_, "a");
+  auto then = store.ListStored("/configmaps", "", at);
+  ASSERT_TRUE(then.ok());
+  ASSERT_EQ(then->items.size(), 1u);
+  EXPECT_EQ(then->items[0]->value["v"], "1");
+  EXPECT_EQ(then->rv, at);
+  // Watch events share the same stored states: the event's object is the listed one.
+  Store::WaitResult w = store.WaitForEvents("/configmaps", at, absl::Now(), store.epoch());
+  ASSERT_EQ(w.events.size(), 2u);
+  EXPECT_EQ(w.events[0].object, now->items[0]);
+  EXPECT_EQ(w.events[0].prev, then->items[0]);
+  EXPECT_EQ(w.events[1].object->namespace_, "b");
+  // A cluster-scoped object has no namespace.
+  StoredObject cluster(Json{{"metadata", {{"name", "n"}}}}, "{}");
+  EXPECT_EQ(cluster.namespace_, "");
+}
+
 TEST(ManagedFieldsTest, FieldsV1ShapesMatchTheApiserver) {
   Json o = Json::parse(R"({"metadata":{"labels":{"a":"b"},"finalizers":["x"]},"data":{"k":"v"},
                            "spec":{"containers":[{"name":"c","image":"i"}]}})");
