@@ -22,6 +22,15 @@ absl::string_view WatchEventTypeName(WatchEventType type) {
   return "UNKNOWN";
 }
 
+std::optional<WatchEventType> WatchEventTypeNamed(absl::string_view name) {
+  for (WatchEventType type : {WatchEventType::kAdded, WatchEventType::kModified,
+                              WatchEventType::kDeleted, WatchEventType::kBookmark,
+                              WatchEventType::kError}) {
+    if (WatchEventTypeName(type) == name) return type;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<WatchEvent> ParseWatchEvent(absl::string_view frame) {
   json parsed = json::parse(frame.begin(), frame.end(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
@@ -38,19 +47,11 @@ absl::StatusOr<WatchEvent> ParseWatchEvent(absl::string_view frame) {
   }
   WatchEvent event;
   const std::string& name = type->get_ref<const std::string&>();
-  if (name == "ADDED") {
-    event.type = WatchEventType::kAdded;
-  } else if (name == "MODIFIED") {
-    event.type = WatchEventType::kModified;
-  } else if (name == "DELETED") {
-    event.type = WatchEventType::kDeleted;
-  } else if (name == "BOOKMARK") {
-    event.type = WatchEventType::kBookmark;
-  } else if (name == "ERROR") {
-    event.type = WatchEventType::kError;
-  } else {
+  std::optional<WatchEventType> known = WatchEventTypeNamed(name);
+  if (!known) {
     return absl::DataLossError(absl::StrCat("unknown watch event type \"", name, "\""));
   }
+  event.type = *known;
   event.object = std::move(*object);
   event.resource_version = ResourceVersionOf(event.object);
   return event;
@@ -91,15 +92,12 @@ absl::StatusOr<WatchEvent> WatchEventDecoder::Decode(absl::string_view frame) {
   }
   if (!has_type || !has_object) return fallback();
   WatchEvent event;
-  if (type_name == "ADDED") {
-    event.type = WatchEventType::kAdded;
-  } else if (type_name == "MODIFIED") {
-    event.type = WatchEventType::kModified;
-  } else if (type_name == "DELETED") {
-    event.type = WatchEventType::kDeleted;
-  } else {
+  std::optional<WatchEventType> known =
+      WatchEventTypeNamed(absl::string_view(type_name.data(), type_name.size()));
+  if (!known || *known == WatchEventType::kBookmark || *known == WatchEventType::kError) {
     return fallback();  // BOOKMARK and ERROR are small and read as JSON objects
   }
+  event.type = *known;
   // The RV from the object's own text (the frame's buffers are reused for it).
   simdjson::ondemand::document object_doc;
   std::string_view rv;

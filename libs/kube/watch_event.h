@@ -3,6 +3,7 @@
 // One decoded `metav1.WatchEvent` frame: {"type":"ADDED","object":{...}}.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "simdjson.h"
@@ -16,6 +17,8 @@ enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
 // "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR".
 absl::string_view WatchEventTypeName(WatchEventType type);
+// The inverse: nullopt for any other name.
+std::optional<WatchEventType> WatchEventTypeNamed(absl::string_view name);
 
 struct WatchEvent {
   WatchEventType type = WatchEventType::kAdded;

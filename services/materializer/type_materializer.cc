@@ -539,13 +539,17 @@ void TypeMaterializer::CountCompaction(const redisstore::CompactionResult& resul
   status_.checkpoint = result.position.ToString();
 }
 
-absl::StatusOr<redisstore::CompactionResult> TypeMaterializer::CompactNow() {
-  std::lock_guard admin(admin_mu_);
+absl::StatusOr<redisstore::MaterializationStore> TypeMaterializer::AdminStore() {
   if (!admin_redis_) {
     ASSIGN_OR_RETURN(admin_redis_, redisstore::RedisConnection::Connect(options_.redis));
   }
-  redisstore::MaterializationStore store(admin_redis_.get(), options_.prefix, options_.gvr,
-                                         options_.scope);
+  return redisstore::MaterializationStore(admin_redis_.get(), options_.prefix, options_.gvr,
+                                          options_.scope);
+}
+
+absl::StatusOr<redisstore::CompactionResult> TypeMaterializer::CompactNow() {
+  std::lock_guard admin(admin_mu_);
+  ASSIGN_OR_RETURN(redisstore::MaterializationStore store, AdminStore());
   ASSIGN_OR_RETURN(redisstore::CompactionResult result, store.Compact());
   CountCompaction(result);
   runtime::LogInfo("compaction requested", {{"type", Name()},
@@ -557,11 +561,7 @@ absl::StatusOr<redisstore::CompactionResult> TypeMaterializer::CompactNow() {
 
 absl::StatusOr<TypeMaterializer::StoredFacts> TypeMaterializer::ReadStoredFacts() {
   std::lock_guard admin(admin_mu_);
-  if (!admin_redis_) {
-    ASSIGN_OR_RETURN(admin_redis_, redisstore::RedisConnection::Connect(options_.redis));
-  }
-  redisstore::MaterializationStore store(admin_redis_.get(), options_.prefix, options_.gvr,
-                                         options_.scope);
+  ASSIGN_OR_RETURN(redisstore::MaterializationStore store, AdminStore());
   ASSIGN_OR_RETURN(redisstore::RedisReply length,
                    admin_redis_->Command({"XLEN", store.keys().stream}));
   ASSIGN_OR_RETURN(redisstore::MaterializationCounts counts, store.ReadCounts());

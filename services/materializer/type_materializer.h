@@ -127,6 +127,8 @@ class TypeMaterializer : private kube::WatchHandler {
   // Waits up to `timeout` for Stop(); true when stopping.
   bool WaitForStop(absl::Duration timeout);
   void CountCompaction(const redisstore::CompactionResult& result);
+  // A store on the admin connection (opened on first use); call with admin_mu_ held.
+  absl::StatusOr<redisstore::MaterializationStore> AdminStore();
   void OnEvent(const kube::ReflectorEvent& event) override;
   void OnError(const absl::Status& status) override;
   // Retries `op` against Redis until it succeeds or the worker stops.
