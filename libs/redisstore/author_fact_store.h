@@ -95,9 +95,12 @@ class AuthorFactStore {
   // groupResource, or both uid and rv.
   absl::Status Record(const AuthorFact& fact);
 
-  // Records a webhook request's facts in one MULTI/EXEC — one round trip however many — all or
-  // nothing. Facts Record would refuse (InvalidArgument) are skipped, not failed: nothing can
-  // key them. One wake-up signal per type in the batch. Returns how many facts were recorded.
+  // Records a webhook request's facts in one pipelined round trip however many, the wake-up
+  // signals after the facts. Not a MULTI: facts are independent and idempotent, and a failure
+  // (partial or not) is answered 500 so the API server resends the batch; queueing every
+  // command in a transaction cost Redis time for no reader-visible gain. Facts Record would
+  // refuse (InvalidArgument) are skipped, not failed: nothing can key them. One wake-up signal
+  // per type in the batch. Returns how many facts were recorded.
   absl::StatusOr<size_t> RecordAll(const std::vector<AuthorFact>& facts);
 
   // One lookup in the reference's order (exact uid:rv; `:last` only for removals; `rv:`),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
 
 namespace reverser::redisstore {
@@ -73,6 +74,26 @@ TEST_F(AuthorFactStoreTest, FactJsonUsesTheReferenceFieldNames) {
         "subresource", "auditID", "resourceVersion", "stageTimestamp", "isServiceAccount"}) {
     EXPECT_NE(fact.ToJson().find(std::string("\"") + field + "\":"), std::string::npos) << field;
   }
+  // The same bytes nlohmann writes (and has always written) for the reference's fields.
+  fact.author = "quote \" backslash \\ tab \t \x01 é";
+  fact.is_service_account = true;
+  const nlohmann::json reference = {
+      {"groupResource", fact.group_resource}, {"namespace", fact.namespace_},
+      {"name", fact.name},                    {"uid", fact.uid},
+      {"author", fact.author},                {"displayName", fact.display_name},
+      {"email", fact.email},                  {"verb", fact.verb},
+      {"subresource", fact.subresource},      {"auditID", fact.audit_id},
+      {"resourceVersion", fact.resource_version}, {"stageTimestamp", fact.stage_timestamp},
+      {"isServiceAccount", fact.is_service_account}};
+  EXPECT_EQ(fact.ToJson(), reference.dump());
+  EXPECT_EQ(AuthorFact{}.ToJson(), nlohmann::json({{"groupResource", ""}, {"namespace", ""},
+                                                   {"name", ""}, {"uid", ""}, {"author", ""},
+                                                   {"displayName", ""}, {"email", ""},
+                                                   {"verb", ""}, {"subresource", ""},
+                                                   {"auditID", ""}, {"resourceVersion", ""},
+                                                   {"stageTimestamp", ""},
+                                                   {"isServiceAccount", false}})
+                                       .dump());
   // Written by another implementation: missing fields are fine, wrong types are not.
   auto sparse = AuthorFact::FromJson(R"({"author":"bob","uid":"u"})");
   ASSERT_TRUE(sparse.ok());
