@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -16,6 +18,23 @@ absl::Status ParseError(simdjson::error_code code) {
       absl::StrCat("invalid JSON: ", simdjson::error_message(code)));
 }
 
+// Whether any of the 8 bytes at `p` is a control character, '"' or '\\' (SWAR: a byte of
+// `x - 0x01..` borrows into its top bit only where that byte of x was zero or, for the `< 0x20`
+// test, below 0x20; `& ~x` drops bytes >= 0x80). False positives are harmless: the caller then
+// looks at those bytes one by one.
+inline bool WordNeedsEscape(const char* p) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  uint64_t w;
+  std::memcpy(&w, p, sizeof(w));
+  const uint64_t quote = w ^ (kOnes * '"');
+  const uint64_t backslash = w ^ (kOnes * '\\');
+  const uint64_t control = (w - kOnes * 0x20) & ~w;
+  const uint64_t zero_quote = (quote - kOnes) & ~quote;
+  const uint64_t zero_backslash = (backslash - kOnes) & ~backslash;
+  return ((control | zero_quote | zero_backslash) & kHigh) != 0;
+}
+
 template <typename Int>
 void AppendInteger(Int value, std::string& out) {
   char buffer[24];
@@ -28,41 +47,49 @@ void AppendInteger(Int value, std::string& out) {
 void AppendQuoted(std::string_view text, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
+  const char* data = text.data();
+  const size_t size = text.size();
   size_t run = 0;  // start of the pending run of bytes copied as they are
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(text.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\b':
-        out.append("\\b");
-        break;
-      case '\f':
-        out.append("\\f");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      default: {
-        const char escaped[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        out.append(escaped, sizeof(escaped));
+  size_t i = 0;
+  while (i < size) {
+    // Most strings need no escape at all: skip them eight bytes at a time.
+    while (i + 8 <= size && !WordNeedsEscape(data + i)) i += 8;
+    const size_t stop = std::min(size, i + 8);
+    for (; i < stop; ++i) {
+      const unsigned char c = static_cast<unsigned char>(data[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out.append(data + run, i - run);
+      run = i + 1;
+      switch (c) {
+        case '"':
+          out.append("\\\"");
+          break;
+        case '\\':
+          out.append("\\\\");
+          break;
+        case '\b':
+          out.append("\\b");
+          break;
+        case '\f':
+          out.append("\\f");
+          break;
+        case '\n':
+          out.append("\\n");
+          break;
+        case '\r':
+          out.append("\\r");
+          break;
+        case '\t':
+          out.append("\\t");
+          break;
+        default: {
+          const char escaped[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+          out.append(escaped, sizeof(escaped));
+        }
       }
     }
   }
-  out.append(text.data() + run, text.size() - run);
+  out.append(data + run, size - run);
   out.push_back('"');
 }
 

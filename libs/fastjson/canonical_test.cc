@@ -111,5 +111,20 @@ TEST(AppendQuotedTest, EscapesAsNlohmannDoes) {
   }
 }
 
+TEST(AppendQuotedTest, EveryEscapeAtEveryPositionOfTheWordAtATimeScan) {
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      for (char special : {'"', '\\', '\n', '\x01', '\x1f', '\x7f', '\x20', '\xc3'}) {
+        std::string text(length, 'a');
+        text[at] = special;
+        if (special == '\xc3') text.insert(at + 1, 1, '\xa9');  // é, valid UTF-8
+        std::string out;
+        AppendQuoted(text, out);
+        ASSERT_EQ(out, json(text).dump()) << "length " << length << " at " << at;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace reverser::fastjson
