@@ -17,135 +17,13 @@ namespace {
 
 using core::StreamPosition;
 
-// Check-and-append for a batch of entries, in order, in one step: for each entry compute where
-// XADD `<rv>-*` would land and divert it unless it is above both the stream top (last generated
-// ID, which survives trimming) and the checkpoint. Each entry sees the stream as the previous
-// ones left it, exactly as if each had been appended by its own call.
-// KEYS: stream, ckpt:rv, counts.
-// ARGV: count of entries diverted client-side as non_numeric_rv (only counted here), then per
-//       entry: rv ("" = attach to the top's RV), n, then n stream fields (field, value, ...).
-// Reply: per entry two strings, {id, ""} when appended, {"", reason} when diverted, and
-//        {top, "duplicate_of_stream_top"} for a repeat of the top entry.
-const LuaScript& AppendScript() {
-  static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
-local stream, ckpt_key, counts = KEYS[1], KEYS[2], KEYS[3]
--- Check the layout before anything is written (a malformed call changes nothing).
-local starts = {}
-local at = 2
-while at <= #ARGV do
-  local n = tonumber(ARGV[at + 1])
-  if not n or n < 0 or n % 1 ~= 0 or at + 1 + n > #ARGV then
-    return redis.error_reply('ERR append script: malformed entry at ARGV ' .. at)
-  end
-  starts[#starts + 1] = at
-  at = at + 2 + n
-end
-local non_numeric = tonumber(ARGV[1])
-if not non_numeric then return redis.error_reply('ERR append script: malformed ARGV 1') end
-
-local top = '0-0'
-if redis.call('EXISTS', stream) == 1 then
-  -- The last generated ID, cached beside the counts by this script (XINFO STREAM would copy
-  -- the first and last entries, bodies included). Streams written before the cache existed
-  -- fall back to XINFO once.
-  top = redis.call('HGET', counts, 'top')
-  if not top then
-    top = '0-0'
-    local info = redis.call('XINFO', 'STREAM', stream)
-    for i = 1, #info, 2 do
-      if info[i] == 'last-generated-id' then top = info[i + 1] end
-    end
-  end
-end
-local top_rv, top_seq = split(top)
-local ckpt = redis.call('GET', ckpt_key)  -- nothing here moves it
-local ck_rv, ck_seq
-if ckpt then ck_rv, ck_seq = split(ckpt) end
-
--- The top entry's fields, for the duplicate check: ARGV[top_first .. +top_n-1] once this call
--- appended it; before that, the stream's last entry, read at most once (only if it is the top).
-local top_first, top_n
-local last_read, last_fields = false, nil
-local function same_as_top(first, n)
-  if top_first then
-    if top_n ~= n then return false end
-    for k = 0, n - 1 do
-      if ARGV[top_first + k] ~= ARGV[first + k] then return false end
-    end
-    return true
-  end
-  if not last_read then
-    last_read = true
-    local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-    if #last == 1 and last[1][1] == top then last_fields = last[1][2] end
-  end
-  if not last_fields or #last_fields ~= n then return false end
-  for k = 1, n do
-    if last_fields[k] ~= ARGV[first + k - 1] then return false end
-  end
-  return true
-end
-
-local reasons = {'older_than_stream_top', 'covered_by_checkpoint', 'non_numeric_rv',
-                 'rvless_empty_stream', 'duplicate_of_stream_top'}
-local diverted = {non_numeric_rv = non_numeric}
-for _, reason in ipairs(reasons) do diverted[reason] = diverted[reason] or 0 end
-local appended = 0
-local out = {}
-local function divert(reason, id)
-  diverted[reason] = diverted[reason] + 1
-  out[#out + 1] = id or ''
-  out[#out + 1] = reason
-end
-
-local function append(rv, first, n)
-  if rv == '' then
-    if top == '0-0' then return divert('rvless_empty_stream') end
-    rv = top_rv
-  end
-  local c = cmpnum(rv, top_rv)
-  if c < 0 then return divert('older_than_stream_top') end
-  if ckpt then
-    local cc = cmpnum(rv, ck_rv)
-    -- same RV as the checkpoint: the new seq is 0 (new RV) or top_seq+1; covered if <= ck_seq
-    if cc < 0 or (cc == 0 and (c > 0 or cmpnum(top_seq, ck_seq) < 0)) then
-      return divert('covered_by_checkpoint')
-    end
-  end
-  -- A byte-identical repeat of the top entry (a retried append whose reply was lost, a watch
-  -- re-delivery) is absorbed: folding it again would change nothing.
-  if c == 0 and same_as_top(first, n) then return divert('duplicate_of_stream_top', top) end
-  local id = redis.pcall('XADD', stream, rv .. '-*', unpack(ARGV, first, first + n - 1))
-  if type(id) == 'table' and id.err then return divert('older_than_stream_top') end
-  appended = appended + 1
-  top = id
-  top_rv, top_seq = split(id)
-  top_first, top_n = first, n
-  out[#out + 1] = id
-  out[#out + 1] = ''
-end
-
-for _, s in ipairs(starts) do
-  append(ARGV[s], s + 2, tonumber(ARGV[s + 1]))
-end
-if appended > 0 then
-  redis.call('HINCRBY', counts, 'appended', appended)
-  redis.call('HSET', counts, 'top', top)
-end
-for _, reason in ipairs(reasons) do
-  if diverted[reason] > 0 then
-    redis.call('HINCRBY', counts, 'diverted:' .. reason, diverted[reason])
-  end
-end
-return out
-)lua"));
-  return *script;
-}
-
-// AppendAll sends at most this many entries (and object bytes, unless a single entry has more)
-// per script call: a call blocks Redis while it runs, and its arguments are held in memory twice.
+// AppendAll writes at most this many entries (and object bytes, unless a single entry has more)
+// per transaction: EXEC blocks Redis while it runs, and the client holds a chunk's commands.
 constexpr size_t kAppendEntriesPerCall = 256;
 constexpr size_t kAppendBytesPerCall = 4 << 20;
+// A chunk whose watched keys keep changing under it (checkpoint swaps, another writer) is read
+// and decided again at most this many times in all.
+constexpr int kAppendAttempts = 8;
 
 // The swap: refuse an older generation, install the staged items and the position together,
 // register the index, then trim what the new checkpoint covers.
@@ -330,39 +208,29 @@ MaterializationStore::MaterializationStore(RedisConnection* redis, KeyPrefix pre
 
 namespace {
 
-absl::StatusOr<DivertReason> ParseDivertReason(absl::string_view name) {
-  for (DivertReason reason : {DivertReason::kOlderThanStreamTop, DivertReason::kCoveredByCheckpoint,
-                              DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream,
-                              DivertReason::kDuplicateOfStreamTop}) {
-    if (DivertReasonName(reason) == name) return reason;
-  }
-  return absl::InternalError(absl::StrCat("append script: unknown divert reason \"", name, "\""));
+// One entry of a chunk, prepared once for every attempt.
+struct PreparedAppend {
+  bool non_numeric = false;    // RV is not an unsigned decimal: diverted without a look
+  std::optional<uint64_t> rv;  // nullopt (and numeric): RV-less, attaches to the top's RV
+  size_t first_field = 0, field_count = 0;  // its fields in the chunk's `fields`
+};
+
+bool SameFields(absl::Span<const absl::string_view> a, absl::Span<const absl::string_view> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
 
-// One entry's pair of the append script's reply: {id, ""} or {id or "", reason}.
-absl::StatusOr<AppendResult> ParseAppendOutcome(const RedisReply& id, const RedisReply& reason) {
-  ASSIGN_OR_RETURN(std::string id_text, id.AsString());
-  ASSIGN_OR_RETURN(std::string reason_text, reason.AsString());
-  AppendResult result;
-  if (reason_text.empty()) {
-    result.appended = true;
-  } else {
-    ASSIGN_OR_RETURN(result.diverted, ParseDivertReason(reason_text));
+bool SameFields(absl::Span<const absl::string_view> a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k] != b[k]) return false;
   }
-  if (!id_text.empty() || result.appended) {
-    ASSIGN_OR_RETURN(result.position, StreamPosition::Parse(id_text));
-  }
-  return result;
+  return true;
 }
 
-// The script's RV argument: canonical decimal (no leading zeros), "" for an RV-less entry,
-// nullopt when the RV is not a number.
-std::optional<std::string> CanonicalRv(const StreamEntry& entry) {
-  if (entry.resource_version.empty()) return std::string();
-  auto parsed = core::ParseResourceVersion(entry.resource_version);
-  if (!parsed.ok()) return std::nullopt;
-  return absl::StrCat(*parsed);
-}
+constexpr DivertReason kDivertReasons[] = {
+    DivertReason::kOlderThanStreamTop, DivertReason::kCoveredByCheckpoint,
+    DivertReason::kNonNumericRv, DivertReason::kRvlessEmptyStream,
+    DivertReason::kDuplicateOfStreamTop};
 
 }  // namespace
 
@@ -381,97 +249,237 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
     absl::Span<const StreamEntry> entries) {
   for (const StreamEntry& entry : entries) RETURN_IF_ERROR(ValidateForAppend(entry));
   std::vector<AppendResult> results(entries.size());
-  if (entries.empty()) return results;
-  const LuaScript& script = AppendScript();
-
-  // One script call per chunk of entries. The commands refer to the entries' bytes; the small
-  // strings they need live in `numbers` (a deque: growing it never moves what it holds).
-  struct Chunk {
-    size_t begin = 0, end = 0;  // entries [begin, end); non-numeric ones are not sent
-  };
-  std::vector<Chunk> chunks;
-  std::vector<RedisCommandView> commands;
-  std::deque<std::string> numbers;
-  for (size_t i = 0; i < entries.size();) {
-    Chunk chunk{i, i};
-    RedisCommandView command = {"EVALSHA",           script.sha1(), "3", keys_.stream,
-                                keys_.checkpoint_rv, keys_.counts,  ""};
-    const size_t non_numeric_arg = command.size() - 1;
-    size_t non_numeric = 0, bytes = 0;
-    for (; i < entries.size() && i - chunk.begin < kAppendEntriesPerCall &&
-           (i == chunk.begin || bytes + entries[i].object_json.size() <= kAppendBytesPerCall);
-         ++i) {
-      const StreamEntry& entry = entries[i];
-      std::optional<std::string> rv = CanonicalRv(entry);
-      if (!rv) {
-        // Not a position at all: diverted here, only counted by the script.
-        results[i].diverted = DivertReason::kNonNumericRv;
-        ++non_numeric;
-        continue;
-      }
-      command.push_back(numbers.emplace_back(std::move(*rv)));
-      const size_t count_arg = command.size();
-      command.push_back("");
-      AppendEntryFieldViews(entry, command);
-      command[count_arg] = numbers.emplace_back(absl::StrCat(command.size() - count_arg - 1));
-      bytes += entry.object_json.size();
+  for (size_t begin = 0; begin < entries.size();) {
+    size_t end = begin, bytes = 0;
+    for (; end < entries.size() && end - begin < kAppendEntriesPerCall &&
+           (end == begin || bytes + entries[end].object_json.size() <= kAppendBytesPerCall);
+         ++end) {
+      bytes += entries[end].object_json.size();
     }
-    chunk.end = i;
-    command[non_numeric_arg] = numbers.emplace_back(absl::StrCat(non_numeric));
-    chunks.push_back(chunk);
-    commands.push_back(std::move(command));
-  }
-
-  // Fills the results of chunk `k` from its script reply.
-  auto take = [&](size_t k, const RedisReply& reply) -> absl::Status {
-    if (!reply.IsArray()) {
-      return absl::InternalError(
-          absl::StrCat("append script: unexpected reply ", reply.DebugString().substr(0, 200)));
-    }
-    const std::vector<RedisReply>& out = reply.elements();
-    size_t next = 0;
-    for (size_t i = chunks[k].begin; i < chunks[k].end; ++i) {
-      if (results[i].diverted) continue;  // non-numeric: not sent
-      if (next + 1 >= out.size()) {
-        return absl::InternalError("append script: fewer outcomes than entries");
-      }
-      ASSIGN_OR_RETURN(results[i], ParseAppendOutcome(out[next], out[next + 1]));
-      next += 2;
-    }
-    if (next != out.size()) return absl::InternalError("append script: more outcomes than entries");
-    return absl::OkStatus();
-  };
-
-  std::vector<size_t> pending(commands.size());  // chunk indexes still to send
-  for (size_t k = 0; k < pending.size(); ++k) pending[k] = k;
-  bool loaded = false;
-  while (!pending.empty()) {
-    std::vector<RedisCommandView> resend;
-    const std::vector<RedisCommandView>* send = &commands;
-    if (pending.size() != commands.size()) {
-      for (size_t k : pending) resend.push_back(commands[k]);
-      send = &resend;
-    }
-    ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->PipelineViews(*send));
-    std::vector<size_t> unknown_script;
-    for (size_t j = 0; j < replies.size(); ++j) {
-      const RedisReply& reply = replies[j];
-      // The server does not know the script (fresh or restarted Redis, SCRIPT FLUSH): that call
-      // did not run, nor (normally) any later one of this pipeline. Load it and resend those.
-      if (reply.IsError() && absl::StartsWith(reply.str(), "NOSCRIPT")) {
-        unknown_script.push_back(pending[j]);
-        continue;
-      }
-      if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "append script");
-      RETURN_IF_ERROR(take(pending[j], reply));
-    }
-    if (unknown_script.empty()) break;
-    if (loaded) return absl::InternalError("append script unknown to Redis right after loading");
-    RETURN_IF_ERROR(redis_->Command({"SCRIPT", "LOAD", script.source()}).status());
-    loaded = true;
-    pending = std::move(unknown_script);
+    RETURN_IF_ERROR(AppendChunk(entries.subspan(begin, end - begin),
+                                absl::MakeSpan(results).subspan(begin, end - begin)));
+    begin = end;
   }
   return results;
+}
+
+absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> entries,
+                                               absl::Span<AppendResult> results) {
+  std::vector<PreparedAppend> prepared(entries.size());
+  std::vector<absl::string_view> fields;  // views into `entries`
+  fields.reserve(entries.size() * 14);
+  bool all_non_numeric = true;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const StreamEntry& entry = entries[i];
+    PreparedAppend& p = prepared[i];
+    if (!entry.resource_version.empty()) {
+      auto rv = core::ParseResourceVersion(entry.resource_version);
+      if (!rv.ok()) {
+        p.non_numeric = true;
+        continue;
+      }
+      p.rv = *rv;
+    }
+    all_non_numeric = false;
+    p.first_field = fields.size();
+    AppendEntryFieldViews(entry, fields);
+    p.field_count = fields.size() - p.first_field;
+  }
+  auto fields_of = [&](size_t i) {
+    return absl::MakeConstSpan(fields).subspan(prepared[i].first_field, prepared[i].field_count);
+  };
+
+  for (int attempt = 1; attempt <= kAppendAttempts; ++attempt) {
+    // Round trip 1 (skipped when there is nothing to place): watch and read what the rules need.
+    AppendSnapshot snapshot;
+    if (!all_non_numeric) {
+      auto read = WatchForAppend();
+      if (!read.ok()) {
+        Unwatch();
+        return read.status();
+      }
+      snapshot = *read;
+    }
+    // The rules, entry by entry, each seeing the stream as the ones before it left it.
+    std::vector<AppendResult> decided(entries.size());
+    StreamPosition top = snapshot.top;
+    std::optional<size_t> top_entry;  // the chunk's entry at `top`, once one was placed there
+    std::optional<LastEntry> last;    // the stream's last entry, read at most once
+    bool last_read = false;
+    int64_t diverted[std::size(kDivertReasons)] = {};
+    std::vector<size_t> appended;
+    auto divert = [&](size_t i, DivertReason reason, StreamPosition at = StreamPosition::Zero()) {
+      decided[i].diverted = reason;
+      decided[i].position = at;
+      ++diverted[static_cast<size_t>(reason)];
+    };
+    absl::Status failed;
+    for (size_t i = 0; i < entries.size() && failed.ok(); ++i) {
+      const PreparedAppend& p = prepared[i];
+      if (p.non_numeric) {
+        divert(i, DivertReason::kNonNumericRv);
+        continue;
+      }
+      uint64_t rv = top.rv();
+      if (p.rv) {
+        rv = *p.rv;
+      } else if (top.IsZero()) {
+        divert(i, DivertReason::kRvlessEmptyStream);
+        continue;
+      }
+      if (rv < top.rv()) {
+        divert(i, DivertReason::kOlderThanStreamTop);
+        continue;
+      }
+      const bool same_rv = rv == top.rv();
+      // Same RV as the checkpoint: the new seq is 0 (new RV) or top seq + 1; covered if <= its seq.
+      if (snapshot.checkpoint && (rv < snapshot.checkpoint->rv() ||
+                                  (rv == snapshot.checkpoint->rv() &&
+                                   (!same_rv || top.seq() < snapshot.checkpoint->seq())))) {
+        divert(i, DivertReason::kCoveredByCheckpoint);
+        continue;
+      }
+      // A byte-identical repeat of the top entry (a retried append whose reply was lost, a watch
+      // re-delivery) is absorbed: folding it again would change nothing.
+      if (same_rv) {
+        bool duplicate = false;
+        if (top_entry) {
+          duplicate = SameFields(fields_of(i), fields_of(*top_entry));
+        } else {
+          if (!last_read) {
+            last_read = true;
+            auto read = ReadLastEntry();
+            if (!read.ok()) {
+              failed = read.status();
+              break;
+            }
+            last = std::move(*read);
+          }
+          duplicate = last && last->position == top && SameFields(fields_of(i), last->fields);
+        }
+        if (duplicate) {
+          divert(i, DivertReason::kDuplicateOfStreamTop, top);
+          continue;
+        }
+        // XADD cannot go past the last seq of an RV.
+        if (top.seq() == UINT64_MAX) {
+          divert(i, DivertReason::kOlderThanStreamTop);
+          continue;
+        }
+      }
+      top = same_rv ? StreamPosition(rv, top.seq() + 1) : StreamPosition(rv, 0);
+      top_entry = i;
+      decided[i].appended = true;
+      decided[i].position = top;
+      appended.push_back(i);
+    }
+    if (!failed.ok()) {
+      Unwatch();
+      return failed;
+    }
+    if (before_append_commit_for_testing_) before_append_commit_for_testing_();
+
+    // Round trip 2: the appends at their explicit IDs and the counters, all or nothing; EXEC
+    // writes nothing if a watched key changed since round trip 1.
+    std::deque<std::string> strings;  // small arguments (a deque never moves what it holds)
+    std::vector<RedisCommandView> commands;
+    commands.reserve(appended.size() + 2 + std::size(kDivertReasons));
+    for (size_t i : appended) {
+      RedisCommandView xadd = {"XADD", keys_.stream,
+                               strings.emplace_back(decided[i].position.ToString())};
+      absl::Span<const absl::string_view> f = fields_of(i);
+      xadd.insert(xadd.end(), f.begin(), f.end());
+      commands.push_back(std::move(xadd));
+    }
+    if (!appended.empty()) {
+      commands.push_back({"HINCRBY", keys_.counts, "appended",
+                          strings.emplace_back(absl::StrCat(appended.size()))});
+      commands.push_back({"HSET", keys_.counts, "top", strings.emplace_back(top.ToString())});
+    }
+    for (size_t r = 0; r < std::size(kDivertReasons); ++r) {
+      if (diverted[r] == 0) continue;
+      commands.push_back(
+          {"HINCRBY", keys_.counts,
+           strings.emplace_back(absl::StrCat("diverted:", DivertReasonName(kDivertReasons[r]))),
+           strings.emplace_back(absl::StrCat(diverted[r]))});
+    }
+    auto replies = redis_->TransactionViews(commands);
+    if (absl::IsAborted(replies.status())) continue;  // a watched key changed: decide again
+    if (!replies.ok()) return core::Annotate(replies.status(), "appending to " + keys_.stream);
+    for (size_t k = 0; k < appended.size(); ++k) {
+      const RedisReply& reply = (*replies)[k];
+      if (reply.IsError() || reply.str() != commands[k][2]) {
+        // Only if `counts top` is behind the stream's real last ID (a foreign writer): the
+        // counters were added regardless. Dropping the cached top makes the next call read the
+        // real one (XINFO).
+        (void)redis_->Command({"HDEL", keys_.counts, "top"});
+        return absl::InternalError(absl::StrCat("appending to ", keys_.stream, ": XADD ",
+                                                commands[k][2], " got ", reply.DebugString(),
+                                                " (the cached top was out of step; dropped)"));
+      }
+    }
+    for (size_t k = appended.size(); k < replies->size(); ++k) {
+      RETURN_IF_ERROR(core::Annotate((*replies)[k].ErrorStatus(), "updating " + keys_.counts));
+    }
+    std::move(decided.begin(), decided.end(), results.begin());
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(absl::StrCat("appending to ", keys_.stream, ": gave up after ",
+                                         kAppendAttempts,
+                                         " attempts, the stream or checkpoint kept changing "
+                                         "between read and write; this chunk wrote nothing"));
+}
+
+absl::StatusOr<MaterializationStore::AppendSnapshot> MaterializationStore::WatchForAppend() {
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies,
+                   redis_->Pipeline({{"WATCH", keys_.stream, keys_.checkpoint_rv, keys_.counts},
+                                     {"EXISTS", keys_.stream},
+                                     {"HGET", keys_.counts, "top"},
+                                     {"GET", keys_.checkpoint_rv}}));
+  for (const RedisReply& reply : replies) RETURN_IF_ERROR(reply.ErrorStatus());
+  AppendSnapshot snapshot;
+  ASSIGN_OR_RETURN(int64_t exists, replies[1].AsInteger());
+  if (exists == 1) {
+    // The last generated ID, cached beside the counts by every append; streams written before
+    // the cache existed fall back to XINFO STREAM once (it copies the first and last entries).
+    ASSIGN_OR_RETURN(std::optional<std::string> cached, replies[2].AsOptionalString());
+    std::optional<StreamPosition> top;
+    if (cached) {
+      auto parsed = StreamPosition::Parse(*cached);
+      if (!parsed.ok()) return core::Annotate(parsed.status(), keys_.counts + " top");
+      top = *parsed;
+    } else {
+      ASSIGN_OR_RETURN(top, StreamTop());
+    }
+    snapshot.top = top.value_or(StreamPosition::Zero());
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[3].AsOptionalString());
+  if (ckpt) {
+    auto position = StreamPosition::Parse(*ckpt);
+    if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
+    snapshot.checkpoint = *position;
+  }
+  return snapshot;
+}
+
+absl::StatusOr<std::optional<MaterializationStore::LastEntry>>
+MaterializationStore::ReadLastEntry() {
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Command({"XREVRANGE", keys_.stream, "+", "-", "COUNT", "1"}));
+  if (!reply.IsArray() || reply.elements().empty()) return std::optional<LastEntry>();
+  const RedisReply& item = reply.elements()[0];
+  if (!item.IsArray() || item.elements().size() != 2) return std::optional<LastEntry>();
+  auto id = item.elements()[0].AsString();
+  auto fields = item.elements()[1].AsStringArray();
+  if (!id.ok() || !fields.ok()) return std::optional<LastEntry>();
+  auto position = StreamPosition::Parse(*id);
+  if (!position.ok()) return std::optional<LastEntry>();
+  return std::optional<LastEntry>(LastEntry{*position, std::move(*fields)});
+}
+
+void MaterializationStore::Unwatch() {
+  // A watch left behind would abort this connection's next unrelated transaction.
+  if (redis_->connected()) (void)redis_->Command({"UNWATCH"});
 }
 
 absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after,

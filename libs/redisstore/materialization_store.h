@@ -16,6 +16,7 @@
 // Not thread-safe (it borrows one RedisConnection): one store per actor.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -121,12 +122,16 @@ class MaterializationStore {
   // Retrying after a lost reply is safe: the repeat is diverted as kDuplicateOfStreamTop.
   // InvalidArgument for an entry without a name, or an upsert without a body.
   absl::StatusOr<AppendResult> Append(const StreamEntry& entry);
-  // Append for many entries, in order, in one round trip: one script call per chunk of up to
-  // 256 entries (pipelined), each entry checked as if appended alone, seeing the stream as the
-  // previous ones left it; each chunk is atomic. Results align with `entries`. Nothing is sent if
-  // any entry is invalid. After an error the batch's outcome is unknown; resending it whole is safe
-  // when every entry has an RV (watch changes: what landed is diverted, never applied twice); an
-  // RV-less entry is only protected as the batch's last.
+  // Append for many entries, in order, in chunks of up to 256 entries / 4 MiB of bodies, each
+  // entry checked as if appended alone, seeing the stream as the previous ones left it; each
+  // chunk is atomic. Per chunk, two round trips (an optimistic transaction): WATCH the stream,
+  // checkpoint and counts and read the stream top and checkpoint; decide every entry here; then
+  // MULTI, the XADDs at explicit IDs and the counters, EXEC. If a watched key changed in between
+  // (a checkpoint swap, another writer) EXEC writes nothing and the chunk is read and decided
+  // again (at most 8 attempts in all, then Aborted; that chunk wrote nothing). Results align with
+  // `entries`. Nothing is sent if any entry is invalid. After an error the batch's outcome is
+  // unknown; resending it whole is safe when every entry has an RV (watch changes: what landed
+  // is diverted, never applied twice); an RV-less entry is only protected as the batch's last.
   absl::StatusOr<std::vector<AppendResult>> AppendAll(const std::vector<StreamEntry>& entries);
 
   // Up to `max_entries` entries strictly after `after` (XRANGE with exclusive start).
@@ -169,13 +174,33 @@ class MaterializationStore {
   absl::StatusOr<std::optional<MaterializationState>> ReadState();
   absl::StatusOr<MaterializationCounts> ReadCounts();
 
+  // Test seam: runs after an append chunk's reads and decisions, right before its MULTI/EXEC,
+  // so a test can make another writer (or a checkpoint swap) land in between. Empty: none.
+  void SetBeforeAppendCommitForTesting(std::function<void()> hook) {
+    before_append_commit_for_testing_ = std::move(hook);
+  }
+
   // Deletes every key of this materialization and its index membership (a released claim).
   // Delivery cursors belong to the splicer (DeliveryCursorStore).
   absl::Status Release();
 
  private:
-  // Append/AppendAll: one script call per chunk of entries, pipelined.
+  // What an append chunk's rules read (round trip 1, under WATCH).
+  struct AppendSnapshot {
+    core::StreamPosition top;  // the stream's last generated ID; zero when there is no stream
+    std::optional<core::StreamPosition> checkpoint;
+  };
+  // The stream's last entry, for the duplicate-of-top check.
+  struct LastEntry {
+    core::StreamPosition position;
+    std::vector<std::string> fields;
+  };
+  // Append/AppendAll: chunks of entries, one optimistic transaction each.
   absl::StatusOr<std::vector<AppendResult>> AppendEntries(absl::Span<const StreamEntry> entries);
+  absl::Status AppendChunk(absl::Span<const StreamEntry> entries, absl::Span<AppendResult> results);
+  absl::StatusOr<AppendSnapshot> WatchForAppend();
+  absl::StatusOr<std::optional<LastEntry>> ReadLastEntry();
+  void Unwatch();
   // Stages `items` and swaps them in at `covered_through`; with `base`, only if the live
   // checkpoint is still exactly `base`.
   absl::StatusOr<CheckpointSwap> Swap(const ObjectMap& items, core::StreamPosition covered_through,
@@ -187,6 +212,7 @@ class MaterializationStore {
   core::WatchScope scope_;
   MaterializationKeys keys_;
   std::string index_key_;
+  std::function<void()> before_append_commit_for_testing_;
 };
 
 // Waits until at least one of `streams` (stream key, reader position) has an entry after its

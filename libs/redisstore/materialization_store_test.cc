@@ -1,5 +1,6 @@
 #include "libs/redisstore/materialization_store.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -219,20 +220,21 @@ TEST_F(MaterializationStoreTest, AppendAllJudgesEachEntryAfterTheOnesBeforeIt) {
   EXPECT_EQ(counts->diverted["non_numeric_rv"], 3);
 }
 
-// The number of script calls Redis ran since the last CONFIG RESETSTAT.
-int64_t EvalshaCalls(RedisConnection& redis) {
+// How often Redis ran `command` (lower case) since the last CONFIG RESETSTAT.
+int64_t CommandCalls(RedisConnection& redis, const std::string& command) {
   auto info = redis.Command({"INFO", "commandstats"});
   if (!info.ok()) return -1;
   const std::string& text = info->str();
-  size_t at = text.find("cmdstat_evalsha:calls=");
+  const std::string field = "cmdstat_" + command + ":calls=";
+  size_t at = text.find(field);
   if (at == std::string::npos) return 0;
-  return std::stoll(text.substr(at + std::string("cmdstat_evalsha:calls=").size()));
+  return std::stoll(text.substr(at + field.size()));
 }
 
-// A large batch is split into script calls of at most 256 entries, sent in one round trip; the
-// stream top carries over from call to call (a duplicate across the split is still caught), and
-// a script Redis forgot (SCRIPT FLUSH, a restart) is loaded again and the calls resent in order.
-TEST_F(MaterializationStoreTest, LargeAppendAllSpansScriptCallsAndSurvivesScriptFlush) {
+// A large batch is split into transactions of at most 256 entries; the stream top carries over
+// from one to the next (a duplicate across the split is still caught). No script is involved
+// (SCRIPT FLUSH, as after a restart, changes nothing).
+TEST_F(MaterializationStoreTest, LargeAppendAllSpansTransactions) {
   auto first = store_->AppendAll({Change(ChangeOp::kAdded, "warm", "1")});
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(redis_->Command({"SCRIPT", "FLUSH"}).ok());
@@ -259,7 +261,7 @@ TEST_F(MaterializationStoreTest, LargeAppendAllSpansScriptCallsAndSurvivesScript
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->appended, 1 + 598);
 
-  // With the script known: one call per 256 entries, not one per entry.
+  // One transaction per 256 entries, not one per entry, and no script.
   ASSERT_TRUE(redis_->Command({"CONFIG", "RESETSTAT"}).ok());
   std::vector<StreamEntry> more;
   for (int i = 0; i < 600; ++i) {
@@ -268,12 +270,13 @@ TEST_F(MaterializationStoreTest, LargeAppendAllSpansScriptCallsAndSurvivesScript
   auto appended = store_->AppendAll(more);
   ASSERT_TRUE(appended.ok()) << appended.status();
   EXPECT_EQ(Describe(appended->back()), "appended 1599-0");
-  EXPECT_EQ(EvalshaCalls(*redis_), 3);
+  EXPECT_EQ(CommandCalls(*redis_, "exec"), 3);
+  EXPECT_EQ(CommandCalls(*redis_, "evalsha") + CommandCalls(*redis_, "eval"), 0);
 }
 
-// Big bodies: a call carries several entries only while they total at most 4 MiB (a bigger
-// single entry still goes, alone).
-TEST_F(MaterializationStoreTest, AppendAllBoundsTheBytesPerScriptCall) {
+// Big bodies: a transaction carries several entries only while they total at most 4 MiB (a
+// bigger single entry still goes, alone).
+TEST_F(MaterializationStoreTest, AppendAllBoundsTheBytesPerTransaction) {
   ASSERT_TRUE(store_->AppendAll({Change(ChangeOp::kAdded, "warm", "1")}).ok());
   ASSERT_TRUE(redis_->Command({"CONFIG", "RESETSTAT"}).ok());
   std::vector<StreamEntry> batch;
@@ -285,12 +288,143 @@ TEST_F(MaterializationStoreTest, AppendAllBoundsTheBytesPerScriptCall) {
   auto results = store_->AppendAll(batch);
   ASSERT_TRUE(results.ok()) << results.status();
   for (const AppendResult& result : *results) EXPECT_TRUE(result.appended);
-  EXPECT_EQ(EvalshaCalls(*redis_), 4);
+  EXPECT_EQ(CommandCalls(*redis_, "exec"), 4);
   auto view = store_->ReadAfter(StreamPosition::Zero(), 10);
   ASSERT_TRUE(view.ok());
   ASSERT_EQ(view->entries.size(), 7u);
   EXPECT_EQ(view->entries[5].object_json, batch[4].object_json);
   EXPECT_EQ(view->entries[6].object_json, batch[5].object_json);
+}
+
+// Appends are optimistic transactions: the rules are decided on what round trip 1 read, and
+// EXEC writes nothing if the stream, checkpoint or counts changed since. A checkpoint swap or
+// another writer landing in between makes the chunk be read and decided again, with the results
+// the new state gives.
+TEST_F(MaterializationStoreTest, AChangeBetweenReadAndCommitMakesTheChunkDecideAgain) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, StreamPosition::EndOf(5)).ok());
+  ASSERT_TRUE(MustAppend(Change(ChangeOp::kAdded, "a", "10")).appended);
+  std::unique_ptr<RedisConnection> other_connection = Connect();
+  ASSERT_NE(other_connection, nullptr);
+  MaterializationStore other(other_connection.get(), KeyPrefix::Default(), kConfigMaps,
+                             core::WatchScope::Cluster());
+  int decisions = 0;
+  std::function<void()> interfere;
+  store_->SetBeforeAppendCommitForTesting([&] {
+    if (++decisions == 1) interfere();
+  });
+
+  // A checkpoint swap at 12 (it trims 10-0): 11 is now covered.
+  interfere = [&] { ASSERT_TRUE(other.ReplaceCheckpoint({}, StreamPosition::EndOf(12)).ok()); };
+  auto swapped = store_->AppendAll(
+      {Change(ChangeOp::kModified, "b", "11"), Change(ChangeOp::kModified, "c", "13")});
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  EXPECT_EQ(decisions, 2);
+  EXPECT_EQ(Describe(*swapped),
+            (std::vector<std::string>{"diverted covered_by_checkpoint", "appended 13-0"}));
+
+  // Another writer appends the very entry this batch starts with: the retry sees it as the top.
+  decisions = 0;
+  const StreamEntry d20 = Change(ChangeOp::kModified, "d", "20");
+  interfere = [&] { ASSERT_TRUE(other.Append(d20).ok()); };
+  auto raced = store_->AppendAll({d20, Change(ChangeOp::kModified, "e", "20")});
+  ASSERT_TRUE(raced.ok()) << raced.status();
+  EXPECT_EQ(decisions, 2);
+  EXPECT_EQ(Describe(*raced),
+            (std::vector<std::string>{"diverted duplicate_of_stream_top 20-0", "appended 20-1"}));
+
+  // A single Append takes the same path.
+  decisions = 0;
+  interfere = [&] { ASSERT_TRUE(other.Append(Change(ChangeOp::kModified, "f", "21")).ok()); };
+  EXPECT_EQ(Describe(MustAppend(Change(ChangeOp::kModified, "g", "21"))), "appended 21-1");
+  EXPECT_EQ(decisions, 2);
+
+  auto read = store_->ReadAfter(StreamPosition::Zero(), 10);
+  ASSERT_TRUE(read.ok()) << read.status();
+  std::vector<std::string> stream;
+  for (const StreamEntry& entry : read->entries) {
+    stream.push_back(entry.position.ToString() + " " + entry.name);
+  }
+  EXPECT_EQ(stream, (std::vector<std::string>{"13-0 c", "20-0 d", "20-1 e", "21-0 f", "21-1 g"}));
+  auto counts = store_->ReadCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->appended, 6);  // a, c, d (other), e, f (other), g
+  EXPECT_EQ(counts->diverted, (std::map<std::string, int64_t>{{"covered_by_checkpoint", 1},
+                                                              {"duplicate_of_stream_top", 1}}));
+  auto top = redis_->Command({"HGET", store_->keys().counts, "top"});
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ(top->str(), "21-1");
+}
+
+// A chunk whose watched keys change every time gives up after a bounded number of attempts with
+// a clear error, having written nothing, and leaves the connection usable (no watch behind).
+TEST_F(MaterializationStoreTest, AppendGivesUpWhenTheStreamKeepsChangingAndWritesNothing) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, StreamPosition::EndOf(5)).ok());
+  ASSERT_TRUE(MustAppend(Change(ChangeOp::kAdded, "a", "10")).appended);
+  std::unique_ptr<RedisConnection> other = Connect();
+  ASSERT_NE(other, nullptr);
+  auto snapshot = [&] {
+    std::string text;
+    for (const std::string& key : {store_->keys().stream, store_->keys().counts}) {
+      auto dump = redis_->Command({"DUMP", key});
+      EXPECT_TRUE(dump.ok());
+      if (dump.ok()) text += dump->str();
+    }
+    return text;
+  };
+  const std::string before = snapshot();
+  int decisions = 0;
+  store_->SetBeforeAppendCommitForTesting([&] {
+    ++decisions;
+    // Rewriting the same checkpoint position still counts as a change to the watched key.
+    ASSERT_TRUE(
+        other->Command({"SET", store_->keys().checkpoint_rv, "5-18446744073709551615"}).ok());
+  });
+  auto result = store_->AppendAll(
+      {Change(ChangeOp::kModified, "b", "11"), Change(ChangeOp::kModified, "b", "x")});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kAborted) << result.status();
+  EXPECT_NE(result.status().message().find("gave up after 8 attempts"), std::string::npos)
+      << result.status();
+  EXPECT_EQ(decisions, 8);
+  EXPECT_EQ(snapshot(), before);
+
+  store_->SetBeforeAppendCommitForTesting(nullptr);
+  EXPECT_EQ(Describe(MustAppend(Change(ChangeOp::kModified, "b", "11"))), "appended 11-0");
+}
+
+// An append that fails after WATCH (here: a corrupt cached top) un-watches, so the connection's
+// next transaction is not aborted by a later change to those keys.
+TEST_F(MaterializationStoreTest, AFailedAppendLeavesNoWatchBehind) {
+  ASSERT_TRUE(MustAppend(Change(ChangeOp::kAdded, "a", "10")).appended);
+  ASSERT_TRUE(redis_->Command({"HSET", store_->keys().counts, "top", "not-a-position"}).ok());
+  EXPECT_FALSE(store_->Append(Change(ChangeOp::kAdded, "b", "11")).ok());
+  std::unique_ptr<RedisConnection> other = Connect();
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(other->Command({"XADD", store_->keys().stream, "12-0", "op", "ADDED"}).ok());
+  auto read = redis_->Transaction({{"XLEN", store_->keys().stream}});
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0].integer(), 2);
+}
+
+// Streams written before `counts top` existed: the top is read once from XINFO STREAM, and the
+// first append caches it again. An RV whose last seq is taken cannot get another entry.
+TEST_F(MaterializationStoreTest, AStreamWithoutACachedTopFallsBackToXinfo) {
+  const StreamEntry a10 = Change(ChangeOp::kAdded, "a", "10");
+  ASSERT_TRUE(MustAppend(a10).appended);
+  ASSERT_TRUE(redis_->Command({"HDEL", store_->keys().counts, "top"}).ok());
+  EXPECT_EQ(Describe(MustAppend(a10)), "diverted duplicate_of_stream_top 10-0");
+  EXPECT_EQ(Describe(MustAppend(Change(ChangeOp::kModified, "a", "10"))), "appended 10-1");
+  auto top = redis_->Command({"HGET", store_->keys().counts, "top"});
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ(top->str(), "10-1");
+
+  ASSERT_TRUE(redis_
+                  ->Command({"XADD", store_->keys().stream, "11-18446744073709551615", "op",
+                             "ADDED", "name", "z", "obj", "{}", "src", "watch"})
+                  .ok());
+  ASSERT_TRUE(redis_->Command({"HDEL", store_->keys().counts, "top"}).ok());
+  EXPECT_EQ(Describe(MustAppend(Change(ChangeOp::kModified, "b", "11"))),
+            "diverted older_than_stream_top");
+  EXPECT_EQ(Describe(MustAppend(Change(ChangeOp::kModified, "b", "12"))), "appended 12-0");
 }
 
 TEST_F(MaterializationStoreTest, AppendAssignsRvSeqAndDivertsWithoutReordering) {

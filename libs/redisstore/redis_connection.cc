@@ -362,9 +362,10 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::PipelineViews(
   return RoundTrip(commands);
 }
 
-absl::StatusOr<std::vector<RedisReply>> RedisConnection::Transaction(
-    const std::vector<RedisCommand>& commands) {
-  std::vector<RedisCommand> wrapped;
+template <typename Argv>
+absl::StatusOr<std::vector<RedisReply>> RedisConnection::RunTransaction(
+    const std::vector<Argv>& commands) {
+  std::vector<Argv> wrapped;
   wrapped.reserve(commands.size() + 2);
   wrapped.push_back({"MULTI"});
   wrapped.insert(wrapped.end(), commands.begin(), commands.end());
@@ -373,8 +374,10 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::Transaction(
   // Replies: +OK for MULTI, +QUEUED (or an error) per command, then EXEC's array.
   for (size_t i = 0; i + 1 < replies.size(); ++i) {
     if (replies[i].IsError()) {
-      return core::Annotate(replies[i].ErrorStatus(),
-                            absl::StrCat("transaction rejected at ", wrapped[i][0]));
+      return core::Annotate(
+          replies[i].ErrorStatus(),
+          absl::StrCat("transaction rejected at ",
+                       absl::string_view(wrapped[i][0].data(), wrapped[i][0].size())));
     }
   }
   RedisReply& exec = replies.back();
@@ -385,6 +388,16 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::Transaction(
         absl::StrCat("redis: unexpected EXEC reply ", exec.DebugString().substr(0, 200)));
   }
   return std::move(exec.mutable_elements());
+}
+
+absl::StatusOr<std::vector<RedisReply>> RedisConnection::Transaction(
+    const std::vector<RedisCommand>& commands) {
+  return RunTransaction(commands);
+}
+
+absl::StatusOr<std::vector<RedisReply>> RedisConnection::TransactionViews(
+    const std::vector<RedisCommandView>& commands) {
+  return RunTransaction(commands);
 }
 
 absl::StatusOr<RedisReply> RedisConnection::Eval(const LuaScript& script,

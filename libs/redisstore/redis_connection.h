@@ -126,6 +126,10 @@ class RedisConnection {
   // element may be a kError reply for a runtime error such as WRONGTYPE). Aborted if EXEC was
   // discarded (WATCH), FailedPrecondition if a command was rejected while queueing.
   absl::StatusOr<std::vector<RedisReply>> Transaction(const std::vector<RedisCommand>& commands);
+  // Transaction for commands whose arguments are views. After a WATCH on this connection, an
+  // Aborted status means nothing was written (and the watch is over, as after every EXEC).
+  absl::StatusOr<std::vector<RedisReply>> TransactionViews(
+      const std::vector<RedisCommandView>& commands);
   // EVALSHA, falling back to EVAL when the server does not know the script yet.
   absl::StatusOr<RedisReply> Eval(const LuaScript& script, const std::vector<std::string>& keys,
                                   const std::vector<std::string>& args);
@@ -144,6 +148,8 @@ class RedisConnection {
   // (RedisCommand or RedisCommandView; defined in the .cc, the only user.)
   template <typename Argv>
   absl::StatusOr<std::vector<RedisReply>> RoundTrip(const std::vector<Argv>& commands);
+  template <typename Argv>
+  absl::StatusOr<std::vector<RedisReply>> RunTransaction(const std::vector<Argv>& commands);
   absl::Status ConnectionFailure(absl::string_view during);
   void Drop();
 
