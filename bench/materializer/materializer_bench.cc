@@ -27,6 +27,7 @@
 #include "libs/audit/audit_event.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/redisstore/keys.h"
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/redis_connection.h"
 #include "libs/redisstore/stream_entry.h"
@@ -46,6 +47,8 @@ ABSL_FLAG(int, xadd_single_requests, 300000,
           "XADDs of the single-connection anchor (pipelined -P 16, 1 client).");
 ABSL_FLAG(int, xadd_entry_requests, 200000,
           "XADDs of the same-payload anchor (one of (b)'s entries; 50 clients, -P 16).");
+ABSL_FLAG(int, fact_set_requests, 400000,
+          "SETs of the same-writes anchor for (a) (one of (a)'s facts; 50 clients, -P 16).");
 ABSL_FLAG(int, audit_events, 100000, "Audit events POSTed to the webhook.");
 ABSL_FLAG(int, audit_batch, 100, "Events per EventList (kube-apiserver's batch maximum is 400).");
 ABSL_FLAG(int, audit_clients, 4, "Concurrent HTTPS connections posting EventLists.");
@@ -73,31 +76,40 @@ absl::StatusOr<int64_t> IntegerReply(redisstore::RedisConnection& redis,
   return reply->AsInteger();
 }
 
-// The anchor: redis-benchmark's own figure for pipelined XADD (-P 16) over `clients`
-// connections of `fields` (field, value, ...) to a fresh stream key, which is deleted after.
-absl::StatusOr<double> RedisBenchmarkXadd(const testing::RedisServer& redis, int clients,
-                                          int requests,
-                                          const std::vector<std::string>& fields = {"f", "v"}) {
-  const std::string key = absl::StrCat("bench:xadd:", clients, ":", fields.size());
+// redis-benchmark's own figure (requests/s) for `command`, pipelined (-P 16) over `clients`
+// connections; `__rand_int__` in the command is replaced by a random number below 10^9.
+absl::StatusOr<double> RedisBenchmark(const testing::RedisServer& redis, int clients,
+                                      int requests, const std::vector<std::string>& command) {
   std::vector<std::string> argv = {"redis-benchmark", "-h", redis.host(), "-p",
                                    std::to_string(redis.port()), "-n", std::to_string(requests),
-                                   "-c", std::to_string(clients), "-P", "16", "--csv", "XADD",
-                                   key, "*"};
-  argv.insert(argv.end(), fields.begin(), fields.end());
+                                   "-c", std::to_string(clients), "-P", "16", "-r",
+                                   "1000000000", "--csv"};
+  argv.insert(argv.end(), command.begin(), command.end());
   auto run = testing::RunCommand(argv);
   if (!run.ok()) return run.status();
-  (void)testing::RunCommand({"redis-cli", "-h", redis.host(), "-p", std::to_string(redis.port()),
-                             "DEL", key});
-  // CSV: a header line, then "XADD <args>","<rps>" and six latency cells. The args may hold
+  // CSV: a header line, then "<command>","<rps>" and six latency cells. The command may hold
   // quotes and commas (a JSON object), so the figure is counted from the end.
   for (absl::string_view line : absl::StrSplit(run->out, '\n')) {
-    if (!absl::StartsWith(line, "\"XADD")) continue;
+    if (!absl::StartsWith(line, absl::StrCat("\"", command[0]))) continue;
     std::vector<std::string> cells = absl::StrSplit(line, "\",\"");
     double rps = 0;
     if (cells.size() >= 8 && absl::SimpleAtod(cells[cells.size() - 7], &rps)) return rps;
   }
   return absl::InternalError(
-      absl::StrCat("redis-benchmark gave no XADD figure: ", run->out, run->err));
+      absl::StrCat("redis-benchmark gave no figure: ", run->out, run->err));
+}
+
+// The anchor: XADD of `fields` (field, value, ...) to a fresh stream key, deleted after.
+absl::StatusOr<double> RedisBenchmarkXadd(const testing::RedisServer& redis, int clients,
+                                          int requests,
+                                          const std::vector<std::string>& fields = {"f", "v"}) {
+  const std::string key = absl::StrCat("bench:xadd:", clients, ":", fields.size());
+  std::vector<std::string> command = {"XADD", key, "*"};
+  command.insert(command.end(), fields.begin(), fields.end());
+  auto rps = RedisBenchmark(redis, clients, requests, command);
+  (void)testing::RunCommand({"redis-cli", "-h", redis.host(), "-p", std::to_string(redis.port()),
+                             "DEL", key});
+  return rps;
 }
 
 // The fields (field, value, ...) of the first entry of `stream`, as the materializer wrote them.
@@ -116,11 +128,16 @@ absl::StatusOr<std::vector<std::string>> FirstEntryFields(redisstore::RedisConne
   return fields;
 }
 
+// The uid of the object audit event `i` updates.
+std::string AuditObjectUid(int i) {
+  return absl::StrCat("00000000-0000-4000-8000-", 100000000000LL + i);
+}
+
 // One realistic accepted event (an update with request and response bodies, as the reference's
 // recommended policy logs it at RequestResponse) for object `i`.
 json UpdateEvent(int i) {
   const std::string name = absl::StrCat("cm-", i);
-  const std::string uid = absl::StrCat("00000000-0000-4000-8000-", 100000000000LL + i);
+  const std::string uid = AuditObjectUid(i);
   const std::string request_rv = std::to_string(2 * i + 1000);
   const std::string response_rv = std::to_string(2 * i + 1001);
   json object = {{"apiVersion", "v1"},
@@ -169,6 +186,7 @@ struct AuditFigure {
   int64_t keys = 0;
   size_t bytes_per_list = 0;
   double decode_per_second = 0;  // one thread, ParseEventList alone
+  std::string fact_json;         // one fact as stored, for the same-writes anchor
 };
 
 // Single-thread decoding rate of one EventList body (events/s).
@@ -246,9 +264,14 @@ absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
   if (*keys < 2LL * events) {
     return absl::InternalError(absl::StrCat("only ", *keys, " keys for ", events, " events"));
   }
+  auto fact = (*connection)
+                  ->Command({"GET", redisstore::AuthorFactLastKey(redisstore::KeyPrefix::Default(),
+                                                                  "configmaps",
+                                                                  AuditObjectUid(0))});
+  if (!fact.ok() || fact->str().empty()) return absl::InternalError("no fact for event 0");
   const size_t per_list = static_cast<size_t>(std::min(events, batch));
   return AuditFigure{events / absl::ToDoubleSeconds(elapsed), *keys, bodies[0].size(),
-                     DecodeRate(bodies[0], per_list)};
+                     DecodeRate(bodies[0], per_list), fact->str()};
 }
 
 struct WatchFigure {
@@ -474,6 +497,21 @@ int Run() {
       "-P 16: %.0f/s; (b) is %.1f %% of it\n",
       watch->entry_fields.size() / 2, entry_bytes, *xadd_entry,
       100 * watch->changes_per_second / *xadd_entry);
+
+  // Likewise for (a): an accepted update writes its fact twice (exact and `:last` keys, SET with
+  // the fact TTL) — the same writes, raw, with random keys so the keyspace grows as in (a).
+  auto set_fact = RedisBenchmark(**redis, 50, absl::GetFlag(FLAGS_fact_set_requests),
+                                 {"SET", "bench:fact:__rand_int__", audit->fact_json, "EX",
+                                  "3600"});
+  if (!set_fact.ok()) {
+    std::cerr << "redis-benchmark (fact SET): " << set_fact.status() << "\n";
+    return 1;
+  }
+  std::printf(
+      "anchor3 redis-benchmark SET of (a)'s own fact (%zu bytes, EX), 50 clients, -P 16: %.0f/s "
+      "= %.0f events/s at two SETs per event; (a) is %.1f %% of it\n",
+      audit->fact_json.size(), *set_fact, *set_fact / 2,
+      100 * audit->events_per_second / (*set_fact / 2));
   return 0;
 }
 
