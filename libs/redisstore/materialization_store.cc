@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "libs/core/status.h"
+#include "libs/redisstore/append_plan.h"
 #include "libs/redisstore/lua_positions.h"
 #include "nlohmann/json.hpp"
 
@@ -208,23 +209,69 @@ MaterializationStore::MaterializationStore(RedisConnection* redis, KeyPrefix pre
 
 namespace {
 
-// One entry of a chunk, prepared once for every attempt.
-struct PreparedAppend {
-  bool non_numeric = false;    // RV is not an unsigned decimal: diverted without a look
-  std::optional<uint64_t> rv;  // nullopt (and numeric): RV-less, attaches to the top's RV
-  size_t first_field = 0, field_count = 0;  // its fields in the chunk's `fields`
-};
+using internal::AppendPlan;
+using internal::AppendSnapshot;
+using internal::LastEntry;
+using internal::PreparedChunk;
 
-bool SameFields(absl::Span<const absl::string_view> a, absl::Span<const absl::string_view> b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+// Round trip 1 of an append: WATCH what the rules depend on and read it.
+absl::StatusOr<AppendSnapshot> WatchForAppend(RedisConnection& redis,
+                                              const MaterializationKeys& keys) {
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies,
+                   redis.Pipeline({{"WATCH", keys.stream, keys.checkpoint_rv, keys.counts},
+                                   {"EXISTS", keys.stream},
+                                   {"HGET", keys.counts, "top"},
+                                   {"GET", keys.checkpoint_rv}}));
+  for (const RedisReply& reply : replies) RETURN_IF_ERROR(reply.ErrorStatus());
+  AppendSnapshot snapshot;
+  ASSIGN_OR_RETURN(int64_t exists, replies[1].AsInteger());
+  if (exists == 1) {
+    // The last generated ID, cached beside the counts by every append; streams written before
+    // the cache existed fall back to XINFO STREAM once (it copies the first and last entries).
+    ASSIGN_OR_RETURN(std::optional<std::string> cached, replies[2].AsOptionalString());
+    if (cached) {
+      auto top = StreamPosition::Parse(*cached);
+      if (!top.ok()) return core::Annotate(top.status(), keys.counts + " top");
+      snapshot.top = *top;
+    } else {
+      ASSIGN_OR_RETURN(RedisReply info, redis.Command({"XINFO", "STREAM", keys.stream}));
+      const auto& elements = info.elements();
+      for (size_t i = 0; i + 1 < elements.size(); i += 2) {
+        if (elements[i].str() != "last-generated-id") continue;
+        auto top = StreamPosition::Parse(elements[i + 1].str());
+        if (!top.ok()) return core::Annotate(top.status(), keys.stream + " last-generated-id");
+        snapshot.top = *top;
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[3].AsOptionalString());
+  if (ckpt) {
+    auto position = StreamPosition::Parse(*ckpt);
+    if (!position.ok()) return core::Annotate(position.status(), keys.checkpoint_rv);
+    snapshot.checkpoint = *position;
+  }
+  return snapshot;
 }
 
-bool SameFields(absl::Span<const absl::string_view> a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k] != b[k]) return false;
-  }
-  return true;
+// The stream's last entry (nullopt when empty or unreadable: then it is no duplicate's model).
+absl::StatusOr<std::optional<LastEntry>> ReadLastEntry(RedisConnection& redis,
+                                                       const MaterializationKeys& keys) {
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis.Command({"XREVRANGE", keys.stream, "+", "-", "COUNT", "1"}));
+  if (!reply.IsArray() || reply.elements().empty()) return std::optional<LastEntry>();
+  const RedisReply& item = reply.elements()[0];
+  if (!item.IsArray() || item.elements().size() != 2) return std::optional<LastEntry>();
+  auto id = item.elements()[0].AsString();
+  auto fields = item.elements()[1].AsStringArray();
+  if (!id.ok() || !fields.ok()) return std::optional<LastEntry>();
+  auto position = StreamPosition::Parse(*id);
+  if (!position.ok()) return std::optional<LastEntry>();
+  return std::optional<LastEntry>(LastEntry{*position, std::move(*fields)});
+}
+
+// A watch left behind would abort this connection's next, unrelated transaction.
+void Unwatch(RedisConnection& redis) {
+  if (redis.connected()) (void)redis.Command({"UNWATCH"});
 }
 
 constexpr DivertReason kDivertReasons[] = {
@@ -265,117 +312,24 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
 
 absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> entries,
                                                absl::Span<AppendResult> results) {
-  std::vector<PreparedAppend> prepared(entries.size());
-  std::vector<absl::string_view> fields;  // views into `entries`
-  fields.reserve(entries.size() * 14);
-  bool all_non_numeric = true;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const StreamEntry& entry = entries[i];
-    PreparedAppend& p = prepared[i];
-    if (!entry.resource_version.empty()) {
-      auto rv = core::ParseResourceVersion(entry.resource_version);
-      if (!rv.ok()) {
-        p.non_numeric = true;
-        continue;
-      }
-      p.rv = *rv;
-    }
-    all_non_numeric = false;
-    p.first_field = fields.size();
-    AppendEntryFieldViews(entry, fields);
-    p.field_count = fields.size() - p.first_field;
-  }
-  auto fields_of = [&](size_t i) {
-    return absl::MakeConstSpan(fields).subspan(prepared[i].first_field, prepared[i].field_count);
-  };
-
+  const PreparedChunk chunk(entries);
   for (int attempt = 1; attempt <= kAppendAttempts; ++attempt) {
-    // Round trip 1 (skipped when there is nothing to place): watch and read what the rules need.
+    // Round trip 1 (skipped when there is nothing to place): watch and read what the rules need,
+    // then decide every entry here.
     AppendSnapshot snapshot;
-    if (!all_non_numeric) {
-      auto read = WatchForAppend();
+    if (chunk.NeedsSnapshot()) {
+      auto read = WatchForAppend(*redis_, keys_);
       if (!read.ok()) {
-        Unwatch();
+        Unwatch(*redis_);
         return read.status();
       }
       snapshot = *read;
     }
-    // The rules, entry by entry, each seeing the stream as the ones before it left it.
-    std::vector<AppendResult> decided(entries.size());
-    StreamPosition top = snapshot.top;
-    std::optional<size_t> top_entry;  // the chunk's entry at `top`, once one was placed there
-    std::optional<LastEntry> last;    // the stream's last entry, read at most once
-    bool last_read = false;
-    int64_t diverted[std::size(kDivertReasons)] = {};
-    std::vector<size_t> appended;
-    auto divert = [&](size_t i, DivertReason reason, StreamPosition at = StreamPosition::Zero()) {
-      decided[i].diverted = reason;
-      decided[i].position = at;
-      ++diverted[static_cast<size_t>(reason)];
-    };
-    absl::Status failed;
-    for (size_t i = 0; i < entries.size() && failed.ok(); ++i) {
-      const PreparedAppend& p = prepared[i];
-      if (p.non_numeric) {
-        divert(i, DivertReason::kNonNumericRv);
-        continue;
-      }
-      uint64_t rv = top.rv();
-      if (p.rv) {
-        rv = *p.rv;
-      } else if (top.IsZero()) {
-        divert(i, DivertReason::kRvlessEmptyStream);
-        continue;
-      }
-      if (rv < top.rv()) {
-        divert(i, DivertReason::kOlderThanStreamTop);
-        continue;
-      }
-      const bool same_rv = rv == top.rv();
-      // Same RV as the checkpoint: the new seq is 0 (new RV) or top seq + 1; covered if <= its seq.
-      if (snapshot.checkpoint && (rv < snapshot.checkpoint->rv() ||
-                                  (rv == snapshot.checkpoint->rv() &&
-                                   (!same_rv || top.seq() < snapshot.checkpoint->seq())))) {
-        divert(i, DivertReason::kCoveredByCheckpoint);
-        continue;
-      }
-      // A byte-identical repeat of the top entry (a retried append whose reply was lost, a watch
-      // re-delivery) is absorbed: folding it again would change nothing.
-      if (same_rv) {
-        bool duplicate = false;
-        if (top_entry) {
-          duplicate = SameFields(fields_of(i), fields_of(*top_entry));
-        } else {
-          if (!last_read) {
-            last_read = true;
-            auto read = ReadLastEntry();
-            if (!read.ok()) {
-              failed = read.status();
-              break;
-            }
-            last = std::move(*read);
-          }
-          duplicate = last && last->position == top && SameFields(fields_of(i), last->fields);
-        }
-        if (duplicate) {
-          divert(i, DivertReason::kDuplicateOfStreamTop, top);
-          continue;
-        }
-        // XADD cannot go past the last seq of an RV.
-        if (top.seq() == UINT64_MAX) {
-          divert(i, DivertReason::kOlderThanStreamTop);
-          continue;
-        }
-      }
-      top = same_rv ? StreamPosition(rv, top.seq() + 1) : StreamPosition(rv, 0);
-      top_entry = i;
-      decided[i].appended = true;
-      decided[i].position = top;
-      appended.push_back(i);
-    }
-    if (!failed.ok()) {
-      Unwatch();
-      return failed;
+    auto plan =
+        internal::PlanAppends(chunk, snapshot, [&] { return ReadLastEntry(*redis_, keys_); });
+    if (!plan.ok()) {
+      Unwatch(*redis_);
+      return plan.status();
     }
     if (before_append_commit_for_testing_) before_append_commit_for_testing_();
 
@@ -383,103 +337,51 @@ absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> ent
     // writes nothing if a watched key changed since round trip 1.
     std::deque<std::string> strings;  // small arguments (a deque never moves what it holds)
     std::vector<RedisCommandView> commands;
-    commands.reserve(appended.size() + 2 + std::size(kDivertReasons));
-    for (size_t i : appended) {
+    commands.reserve(plan->appended.size() + 2 + std::size(kDivertReasons));
+    for (size_t i : plan->appended) {
       RedisCommandView xadd = {"XADD", keys_.stream,
-                               strings.emplace_back(decided[i].position.ToString())};
-      absl::Span<const absl::string_view> f = fields_of(i);
-      xadd.insert(xadd.end(), f.begin(), f.end());
+                               strings.emplace_back(plan->results[i].position.ToString())};
+      absl::Span<const absl::string_view> fields = chunk.Fields(i);
+      xadd.insert(xadd.end(), fields.begin(), fields.end());
       commands.push_back(std::move(xadd));
     }
-    if (!appended.empty()) {
+    if (!plan->appended.empty()) {
       commands.push_back({"HINCRBY", keys_.counts, "appended",
-                          strings.emplace_back(absl::StrCat(appended.size()))});
-      commands.push_back({"HSET", keys_.counts, "top", strings.emplace_back(top.ToString())});
+                          strings.emplace_back(absl::StrCat(plan->appended.size()))});
+      commands.push_back({"HSET", keys_.counts, "top", strings.emplace_back(plan->top.ToString())});
     }
-    for (size_t r = 0; r < std::size(kDivertReasons); ++r) {
-      if (diverted[r] == 0) continue;
-      commands.push_back(
-          {"HINCRBY", keys_.counts,
-           strings.emplace_back(absl::StrCat("diverted:", DivertReasonName(kDivertReasons[r]))),
-           strings.emplace_back(absl::StrCat(diverted[r]))});
+    for (DivertReason reason : kDivertReasons) {
+      const int64_t n = plan->diverted[static_cast<size_t>(reason)];
+      if (n == 0) continue;
+      commands.push_back({"HINCRBY", keys_.counts,
+                          strings.emplace_back(absl::StrCat("diverted:", DivertReasonName(reason))),
+                          strings.emplace_back(absl::StrCat(n))});
     }
     auto replies = redis_->TransactionViews(commands);
     if (absl::IsAborted(replies.status())) continue;  // a watched key changed: decide again
     if (!replies.ok()) return core::Annotate(replies.status(), "appending to " + keys_.stream);
-    for (size_t k = 0; k < appended.size(); ++k) {
+    for (size_t k = 0; k < plan->appended.size(); ++k) {
       const RedisReply& reply = (*replies)[k];
       if (reply.IsError() || reply.str() != commands[k][2]) {
-        // Only if `counts top` is behind the stream's real last ID (a foreign writer): the
-        // counters were added regardless. Dropping the cached top makes the next call read the
-        // real one (XINFO).
+        // Only when `counts top` is behind the stream's real last ID (a writer outside this
+        // store): the counters were added regardless. Dropping the cached top makes the next
+        // append read the real one (XINFO).
         (void)redis_->Command({"HDEL", keys_.counts, "top"});
         return absl::InternalError(absl::StrCat("appending to ", keys_.stream, ": XADD ",
                                                 commands[k][2], " got ", reply.DebugString(),
                                                 " (the cached top was out of step; dropped)"));
       }
     }
-    for (size_t k = appended.size(); k < replies->size(); ++k) {
+    for (size_t k = plan->appended.size(); k < replies->size(); ++k) {
       RETURN_IF_ERROR(core::Annotate((*replies)[k].ErrorStatus(), "updating " + keys_.counts));
     }
-    std::move(decided.begin(), decided.end(), results.begin());
+    std::move(plan->results.begin(), plan->results.end(), results.begin());
     return absl::OkStatus();
   }
   return absl::AbortedError(absl::StrCat("appending to ", keys_.stream, ": gave up after ",
                                          kAppendAttempts,
                                          " attempts, the stream or checkpoint kept changing "
                                          "between read and write; this chunk wrote nothing"));
-}
-
-absl::StatusOr<MaterializationStore::AppendSnapshot> MaterializationStore::WatchForAppend() {
-  ASSIGN_OR_RETURN(std::vector<RedisReply> replies,
-                   redis_->Pipeline({{"WATCH", keys_.stream, keys_.checkpoint_rv, keys_.counts},
-                                     {"EXISTS", keys_.stream},
-                                     {"HGET", keys_.counts, "top"},
-                                     {"GET", keys_.checkpoint_rv}}));
-  for (const RedisReply& reply : replies) RETURN_IF_ERROR(reply.ErrorStatus());
-  AppendSnapshot snapshot;
-  ASSIGN_OR_RETURN(int64_t exists, replies[1].AsInteger());
-  if (exists == 1) {
-    // The last generated ID, cached beside the counts by every append; streams written before
-    // the cache existed fall back to XINFO STREAM once (it copies the first and last entries).
-    ASSIGN_OR_RETURN(std::optional<std::string> cached, replies[2].AsOptionalString());
-    std::optional<StreamPosition> top;
-    if (cached) {
-      auto parsed = StreamPosition::Parse(*cached);
-      if (!parsed.ok()) return core::Annotate(parsed.status(), keys_.counts + " top");
-      top = *parsed;
-    } else {
-      ASSIGN_OR_RETURN(top, StreamTop());
-    }
-    snapshot.top = top.value_or(StreamPosition::Zero());
-  }
-  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[3].AsOptionalString());
-  if (ckpt) {
-    auto position = StreamPosition::Parse(*ckpt);
-    if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
-    snapshot.checkpoint = *position;
-  }
-  return snapshot;
-}
-
-absl::StatusOr<std::optional<MaterializationStore::LastEntry>>
-MaterializationStore::ReadLastEntry() {
-  ASSIGN_OR_RETURN(RedisReply reply,
-                   redis_->Command({"XREVRANGE", keys_.stream, "+", "-", "COUNT", "1"}));
-  if (!reply.IsArray() || reply.elements().empty()) return std::optional<LastEntry>();
-  const RedisReply& item = reply.elements()[0];
-  if (!item.IsArray() || item.elements().size() != 2) return std::optional<LastEntry>();
-  auto id = item.elements()[0].AsString();
-  auto fields = item.elements()[1].AsStringArray();
-  if (!id.ok() || !fields.ok()) return std::optional<LastEntry>();
-  auto position = StreamPosition::Parse(*id);
-  if (!position.ok()) return std::optional<LastEntry>();
-  return std::optional<LastEntry>(LastEntry{*position, std::move(*fields)});
-}
-
-void MaterializationStore::Unwatch() {
-  // A watch left behind would abort this connection's next unrelated transaction.
-  if (redis_->connected()) (void)redis_->Command({"UNWATCH"});
 }
 
 absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after,

@@ -185,22 +185,9 @@ class MaterializationStore {
   absl::Status Release();
 
  private:
-  // What an append chunk's rules read (round trip 1, under WATCH).
-  struct AppendSnapshot {
-    core::StreamPosition top;  // the stream's last generated ID; zero when there is no stream
-    std::optional<core::StreamPosition> checkpoint;
-  };
-  // The stream's last entry, for the duplicate-of-top check.
-  struct LastEntry {
-    core::StreamPosition position;
-    std::vector<std::string> fields;
-  };
   // Append/AppendAll: chunks of entries, one optimistic transaction each.
   absl::StatusOr<std::vector<AppendResult>> AppendEntries(absl::Span<const StreamEntry> entries);
   absl::Status AppendChunk(absl::Span<const StreamEntry> entries, absl::Span<AppendResult> results);
-  absl::StatusOr<AppendSnapshot> WatchForAppend();
-  absl::StatusOr<std::optional<LastEntry>> ReadLastEntry();
-  void Unwatch();
   // Stages `items` and swaps them in at `covered_through`; with `base`, only if the live
   // checkpoint is still exactly `base`.
   absl::StatusOr<CheckpointSwap> Swap(const ObjectMap& items, core::StreamPosition covered_through,
