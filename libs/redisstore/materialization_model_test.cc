@@ -1,8 +1,9 @@
 // Model-based test: random appends (new, same-RV, older, RV-less, non-numeric; alone or in
-// AppendAll batches), compactions, LIST-style checkpoint swaps and stale swaps against a real
-// redis-server, checked after every step against an in-memory model of the object set and of
-// where each append must land. A lagging tail reader (ReadAfter, re-splicing when it falls
-// behind the checkpoint) must converge to the same object set.
+// AppendAll batches, some with a LIST swap landing between the append's read and its commit),
+// compactions, LIST-style checkpoint swaps and stale swaps against a real redis-server, checked
+// after every step against an in-memory model of the object set and of where each append must land.
+// A lagging tail reader (ReadAfter, re-splicing when it falls behind the checkpoint) must converge
+// to the same object set.
 
 #include <memory>
 #include <optional>
@@ -83,6 +84,11 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
   ASSERT_TRUE(redis.ok()) << redis.status();
   MaterializationStore store(redis->get(), KeyPrefix::Default(), {"apps", "v1", "deployments"},
                              core::WatchScope::Namespace("team-a"));
+  // Another writer of the same keys (a LIST landing while an append is in flight).
+  auto other_redis = RedisConnection::Connect(options);
+  ASSERT_TRUE(other_redis.ok()) << other_redis.status();
+  MaterializationStore other(other_redis->get(), KeyPrefix::Default(),
+                             {"apps", "v1", "deployments"}, core::WatchScope::Namespace("team-a"));
 
   std::mt19937 rng(GetParam());
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -98,13 +104,34 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
 
   constexpr int kSteps = 400;
   std::optional<StreamEntry> last_appended;
-  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0, duplicates = 0, batches = 0;
+  int compactions = 0, swaps = 0, stale_swaps = 0, diverts = 0, duplicates = 0, batches = 0,
+      raced = 0;
   for (int step = 0; step < kSteps; ++step) {
     int dice = uniform(0, 99);
     if (dice < 72) {
       // One append (Append), or a run of them in one AppendAll: each entry must land exactly
       // where it would alone, after the ones before it in the batch.
       const int batch_size = uniform(0, 2) == 0 ? uniform(2, 12) : 1;
+      // Sometimes a LIST swap lands between the append's read and its commit: the append must
+      // come out as if the swap had come first (EXEC aborts, the chunk is decided again).
+      std::optional<StreamPosition> racing_list;
+      ObjectMap racing_items;
+      if (uniform(0, 5) == 0) {
+        rv_clock += uniform(0, 2);
+        racing_list = StreamPosition::EndOf(std::max(rv_clock, model.top.rv()));
+        racing_items = model.objects;
+        if (*racing_list >= *model.checkpoint) {
+          model.checkpoint = *racing_list;
+          ++swaps;
+        }
+      }
+      int decisions = 0;
+      store.SetBeforeAppendCommitForTesting([&] {
+        if (++decisions > 1 || !racing_list) return;
+        auto result = other.ReplaceCheckpoint(racing_items, *racing_list);
+        ASSERT_TRUE(result.ok()) << result.status();
+        ASSERT_EQ(result->swapped, model.checkpoint == *racing_list);
+      });
       std::vector<StreamEntry> batch;
       std::vector<std::optional<StreamPosition>> expected;
       for (int b = 0; b < batch_size; ++b) {
@@ -160,6 +187,16 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
         ASSERT_TRUE(result.ok()) << result.status();
         results = std::move(*result);
         ++batches;
+      }
+      store.SetBeforeAppendCommitForTesting(nullptr);
+      bool reads_the_stream = false;  // a batch of only non-numeric RVs needs no read
+      for (const StreamEntry& entry : batch) {
+        reads_the_stream = reads_the_stream || entry.resource_version.empty() ||
+                           core::ParseResourceVersion(entry.resource_version).ok();
+      }
+      if (racing_list && model.checkpoint == *racing_list && reads_the_stream) {
+        ASSERT_EQ(decisions, 2) << "step " << step;  // aborted once, then decided again
+        ++raced;
       }
       ASSERT_EQ(results.size(), batch.size());
       for (size_t b = 0; b < batch.size(); ++b) {
@@ -240,11 +277,13 @@ TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
   EXPECT_GT(diverts, 0);
   EXPECT_GT(duplicates, 0);
   EXPECT_GT(batches, 0);
+  EXPECT_GT(raced, 0);
   RecordProperty("compactions", compactions);
   RecordProperty("swaps", swaps);
   RecordProperty("stale_swaps", stale_swaps);
   RecordProperty("duplicates", duplicates);
   RecordProperty("batches", batches);
+  RecordProperty("raced", raced);
   RecordProperty("resplices", follower.resplices);
 }
 

@@ -63,8 +63,8 @@ class MaterializationStoreTest : public ::testing::Test {
   std::unique_ptr<MaterializationStore> store_;
 };
 
-// AppendAll is Append, batched: same results, same stream, same counts — also when Redis
-// does not know the script yet (NOSCRIPT) and when the batch is resent whole.
+// AppendAll is Append, batched: same results, same stream, same counts — also after SCRIPT FLUSH
+// (appends use no script) and when the batch is resent whole.
 TEST_F(MaterializationStoreTest, AppendAllMatchesOneAppendAtATime) {
   const std::vector<StreamEntry> batch = {
       Change(ChangeOp::kDeleted, "x", ""),  // nothing to attach to yet
@@ -140,7 +140,7 @@ std::vector<std::string> Describe(const std::vector<AppendResult>& results) {
   return out;
 }
 
-// Inside one batch (one script call) every entry is judged against the stream as the entries
+// Inside one batch (one transaction) every entry is judged against the stream as the entries
 // before it left it: the top moves with each append, the checkpoint applies to all, and only a
 // repeat of the current top is a duplicate.
 TEST_F(MaterializationStoreTest, AppendAllJudgesEachEntryAfterTheOnesBeforeIt) {
