@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <random>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -20,8 +20,8 @@ using core::StreamPosition;
 
 // AppendAll writes at most this many entries (and object bytes, unless a single entry has more)
 // per transaction: EXEC blocks Redis while it runs, and the client holds a chunk's commands.
-constexpr size_t kAppendEntriesPerCall = 256;
-constexpr size_t kAppendBytesPerCall = 4 << 20;
+constexpr size_t kAppendEntriesPerChunk = 256;
+constexpr size_t kAppendBytesPerChunk = 4 << 20;
 // A chunk whose watched keys keep changing under it (checkpoint swaps, another writer) is read
 // and decided again at most this many times in all.
 constexpr int kAppendAttempts = 8;
@@ -298,8 +298,8 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
   std::vector<AppendResult> results(entries.size());
   for (size_t begin = 0; begin < entries.size();) {
     size_t end = begin, bytes = 0;
-    for (; end < entries.size() && end - begin < kAppendEntriesPerCall &&
-           (end == begin || bytes + entries[end].object_json.size() <= kAppendBytesPerCall);
+    for (; end < entries.size() && end - begin < kAppendEntriesPerChunk &&
+           (end == begin || bytes + entries[end].object_json.size() <= kAppendBytesPerChunk);
          ++end) {
       bytes += entries[end].object_json.size();
     }
