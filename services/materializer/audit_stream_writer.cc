@@ -1,5 +1,7 @@
 #include "services/materializer/audit_stream_writer.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "services/materializer/audit_changes.h"
@@ -73,6 +75,36 @@ absl::Status AuditStreamWriter::Append(
   }
   // Held while writing: a withdrawn claim is not written to once Replace returns.
   ClaimRegistry::Reader claims = claims_->Read();
+  // Entries go out per target in one AppendAll (one transaction for the request's changes of a
+  // type, in order) rather than one Append each.
+  struct Pending {
+    std::vector<redisstore::StreamEntry> entries;
+    std::vector<core::GroupVersionResource> gvrs;  // of each entry, for the counters
+  };
+  std::map<ClaimKey, Pending> pending;
+  auto flush = [&]() -> absl::Status {
+    for (auto& [target, batch] : pending) {
+      redisstore::MaterializationStore store(redis_.get(), prefix_, target.first, target.second);
+      ASSIGN_OR_RETURN(std::vector<redisstore::AppendResult> results,
+                       store.AppendAll(batch.entries));
+      for (size_t i = 0; i < results.size(); ++i) {
+        if (results[i].appended) {
+          Count(batch.gvrs[i], "appended");
+          continue;
+        }
+        Count(batch.gvrs[i],
+              absl::StrCat("diverted_", redisstore::DivertReasonName(*results[i].diverted)));
+        // Out of order (or nowhere to attach): the stream may now miss this change. Repeats
+        // (a retried request) and changes the checkpoint already holds need nothing.
+        if (*results[i].diverted != redisstore::DivertReason::kDuplicateOfStreamTop &&
+            *results[i].diverted != redisstore::DivertReason::kCoveredByCheckpoint) {
+          claims_->RequestRelist(target);
+        }
+      }
+    }
+    pending.clear();
+    return absl::OkStatus();
+  };
   for (const audit::AuditEvent* event : accepted_events) {
     AuditChanges converted = ChangesFromAuditEvent(*event);
     if (converted.changes.empty()) {
@@ -94,9 +126,12 @@ absl::Status AuditStreamWriter::Append(
         continue;
       }
       for (const ClaimKey& target : targets) {
-        redisstore::MaterializationStore store(redis_.get(), prefix_, target.first, target.second);
         redisstore::StreamEntry entry = change.entry;
         if (change.body_from_materialization) {
+          // The last known body must include this request's earlier changes.
+          RETURN_IF_ERROR(flush());
+          redisstore::MaterializationStore store(redis_.get(), prefix_, target.first,
+                                                 target.second);
           ASSIGN_OR_RETURN(LastKnown last, FindLastKnown(store, entry.Identity()));
           if (last.deleted || !last.body) {
             Count(change.gvr, last.deleted ? "skipped_already_deleted" : "skipped_unknown_object");
@@ -111,22 +146,13 @@ absl::Status AuditStreamWriter::Append(
           if (entry.uid.empty()) entry.uid = last_uid;
           entry.object_json = std::move(*last.body);
         }
-        ASSIGN_OR_RETURN(redisstore::AppendResult appended, store.Append(entry));
-        if (appended.appended) {
-          Count(change.gvr, "appended");
-          continue;
-        }
-        Count(change.gvr,
-              absl::StrCat("diverted_", redisstore::DivertReasonName(*appended.diverted)));
-        // Out of order (or nowhere to attach): the stream may now miss this change. Repeats
-        // (a retried request) and changes the checkpoint already holds need nothing.
-        if (*appended.diverted != redisstore::DivertReason::kDuplicateOfStreamTop &&
-            *appended.diverted != redisstore::DivertReason::kCoveredByCheckpoint) {
-          claims_->RequestRelist(target);
-        }
+        Pending& batch = pending[target];
+        batch.entries.push_back(std::move(entry));
+        batch.gvrs.push_back(change.gvr);
       }
     }
   }
+  RETURN_IF_ERROR(flush());
   return absl::OkStatus();
 }
 
