@@ -55,6 +55,29 @@ bool TypeIs(T& value, od::json_type expected, error_code& error) {
   return !error && type == expected;
 }
 
+// Calls visit(key, value) for each member of `object`, stopping at the first error.
+template <typename Visit>
+error_code ForEachMember(od::object& object, Visit&& visit) {
+  for (auto member : object) {
+    od::field field;
+    SIMDJSON_TRY(std::move(member).get(field));
+    std::string_view key;
+    SIMDJSON_TRY(Key(field, key));
+    SIMDJSON_TRY(visit(key, field.value()));
+  }
+  return simdjson::SUCCESS;
+}
+
+// The same over a value that should be an object; any other type reads as absent (no call).
+template <typename Visit>
+error_code ForEachMember(od::value value, Visit&& visit) {
+  error_code error;
+  if (!TypeIs(value, od::json_type::object, error)) return error;
+  od::object object;
+  SIMDJSON_TRY(value.get_object().get(object));
+  return ForEachMember(object, visit);
+}
+
 }  // namespace
 
 // Decodes into an EventList: every string field is a view into the body when it holds no escape
@@ -230,50 +253,25 @@ error_code EventDecoder::ReadEventItem(od::value value, AuditEvent& event) {
 error_code EventDecoder::ReadEvent(od::object object, AuditEvent& event) {
   event = AuditEvent{};
   event.is_object = true;
-  for (auto member : object) {
-    od::field field;
-    SIMDJSON_TRY(std::move(member).get(field));
-    std::string_view key;
-    SIMDJSON_TRY(Key(field, key));
-    od::value value = field.value();
-    if (key == "stage") {
-      SIMDJSON_TRY(ReadString(value, event.stage));
-    } else if (key == "verb") {
-      SIMDJSON_TRY(ReadString(value, event.verb));
-    } else if (key == "auditID") {
-      SIMDJSON_TRY(ReadString(value, event.audit_id));
-    } else if (key == "stageTimestamp") {
-      SIMDJSON_TRY(ReadString(value, event.stage_timestamp));
-    } else if (key == "requestURI") {
-      SIMDJSON_TRY(ReadString(value, event.request_uri));
-    } else if (key == "objectRef") {
-      SIMDJSON_TRY(ReadObjectRef(value, event.object_ref));
-    } else if (key == "responseStatus") {
-      SIMDJSON_TRY(ReadResponseCode(value, event.response_code));
-    } else if (key == "user") {
-      SIMDJSON_TRY(ReadUser(value, event.user));
-    } else if (key == "impersonatedUser") {
-      SIMDJSON_TRY(ReadUser(value, event.impersonated_user));
-    } else if (key == "requestObject") {
-      SIMDJSON_TRY(ReadEmbedded(value, event.request_object));
-    } else if (key == "responseObject") {
-      SIMDJSON_TRY(ReadEmbedded(value, event.response_object));
-    }
-  }
-  return simdjson::SUCCESS;
+  return ForEachMember(object, [&](std::string_view key, od::value value) -> error_code {
+    if (key == "stage") return ReadString(value, event.stage);
+    if (key == "verb") return ReadString(value, event.verb);
+    if (key == "auditID") return ReadString(value, event.audit_id);
+    if (key == "stageTimestamp") return ReadString(value, event.stage_timestamp);
+    if (key == "requestURI") return ReadString(value, event.request_uri);
+    if (key == "objectRef") return ReadObjectRef(value, event.object_ref);
+    if (key == "responseStatus") return ReadResponseCode(value, event.response_code);
+    if (key == "user") return ReadUser(value, event.user);
+    if (key == "impersonatedUser") return ReadUser(value, event.impersonated_user);
+    if (key == "requestObject") return ReadEmbedded(value, event.request_object);
+    if (key == "responseObject") return ReadEmbedded(value, event.response_object);
+    return simdjson::SUCCESS;
+  });
 }
 
 error_code EventDecoder::ReadObjectRef(od::value value, ObjectReference& ref) {
   ref = ObjectReference{};
-  error_code error;
-  if (!TypeIs(value, od::json_type::object, error)) return error;
-  od::object object;
-  SIMDJSON_TRY(value.get_object().get(object));
-  for (auto member : object) {
-    od::field field;
-    SIMDJSON_TRY(std::move(member).get(field));
-    std::string_view key;
-    SIMDJSON_TRY(Key(field, key));
+  return ForEachMember(value, [&](std::string_view key, od::value member) -> error_code {
     absl::string_view* target = key == "resource"          ? &ref.resource
                                 : key == "apiGroup"        ? &ref.api_group
                                 : key == "apiVersion"      ? &ref.api_version
@@ -283,29 +281,17 @@ error_code EventDecoder::ReadObjectRef(od::value value, ObjectReference& ref) {
                                 : key == "resourceVersion" ? &ref.resource_version
                                 : key == "subresource"     ? &ref.subresource
                                                            : nullptr;
-    if (target != nullptr) SIMDJSON_TRY(ReadString(field.value(), *target));
-  }
-  return simdjson::SUCCESS;
+    return target != nullptr ? ReadString(member, *target) : simdjson::SUCCESS;
+  });
 }
 
 error_code EventDecoder::ReadResponseCode(od::value value, int& code) {
   code = 0;
-  error_code error;
-  if (!TypeIs(value, od::json_type::object, error)) return error;
-  od::object object;
-  SIMDJSON_TRY(value.get_object().get(object));
-  for (auto member : object) {
-    od::field field;
-    SIMDJSON_TRY(std::move(member).get(field));
-    std::string_view key;
-    SIMDJSON_TRY(Key(field, key));
-    if (key != "code") continue;
+  return ForEachMember(value, [&](std::string_view key, od::value number) -> error_code {
+    if (key != "code") return simdjson::SUCCESS;
     code = 0;
-    od::value number = field.value();
-    if (!TypeIs(number, od::json_type::number, error)) {
-      SIMDJSON_TRY(error);
-      continue;
-    }
+    error_code error;
+    if (!TypeIs(number, od::json_type::number, error)) return error;
     // Only an integer counts (200.0 reads as absent); out-of-range values wrap as a C cast does.
     od::number_type type;
     SIMDJSON_TRY(number.get_number_type().get(type));
@@ -321,8 +307,8 @@ error_code EventDecoder::ReadResponseCode(od::value value, int& code) {
       double ignored = 0;
       SIMDJSON_TRY(number.get_double().get(ignored));  // still validated
     }
-  }
-  return simdjson::SUCCESS;
+    return simdjson::SUCCESS;
+  });
 }
 
 error_code EventDecoder::ReadFirstString(od::value value, absl::string_view& out) {
@@ -341,62 +327,31 @@ error_code EventDecoder::ReadFirstString(od::value value, absl::string_view& out
 
 error_code EventDecoder::ReadUser(od::value value, UserInfo& user) {
   user = UserInfo{};
-  error_code error;
-  if (!TypeIs(value, od::json_type::object, error)) return error;
-  od::object object;
-  SIMDJSON_TRY(value.get_object().get(object));
-  for (auto member : object) {
-    od::field field;
-    SIMDJSON_TRY(std::move(member).get(field));
-    std::string_view key;
-    SIMDJSON_TRY(Key(field, key));
-    if (key == "username") {
-      SIMDJSON_TRY(ReadString(field.value(), user.username));
-    } else if (key == "extra") {
-      user.display_name = {};
-      user.email = {};
-      od::value extra_value = field.value();
-      if (!TypeIs(extra_value, od::json_type::object, error)) {
-        SIMDJSON_TRY(error);
-        continue;
+  return ForEachMember(value, [&](std::string_view key, od::value member) -> error_code {
+    if (key == "username") return ReadString(member, user.username);
+    if (key != "extra") return simdjson::SUCCESS;
+    user.display_name = {};
+    user.email = {};
+    return ForEachMember(member, [&](std::string_view claim, od::value values) -> error_code {
+      if (claim == "configbutler.ai/claims/display-name") {
+        return ReadFirstString(values, user.display_name);
       }
-      od::object extra;
-      SIMDJSON_TRY(extra_value.get_object().get(extra));
-      for (auto claim : extra) {
-        od::field claim_field;
-        SIMDJSON_TRY(std::move(claim).get(claim_field));
-        std::string_view claim_key;
-        SIMDJSON_TRY(Key(claim_field, claim_key));
-        if (claim_key == "configbutler.ai/claims/display-name") {
-          SIMDJSON_TRY(ReadFirstString(claim_field.value(), user.display_name));
-        } else if (claim_key == "configbutler.ai/claims/email") {
-          SIMDJSON_TRY(ReadFirstString(claim_field.value(), user.email));
-        }
-      }
-    }
-  }
-  return simdjson::SUCCESS;
+      if (claim == "configbutler.ai/claims/email") return ReadFirstString(values, user.email);
+      return simdjson::SUCCESS;
+    });
+  });
 }
 
 error_code EventDecoder::ReadIdentity(od::value value, ObjectIdentity& identity) {
   identity = ObjectIdentity{};
-  error_code error;
-  if (!TypeIs(value, od::json_type::object, error)) return error;
-  od::object object;
-  SIMDJSON_TRY(value.get_object().get(object));
-  for (auto member : object) {
-    od::field field;
-    SIMDJSON_TRY(std::move(member).get(field));
-    std::string_view key;
-    SIMDJSON_TRY(Key(field, key));
+  return ForEachMember(value, [&](std::string_view key, od::value member) -> error_code {
     absl::string_view* target = key == "name"              ? &identity.name
                                 : key == "namespace"       ? &identity.namespace_
                                 : key == "uid"             ? &identity.uid
                                 : key == "resourceVersion" ? &identity.resource_version
                                                            : nullptr;
-    if (target != nullptr) SIMDJSON_TRY(ReadString(field.value(), *target));
-  }
-  return simdjson::SUCCESS;
+    return target != nullptr ? ReadString(member, *target) : simdjson::SUCCESS;
+  });
 }
 
 error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded) {
@@ -406,66 +361,37 @@ error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded)
   embedded.present = true;
   od::object object;
   SIMDJSON_TRY(value.get_object().get(object));
-  for (auto member : object) {
-    od::field field;
-    SIMDJSON_TRY(std::move(member).get(field));
-    std::string_view key;
-    SIMDJSON_TRY(Key(field, key));
-    if (key == "kind") {
-      SIMDJSON_TRY(ReadString(field.value(), embedded.kind));
-    } else if (key == "apiVersion") {
-      SIMDJSON_TRY(ReadString(field.value(), embedded.api_version));
-    } else if (key == "metadata") {
-      SIMDJSON_TRY(ReadIdentity(field.value(), embedded.metadata));
-    } else if (key == "details") {
+  SIMDJSON_TRY(ForEachMember(object, [&](std::string_view key, od::value member) -> error_code {
+    if (key == "kind") return ReadString(member, embedded.kind);
+    if (key == "apiVersion") return ReadString(member, embedded.api_version);
+    if (key == "metadata") return ReadIdentity(member, embedded.metadata);
+    if (key == "details") {
       embedded.details_name = {};
       embedded.details_uid = {};
-      od::value details_value = field.value();
-      if (!TypeIs(details_value, od::json_type::object, error)) {
-        SIMDJSON_TRY(error);
-        continue;
-      }
-      od::object details;
-      SIMDJSON_TRY(details_value.get_object().get(details));
-      for (auto detail : details) {
-        od::field detail_field;
-        SIMDJSON_TRY(std::move(detail).get(detail_field));
-        std::string_view detail_key;
-        SIMDJSON_TRY(Key(detail_field, detail_key));
-        if (detail_key == "name") {
-          SIMDJSON_TRY(ReadString(detail_field.value(), embedded.details_name));
-        } else if (detail_key == "uid") {
-          SIMDJSON_TRY(ReadString(detail_field.value(), embedded.details_uid));
-        }
-      }
-    } else if (key == "items") {
-      embedded.items.clear();
-      od::value items_value = field.value();
-      embedded.has_items = TypeIs(items_value, od::json_type::array, error);
-      SIMDJSON_TRY(error);
-      if (!embedded.has_items) continue;
-      od::array items;
-      SIMDJSON_TRY(items_value.get_array().get(items));
-      for (auto element : items) {
-        od::value item;
-        SIMDJSON_TRY(std::move(element).get(item));
-        ObjectIdentity& identity = embedded.items.emplace_back();
-        if (!TypeIs(item, od::json_type::object, error)) {
-          SIMDJSON_TRY(error);
-          continue;
-        }
-        od::object item_object;
-        SIMDJSON_TRY(item.get_object().get(item_object));
-        for (auto item_member : item_object) {
-          od::field item_field;
-          SIMDJSON_TRY(std::move(item_member).get(item_field));
-          std::string_view item_key;
-          SIMDJSON_TRY(Key(item_field, item_key));
-          if (item_key == "metadata") SIMDJSON_TRY(ReadIdentity(item_field.value(), identity));
-        }
-      }
+      return ForEachMember(member, [&](std::string_view detail, od::value text) -> error_code {
+        if (detail == "name") return ReadString(text, embedded.details_name);
+        if (detail == "uid") return ReadString(text, embedded.details_uid);
+        return simdjson::SUCCESS;
+      });
     }
-  }
+    if (key != "items") return simdjson::SUCCESS;
+    embedded.items.clear();
+    error_code type_error;
+    embedded.has_items = TypeIs(member, od::json_type::array, type_error);
+    SIMDJSON_TRY(type_error);
+    if (!embedded.has_items) return simdjson::SUCCESS;
+    od::array items;
+    SIMDJSON_TRY(member.get_array().get(items));
+    for (auto element : items) {
+      od::value item;
+      SIMDJSON_TRY(std::move(element).get(item));
+      ObjectIdentity& identity = embedded.items.emplace_back();
+      SIMDJSON_TRY(ForEachMember(item, [&](std::string_view item_key, od::value meta) {
+        return item_key == "metadata" ? ReadIdentity(meta, identity) : simdjson::SUCCESS;
+      }));
+    }
+    return simdjson::SUCCESS;
+  }));
   // Rewind and take the whole object's text, without its trailing whitespace.
   SIMDJSON_TRY(object.reset().error());
   std::string_view raw;
