@@ -79,7 +79,8 @@ TEST(MaterializationThroughputTest, ReportsAppendSwapAndLoadRates) {
   constexpr int kAppends = 5000;
   ASSERT_TRUE((*redis)->Command({"CONFIG", "RESETSTAT"}).ok());
   start = absl::Now();
-  for (int i = 0; i < kAppends; ++i) {
+  // The i-th update of kObjects objects, as the materializer would append it.
+  auto update = [&](int i) {
     StreamEntry entry;
     entry.op = ChangeOp::kModified;
     entry.namespace_ = "ns";
@@ -87,7 +88,10 @@ TEST(MaterializationThroughputTest, ReportsAppendSwapAndLoadRates) {
     entry.uid = "uid-" + entry.name;
     entry.resource_version = std::to_string(2 + i);
     entry.object_json = body;
-    auto appended = store.Append(entry);
+    return entry;
+  };
+  for (int i = 0; i < kAppends; ++i) {
+    auto appended = store.Append(update(i));
     ASSERT_TRUE(appended.ok() && appended->appended);
   }
   absl::Duration append_time = absl::Now() - start;
@@ -98,16 +102,7 @@ TEST(MaterializationThroughputTest, ReportsAppendSwapAndLoadRates) {
   MaterializationStore batched(redis->get(), KeyPrefix::Default(), {"", "v1", "configmaps"},
                                core::WatchScope::Namespace("batched"));
   std::vector<StreamEntry> entries;
-  for (int i = 0; i < kAppends; ++i) {
-    StreamEntry entry;
-    entry.op = ChangeOp::kModified;
-    entry.namespace_ = "ns";
-    entry.name = "cm-" + std::to_string(i % kObjects);
-    entry.uid = "uid-" + entry.name;
-    entry.resource_version = std::to_string(2 + i);
-    entry.object_json = body;
-    entries.push_back(std::move(entry));
-  }
+  for (int i = 0; i < kAppends; ++i) entries.push_back(update(i));
   const double cpu_before = RedisCpuSeconds(**redis);
   start = absl::Now();
   for (size_t first = 0; first < entries.size(); first += 100) {
