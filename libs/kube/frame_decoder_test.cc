@@ -162,6 +162,11 @@ TEST(WatchEventDecoderTest, RawObjectsKeepTheServersBytesAndRejectWhatParseWatch
            R"({"type":"ADDED","object":{"metadata":{"resourceVersion":5}}})",
            "{\"type\":\"ADDED\",\"object\":{\"a\":\"\xff\"}}", R"([1,2])", R"({"type":"ADDED")",
            R"({"type":"DELETED","object":{},"extra":[1,{"x":null}]})",
+           // The RV is read inside the object pass; members before and after must not disturb it.
+           R"({"object":{"data":{"a":[1,{"b":2}]},"metadata":{"name":"x","resourceVersion":"9"}},)"
+           R"("extra":{"k":[1,2]},"type":"ADDED"})",
+           R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":"10","labels":{"a":"b"}},)"
+           R"("spec":{"x":{"resourceVersion":"not this one"}}}})",
        }) {
     ExpectRawDecodeAgrees(raw, frame);
   }

@@ -62,18 +62,19 @@ absl::StatusOr<WatchEvent> WatchEventDecoder::Decode(absl::string_view frame) {
   // Anything simdjson does not take (malformed JSON, odd shapes) goes through ParseWatchEvent,
   // which gives the error or the event exactly as before.
   auto fallback = [&] { return ParseWatchEvent(frame); };
-  auto iterate = [&](absl::string_view text, simdjson::ondemand::document& doc) {
-    padded_.assign(text.data(), text.size());
-    padded_.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-    return parser_.iterate(simdjson::padded_string_view(padded_.data(), text.size(),
-                                                        padded_.capacity()))
-        .get(doc);
-  };
+  padded_.assign(frame.data(), frame.size());
+  padded_.reserve(frame.size() + simdjson::SIMDJSON_PADDING);
   simdjson::ondemand::document doc;
   simdjson::ondemand::object root;
-  if (iterate(frame, doc) || doc.get_object().get(root)) return fallback();
+  if (parser_.iterate(simdjson::padded_string_view(padded_.data(), frame.size(),
+                                                   padded_.capacity()))
+          .get(doc) ||
+      doc.get_object().get(root)) {
+    return fallback();
+  }
   std::string_view type_name;
   std::string object_text;
+  std::string rv;
   bool has_type = false, has_object = false;
   // Every member is visited, so a frame cut short inside the root object is noticed.
   for (auto field : root) {
@@ -88,6 +89,15 @@ absl::StatusOr<WatchEvent> WatchEventDecoder::Decode(absl::string_view frame) {
       if (field.value().get_object().get(object) || object.raw_json().get(raw)) return fallback();
       object_text.assign(raw.data(), raw.size());
       has_object = true;
+      // The RV: rewind the object and look it up (cheaper than parsing its text again).
+      std::string_view rv_text;
+      if (object.reset().error()) return fallback();
+      if (!object.find_field_unordered("metadata")
+               .find_field_unordered("resourceVersion")
+               .get_string()
+               .get(rv_text)) {
+        rv.assign(rv_text.data(), rv_text.size());
+      }
     }  // other members are skipped by the iteration itself
   }
   if (!has_type || !has_object) return fallback();
@@ -98,16 +108,7 @@ absl::StatusOr<WatchEvent> WatchEventDecoder::Decode(absl::string_view frame) {
     return fallback();  // BOOKMARK and ERROR are small and read as JSON objects
   }
   event.type = *known;
-  // The RV from the object's own text (the frame's buffers are reused for it).
-  simdjson::ondemand::document object_doc;
-  std::string_view rv;
-  if (!iterate(object_text, object_doc) &&
-      !object_doc.find_field_unordered("metadata")
-           .find_field_unordered("resourceVersion")
-           .get_string()
-           .get(rv)) {
-    event.resource_version = std::string(rv);
-  }
+  event.resource_version = std::move(rv);
   event.object_json = std::move(object_text);
   return event;
 }
