@@ -31,6 +31,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/redis_connection.h"
 #include "libs/redisstore/stream_entry.h"
+#include "libs/redisstore/test_redis.h"
 #include "services/materializer/audit_webhook.h"
 #include "services/materializer/redis_fact_sink.h"
 #include "services/materializer/type_materializer.h"
@@ -62,13 +63,6 @@ using nlohmann::json;
 
 const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
 
-redisstore::RedisOptions OptionsFor(const testing::RedisServer& redis) {
-  redisstore::RedisOptions options;
-  options.host = redis.host();
-  options.port = redis.port();
-  return options;
-}
-
 absl::StatusOr<int64_t> IntegerReply(redisstore::RedisConnection& redis,
                                      const redisstore::RedisCommand& command) {
   auto reply = redis.Command(command);
@@ -78,12 +72,16 @@ absl::StatusOr<int64_t> IntegerReply(redisstore::RedisConnection& redis,
 
 // redis-benchmark's own figure (requests/s) for `command`, pipelined (-P 16) over `clients`
 // connections; `__rand_int__` in the command is replaced by a random number below 10^9.
-absl::StatusOr<double> RedisBenchmark(const testing::RedisServer& redis, int clients,
-                                      int requests, const std::vector<std::string>& command) {
+absl::StatusOr<double> RedisBenchmark(const testing::RedisServer& redis, int clients, int requests,
+                                      const std::vector<std::string>& command) {
+  const std::vector<std::string> flags = {"-n",   std::to_string(requests),
+                                          "-c",   std::to_string(clients),
+                                          "-P",   "16",
+                                          "-r",   "1000000000",
+                                          "--csv"};
   std::vector<std::string> argv = {"redis-benchmark", "-h", redis.host(), "-p",
-                                   std::to_string(redis.port()), "-n", std::to_string(requests),
-                                   "-c", std::to_string(clients), "-P", "16", "-r",
-                                   "1000000000", "--csv"};
+                                   std::to_string(redis.port())};
+  argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), command.begin(), command.end());
   auto run = testing::RunCommand(argv);
   if (!run.ok()) return run.status();
@@ -95,8 +93,7 @@ absl::StatusOr<double> RedisBenchmark(const testing::RedisServer& redis, int cli
     double rps = 0;
     if (cells.size() >= 8 && absl::SimpleAtod(cells[cells.size() - 7], &rps)) return rps;
   }
-  return absl::InternalError(
-      absl::StrCat("redis-benchmark gave no figure: ", run->out, run->err));
+  return absl::InternalError(absl::StrCat("redis-benchmark gave no figure: ", run->out, run->err));
 }
 
 // The anchor: XADD of `fields` (field, value, ...) to a fresh stream key, deleted after.
@@ -107,8 +104,8 @@ absl::StatusOr<double> RedisBenchmarkXadd(const testing::RedisServer& redis, int
   std::vector<std::string> command = {"XADD", key, "*"};
   command.insert(command.end(), fields.begin(), fields.end());
   auto rps = RedisBenchmark(redis, clients, requests, command);
-  (void)testing::RunCommand({"redis-cli", "-h", redis.host(), "-p", std::to_string(redis.port()),
-                             "DEL", key});
+  (void)testing::RunCommand(
+      {"redis-cli", "-h", redis.host(), "-p", std::to_string(redis.port()), "DEL", key});
   return rps;
 }
 
@@ -209,8 +206,8 @@ absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
   auto pki = testing::MakeTestPki(dir.path());
   if (!pki.ok()) return pki.status();
 
-  materializer::RedisFactSink sink(OptionsFor(redis), redisstore::KeyPrefix::Default(),
-                                   absl::Minutes(15));
+  materializer::RedisFactSink sink(redisstore::RedisOptionsFor(redis),
+                                   redisstore::KeyPrefix::Default(), absl::Minutes(15));
   runtime::MetricsRegistry metrics;
   materializer::AuditIntake intake(&sink, &metrics);
   materializer::AuditWebhookOptions options;
@@ -256,7 +253,7 @@ absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
   server.Stop();
   if (failures > 0) return absl::InternalError(absl::StrCat(failures.load(), " POSTs failed"));
 
-  auto connection = redisstore::RedisConnection::Connect(OptionsFor(redis));
+  auto connection = redisstore::ConnectTo(redis);
   if (!connection.ok()) return connection.status();
   auto keys = IntegerReply(**connection, {"DBSIZE"});
   if (!keys.ok()) return keys.status();
@@ -264,10 +261,10 @@ absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
   if (*keys < 2LL * events) {
     return absl::InternalError(absl::StrCat("only ", *keys, " keys for ", events, " events"));
   }
-  auto fact = (*connection)
-                  ->Command({"GET", redisstore::AuthorFactLastKey(redisstore::KeyPrefix::Default(),
-                                                                  "configmaps",
-                                                                  AuditObjectUid(0))});
+  auto fact =
+      (*connection)
+          ->Command({"GET", redisstore::AuthorFactLastKey(redisstore::KeyPrefix::Default(),
+                                                          "configmaps", AuditObjectUid(0))});
   if (!fact.ok() || fact->str().empty()) return absl::InternalError("no fact for event 0");
   const size_t per_list = static_cast<size_t>(std::min(events, batch));
   return AuditFigure{events / absl::ToDoubleSeconds(elapsed), *keys, bodies[0].size(),
@@ -276,10 +273,10 @@ absl::StatusOr<AuditFigure> AuditEndToEnd(const testing::RedisServer& redis) {
 
 struct WatchFigure {
   double changes_per_second = 0;
-  double raw_watch_per_second = 0;   // a bare watch client reading the same backlog
-  double mean_batch = 0;             // changes per AppendAll the TypeMaterializer sent
-  double append_one_per_second = 0;  // the same entries through Append, one round trip each
-  double append_all_per_second = 0;  // ... through AppendAll, batches of 100
+  double raw_watch_per_second = 0;        // a bare watch client reading the same backlog
+  double mean_batch = 0;                  // changes per AppendAll the TypeMaterializer sent
+  double append_one_per_second = 0;       // the same entries through Append, one round trip each
+  double append_all_per_second = 0;       // ... through AppendAll, batches of 100
   std::vector<std::string> entry_fields;  // one entry as written, for the same-payload anchor
 };
 
@@ -354,7 +351,7 @@ absl::StatusOr<WatchFigure> WatchAppends(const testing::RedisServer& redis) {
   materializer::TypeMaterializerOptions options;
   options.gvr = kConfigMaps;
   options.scope = core::WatchScope::Namespace("bench");
-  options.redis = OptionsFor(redis);
+  options.redis = redisstore::RedisOptionsFor(redis);
   options.compact_after_entries = static_cast<size_t>(changes) * 10;  // no compaction mid-bench
 
   // A checkpoint first, then the backlog written while no materializer runs.
@@ -395,7 +392,7 @@ absl::StatusOr<WatchFigure> WatchAppends(const testing::RedisServer& redis) {
   }
   absl::Duration raw = absl::Now() - raw_start;
 
-  auto connection = redisstore::RedisConnection::Connect(OptionsFor(redis));
+  auto connection = redisstore::ConnectTo(redis);
   if (!connection.ok()) return connection.status();
   const std::string stream = "reverser:mat:v1:configmaps:ns:bench:stream";
   materializer::TypeMaterializer resumed(client, options, &metrics);
@@ -500,15 +497,15 @@ int Run() {
       "anchor2 redis-benchmark XADD of (b)'s own entry (%zu fields, %zu bytes), 50 clients, "
       "-P 16: %.0f/s; (a) is %.1f %% of it (%s), (b) is %.1f %% of it (%s)\n",
       watch->entry_fields.size() / 2, entry_bytes, *xadd_entry,
-      100 * audit->events_per_second / *xadd_entry,
-      verdict(audit->events_per_second, *xadd_entry), 100 * watch->changes_per_second / *xadd_entry,
+      100 * audit->events_per_second / *xadd_entry, verdict(audit->events_per_second, *xadd_entry),
+      100 * watch->changes_per_second / *xadd_entry,
       verdict(watch->changes_per_second, *xadd_entry));
 
   // Likewise for (a): an accepted update writes its fact twice (exact and `:last` keys, SET with
   // the fact TTL) — the same writes, raw, with random keys so the keyspace grows as in (a).
-  auto set_fact = RedisBenchmark(**redis, 50, absl::GetFlag(FLAGS_fact_set_requests),
-                                 {"SET", "bench:fact:__rand_int__", audit->fact_json, "EX",
-                                  "3600"});
+  auto set_fact =
+      RedisBenchmark(**redis, 50, absl::GetFlag(FLAGS_fact_set_requests),
+                     {"SET", "bench:fact:__rand_int__", audit->fact_json, "EX", "3600"});
   if (!set_fact.ok()) {
     std::cerr << "redis-benchmark (fact SET): " << set_fact.status() << "\n";
     return 1;

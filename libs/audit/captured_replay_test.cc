@@ -23,6 +23,7 @@
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/temp_dir.h"
 #include "yaml-cpp/yaml.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::audit {
 namespace {
@@ -524,10 +525,7 @@ class CapturedReplayTest : public ::testing::Test {
     auto shared = testing::SharedTestdataDir();
     ASSERT_TRUE(shared.ok()) << shared.status();
     shared_ = *shared;
-    redisstore::RedisOptions options;
-    options.host = redis_->host();
-    options.port = redis_->port();
-    auto connection = redisstore::RedisConnection::Connect(options);
+    auto connection = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(connection.ok()) << connection.status();
     connection_ = std::move(*connection);
   }

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -17,10 +18,7 @@ class AuthorFactStoreTest : public ::testing::Test {
     auto server = testing::RedisServer::Start();
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    RedisOptions options;
-    options.host = server_->host();
-    options.port = server_->port();
-    auto connection = RedisConnection::Connect(options);
+    auto connection = ConnectTo(*server_);
     ASSERT_TRUE(connection.ok()) << connection.status();
     redis_ = std::move(*connection);
     auto prefix = KeyPrefix::Parse("gitops-reverser");

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -29,10 +30,7 @@ class DeliveryCursorStoreTest : public ::testing::Test {
   }
 
   std::unique_ptr<RedisConnection> Connect() {
-    RedisOptions options;
-    options.host = server_->host();
-    options.port = server_->port();
-    auto connection = RedisConnection::Connect(options);
+    auto connection = ConnectTo(*server_);
     EXPECT_TRUE(connection.ok()) << connection.status();
     return connection.ok() ? std::move(*connection) : nullptr;
   }

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "libs/redisstore/materialization_store.h"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -77,9 +78,7 @@ class MaterializationModelTest : public ::testing::TestWithParam<uint32_t> {};
 TEST_P(MaterializationModelTest, CheckpointPlusTailAlwaysEqualsTheModel) {
   auto server = testing::RedisServer::Start();
   ASSERT_TRUE(server.ok()) << server.status();
-  RedisOptions options;
-  options.host = (*server)->host();
-  options.port = (*server)->port();
+  RedisOptions options = RedisOptionsFor(**server);
   auto redis = RedisConnection::Connect(options);
   ASSERT_TRUE(redis.ok()) << redis.status();
   MaterializationStore store(redis->get(), KeyPrefix::Default(), {"apps", "v1", "deployments"},

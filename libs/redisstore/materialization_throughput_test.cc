@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "libs/redisstore/materialization_store.h"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -59,10 +60,7 @@ double RedisCpuSeconds(RedisConnection& redis) {
 TEST(MaterializationThroughputTest, ReportsAppendSwapAndLoadRates) {
   auto server = testing::RedisServer::Start();
   ASSERT_TRUE(server.ok()) << server.status();
-  RedisOptions options;
-  options.host = (*server)->host();
-  options.port = (*server)->port();
-  auto redis = RedisConnection::Connect(options);
+  auto redis = ConnectTo(**server);
   ASSERT_TRUE(redis.ok()) << redis.status();
   MaterializationStore store(redis->get(), KeyPrefix::Default(), {"", "v1", "configmaps"},
                              core::WatchScope::Cluster());

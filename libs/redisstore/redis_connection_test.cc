@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -22,9 +23,7 @@ class RedisConnectionTest : public ::testing::Test {
 
   absl::StatusOr<std::unique_ptr<RedisConnection>> Connect(
       absl::Duration command_timeout = absl::Seconds(5)) {
-    RedisOptions options;
-    options.host = server_->host();
-    options.port = server_->port();
+    RedisOptions options = RedisOptionsFor(*server_);
     options.command_timeout = command_timeout;
     return RedisConnection::Connect(options);
   }
@@ -187,9 +186,7 @@ TEST_F(RedisConnectionTest, SurvivesServerRestart) {
 }
 
 TEST_F(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
-  RedisOptions options;
-  options.host = server_->host();
-  options.port = server_->port();
+  RedisOptions options = RedisOptionsFor(*server_);
   options.database = 3;
   auto db3 = RedisConnection::Connect(options);
   ASSERT_TRUE(db3.ok()) << db3.status();

@@ -25,6 +25,7 @@
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
 #include "tools/kube-sim/kube_sim.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::materializer {
 namespace {
@@ -65,12 +66,7 @@ class AuditIntakeTest : public ::testing::Test {
     if (webhook_) webhook_->Stop();
   }
 
-  redisstore::RedisOptions RedisOpts() {
-    redisstore::RedisOptions o;
-    o.host = redis_->host();
-    o.port = redis_->port();
-    return o;
-  }
+  redisstore::RedisOptions RedisOpts() { return redisstore::RedisOptionsFor(*redis_); }
 
   // The audit webhook (facts + stream entries under `prefix`), then kube-sim auditing to it.
   void StartStack(kubesim::AuditLevel level = kubesim::AuditLevel::kRequestResponse,

@@ -18,6 +18,7 @@
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
 #include "tools/kube-sim/kube_sim.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::materializer {
 namespace {
@@ -47,8 +48,7 @@ class MaterializerTest : public ::testing::Test {
     TypeMaterializerOptions o;
     o.gvr = kConfigMaps;
     o.scope = core::WatchScope::Namespace("team");
-    o.redis.host = redis_->host();
-    o.redis.port = redis_->port();
+    o.redis = redisstore::RedisOptionsFor(*redis_);
     return o;
   }
 

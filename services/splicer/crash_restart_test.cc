@@ -28,6 +28,7 @@
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -131,9 +132,7 @@ class SplicerCrashRestartTest : public ::testing::Test {
     auto redis = testing::RedisServer::Start();
     ASSERT_TRUE(redis.ok()) << redis.status();
     redis_ = std::move(*redis);
-    redisstore::RedisOptions options;
-    options.port = redis_->port();
-    auto conn = redisstore::RedisConnection::Connect(options);
+    auto conn = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(conn.ok()) << conn.status();
     conn_ = std::move(*conn);
     store_ = std::make_unique<redisstore::MaterializationStore>(

@@ -15,6 +15,7 @@
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -33,7 +34,7 @@ class RespliceTest : public ::testing::Test {
     auto redis = testing::RedisServer::Start();
     ASSERT_TRUE(redis.ok()) << redis.status();
     redis_ = std::move(*redis);
-    redis_options_.port = redis_->port();
+    redis_options_ = redisstore::RedisOptionsFor(*redis_);
     auto conn = redisstore::RedisConnection::Connect(redis_options_);
     ASSERT_TRUE(conn.ok()) << conn.status();
     conn_ = std::move(*conn);

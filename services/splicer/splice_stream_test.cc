@@ -16,6 +16,7 @@
 #include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -112,7 +113,7 @@ class SpliceStreamTest : public ::testing::Test {
     auto redis = testing::RedisServer::Start();
     ASSERT_TRUE(redis.ok()) << redis.status();
     redis_ = std::move(*redis);
-    options_.port = redis_->port();
+    options_ = redisstore::RedisOptionsFor(*redis_);
     auto conn = redisstore::RedisConnection::Connect(options_);
     ASSERT_TRUE(conn.ok());
     conn_ = std::move(*conn);

@@ -10,6 +10,7 @@
 #include "libs/core/proto_convert.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -157,9 +158,7 @@ Model SpliceOf(redisstore::MaterializationStore& store, const TargetScope& scope
 TEST(SpliceModelTest, RandomHistoriesSpliceToTheScopedModel) {
   auto redis = testing::RedisServer::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  redisstore::RedisOptions options;
-  options.port = (*redis)->port();
-  auto conn = redisstore::RedisConnection::Connect(options);
+  auto conn = redisstore::ConnectTo(**redis);
   ASSERT_TRUE(conn.ok());
   auto gvr = core::GroupVersionResource{"", "v1", "configmaps"};
   auto store = std::make_unique<redisstore::MaterializationStore>(

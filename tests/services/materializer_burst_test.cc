@@ -34,6 +34,7 @@
 #include "tests/fixtures/temp_dir.h"
 #include "tools/kube-sim/kube_sim.h"
 #include "tools/kube-sim/test_support.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser {
 namespace {
@@ -91,10 +92,7 @@ class MaterializerBurstTest : public ::testing::Test {
         sim_->Call("POST", "/api/v1/namespaces", json{{"metadata", {{"name", kNamespace}}}}.dump())
             .status,
         201);
-    redisstore::RedisOptions redis_options;
-    redis_options.host = redis_->host();
-    redis_options.port = redis_->port();
-    auto connection = redisstore::RedisConnection::Connect(redis_options);
+    auto connection = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(connection.ok()) << connection.status();
     redis_connection_ = std::move(*connection);
   }

@@ -19,6 +19,7 @@
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
+#include "libs/redisstore/test_redis.h"
 
 namespace reverser::reverserctl {
 namespace {
@@ -57,9 +58,7 @@ class PipelineCommandsTest : public ::testing::Test {
     redis_ = std::move(*redis);
     // The checkpoint a materializer's replay left: two ConfigMaps, so the splice has something
     // to resync into Git.
-    redisstore::RedisOptions options;
-    options.port = redis_->port();
-    auto conn = redisstore::RedisConnection::Connect(options);
+    auto conn = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(conn.ok()) << conn.status();
     redisstore::MaterializationStore store(conn->get(), redisstore::KeyPrefix::Default(),
                                            {"", "v1", "configmaps"},
