@@ -1,5 +1,7 @@
 #include "bench/splicer/accepting_gitworker.h"
 
+#include "services/splicer/test_support.h"
+
 namespace reverser::bench {
 
 grpc::Status AcceptingGitWorker::Deliver(
@@ -11,20 +13,9 @@ grpc::Status AcceptingGitWorker::Deliver(
     reverser::v1::DeliveryFeedback accepted;
     accepted.set_accepted_sequence(message.sequence());
     if (!stream->Write(accepted)) break;
-    reverser::v1::DeliveryFeedback pushed;
-    auto* ack = pushed.mutable_ack();
-    if (message.has_resync()) {
-      *ack->mutable_target() = message.resync().target();
-      *ack->mutable_claim() = message.resync().claim();
-      *ack->mutable_position() = message.resync().coverage_head();
-    } else if (message.has_event()) {
-      *ack->mutable_target() = message.event().target();
-      *ack->mutable_claim() = message.event().claim();
-      *ack->mutable_position() = message.event().position();
-    } else {
-      continue;  // a target config: nothing to ack
-    }
-    if (!stream->Write(pushed)) break;
+    std::optional<reverser::v1::DeliveryFeedback> pushed = splicer::testutil::PushedAck(message);
+    if (!pushed) continue;  // a target config: nothing to ack
+    if (!stream->Write(*pushed)) break;
     {
       std::lock_guard lock(mu_);
       if (message.has_resync()) {

@@ -52,18 +52,7 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
         received_.push_back(message);
       }
       cv_.notify_all();
-      reverser::v1::DeliveryFeedback pushed;
-      auto* ack = pushed.mutable_ack();
-      if (message.has_resync()) {
-        *ack->mutable_target() = message.resync().target();
-        *ack->mutable_claim() = message.resync().claim();
-        *ack->mutable_position() = message.resync().coverage_head();
-      } else {
-        *ack->mutable_target() = message.event().target();
-        *ack->mutable_claim() = message.event().claim();
-        *ack->mutable_position() = message.event().position();
-      }
-      stream->Write(pushed);
+      stream->Write(*testutil::PushedAck(message));
     }
     return grpc::Status::OK;
   }

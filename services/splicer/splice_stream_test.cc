@@ -52,19 +52,9 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
 
   // Acks a received resync or event as pushed.
   void Ack(const reverser::v1::DeliveryMessage& message) {
-    reverser::v1::DeliveryFeedback feedback;
-    auto* ack = feedback.mutable_ack();
-    if (message.has_resync()) {
-      *ack->mutable_target() = message.resync().target();
-      *ack->mutable_claim() = message.resync().claim();
-      *ack->mutable_position() = message.resync().coverage_head();
-    } else {
-      *ack->mutable_target() = message.event().target();
-      *ack->mutable_claim() = message.event().claim();
-      *ack->mutable_position() = message.event().position();
-    }
+    std::optional<reverser::v1::DeliveryFeedback> feedback = testutil::PushedAck(message);
     std::lock_guard lock(mu_);
-    if (stream_) stream_->Write(feedback);
+    if (stream_ && feedback) stream_->Write(*feedback);
   }
 
   // Waits for the next received message (in arrival order).

@@ -33,4 +33,22 @@ redisstore::StreamEntry ConfigMapEntry(absl::string_view ns, absl::string_view n
   return entry;
 }
 
+std::optional<reverser::v1::DeliveryFeedback> PushedAck(
+    const reverser::v1::DeliveryMessage& message) {
+  reverser::v1::DeliveryFeedback pushed;
+  auto* ack = pushed.mutable_ack();
+  if (message.has_resync()) {
+    *ack->mutable_target() = message.resync().target();
+    *ack->mutable_claim() = message.resync().claim();
+    *ack->mutable_position() = message.resync().coverage_head();
+  } else if (message.has_event()) {
+    *ack->mutable_target() = message.event().target();
+    *ack->mutable_claim() = message.event().claim();
+    *ack->mutable_position() = message.event().position();
+  } else {
+    return std::nullopt;
+  }
+  return pushed;
+}
+
 }  // namespace reverser::splicer::testutil

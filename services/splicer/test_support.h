@@ -1,12 +1,15 @@
 #pragma once
 
-// Test inputs shared by the splicer's tests: ConfigMaps as the materializer stores them.
+// Test inputs shared by the splicer's tests (and its bench): ConfigMaps as the materializer
+// stores them, and what a gitworker answers once it has pushed a delivery.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
 #include "libs/redisstore/materialization_store.h"
+#include "proto/reverser/v1/gitworker.pb.h"
 
 namespace reverser::splicer::testutil {
 
@@ -18,5 +21,10 @@ std::string ConfigMapJson(absl::string_view ns, absl::string_view name, absl::st
 redisstore::StreamEntry ConfigMapEntry(absl::string_view ns, absl::string_view name,
                                        absl::string_view value, uint64_t rv,
                                        redisstore::ChangeOp op = redisstore::ChangeOp::kModified);
+
+// The feedback a gitworker sends once `message` (a resync or an event) is pushed: an ack of its
+// target, claim and position (a resync's coverage head). nullopt for a target config.
+std::optional<reverser::v1::DeliveryFeedback> PushedAck(
+    const reverser::v1::DeliveryMessage& message);
 
 }  // namespace reverser::splicer::testutil
