@@ -356,12 +356,6 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::Pipeline(
   return RoundTrip(commands);
 }
 
-absl::StatusOr<std::vector<RedisReply>> RedisConnection::PipelineViews(
-    const std::vector<RedisCommandView>& commands) {
-  if (commands.empty()) return std::vector<RedisReply>();
-  return RoundTrip(commands);
-}
-
 template <typename Argv>
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::RunTransaction(
     const std::vector<Argv>& commands) {

@@ -119,14 +119,12 @@ class RedisConnection {
   // Sends all commands in one round trip; per-command error replies are returned as kError
   // replies (not as a failed Status), so callers can inspect each.
   absl::StatusOr<std::vector<RedisReply>> Pipeline(const std::vector<RedisCommand>& commands);
-  // Pipeline for commands whose arguments are views (no copy of the bytes before hiredis).
-  absl::StatusOr<std::vector<RedisReply>> PipelineViews(
-      const std::vector<RedisCommandView>& commands);
   // MULTI, commands..., EXEC in one round trip: all or nothing. Returns EXEC's replies (an
   // element may be a kError reply for a runtime error such as WRONGTYPE). Aborted if EXEC was
   // discarded (WATCH), FailedPrecondition if a command was rejected while queueing.
   absl::StatusOr<std::vector<RedisReply>> Transaction(const std::vector<RedisCommand>& commands);
-  // Transaction for commands whose arguments are views. After a WATCH on this connection, an
+  // Transaction for commands whose arguments are views (no copy of the bytes before hiredis:
+  // stream entries are sent from where they lie). After a WATCH on this connection, an
   // Aborted status means nothing was written (and the watch is over, as after every EXEC).
   absl::StatusOr<std::vector<RedisReply>> TransactionViews(
       const std::vector<RedisCommandView>& commands);

@@ -90,23 +90,23 @@ TEST_F(RedisConnectionTest, PipelineKeepsPerCommandErrors) {
 }
 
 // Views: the bytes are sent as they are (binary, empty, large), nothing is copied first.
-TEST_F(RedisConnectionTest, PipelineViewsSendsTheReferencedBytes) {
+TEST_F(RedisConnectionTest, TransactionViewsSendsTheReferencedBytes) {
   const std::string value("v\0\r\n$3\r\n*", 10);
   const std::string big(3 << 20, 'b');
-  auto replies = redis_->PipelineViews({{"SET", "view", value},
-                                        {"SET", "empty", ""},
-                                        {"SET", "big", big},
-                                        {"GET", "view"},
-                                        {"STRLEN", "big"},
-                                        {"GET", "empty"}});
+  auto replies = redis_->TransactionViews({{"SET", "view", value},
+                                           {"SET", "empty", ""},
+                                           {"SET", "big", big},
+                                           {"GET", "view"},
+                                           {"STRLEN", "big"},
+                                           {"GET", "empty"}});
   ASSERT_TRUE(replies.ok()) << replies.status();
   ASSERT_EQ(replies->size(), 6u);
   EXPECT_EQ(*(*replies)[3].AsString(), value);
   EXPECT_EQ(*(*replies)[4].AsInteger(), static_cast<int64_t>(big.size()));
   EXPECT_EQ(*(*replies)[5].AsString(), "");
-  // An empty command anywhere rejects the whole pipeline before anything is sent; the
-  // connection stays in step.
-  EXPECT_EQ(redis_->PipelineViews({{"SET", "later", "1"}, {}}).status().code(),
+  // An empty command anywhere rejects the whole transaction before anything is sent; the
+  // connection stays in step (not left inside a MULTI).
+  EXPECT_EQ(redis_->TransactionViews({{"SET", "later", "1"}, {}}).status().code(),
             absl::StatusCode::kInvalidArgument);
   auto later = redis_->Command({"EXISTS", "later"});
   ASSERT_TRUE(later.ok());
