@@ -7,11 +7,6 @@ cd "$(dirname "$0")/.."
 
 bash tools/install-deps.sh || exit 1
 
-# Shared reference data lives beside the checkout (../shared); tests find it through this.
-if [ -z "${REVERSER_SHARED_DIR:-}" ] && [ -d ../shared/testdata ]; then
-  export REVERSER_SHARED_DIR="$(cd ../shared && pwd)"
-fi
-
 # Tests tagged manual (benchmarks) are not part of `bazel test //...`.
 targets=$(bazel query 'tests(//...) except attr(tags, "manual", tests(//...))' 2>/dev/null | sort)
 if [ -z "$targets" ]; then

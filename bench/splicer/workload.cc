@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "libs/sanitize/sanitize.h"
+#include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
 
 namespace reverser::bench {
@@ -67,7 +68,7 @@ class Generator {
 }  // namespace
 
 absl::StatusOr<json> LoadTemplate() {
-  auto dir = testing::SharedTestdataDir();
+  auto dir = testing::TestdataDir();
   if (!dir.ok()) return dir.status();
   const std::string path = *dir + "/k8s/objects/gitops-engine/deployment-live.json";
   auto text = testing::ReadFile(path);

@@ -1,7 +1,7 @@
 #pragma once
 
 // The splicer bench's data: N Deployments shaped like a real captured one
-// (../shared/testdata/k8s/objects/gitops-engine/deployment-live.json, managedFields removed as the
+// (tests/testdata/k8s/objects/gitops-engine/deployment-live.json, managedFields removed as the
 // materializer stores them) in a checkpoint, then M stream entries after it — creates, spec
 // updates, status-only updates (which the no-op dedup drops) and deletes — as the materializer
 // would append them. Deterministic for a seed.

@@ -1,10 +1,8 @@
 #include "libs/audit/audit_event.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::audit {
 namespace {
@@ -18,11 +16,9 @@ EventList Decode(const json& event) {
   return list.ok() ? std::move(*list) : *ParseEvent("null");
 }
 
+// A payload below tests/testdata/k8s/audit/.
 json Load(const std::string& name) {
-  std::ifstream in("libs/audit/testdata/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
+  return json::parse(testing::ReadTestdata("k8s/audit/" + name));
 }
 
 // A minimal accepted update, edited per test.
@@ -101,7 +97,7 @@ TEST(ClassifyTest, AppliesTheReferenceFiltersInOrder) {
 }
 
 TEST(ClassifyTest, MutatingScaleSubresourceIsAccepted) {
-  json scale = Load("deployment-scale-subresource.json");
+  json scale = Load("gitops-reverser-testdata/deployment-scale-subresource.json");
   EXPECT_EQ(Classify(Decode(scale)[0]), Outcome::kQueued);
   auto facts = ExtractFacts(Decode(scale)[0]);
   ASSERT_EQ(facts.size(), 1u);
@@ -141,7 +137,7 @@ TEST(ExtractFactsTest, ImpersonatedUserIsTheAuthor) {
 }
 
 TEST(ExtractFactsTest, GenerateNameCreateTakesNameFromResponse) {
-  json create = Load("create_configmap.json");
+  json create = Load("falco-k8s_audit/create_configmap.json");
   auto facts = ExtractFacts(Decode(create)[0]);
   ASSERT_EQ(facts.size(), 1u);
   EXPECT_EQ(facts[0].name, "my-config");
@@ -173,7 +169,7 @@ TEST(ExtractFactsTest, SkipsFactsWithoutIdentityOrUser) {
 }
 
 TEST(ExtractFactsTest, DeleteWithStatusBodyKeepsObjectRefIdentity) {
-  json del = Load("delete_configmap.json");
+  json del = Load("falco-k8s_audit/delete_configmap.json");
   ASSERT_EQ(Classify(Decode(del)[0]), Outcome::kQueued);
   auto facts = ExtractFacts(Decode(del)[0]);
   ASSERT_EQ(facts.size(), 1u);
@@ -195,7 +191,8 @@ TEST(ExtractFactsTest, ImmediateDeleteTakesTheUidFromTheStatusDetails) {
 }
 
 TEST(ExtractFactsTest, DeletecollectionExpandsListedItems) {
-  json list = Load("audit-deletecollection-proxy-raw-listbody.json")["items"][0];
+  json list =
+      Load("gitops-reverser-testdata/audit-deletecollection-proxy-raw-listbody.json")["items"][0];
   auto facts = ExtractFacts(Decode(list)[0]);
   ASSERT_GE(facts.size(), 2u);
   EXPECT_EQ(facts[0].name, "member-0");
@@ -203,7 +200,8 @@ TEST(ExtractFactsTest, DeletecollectionExpandsListedItems) {
   EXPECT_EQ(facts[0].group_resource, "wardle.example.com/flunders");
   EXPECT_EQ(facts[0].author, "system:admin");
   for (const auto& f : facts) EXPECT_EQ(f.verb, "deletecollection");  // `:last` only
-  json hollow = Load("audit-deletecollection-official-raw-hollow.json")["items"][0];
+  json hollow =
+      Load("gitops-reverser-testdata/audit-deletecollection-official-raw-hollow.json")["items"][0];
   EXPECT_EQ(Classify(Decode(hollow)[0]), Outcome::kQueued);
   EXPECT_TRUE(ExtractFacts(Decode(hollow)[0]).empty());
 }

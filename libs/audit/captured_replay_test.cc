@@ -1,6 +1,6 @@
 // Replays real audit payloads — the k3s v1.36.1 mutation-lab captures
-// (../shared/testdata/k8s/captured/**/audit.*.yaml, placeholders substituted) and the YAML
-// payloads of gitops-reverser's own webhook tests (../shared/testdata/k8s/audit/) — through the
+// (tests/testdata/k8s/captured/**/audit.*.yaml, placeholders substituted) and the YAML
+// payloads of gitops-reverser's own webhook tests (tests/testdata/k8s/audit/) — through the
 // reference's filters and fact extraction into a real Redis, and checks the exact outcome of every
 // event and the exact fact keys and values it leaves (gitops-reverser.md §2A.6, §2A.16).
 //
@@ -19,11 +19,12 @@
 #include "gtest/gtest.h"
 #include "libs/audit/audit_event.h"
 #include "libs/redisstore/author_fact_store.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
+#include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
 #include "yaml-cpp/yaml.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::audit {
 namespace {
@@ -164,7 +165,7 @@ struct Fact {
 };
 
 struct Case {
-  std::string file;                   // relative to the shared testdata folder
+  std::string file;                   // relative to tests/testdata
   std::vector<std::string> outcomes;  // one per event, in order
   std::string group_resource;
   std::string verb;
@@ -522,9 +523,9 @@ class CapturedReplayTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_NE(redis_, nullptr);
-    auto shared = testing::SharedTestdataDir();
-    ASSERT_TRUE(shared.ok()) << shared.status();
-    shared_ = *shared;
+    auto testdata = testing::TestdataDir();
+    ASSERT_TRUE(testdata.ok()) << testdata.status();
+    testdata_ = *testdata;
     auto connection = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(connection.ok()) << connection.status();
     connection_ = std::move(*connection);
@@ -534,7 +535,7 @@ class CapturedReplayTest : public ::testing::Test {
   void Replay(const Case& c) {
     SCOPED_TRACE(c.file);
     ASSERT_TRUE(connection_->Command({"FLUSHDB"}).ok());
-    auto events = EventsIn(shared_ + "/" + c.file);
+    auto events = EventsIn(testdata_ + "/" + c.file);
     ASSERT_TRUE(events.ok()) << events.status();
     std::vector<std::string> outcomes;
     auto prefix = redisstore::KeyPrefix::Parse(kPrefix);
@@ -586,7 +587,7 @@ class CapturedReplayTest : public ::testing::Test {
   }
 
   static testing::RedisServer* redis_;
-  std::string shared_;
+  std::string testdata_;
   std::unique_ptr<redisstore::RedisConnection> connection_;
 };
 
@@ -600,10 +601,10 @@ TEST_F(CapturedReplayTest, EveryCapturedAuditEventHasTheReferenceOutcomeAndFacts
   std::set<std::string> covered;
   for (const Case& c : cases) covered.insert(c.file);
   std::set<std::string> on_disk;
-  for (const auto& entry : fs::recursive_directory_iterator(shared_ + "/" + kCaptured)) {
+  for (const auto& entry : fs::recursive_directory_iterator(testdata_ + "/" + kCaptured)) {
     std::string name = entry.path().filename().string();
     if (name.rfind("audit.", 0) == 0 && entry.path().extension() == ".yaml") {
-      on_disk.insert(fs::relative(entry.path(), shared_).string());
+      on_disk.insert(entry.path().lexically_relative(testdata_).string());
     }
   }
   EXPECT_EQ(covered, on_disk);
@@ -617,7 +618,7 @@ TEST_F(CapturedReplayTest, FalcoEventsHaveTheReferenceOutcomeAndFacts) {
   for (const Case& c : FalcoCases()) Replay(c);
 }
 
-// Every payload file of the shared audit folders has a case above.
+// Every payload file of the audit folders has a case above.
 TEST_F(CapturedReplayTest, EveryAuditPayloadFileIsCovered) {
   std::set<std::string> covered;
   for (const auto& cases : {ReferencePayloadCases(), FalcoCases()}) {
@@ -625,8 +626,8 @@ TEST_F(CapturedReplayTest, EveryAuditPayloadFileIsCovered) {
   }
   std::set<std::string> on_disk;
   for (const char* dir : {"k8s/audit/gitops-reverser-testdata", "k8s/audit/falco-k8s_audit"}) {
-    for (const auto& entry : fs::directory_iterator(shared_ + "/" + dir)) {
-      on_disk.insert(fs::relative(entry.path(), shared_).string());
+    for (const auto& entry : fs::directory_iterator(testdata_ + "/" + dir)) {
+      on_disk.insert(entry.path().lexically_relative(testdata_).string());
     }
   }
   EXPECT_EQ(covered, on_disk);
@@ -636,7 +637,7 @@ TEST_F(CapturedReplayTest, EveryAuditPayloadFileIsCovered) {
 // `objectRef.subresource: status` (what the API server would send without that policy rule) is
 // ignored before any other filter.
 TEST_F(CapturedReplayTest, StatusSubresourceWriteIsIgnored) {
-  json status = DocumentIn(shared_ + "/" + CapturedFile("configmap/update/audit.update.yaml"));
+  json status = DocumentIn(testdata_ + "/" + CapturedFile("configmap/update/audit.update.yaml"));
   ASSERT_TRUE(status.is_object());
   ASSERT_NE(status.value("kind", ""), "EventList");  // one event
   status["objectRef"]["subresource"] = "status";

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
 
 namespace reverser::fastjson {
@@ -40,11 +41,10 @@ TEST(CanonicalWriterTest, MatchesNlohmannOnHandWrittenDocuments) {
 }
 
 TEST(CanonicalWriterTest, MatchesNlohmannOnEveryCapturedKubernetesDocument) {
-  absl::StatusOr<std::string> shared = testing::SharedTestdataDir();
-  ASSERT_TRUE(shared.ok()) << shared.status();
+  absl::StatusOr<std::string> testdata = testing::TestdataDir();
+  ASSERT_TRUE(testdata.ok()) << testdata.status();
   int compared = 0;
-  for (const auto& file :
-       std::filesystem::recursive_directory_iterator(*shared + "/k8s")) {
+  for (const auto& file : std::filesystem::recursive_directory_iterator(*testdata + "/k8s")) {
     if (file.path().extension() != ".json") continue;
     absl::StatusOr<std::string> text = testing::ReadFile(file.path().string());
     ASSERT_TRUE(text.ok());

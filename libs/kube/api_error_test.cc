@@ -2,15 +2,15 @@
 
 #include <gtest/gtest.h>
 
-#include "libs/kube/testdata.h"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::kube {
 namespace {
 
-using testing::ReadTestData;
+using reverser::testing::ReadTestdata;
 
 ApiError ParseFile(int code, const std::string& name, absl::string_view retry_after = "") {
-  std::string body = ReadTestData("k8s/handmade/status/" + name);
+  std::string body = ReadTestdata("k8s/handmade/status/" + name);
   EXPECT_FALSE(body.empty()) << name;
   return ParseApiError(code, body, retry_after);
 }
@@ -55,7 +55,7 @@ TEST(ApiErrorTest, ParsesTooLargeResourceVersionWithRetryAfter) {
 TEST(ApiErrorTest, PlainTextTooManyRequestsTakesRetryAfterHeader) {
   // The APF rejection is text/plain; the capture holds a raw HTTP response, the body is the
   // last line.
-  std::string raw = ReadTestData("k8s/handmade/status/429-apf-reject.txt");
+  std::string raw = ReadTestdata("k8s/handmade/status/429-apf-reject.txt");
   ASSERT_FALSE(raw.empty());
   std::string body = raw.substr(raw.find("\n\n") + 2);
   ApiError error = ParseApiError(429, body, "1");

@@ -9,11 +9,13 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::kube {
 namespace {
 
 namespace fs = std::filesystem;
+using reverser::testing::ReadTestdata;
 
 class ConfigTest : public ::testing::Test {
  protected:
@@ -147,27 +149,9 @@ current-context: other
 }
 
 TEST_F(ConfigTest, ReadsTheAuditWebhookKubeconfigFromTheReferenceData) {
-  // Same shape as
-  // ../shared/testdata/k8s/audit/config/gitops-reverser-e2e-audit-webhook-kubeconfig.yaml.
-  auto config = ParseKubeconfig(R"(apiVersion: v1
-kind: Config
-preferences: {}
-clusters:
-- name: audit-webhook
-  cluster:
-    server: https://127.0.0.1:30444/audit-webhook/default
-    insecure-skip-tls-verify: true
-contexts:
-- name: webhook
-  context:
-    cluster: audit-webhook
-    user: kube-apiserver
-current-context: webhook
-users:
-- name: kube-apiserver
-  user: {}
-)",
-                                dir_.string());
+  auto config = ParseKubeconfig(
+      ReadTestdata("k8s/audit/config/gitops-reverser-e2e-audit-webhook-kubeconfig.yaml"),
+      dir_.string());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->server, "https://127.0.0.1:30444/audit-webhook/default");
   EXPECT_TRUE(config->insecure_skip_tls_verify);

@@ -6,21 +6,21 @@
 #include "absl/strings/str_cat.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/kube/scripted_server.h"
-#include "libs/kube/testdata.h"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::kube {
 namespace {
 
 using nlohmann::json;
+using reverser::testing::ReadTestdata;
 using ::testing::Contains;
 using ::testing::ElementsAre;
-using testing::ReadTestData;
 using testing::ScriptedServer;
 
 constexpr char kDir[] = "k8s/discovery/kube-apiserver-generated/";
 
 json Load(const std::string& file) {
-  std::string text = ReadTestData(file);
+  std::string text = ReadTestdata(file);
   EXPECT_FALSE(text.empty()) << file;
   return json::parse(text);
 }
@@ -107,15 +107,15 @@ TEST(DiscoveryTest, LegacyFallbackReportsFailedGroupVersionsWithoutFailing) {
       res.set_content(body, "application/json");
     };
   };
-  server.server().Get("/api", serve(ReadTestData(absl::StrCat(kDir, "api.json"))));
-  server.server().Get("/api/v1", serve(ReadTestData(absl::StrCat(kDir, "api__v1.json"))));
+  server.server().Get("/api", serve(ReadTestdata(absl::StrCat(kDir, "api.json"))));
+  server.server().Get("/api/v1", serve(ReadTestdata(absl::StrCat(kDir, "api__v1.json"))));
   server.server().Get("/apis", serve(R"({"kind":"APIGroupList","apiVersion":"v1","groups":[
         {"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],
          "preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},
         {"name":"metrics.k8s.io","versions":[{"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}],
          "preferredVersion":{"groupVersion":"metrics.k8s.io/v1beta1","version":"v1beta1"}}]})"));
   server.server().Get("/apis/apps/v1",
-                      serve(ReadTestData(absl::StrCat(kDir, "apis__apps__v1.json"))));
+                      serve(ReadTestdata(absl::StrCat(kDir, "apis__apps__v1.json"))));
   server.server().Get("/apis/metrics.k8s.io/v1beta1",
                       [](const httplib::Request&, httplib::Response& res) {
                         res.status = 503;
@@ -154,8 +154,8 @@ TEST(DiscoveryTest, AggregatedServerNeedsTwoRequests) {
     };
   };
   server.server().Get("/api",
-                      serve(ReadTestData("k8s/handmade/discovery/aggregated-api-core.json")));
-  server.server().Get("/apis", serve(ReadTestData(absl::StrCat(kDir, "aggregated_v2.json"))));
+                      serve(ReadTestdata("k8s/handmade/discovery/aggregated-api-core.json")));
+  server.server().Get("/apis", serve(ReadTestdata(absl::StrCat(kDir, "aggregated_v2.json"))));
   server.Start();
   ClusterConfig config;
   config.server = server.url();

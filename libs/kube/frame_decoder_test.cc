@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "libs/kube/testdata.h"
 #include "libs/kube/watch_event.h"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::kube {
 namespace {
 
-using testing::ReadTestData;
+using reverser::testing::ReadTestdata;
 
 // Feeds `body` cut at the given offsets and returns the frames, failing the test on errors.
 std::vector<std::string> DecodeInPieces(absl::string_view body, const std::vector<size_t>& cuts) {
@@ -47,7 +47,7 @@ std::vector<std::string> Lines(absl::string_view body) {
 TEST(FrameDecoderTest, SplitAtEveryByteBoundaryGivesTheSameFrames) {
   for (const char* file : {"k8s/handmade/watch/watchlist-sendInitialEvents.ndjson",
                            "k8s/objects/kubeclient-2015-2018/watch_stream.json"}) {
-    std::string body = ReadTestData(file);
+    std::string body = ReadTestdata(file);
     ASSERT_FALSE(body.empty()) << file;
     std::vector<std::string> expected = Lines(body);
     ASSERT_GT(expected.size(), 1u);
@@ -139,7 +139,7 @@ TEST(WatchEventDecoderTest, RawObjectsAgreeWithParseWatchEventOnEveryCapturedFra
   for (const char* file : {"k8s/handmade/watch/watchlist-sendInitialEvents.ndjson",
                            "k8s/objects/kubeclient-2015-2018/watch_stream.json",
                            "k8s/handmade/watch/watch-error-410-expired.ndjson"}) {
-    for (const std::string& frame : DecodeInPieces(ReadTestData(file), {})) {
+    for (const std::string& frame : DecodeInPieces(ReadTestdata(file), {})) {
       ExpectRawDecodeAgrees(raw, frame);
       ++frames;
     }
@@ -238,7 +238,7 @@ TEST(FrameDecoderTest, HundredThousandEventsNeverBufferMoreThanOneFrame) {
 
 TEST(WatchEventTest, ParsesBookmarksAndTheInitialEventsEndMarker) {
   std::vector<std::string> frames =
-      Lines(ReadTestData("k8s/handmade/watch/watchlist-sendInitialEvents.ndjson"));
+      Lines(ReadTestdata("k8s/handmade/watch/watchlist-sendInitialEvents.ndjson"));
   ASSERT_EQ(frames.size(), 6u);
   auto end_marker = ParseWatchEvent(frames[2]);
   ASSERT_TRUE(end_marker.ok());
@@ -250,13 +250,13 @@ TEST(WatchEventTest, ParsesBookmarksAndTheInitialEventsEndMarker) {
   EXPECT_EQ(plain->type, WatchEventType::kBookmark);
   EXPECT_FALSE(IsInitialEventsEndBookmark(*plain));
 
-  std::string pre134 = ReadTestData("k8s/handmade/watch/bookmark-pre-1.34.json");
+  std::string pre134 = ReadTestdata("k8s/handmade/watch/bookmark-pre-1.34.json");
   auto old = ParseWatchEvent(pre134);
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(old->type, WatchEventType::kBookmark);
   EXPECT_FALSE(ResourceVersionOf(old->object).empty());
 
-  auto error = ParseWatchEvent(ReadTestData("k8s/handmade/watch/watch-error-410-expired.ndjson"));
+  auto error = ParseWatchEvent(ReadTestdata("k8s/handmade/watch/watch-error-410-expired.ndjson"));
   ASSERT_TRUE(error.ok());
   EXPECT_EQ(error->type, WatchEventType::kError);
 }

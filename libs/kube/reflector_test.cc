@@ -7,8 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "libs/kube/recording_sleeper.h"
-
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -17,16 +15,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/kube/recording_sleeper.h"
 #include "libs/kube/scripted_server.h"
-#include "libs/kube/testdata.h"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::kube {
 namespace {
 
 using nlohmann::json;
+using reverser::testing::ReadTestdata;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::ReadTestData;
 using testing::ScriptedServer;
 
 using testing::RecordingSleeper;
@@ -233,12 +232,12 @@ TEST_F(ReflectorTest, WatchListThenResumesFromTheEndMarkerAndBookmarks) {
 
 TEST_F(ReflectorTest, UnprocessableWatchListFallsBackToPagedListAndRemembersIt) {
   collection_->AddStatus(422,
-                         ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
+                         ReadTestdata("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
   collection_->AddList(List("30", {"a", "b"}, "tok"));
   collection_->AddList(List("30", {"c"}));
   // The watch gets a 410 ERROR event: relist, with LIST again (fallback remembered).
   collection_->AddStream(Event("ADDED", "d", "31") +
-                         ReadTestData("k8s/handmade/watch/watch-error-410-expired.ndjson"));
+                         ReadTestdata("k8s/handmade/watch/watch-error-410-expired.ndjson"));
   collection_->AddList(List("40", {"a"}));
   StartReflector();
   ASSERT_TRUE(handler_.WaitForCount(9));
@@ -270,7 +269,7 @@ TEST_F(ReflectorTest, UnprocessableWatchListFallsBackToPagedListAndRemembersIt) 
 
 TEST_F(ReflectorTest, ResumesFromACursorAndRelistsWhenItIsGone) {
   // HTTP 410 (not an ERROR event) on the resume watch.
-  collection_->AddStatus(410, ReadTestData("k8s/handmade/status/410-list-expired.json"));
+  collection_->AddStatus(410, ReadTestdata("k8s/handmade/status/410-list-expired.json"));
   collection_->AddStream(Event("ADDED", "a", "50") + Bookmark("50", true));
   StartReflector({.resume_resource_version = "12"});
   ASSERT_TRUE(handler_.WaitForCount(3));
@@ -287,7 +286,7 @@ TEST_F(ReflectorTest, ResumesFromACursorAndRelistsWhenItIsGone) {
 TEST_F(ReflectorTest, TooLargeResourceVersionLeadsToARelist) {
   // A cursor ahead of the server (e.g. restored from another cluster's state): 504 as an
   // ERROR event, as the watch cache sends it.
-  std::string too_large = ReadTestData("k8s/handmade/status/504-too-large-resource-version.json");
+  std::string too_large = ReadTestdata("k8s/handmade/status/504-too-large-resource-version.json");
   ASSERT_FALSE(too_large.empty());
   collection_->AddStream(absl::StrCat(R"({"type":"ERROR","object":)", too_large, "}\n"));
   collection_->AddStream(Bookmark("60", true));
@@ -307,8 +306,8 @@ TEST_F(ReflectorTest, HonoursRetryAfterAndBacksOffOnErrors) {
     res.set_header("Retry-After", "4");
     res.set_content("Too many requests, please try again later.", "text/plain; charset=utf-8");
   });
-  collection_->AddStatus(500, ReadTestData("k8s/handmade/status/500-internal.json"));
-  collection_->AddStatus(500, ReadTestData("k8s/handmade/status/500-internal.json"));
+  collection_->AddStatus(500, ReadTestdata("k8s/handmade/status/500-internal.json"));
+  collection_->AddStatus(500, ReadTestdata("k8s/handmade/status/500-internal.json"));
   collection_->AddStatus(503, R"({"kind":"Status","code":503,"reason":"ServiceUnavailable"})", "2");
   collection_->AddStream(Event("ADDED", "x", "6"));
   StartReflector();

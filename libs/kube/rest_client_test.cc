@@ -3,8 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "libs/kube/recording_sleeper.h"
-
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -16,15 +14,16 @@
 #include "absl/synchronization/notification.h"
 #include "libs/kube/api_error.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/kube/recording_sleeper.h"
 #include "libs/kube/scripted_server.h"
-#include "libs/kube/testdata.h"
+#include "tests/fixtures/runfiles.h"
 
 namespace reverser::kube {
 namespace {
 
 using nlohmann::json;
+using reverser::testing::ReadTestdata;
 using ::testing::ElementsAre;
-using testing::ReadTestData;
 using testing::ScriptedServer;
 
 using testing::RecordingSleeper;
@@ -131,17 +130,17 @@ TEST_F(RestClientTest, ServerStatusBecomesApiError) {
   server.server().Get("/api/v1/namespaces/default/configmaps/missing", [](const httplib::Request&,
                                                                           httplib::Response& res) {
     res.status = 404;
-    res.set_content(ReadTestData("k8s/handmade/status/404-notfound-core.json"), "application/json");
+    res.set_content(ReadTestdata("k8s/handmade/status/404-notfound-core.json"), "application/json");
   });
   server.server().Post("/api/v1/namespaces/default/configmaps", [](const httplib::Request&,
                                                                    httplib::Response& res) {
     res.status = 409;
-    res.set_content(ReadTestData("k8s/handmade/status/409-alreadyexists.json"), "application/json");
+    res.set_content(ReadTestdata("k8s/handmade/status/409-alreadyexists.json"), "application/json");
   });
   server.server().Get("/api/v1/namespaces/default/configmaps/boom", [](const httplib::Request&,
                                                                        httplib::Response& res) {
     res.status = 500;
-    res.set_content(ReadTestData("k8s/handmade/status/500-internal.json"), "application/json");
+    res.set_content(ReadTestdata("k8s/handmade/status/500-internal.json"), "application/json");
   });
   server.Start();
   auto client = Connect(server);
@@ -205,7 +204,7 @@ TEST_F(RestClientTest, ListFollowsContinueTokens) {
                                                                   httplib::Response& res) {
     std::string page = req.has_param("continue") ? "configmaplist-page2-last.json"
                                                  : "configmaplist-page1-with-continue.json";
-    res.set_content(ReadTestData("k8s/handmade/list/" + page), "application/json");
+    res.set_content(ReadTestdata("k8s/handmade/list/" + page), "application/json");
   });
   server.Start();
   auto client = Connect(server);
@@ -277,7 +276,7 @@ TEST_F(RestClientTest, WatchReportsCutStreamsAndHttpErrors) {
       "/api/v1/configmaps", [](const httplib::Request& req, httplib::Response& res) {
         if (req.has_param("sendInitialEvents")) {
           res.status = 422;
-          res.set_content(ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"),
+          res.set_content(ReadTestdata("k8s/handmade/status/422-invalid-sendInitialEvents.json"),
                           "application/json");
           return;
         }

@@ -8,13 +8,14 @@
 #include "libs/sops/age.h"
 #include "libs/sops/sops.h"
 #include "libs/sops/sops_yaml.h"
+#include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
 
 namespace reverser::sops {
 namespace {
 
 std::string Read(const std::string& relative) {
-  auto dir = reverser::testing::SharedTestdataDir();
+  auto dir = reverser::testing::TestdataDir();
   EXPECT_TRUE(dir.ok());
   auto text = reverser::testing::ReadFile(*dir + "/sops/" + relative);
   EXPECT_TRUE(text.ok()) << relative;

@@ -16,13 +16,14 @@
 #include "libs/sops/test_random.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/process.h"
+#include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
 
 namespace reverser::sops {
 namespace {
 
 std::string SopsTestdata() {
-  auto dir = reverser::testing::SharedTestdataDir();
+  auto dir = reverser::testing::TestdataDir();
   EXPECT_TRUE(dir.ok()) << dir.status();
   return dir.ok() ? *dir + "/sops" : "";
 }

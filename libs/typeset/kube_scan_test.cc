@@ -1,4 +1,4 @@
-// Feeds real kube-apiserver discovery documents (../shared/testdata/k8s/discovery) through the
+// Feeds real kube-apiserver discovery documents (tests/testdata/k8s/discovery) through the
 // kube parsers, the catalog and the registry, and checks the verdicts on real built-in types.
 
 #include "libs/typeset/kube_scan.h"
@@ -7,13 +7,14 @@
 #include "libs/typeset/catalog.h"
 #include "libs/typeset/registry.h"
 #include "nlohmann/json.hpp"
+#include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
 
 namespace reverser::typeset {
 namespace {
 
 nlohmann::json LoadJson(const std::string& relative) {
-  auto dir = reverser::testing::SharedTestdataDir();
+  auto dir = reverser::testing::TestdataDir();
   EXPECT_TRUE(dir.ok()) << dir.status();
   if (!dir.ok()) return nullptr;
   auto text = reverser::testing::ReadFile(*dir + "/k8s/" + relative);

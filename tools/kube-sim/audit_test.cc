@@ -1,14 +1,13 @@
 #include "tools/kube-sim/audit.h"
 
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/fixtures/runfiles.h"
 #include "tools/kube-sim/kube_sim.h"
 #include "tools/kube-sim/yaml_json.h"
 
@@ -68,10 +67,8 @@ class Receiver {
 };
 
 AuditPolicy RealE2ePolicy() {
-  std::ifstream in("tools/kube-sim/testdata/gitops-reverser-e2e-audit-policy.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  ApiOr<Json> doc = ParseYamlOrJson(text.str());
+  ApiOr<Json> doc = ParseYamlOrJson(
+      reverser::testing::ReadTestdata("k8s/audit/config/gitops-reverser-e2e-audit-policy.yaml"));
   EXPECT_TRUE(doc.ok());
   ApiOr<AuditPolicy> policy = AuditPolicy::FromJson(*doc);
   EXPECT_TRUE(policy.ok()) << policy.error().message;

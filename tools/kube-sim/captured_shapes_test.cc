@@ -1,13 +1,13 @@
-// Reproduces real k3s v1.36.1 watch captures (testdata/captured/, placeholders for volatile
-// values) by driving the same operations through kube-sim and comparing whole events.
+// Reproduces real k3s v1.36.1 ConfigMap watch captures (placeholders for volatile values) from
+// tests/testdata/k8s/captured/gitops-reverser-mutationlab-k3s-v1.36.1/configmap/ by driving the
+// same operations through kube-sim and comparing whole events.
 
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/fixtures/runfiles.h"
 #include "tools/kube-sim/kube_sim.h"
 #include "tools/kube-sim/test_support.h"
 #include "tools/kube-sim/yaml_json.h"
@@ -46,10 +46,8 @@ Json Normalize(Json j) {
 }
 
 Json Capture(const std::string& path) {
-  std::ifstream in("tools/kube-sim/testdata/captured/" + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ApiOr<Json> j = ParseYamlOrJson(text.str());
+  ApiOr<Json> j = ParseYamlOrJson(reverser::testing::ReadTestdata(
+      "k8s/captured/gitops-reverser-mutationlab-k3s-v1.36.1/configmap/" + path));
   EXPECT_TRUE(j.ok()) << path;
   return Normalize(j.ok() ? *j : Json());
 }
