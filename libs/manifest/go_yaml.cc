@@ -315,11 +315,11 @@ Resolved Resolve(absl::string_view in) {
   if (hint == 0) return std::string(in);
 
   static const std::pair<const char*, int> kMap[] = {
-      {"y", 1},     {"Y", 1},     {"yes", 1},   {"Yes", 1},   {"YES", 1},   {"true", 1},
-      {"True", 1},  {"TRUE", 1},  {"on", 1},    {"On", 1},    {"ON", 1},    {"n", 0},
+      {"y", 1},     {"Y", 1},     {"yes", 1},   {"Yes", 1},   {"YES", 1},  {"true", 1},
+      {"True", 1},  {"TRUE", 1},  {"on", 1},    {"On", 1},    {"ON", 1},   {"n", 0},
       {"N", 0},     {"no", 0},    {"No", 0},    {"NO", 0},    {"false", 0}, {"False", 0},
-      {"FALSE", 0}, {"off", 0},   {"Off", 0},   {"OFF", 0},   {"", 2},      {"~", 2},
-      {"null", 2},  {"Null", 2},  {"NULL", 2},  {".nan", 3},  {".NaN", 3},  {".NAN", 3},
+      {"FALSE", 0}, {"off", 0},   {"Off", 0},   {"OFF", 0},   {"", 2},     {"~", 2},
+      {"null", 2},  {"Null", 2},  {"NULL", 2},  {".nan", 3},  {".NaN", 3}, {".NAN", 3},
       {".inf", 3},  {".Inf", 3},  {".INF", 3},  {"+.inf", 3}, {"+.Inf", 3}, {"+.INF", 3},
       {"-.inf", 3}, {"-.Inf", 3}, {"-.INF", 3},
   };
@@ -382,10 +382,10 @@ std::string FormatFloat(double f, int bits) {
     // Go prints at least two exponent digits, as C++ does: "1e+06", "1.5e-05".
     return sci;
   }
-  const auto fixed =
-      bits == 32
-          ? std::to_chars(buf, buf + sizeof(buf), static_cast<float>(f), std::chars_format::fixed)
-          : std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::fixed);
+  const auto fixed = bits == 32 ? std::to_chars(buf, buf + sizeof(buf), static_cast<float>(f),
+                                                std::chars_format::fixed)
+                                : std::to_chars(buf, buf + sizeof(buf), f,
+                                                std::chars_format::fixed);
   return std::string(buf, fixed.ptr);
 }
 
