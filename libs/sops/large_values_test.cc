@@ -1,7 +1,7 @@
 // Objects near etcd's 1.5 MiB limit through the gitworker's SOPS writer: a Secret with a 1 MiB
 // data value and one with 1 MiB annotation values are encrypted (with the writer's self-check),
 // and the file decrypts to the input, with the data key unwrapped by Debian's `age` CLI. Values
-// this long crashed the old std::regex matchers (a stack frame per character).
+// this long crashed the libstdc++ regex matchers used before (a stack frame per character).
 
 #include <string>
 #include <vector>

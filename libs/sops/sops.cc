@@ -91,7 +91,7 @@ std::string Shortened(absl::string_view text) {
 // Which leaves a rule selects (sops Metadata.shouldBeEncrypted), with Go regexp.Match's
 // unanchored search semantics. Patterns come from configuration and from the `sops` block of
 // files in Git, and keys from objects, so they are matched with RE2: linear time, no recursion,
-// and the syntax of Go's regexp, which sops uses (std::regex backtracks, recursing per
+// and the syntax of Go's regexp, which sops uses (libstdc++'s regex backtracks, recursing per
 // character). A pattern RE2 does not take (backreferences, lookaround) is InvalidArgument.
 class Selector {
  public:

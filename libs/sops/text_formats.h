@@ -2,7 +2,7 @@
 
 // The fixed text shapes a SOPS file holds (ENC values, RFC 3339 times, yaml.v3 timestamps),
 // recognised by linear scanners. Values from Git and the cluster can be megabytes long; a
-// backtracking matcher (libstdc++ std::regex recurses once per character) would overflow the
+// backtracking matcher (libstdc++'s regex recurses once per character) would overflow the
 // stack on them. Each function documents the regular expression whose matches it reproduces
 // exactly (accepted strings and captured parts; libs/sops/text_formats_test.cc compares them).
 

@@ -11,7 +11,7 @@
 namespace reverser::kubesim {
 
 // Whole-string matches of apimachinery's patterns, scanned in linear time (names arrive from the
-// network and can be megabytes long; std::regex recurses once per character):
+// network and can be megabytes long; libstdc++'s regex recurses once per character):
 //   label      `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
 //   subdomain  `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
 //   DNS-1035   `[a-z]([-a-z0-9]*[a-z0-9])?`
