@@ -80,12 +80,12 @@ absl::StatusOr<LeafBytes> ToBytes(const Tree& leaf) {
   }
 }
 
-// How much of a refused pattern an error message repeats (a pattern from Git can be huge).
-constexpr size_t kMaxPatternEcho = 200;
+// How much of a refused value an error message repeats (values from Git can be huge).
+constexpr size_t kMaxEcho = 200;
 
 std::string Shortened(absl::string_view text) {
-  if (text.size() <= kMaxPatternEcho) return std::string(text);
-  return absl::StrCat(text.substr(0, kMaxPatternEcho), "...");
+  if (text.size() <= kMaxEcho) return std::string(text);
+  return absl::StrCat(text.substr(0, kMaxEcho), "...");
 }
 
 // Which leaves a rule selects (sops Metadata.shouldBeEncrypted), with Go regexp.Match's
@@ -197,7 +197,8 @@ absl::StatusOr<Tree> TypedLeaf(const std::string& bytes, const std::string& type
 absl::StatusOr<std::string> CanonicalLastModified(const std::string& text) {
   const std::optional<Rfc3339Parts> parts = MatchRfc3339(text);
   if (!parts)
-    return absl::InvalidArgumentError(absl::StrCat("sops.lastmodified is not RFC 3339: ", text));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sops.lastmodified is not RFC 3339: ", Shortened(text)));
   std::string base(parts->date_time);
   base[10] = 'T';
   std::string zone(parts->zone);
