@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
@@ -44,17 +44,38 @@ std::string Uid(int n) { return absl::StrFormat("00000000-0000-4000-8000-%012d",
 std::string AuditId(int n) { return absl::StrFormat("a0000000-0000-4000-8000-%012d", n); }
 std::string Ns(int n) { return absl::StrCat("mutationlab-", n); }
 
+// One `<([A-Za-z]+)(?:-([0-9]+))?>` at `at`: its length, the kind and the number (0 if none).
+size_t MatchPlaceholder(const std::string& text, size_t at, std::string* kind, int* n) {
+  if (text[at] != '<') return 0;
+  size_t i = at + 1;
+  while (i < text.size() && absl::ascii_isalpha(text[i])) ++i;
+  if (i == at + 1) return 0;
+  *kind = text.substr(at + 1, i - at - 1);
+  *n = 0;
+  if (i < text.size() && text[i] == '-') {
+    const size_t digits = i + 1;
+    size_t j = digits;
+    while (j < text.size() && absl::ascii_isdigit(text[j])) ++j;
+    if (j > digits && j < text.size() && text[j] == '>') {
+      *n = std::stoi(text.substr(digits, j - digits));
+      return j + 1 - at;
+    }
+  }
+  return i < text.size() && text[i] == '>' ? i + 1 - at : 0;
+}
+
 absl::StatusOr<std::string> Substitute(const std::string& text) {
-  static const std::regex placeholder("<([A-Za-z]+)(?:-([0-9]+))?>");
   std::string out;
-  auto begin = std::sregex_iterator(text.begin(), text.end(), placeholder);
-  size_t last = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    const std::smatch& m = *it;
-    out.append(text, last, static_cast<size_t>(m.position(0)) - last);
-    last = static_cast<size_t>(m.position(0) + m.length(0));
-    const std::string kind = m[1];
-    const int n = m[2].matched ? std::stoi(m[2]) : 0;
+  for (size_t at = 0; at < text.size();) {
+    std::string kind;
+    int n = 0;
+    const size_t length = MatchPlaceholder(text, at, &kind, &n);
+    if (length == 0) {
+      out += text[at++];
+      continue;
+    }
+    const std::string placeholder = text.substr(at, length);
+    at += length;
     if (kind == "rv") {
       out += Rv(n);
     } else if (kind == "uid") {
@@ -72,10 +93,9 @@ absl::StatusOr<std::string> Substitute(const std::string& text) {
     } else if (kind == "rand") {
       out += absl::StrCat("rnd", n);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown placeholder ", m.str(0)));
+      return absl::InvalidArgumentError(absl::StrCat("unknown placeholder ", placeholder));
     }
   }
-  out.append(text, last, std::string::npos);
   return out;
 }
 
@@ -112,8 +132,11 @@ json ToJson(const YAML::Node& node) {
       if (node.Tag() == "!") return s;  // quoted or block scalar
       if (s == "null" || s == "~") return nullptr;
       if (s == "true" || s == "false") return s == "true";
-      static const std::regex integer("-?[0-9]+");
-      if (std::regex_match(s, integer)) return std::stoll(s);
+      const size_t digits = s.size() > 0 && s[0] == '-' ? 1 : 0;  // `-?[0-9]+`
+      const bool integer =
+          s.size() > digits &&
+          std::all_of(s.begin() + digits, s.end(), [](char c) { return absl::ascii_isdigit(c); });
+      if (integer) return std::stoll(s);
       return s;
     }
     default:

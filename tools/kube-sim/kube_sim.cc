@@ -489,7 +489,7 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
   const auto& req = *ctx.req;
   Reply ok = Reply::Of(200, {{"ok", true}});
   if (req.path == "/_sim/faults" && req.method == "POST") {
-    Json j = Json::parse(req.body, nullptr, false);
+    Json j = ParseJson(req.body);
     ApiOr<FaultRule> rule = FaultRule::FromJson(j);
     if (!rule.ok()) return Reply::Err(rule.error());
     faults_.Add(*rule);
@@ -509,7 +509,7 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
   }
   if (req.path == "/_sim/audit" && req.method == "POST") {
     // {"hold": true} queues audit events without sending them; {"hold": false} releases them.
-    Json j = Json::parse(req.body, nullptr, false);
+    Json j = ParseJson(req.body);
     if (!j.is_object() || !j.contains("hold") || !j["hold"].is_boolean()) {
       return Reply::Err(BadRequest("want {\"hold\": true|false}"));
     }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -297,6 +299,66 @@ TEST_F(KubeSimTest, OddlyTypedBodiesNeverTakeTheServerDown) {
     ASSERT_TRUE(res) << q;
   }
   EXPECT_EQ(client_->Get("/api/v1/namespaces/default/configmaps/target")->status, 200);
+}
+
+// Bodies that would overflow the stack (deep nesting, alias cycles) or take it forever (alias
+// bombs, megabyte names) are 4xx answers, and the server keeps serving.
+TEST_F(KubeSimTest, DeepAliasedAndHugeBodiesNeverTakeTheServerDown) {
+  const auto nested = [](const std::string& name, int depth) {
+    std::string extra;
+    for (int i = 0; i < depth; ++i) extra += "{\"a\":";
+    extra += "1" + std::string(depth, '}');
+    return absl::StrCat(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")", name,
+                        R"("},"data":{"k":"v"},"extra":)", extra, "}");
+  };
+  const std::string path = "/api/v1/namespaces/default/configmaps";
+  auto within = client_->Post(path.c_str(), nested("deep-ok", 1990), "application/json");
+  ASSERT_TRUE(within);
+  EXPECT_EQ(within->status, 201) << within->body.substr(0, 300);
+  EXPECT_EQ(client_->Get((path + "/deep-ok").c_str())->status, 200);
+
+  const std::string too_deep = nested("deep-ok", 100000);
+  for (const char* type : {"application/json", "application/yaml"}) {
+    auto post = client_->Post(path.c_str(), too_deep, type);
+    ASSERT_TRUE(post) << type;
+    EXPECT_EQ(post->status, 400) << type;
+    EXPECT_THAT(Body(post)["message"].get<std::string>(), HasSubstr("exceeded max depth"));
+  }
+  auto put = client_->Put((path + "/deep-ok").c_str(), too_deep, "application/json");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 400);
+  for (const char* type : {"application/merge-patch+json", "application/strategic-merge-patch+json",
+                           "application/json-patch+json", "application/apply-patch+yaml"}) {
+    auto patch = client_->Patch((path + "/deep-ok?fieldManager=m").c_str(), too_deep, type);
+    ASSERT_TRUE(patch) << type;
+    EXPECT_EQ(patch->status, 400) << type;
+  }
+  auto del = client_->Delete((path + "/deep-ok").c_str(), too_deep, "application/json");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 400);
+
+  auto cycle = client_->Post(path.c_str(),
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx: &x [*x]\n",
+                             "application/yaml");
+  ASSERT_TRUE(cycle);
+  EXPECT_EQ(cycle->status, 400);
+  std::string bomb = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\na: &a [x, x, x, x]\n";
+  for (char c = 'b'; c <= 'm'; ++c) {
+    const char prev = static_cast<char>(c - 1);
+    bomb += absl::StrFormat("%c: &%c [*%c, *%c, *%c, *%c]\n", c, c, prev, prev, prev, prev);
+  }
+  auto bombed = client_->Post(path.c_str(), bomb, "application/yaml");
+  ASSERT_TRUE(bombed);
+  EXPECT_EQ(bombed->status, 400);
+  EXPECT_THAT(Body(bombed)["message"].get<std::string>(), HasSubstr("excessive aliasing"));
+
+  auto huge_name = Post(path, {{"metadata", {{"name", std::string(1 << 20, 'a')}}}});
+  ASSERT_TRUE(huge_name);
+  EXPECT_EQ(huge_name->status, 422);
+  auto huge_ns = Post("/api/v1/namespaces", {{"metadata", {{"name", std::string(1 << 20, 'a')}}}});
+  ASSERT_TRUE(huge_ns);
+  EXPECT_EQ(huge_ns->status, 422);
+  CreateConfigMap("still-serving");
 }
 
 TEST_F(KubeSimTest, PatchFlavoursAndNoOpDoesNotBumpResourceVersion) {

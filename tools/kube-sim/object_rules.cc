@@ -1,7 +1,6 @@
 #include "tools/kube-sim/object_rules.h"
 
 #include <random>
-#include <regex>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -20,10 +19,9 @@ std::mt19937_64& Rng() {
 }
 
 std::vector<std::string> ValidateDns1035(const std::string& value) {
-  static const std::regex kRe("[a-z]([-a-z0-9]*[a-z0-9])?");
   std::vector<std::string> errs;
   if (value.size() > 63) errs.push_back("must be no more than 63 characters");
-  if (!std::regex_match(value, kRe)) {
+  if (!IsDns1035Label(value)) {
     errs.push_back(
         "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
         "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "

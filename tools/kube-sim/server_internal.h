@@ -92,16 +92,6 @@ struct Ctx {
   }
 };
 
-// The parser's message for a body that is not JSON.
-inline std::string JsonParseError(const std::string& body) {
-  try {
-    Json ignored = Json::parse(body);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 inline std::string MediaType(const std::string& content_type) {
   std::string t(absl::StripAsciiWhitespace(content_type.substr(0, content_type.find(';'))));
   return absl::AsciiStrToLower(t);

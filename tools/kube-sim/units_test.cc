@@ -1,14 +1,22 @@
-// Unit tests of the pure pieces: patches, selectors, names, store history, request parsing.
+// Unit tests of the pure pieces: patches, selectors, names, YAML typing, store history, request
+// parsing.
 
+#include <cmath>
+#include <random>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "re2/re2.h"
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/names.h"
 #include "tools/kube-sim/patch.h"
 #include "tools/kube-sim/request_info.h"
 #include "tools/kube-sim/selectors.h"
 #include "tools/kube-sim/store.h"
+#include "tools/kube-sim/yaml_json.h"
 
 namespace reverser::kubesim {
 namespace {
@@ -82,6 +90,108 @@ TEST(NamesTest, RealValidationMessages) {
   EXPECT_FALSE(ValidateLabel("a.b").empty());
   EXPECT_TRUE(ValidatePathSegment("system:controller:x").empty());
   EXPECT_THAT(ValidatePathSegment("a/b"), ::testing::ElementsAre("may not contain '/'"));
+}
+
+// The scanners against the patterns apimachinery states (and the old code matched with): edge
+// cases, short random strings compared with RE2, and megabyte names answered without a crash.
+TEST(NamesTest, ScannersMatchTheValidationPatterns) {
+  const RE2 label("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  const RE2 subdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  const RE2 dns1035("[a-z]([-a-z0-9]*[a-z0-9])?");
+  const auto check = [&](const std::string& s) {
+    EXPECT_EQ(IsDns1123Label(s), RE2::FullMatch(s, label)) << s;
+    EXPECT_EQ(IsDns1123Subdomain(s), RE2::FullMatch(s, subdomain)) << s;
+    EXPECT_EQ(IsDns1035Label(s), RE2::FullMatch(s, dns1035)) << s;
+  };
+  for (const char* s :
+       {"",     "a",  "0",  "-",    "a-",   "-a", "a-b", "a--b", "1a",       "a.b",
+        "a..b", ".a", "a.", "a.-b", "a-.b", "A",  "a_b", "a b",  "\xc3\xa9", "9.9.9"}) {
+    check(s);
+  }
+  EXPECT_TRUE(IsDns1123Subdomain("a.b-c.d0"));
+  EXPECT_FALSE(IsDns1123Label("a.b"));
+  EXPECT_FALSE(IsDns1035Label("1a"));
+  std::mt19937 rng(1123);
+  const std::string alphabet = "az09-.A_";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s(rng() % 9, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    check(s);
+  }
+  const std::string huge(1 << 20, 'a');
+  EXPECT_THAT(ValidateSubdomain(huge),
+              ::testing::ElementsAre("must be no more than 253 characters"));
+  EXPECT_THAT(ValidateLabel(huge), ::testing::ElementsAre("must be no more than 63 characters"));
+  EXPECT_EQ(ValidateSubdomain(huge + "-").size(), 2u);
+}
+
+// Plain scalars are typed by shape: `[-+]?[0-9]+` as integers, the YAML float shape as floats,
+// as the old regular expressions did (compared on short random strings), and in linear time.
+TEST(YamlJsonTest, PlainScalarsAreTypedByTheirShape) {
+  const RE2 integer("[-+]?[0-9]+");
+  const RE2 floating("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+  const auto expected = [&](const std::string& s) -> Json {
+    if (s.empty()) return nullptr;
+    int64_t i;
+    if (RE2::FullMatch(s, integer) && absl::SimpleAtoi(s, &i)) return i;
+    double d;
+    if (RE2::FullMatch(s, floating) && absl::SimpleAtod(s, &d)) return d;
+    return s;
+  };
+  const auto typed = [](const std::string& s) -> Json {
+    ApiOr<Json> doc = ParseYamlOrJson("v: " + s + "\n");
+    EXPECT_TRUE(doc.ok()) << s;
+    return doc.ok() ? (*doc)["v"] : Json("<error>");
+  };
+  EXPECT_EQ(typed("017"), Json(17));
+  EXPECT_EQ(typed("-5"), Json(-5));
+  EXPECT_EQ(typed("1.5e3"), Json(1500.0));
+  EXPECT_EQ(typed(".5"), Json(0.5));
+  EXPECT_EQ(typed("1."), Json(1.0));
+  EXPECT_EQ(typed("1e"), Json("1e"));
+  EXPECT_EQ(typed("0x1F"), Json("0x1F"));
+  EXPECT_EQ(typed("99999999999999999999"), Json(1e20));
+  std::mt19937 rng(12);
+  const std::string alphabet = "0189.eE+-x";
+  for (int i = 0; i < 4000; ++i) {
+    std::string s(1 + rng() % 8, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    if (s[0] == '-' && (s.size() == 1 || s[1] == ' ')) continue;  // a sequence entry, not a scalar
+    const Json want = expected(s);
+    const Json got = typed(s);
+    if (want.is_number_float() && std::isnan(want.get<double>())) continue;
+    EXPECT_EQ(got, want) << s;
+  }
+  for (const std::string& s : {std::string(1 << 20, '7'), "." + std::string(1 << 20, '5'),
+                               "-" + std::string(1 << 20, '1') + "e5", std::string(1 << 20, 'x')}) {
+    EXPECT_EQ(typed(s), expected(s)) << s.substr(0, 10);
+  }
+}
+
+// An alias inside its own anchor is a cycle in yaml-cpp's node graph, and aliases multiply a
+// small document: both are a 400, as deep nesting is.
+TEST(YamlJsonTest, AliasCyclesBombsAndDeepNestingAreBadRequests) {
+  ApiOr<Json> cycle = ParseYamlOrJson("a: &x [1, *x]\n");
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_EQ(cycle.error().code, 400);
+  EXPECT_THAT(cycle.error().message, ::testing::HasSubstr("exceeded max depth"));
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 0; i < 8; ++i) {
+    const std::string name(1, static_cast<char>('b' + i));
+    const std::string previous(1, static_cast<char>('a' + i));
+    bomb += absl::StrCat(name, ": &", name, " [*", previous);
+    for (int k = 0; k < 9; ++k) bomb += absl::StrCat(", *", previous);
+    bomb += "]\n";
+  }
+  ApiOr<Json> bombed = ParseYamlOrJson(bomb);
+  ASSERT_FALSE(bombed.ok());
+  EXPECT_THAT(bombed.error().message, ::testing::HasSubstr("excessive aliasing"));
+  ApiOr<Json> deep = ParseYamlOrJson("a: " + std::string(100000, '['));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.error().code, 400);
+  std::string nested;
+  for (int i = 0; i < 3000; ++i) nested += std::string(i, ' ') + "a:\n";
+  EXPECT_FALSE(ParseYamlOrJson(nested).ok());
 }
 
 TEST(RequestInfoTest, PathsAndVerbs) {

@@ -12,7 +12,7 @@ namespace {
 // The request's DeleteOptions (an empty body: none), kept for the audit log.
 ApiOr<Json> ReadDeleteOptions(Ctx& ctx) {
   if (ctx.req->body.empty()) return Json::object();
-  Json options = Json::parse(ctx.req->body, nullptr, false);
+  Json options = ParseJson(ctx.req->body);
   if (options.is_discarded() || !options.is_object()) {
     return BadRequest("json parse error in DeleteOptions");
   }
@@ -34,7 +34,7 @@ std::string KubeSim::Impl::FieldManager(const Ctx& ctx) const {
 std::optional<ApiError> KubeSim::Impl::ParseBody(Ctx& ctx, Json& out, bool yaml_ok) {
   std::string media = MediaType(ctx.req->get_header_value("Content-Type"));
   if (media.empty() || media == "application/json" || media == "*/*") {
-    out = Json::parse(ctx.req->body, nullptr, false);
+    out = ParseJson(ctx.req->body);
     if (out.is_discarded()) {
       return BadRequest(absl::StrCat("json parse error: ", JsonParseError(ctx.req->body)));
     }
@@ -291,7 +291,7 @@ Reply KubeSim::Impl::Patch(Ctx& ctx) {
                                 {FieldRequired("fieldManager", "is required for apply patch")}));
     }
   } else {
-    patch = Json::parse(ctx.req->body, nullptr, false);
+    patch = ParseJson(ctx.req->body);
     if (patch.is_discarded()) {
       return Reply::Err(
           BadRequest(absl::StrCat("error decoding patch: ", JsonParseError(ctx.req->body))));
