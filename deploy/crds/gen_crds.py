@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the five configbutler.ai/v1alpha3 CRDs of reverser into this folder.
 
-The CRDs reproduce gitops-reverser v0.36.0 (../shared/reference/gitops-reverser.md §1.3-1.4).
+The CRDs reproduce gitops-reverser v0.36.0 (docs/behaviour.md, CRDs and Status conditions).
 One generator keeps the shared parts (conditions, refs, stream summary) identical in every file.
 Run `python3 deploy/crds/gen_crds.py` after editing, and commit the YAML it writes; the test
 //deploy/crds:crds_test checks the YAML's structure.

@@ -2,7 +2,8 @@
 
 // The API server's audit log as the audit webhook receives it (`audit.k8s.io/v1` EventList):
 // decoding, the reference's per-event filters with their outcome labels, the effective user, and
-// the author facts an accepted event yields (gitops-reverser §2A.16, behaviours 22, 23, 26).
+// the author facts an accepted event yields (docs/behaviour.md, Author attribution; checklist
+// items 22, 23, 26).
 //
 // An EventList is decoded once (simdjson On-Demand, one pass) into compact AuditEvents holding
 // exactly the fields the filters, facts and metric labels read; the request and response bodies

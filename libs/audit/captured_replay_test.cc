@@ -2,7 +2,7 @@
 // (tests/testdata/k8s/captured/**/audit.*.yaml, placeholders substituted) and the YAML
 // payloads of gitops-reverser's own webhook tests (tests/testdata/k8s/audit/) — through the
 // reference's filters and fact extraction into a real Redis, and checks the exact outcome of every
-// event and the exact fact keys and values it leaves (gitops-reverser.md §2A.6, §2A.16).
+// event and the exact fact keys and values it leaves (docs/behaviour.md, Author attribution).
 //
 // Each file is replayed alone into an empty database, so a file's expectations do not depend on
 // the others. Facts go through AuthorFactStore as the materializer's RedisFactSink writes them:
@@ -207,8 +207,8 @@ std::string CapturedFile(const std::string& scenario) {
   return absl::StrCat(kCaptured, "/", scenario);
 }
 
-// What the reference defines for each captured event (§2A.16 filters, identity backfill,
-// post-write RV, effective user, deletecollection expansion).
+// What the reference defines for each captured event (docs/behaviour.md, Author attribution:
+// filters, identity backfill, post-write RV, effective user, deletecollection expansion).
 std::vector<Case> CapturedCases() {
   const std::string ns = Ns(1);
   const std::string id1 = AuditId(1);

@@ -1,6 +1,6 @@
 #pragma once
 
-// Who a commit names (reference §2A.13, `internal/git/commit.go`): the committer is always the
+// Who a commit names (docs/behaviour.md, Commit identities): the committer is always the
 // operator; the author is the resolved actor, with display name and email derived from the
 // username and the OIDC claims the audit event carried.
 

@@ -1,6 +1,7 @@
 #pragma once
 
-// Commit message data and templates for the three commit kinds (reference §2A.13):
+// Commit message data and templates for the three commit kinds (docs/behaviour.md, Commit
+// messages):
 //   event     — one event (also a grouped unit holding exactly one event);
 //   group     — a window of several events by one author for one GitTarget;
 //   reconcile — a resync / atomic write, authored by the operator.

@@ -39,7 +39,7 @@ struct RepositoryOptions {
   size_t pack_threshold = kDefaultPackThreshold;
 };
 
-// Where a branch worker keeps its clone (reference §2A.12):
+// Where a branch worker keeps its clone (docs/behaviour.md, Local clones):
 // <root>/<provider namespace>/<provider>/<branch>/repos/<first 16 hex of SHA-256(url)>.
 std::string LocalClonePath(absl::string_view root, absl::string_view provider_namespace,
                            absl::string_view provider, absl::string_view branch,

@@ -1,6 +1,6 @@
 #pragma once
 
-// Where an object's file lives in Git (reference §2A.12): the built-in canonical path,
+// Where an object's file lives in Git (docs/behaviour.md, Git layout): the canonical path,
 // placement templates, and the write-jail checks every path passes before a byte is written.
 
 #include <string>
@@ -86,8 +86,8 @@ absl::StatusOr<std::string> JoinTargetPath(absl::string_view target_path,
 // resource non-empty where required and free of separators.
 absl::Status ValidateIdentity(const ObjectIdentity& id);
 
-// Reference §2A.9: core `secrets` are always sensitive; `additional` entries name more types
-// as `resource` (core) or `group/resource`.
+// Core `secrets` are always sensitive (docs/behaviour.md, Which resources are sensitive);
+// `additional` entries name more types as `resource` (core) or `group/resource`.
 bool IsSensitiveResource(const core::GroupVersionResource& gvr,
                          const std::vector<std::string>& additional = {});
 

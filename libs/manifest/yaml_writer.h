@@ -17,7 +17,8 @@ namespace reverser::manifest {
 absl::StatusOr<std::string> MarshalYaml(const nlohmann::json& value);
 
 enum class MetadataOrder {
-  // name, namespace, labels, annotations — the order the reference documents (§2A.5).
+  // name, namespace, labels, annotations — the order the reference documents
+  // (docs/behaviour.md, YAML rendering).
   kIdentityFirst,
   // annotations, labels, name, namespace — what v0.36.0 actually emits (its metadata is a Go
   // map, which go-yaml sorts); choose this for byte-identical files.

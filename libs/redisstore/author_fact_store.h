@@ -1,7 +1,7 @@
 #pragma once
 
 // Author facts from the audit webhook, byte-compatible with gitops-reverser v0.36.0
-// (../shared/reference/gitops-reverser.md §2A.6, §2A.16):
+// (docs/behaviour.md, Author attribution):
 //   P:author:v1:audit:<GR>:object:<uid>:<rv>  exact fact        (uid and rv known)
 //   P:author:v1:audit:<GR>:object:<uid>:last  last-writer copy  (every uid-bearing fact)
 //   P:author:v1:audit:<GR>:rv:<rv>            rv-only hatch     (rv known, no uid)

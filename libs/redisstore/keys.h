@@ -4,8 +4,8 @@
 // docs/redis-keys.md). `P` is the validated prefix; `GR` is `resource` for the core group and
 // `group/resource` otherwise (never `resource.group`); scope is `cluster` or `ns:<namespace>`.
 // The author-fact and watch-cursor families are byte-compatible with gitops-reverser v0.36.0
-// (../shared/reference/gitops-reverser.md §2A.6): uid, rv and namespace segments are escaped
-// one-way (`%` -> `%25`, `:` -> `%3A`) so a segment can never forge a key boundary.
+// (docs/behaviour.md, Redis key schema of the reference): uid, rv and namespace segments are
+// escaped one-way (`%` -> `%25`, `:` -> `%3A`) so a segment can never forge a key boundary.
 
 #include <optional>
 #include <string>
@@ -85,7 +85,7 @@ std::string SpliceAckedKey(const KeyPrefix& prefix, absl::string_view target_uid
 // SCAN MATCH pattern for every acked key of one target (GitTarget deletion).
 std::string SpliceAckedPattern(const KeyPrefix& prefix, absl::string_view target_uid);
 
-// ---- Reference-compatible families (gitops-reverser v0.36.0 §2A.6) ----
+// ---- Reference-compatible families (gitops-reverser v0.36.0) ----
 
 // P:author:v1:audit:<GR>:object:<uid>:<rv>
 std::string AuthorFactExactKey(const KeyPrefix& prefix, absl::string_view group_resource,

@@ -1,7 +1,8 @@
 #pragma once
 
 // The Redis materialization of one (GVR, scope): an RV-ordered change stream plus a checkpoint
-// (design §3). Invariants kept here, atomically, so no caller can break them:
+// (docs/design.md, Redis materialization). Invariants kept here, atomically, so no caller can
+// break them:
 //   * every stream entry lies strictly above the stream top AND above the checkpoint position;
 //     an entry that would not is diverted (not written) and counted, never reordered;
 //   * the checkpoint (items + position) is replaced in one step: a new generation is written to

@@ -1,7 +1,7 @@
 #pragma once
 
 // Turns a live Kubernetes object into the desired-state projection that is written to Git
-// (reference §2A.5, `internal/sanitize`), and fingerprints it for no-op detection.
+// (docs/behaviour.md, Sanitization), and fingerprints it for no-op detection.
 
 #include <string>
 
@@ -43,7 +43,7 @@ bool IsOperationalLabel(absl::string_view key);
 bool IsOperationalAnnotation(absl::string_view key);
 
 // Hex SHA-256 of CanonicalJson(sanitized): equal for objects whose Git content is equal, so a
-// status-only UPDATE can be dropped (reference §2A.4 step 7).
+// status-only UPDATE can be dropped (docs/behaviour.md, No-op dedup).
 std::string ContentHash(const nlohmann::json& sanitized);
 
 // Sanitize + ContentHash.

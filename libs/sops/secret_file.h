@@ -1,8 +1,9 @@
 #pragma once
 
-// What the gitworker needs to keep sensitive objects out of Git in plaintext (reference
-// §2A.9): the `.sops.yaml` file content for a sanitized object, encrypted in-process to real
-// SOPS YAML with age recipients, and the bootstrap `.sops.yaml` creation rules.
+// What the gitworker needs to keep sensitive objects out of Git in plaintext (docs/behaviour.md,
+// Sensitive resources and encryption): the `.sops.yaml` file content for a sanitized object,
+// encrypted in-process to real SOPS YAML with age recipients, and the bootstrap `.sops.yaml`
+// creation rules.
 //
 // Rendering is this folder's own sops-style emitter (sops_yaml.h: indent 4, indented sequences,
 // as the reference's sops 3.11.0 writes), not libs/manifest: sops re-emits the whole file, and

@@ -2,7 +2,7 @@
 
 // SOPS documents (the format `sops --encrypt` writes, sops 3.7 - 3.13): values encrypted with
 // AES-256-GCM under one data key, the key wrapped per age recipient, and a MAC over every value.
-// Works on ordered trees (sops_yaml.h); see ../shared/reference/sops-age.md §2 - §4.
+// Works on ordered trees (sops_yaml.h); format rules in docs/behaviour.md, SOPS file format.
 
 #include <string>
 #include <vector>

@@ -19,7 +19,7 @@
 
 namespace reverser::catalog {
 
-// GitProvider reasons (reference §1.3).
+// GitProvider reasons (docs/behaviour.md, Status conditions).
 namespace reason {
 inline constexpr char kReady[] = "Ready";
 inline constexpr char kChecking[] = "Checking";

@@ -35,7 +35,7 @@ struct BranchKey {
   auto operator<=>(const BranchKey&) const = default;
 };
 
-// Why an open commit window was closed (reference §2A.13).
+// Why an open commit window was closed (docs/behaviour.md, Window key and finalize reasons).
 enum class FinalizeReason {
   kTimer,
   kAuthorOrTargetChange,

@@ -1,9 +1,9 @@
 #pragma once
 
 // Where each object's document lives under a GitTarget's path, found by identity rather than by
-// path (reference §2A.11 "match-first"): an object already in Git is updated or deleted in the
-// file it lives in, even if a placement template or a person put it somewhere else. Built by
-// scanning the YAML files under the path at one commit, then kept current with our own writes.
+// path (docs/behaviour.md, Match-first editing): an object already in Git is updated or deleted
+// in the file it lives in, even if a placement template or a person put it somewhere else. Built
+// by scanning the YAML files under the path at one commit, then kept current with our own writes.
 
 #include <map>
 #include <optional>

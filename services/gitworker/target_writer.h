@@ -108,8 +108,9 @@ struct ResyncChanges {
 };
 ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
 
-// The bootstrap files of a target path (reference §2A.12): README.md, .gittargetignore (fully
-// commented), and .sops.yaml when age recipients are configured. Keys are full repo paths.
+// The bootstrap files of a target path (docs/behaviour.md, Bootstrap files): README.md,
+// .gittargetignore (fully commented), and .sops.yaml when age recipients are configured. Keys
+// are full repo paths.
 std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings);
 
 // The marker whose absence means the target path was never bootstrapped.

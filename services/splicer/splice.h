@@ -1,7 +1,8 @@
 #pragma once
 
 // The splice and the live-event derivation for one (GitTarget, type, scope), as pure functions
-// over what the materializer stored (design §4; reference §2A.4–2A.5):
+// over what the materializer stored (docs/design.md, Splice, watermark and delivery;
+// docs/behaviour.md, Watching and replay and Sanitization):
 //   * BuildSnapshot: checkpoint R + stream entries after R, folded last-writer-wins with deletes
 //     dropping, scoped to the target's namespaces, sanitized → ClusterSnapshot{Desired,
 //     Revision, CoverageHead}. No checkpoint → no snapshot (fail closed).

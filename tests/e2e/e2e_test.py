@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""End-to-end behaviours of reverser (gitops-reverser v0.36.0 §6) with the real processes wired as
-in production: kube-sim (HTTPS, token users, audit over mTLS), redis-server, the four services,
-a bare Git remote, driven by the real kubectl 1.33 and verified with the git CLI.
+"""End-to-end behaviours of reverser (docs/behaviour.md, Compatibility checklist) with the real
+processes wired as in production: kube-sim (HTTPS, token users, audit over mTLS), redis-server,
+the four services, a bare Git remote, driven by the real kubectl 1.33 and verified with the git
+CLI.
 
-Each test is named after the behaviour it checks (number from the reference's §6 list). Three
+Each test is named after the behaviour it checks (its number in that checklist). Three
 stacks, one per class: E2E (commit window 0, no cooldown, Secrets encrypted with age, a
 ClusterWatchRule for clusterroles), E2ECommitWindowAndCooldown (a 90 s window and a 3 s push
 cooldown) and E2ELegacyServer (kube-sim's legacy profile: no WatchList). Late audit delivery,

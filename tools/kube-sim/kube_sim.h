@@ -9,7 +9,7 @@
 //   sim->Compact();                           // older resourceVersions now get 410 Expired
 //   sim->DropWatches();                       // cut every open watch connection
 //
-// Wire behaviour follows ../shared/reference/kubernetes-protocol.md §2–§4.
+// Wire behaviour follows docs/behaviour.md, Kubernetes API wire facts.
 
 #include <memory>
 #include <optional>
