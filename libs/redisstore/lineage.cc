@@ -71,6 +71,22 @@ std::optional<StateLoss> StateLossOf(const absl::Status& status) {
 
 LineageTracker::Judgement LineageTracker::Observe(const LineageMark& mark) {
   std::lock_guard lock(mu_);
+  return ObserveLocked(mark);
+}
+
+uint64_t LineageTracker::epoch() const {
+  std::lock_guard lock(mu_);
+  return epoch_;
+}
+
+std::optional<LineageTracker::Judgement> LineageTracker::ObserveIfCurrent(const LineageMark& mark,
+                                                                         uint64_t epoch) {
+  std::lock_guard lock(mu_);
+  if (epoch != epoch_) return std::nullopt;
+  return ObserveLocked(mark);
+}
+
+LineageTracker::Judgement LineageTracker::ObserveLocked(const LineageMark& mark) {
   if (mark.checkpoint.has_value() && mark.damaged) {
     return {Verdict::kLost, StateLoss::kCheckpointDamaged};
   }
@@ -111,6 +127,7 @@ void LineageTracker::Advance(core::StreamPosition position) {
 
 void LineageTracker::Rebase(absl::string_view incarnation, core::StreamPosition position) {
   std::lock_guard lock(mu_);
+  ++epoch_;
   known_ = true;
   incarnation_ = std::string(incarnation);
   head_ = position;  // what Redis now holds, whatever was seen before
@@ -119,6 +136,7 @@ void LineageTracker::Rebase(absl::string_view incarnation, core::StreamPosition 
 
 void LineageTracker::Reset() {
   std::lock_guard lock(mu_);
+  ++epoch_;
   known_ = false;
   incarnation_.clear();
   head_ = core::StreamPosition::Zero();

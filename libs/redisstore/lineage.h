@@ -21,6 +21,7 @@
 // Thread-safe: the materializer's append writer and its watch thread share one tracker.
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -77,10 +78,16 @@ class LineageTracker {
   struct Judgement {
     Verdict verdict = Verdict::kNone;
     std::optional<StateLoss> loss;  // set with kLost
+    bool operator==(const Judgement&) const = default;
   };
 
   // Judges `mark` against what was seen and, unless it is a loss, remembers it.
   Judgement Observe(const LineageMark& mark);
+  // Changes with every Rebase: a mark read before one says nothing about the lineage after it.
+  uint64_t epoch() const;
+  // Observe for a mark read while epoch() was `epoch`; nullopt (nothing judged or remembered)
+  // when a Rebase came in between (a check on another thread racing the writer's own swap).
+  std::optional<Judgement> ObserveIfCurrent(const LineageMark& mark, uint64_t epoch);
   // The observer itself reached `position` (an entry it read or appended).
   void Advance(core::StreamPosition position);
   // The observer installed a checkpoint of `incarnation` at `position` (its own swap): that is
@@ -95,7 +102,10 @@ class LineageTracker {
 
  private:
   static constexpr size_t kMaxStale = 8;
+  Judgement ObserveLocked(const LineageMark& mark);
+
   mutable std::mutex mu_;
+  uint64_t epoch_ = 0;
   bool known_ = false;
   std::string incarnation_;
   core::StreamPosition head_;

@@ -89,6 +89,22 @@ TEST(LineageTrackerTest, RebaseTakesTheWritersOwnCheckpointAsTheTruth) {
   EXPECT_EQ(tracker.Observe(Mark(StreamPosition::EndOf(30), "b")).verdict, Verdict::kSame);
 }
 
+TEST(LineageTrackerTest, AMarkReadBeforeTheWritersOwnSwapIsNotJudged) {
+  LineageTracker tracker;
+  tracker.Rebase("a", StreamPosition::EndOf(10));
+  tracker.Advance(StreamPosition(20, 0));
+  const uint64_t epoch = tracker.epoch();
+  LineageMark before_swap = Mark(StreamPosition::EndOf(10), "a", StreamPosition(20, 0));
+  tracker.Rebase("b", StreamPosition::EndOf(30));  // lands between the read and the judgement
+  EXPECT_EQ(tracker.ObserveIfCurrent(before_swap, epoch), std::nullopt);
+  EXPECT_EQ(tracker.incarnation(), "b");
+  auto current = tracker.ObserveIfCurrent(Mark(StreamPosition::EndOf(30), "b"), tracker.epoch());
+  ASSERT_TRUE(current.has_value());
+  EXPECT_EQ(current->verdict, Verdict::kSame);
+  // Without the epoch the stale mark would have been judged a loss.
+  EXPECT_EQ(tracker.Observe(before_swap).loss, StateLoss::kWentBackwards);
+}
+
 TEST(LineageTrackerTest, StateLostErrorCarriesItsReason) {
   absl::Status lost = StateLostError(StateLoss::kWentBackwards, "appending to s");
   EXPECT_TRUE(absl::IsDataLoss(lost));

@@ -206,6 +206,113 @@ TEST_F(MaterializerTest, ExpiredResourceVersionRebuildsTheCheckpoint) {
   resumed.Stop();
 }
 
+double StateLost(runtime::MetricsRegistry& metrics, const std::string& reason) {
+  return metrics
+      .GetCounter("reverser_materializer_state_lost_total", "",
+                  {{"group", ""},
+                   {"version", "v1"},
+                   {"resource", "configmaps"},
+                   {"scope", "ns:team"},
+                   {"reason", reason}})
+      .Value();
+}
+
+// Redis restarted empty (no persistence) while changes flow: the next append notices, the watch
+// relists, and the materialization holds the cluster state again, without a restart.
+TEST_F(MaterializerTest, RedisRestartedEmptyIsRebuiltWhileChangesFlow) {
+  PutConfigMap("a", "1");
+  PutConfigMap("b", "1");
+  TypeMaterializerOptions options = Options();
+  options.state_check_interval = absl::Hours(1);  // here the appends notice it
+  TypeMaterializer worker(client_, options, &metrics_);
+  worker.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  PutConfigMap("a", "2");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+
+  ASSERT_TRUE(redis_->Restart().ok());
+  PutConfigMap("c", "1");
+  DeleteConfigMap("b");
+  PutConfigMap("a", "3");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)))
+      << "materialized " << MaterializedState().size() << " objects";
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  EXPECT_EQ(worker.Status().replays, 2);
+  EXPECT_EQ(StateLost(metrics_, "checkpoint_vanished"), 1);
+  auto meta = redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:meta", "incarnation"});
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->size(), 17u) << *meta;  // a new incarnation (16 hex digits and a newline)
+  // Later changes are appended as before.
+  const int64_t appended = worker.Status().appended;
+  PutConfigMap("d", "1");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().appended > appended; },
+                               absl::Seconds(20)));
+  worker.Stop();
+}
+
+// No change at all: the idle check notices, and until the rebuild's LIST succeeds the status says
+// why the materialization is replaying (never an old checkpoint from memory).
+TEST_F(MaterializerTest, LostStateIsNoticedWithoutChangesAndShownUntilRebuilt) {
+  PutConfigMap("a", "1");
+  TypeMaterializerOptions options = Options();
+  options.state_check_interval = absl::Milliseconds(50);
+  TypeMaterializer worker(client_, options, &metrics_);
+  worker.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  ASSERT_FALSE(worker.Status().checkpoint.empty());
+  for (const char* verb : {"list", "watch"}) {
+    kubesim::FaultRule rule;
+    rule.action = kubesim::FaultRule::Action::kInternalError;
+    rule.verb = verb;
+    rule.resource = "configmaps";
+    sim_->faults().Add(rule);
+  }
+  ASSERT_TRUE(redis_->Cli({"FLUSHALL"}).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(20)));
+  EXPECT_EQ(worker.Status().phase, "Replaying");
+  EXPECT_EQ(worker.Status().checkpoint, "");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto state = redis_->Cli({"GET", "reverser:mat:v1:configmaps:ns:team:state"});
+        return state.ok() &&
+               absl::StrContains(*state, "Rebuilding after Redis state loss (the checkpoint vanished)");
+      },
+      absl::Seconds(20)));
+  sim_->faults().Clear();
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().phase == "Streaming"; },
+                               absl::Seconds(20)));
+  EXPECT_FALSE(worker.Status().checkpoint.empty());
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  EXPECT_EQ(StateLost(metrics_, "checkpoint_vanished"), 1);
+  worker.Stop();
+}
+
+// Redis came back with an older snapshot: the stream top is below what this worker wrote. The
+// next append is refused and the checkpoint rebuilt, so the changes in between are not lost.
+TEST_F(MaterializerTest, AnOlderSnapshotIsNoticedAndRebuilt) {
+  PutConfigMap("a", "1");
+  TypeMaterializerOptions options = Options();
+  options.state_check_interval = absl::Hours(1);
+  TypeMaterializer worker(client_, options, &metrics_);
+  worker.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  PutConfigMap("a", "2");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
+  PutConfigMap("b", "1");
+  PutConfigMap("a", "3");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  ASSERT_TRUE(redis_->Restart().ok());  // back at a=2, no b
+  EXPECT_NE(MaterializedState(), ClusterState());
+  PutConfigMap("c", "1");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  EXPECT_EQ(StateLost(metrics_, "went_backwards"), 1);
+  EXPECT_EQ(worker.Status().replays, 2);
+  worker.Stop();
+}
+
 TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes) {
   caf::actor_system_config config;
   caf::actor_system system{config};

@@ -9,14 +9,15 @@
 #include <condition_variable>
 #include <deque>
 
+#include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
 #include "libs/core/proto_convert.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -140,9 +141,17 @@ class SpliceStreamTest : public ::testing::Test {
     stream_->Start();
   }
 
+  // The persisted cursor's position ("" when none), without its incarnation.
   std::string Cursor() {
     auto v = redis_->Cli({"GET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked"});
-    return v.ok() ? *v : "";
+    if (!v.ok()) return "";
+    std::string text(absl::StripTrailingAsciiWhitespace(*v));
+    return text.substr(0, text.find('@'));
+  }
+  // The materialization's current incarnation.
+  std::string Incarnation() {
+    auto v = redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:meta", "incarnation"});
+    return v.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*v)) : "";
   }
 
   void RecordFact(const std::string& name, int rv, const std::string& author) {
@@ -182,9 +191,9 @@ TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
   ASSERT_TRUE(resync && resync->has_resync());
   EXPECT_EQ(resync->resync().desired_size(), 2);
   EXPECT_EQ(core::FromProto(resync->resync().coverage_head()).ToString(), "6-0");
-  EXPECT_EQ(Cursor(), "\n") << "no cursor before the push is acked";
+  EXPECT_EQ(Cursor(), "") << "no cursor before the push is acked";
   peer_.Ack(*resync);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
 
   ASSERT_TRUE(store_->Append(Entry("a", "2", 7)).ok());
   auto event = peer_.Next();
@@ -193,7 +202,7 @@ TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
   EXPECT_EQ(event->event().object().ref().name(), "a");
   EXPECT_FALSE(event->event().has_author());  // no fact: the committer
   peer_.Ack(*event);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0\n"; }, absl::Seconds(10)));
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0"; }, absl::Seconds(10)));
 
   // A restart resumes from the cursor: no resync, only what came after.
   stream_->Stop();
@@ -210,8 +219,10 @@ TEST_F(SpliceStreamTest, SameRvEntriesAreComparedAsFullPositions) {
   // A different object's entry sharing the RV (e.g. an audit-intake entry) gets 9-1.
   ASSERT_TRUE(store_->Append(Entry("b", "1", 9, redisstore::ChangeOp::kAdded)).ok());
   // Delivered up to 9-0: the entry at 9-1 is still due, 9-0 is not.
-  ASSERT_TRUE(
-      redis_->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked", "9-0"}).ok());
+  ASSERT_TRUE(redis_
+                  ->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked",
+                         "9-0@" + Incarnation()})
+                  .ok());
   StartStream(absl::ZeroDuration());
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
@@ -243,8 +254,7 @@ TEST_F(SpliceStreamTest, AuthorFactsNameTheAuthorAndAWaitDoesNotStallOtherObject
   // Acks arrive in send order (y then x): the cursor covers both only once x is acked.
   peer_.Ack(*first);
   peer_.Ack(*second);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0\n"; }, absl::Seconds(10)))
-      << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0"; }, absl::Seconds(10))) << Cursor();
 }
 
 TEST_F(SpliceStreamTest, FactsBeforeDuringAndAfterTheGrace) {
@@ -314,7 +324,7 @@ TEST_F(SpliceStreamTest, ResplicingResendsTheDesiredSetWithoutMovingTheCursorBac
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
   peer_.Ack(*event);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
 
   // An event read but not acked yet, then the resplice: the resync covers it.
   ASSERT_TRUE(store_->Append(Entry("c", "1", 7, redisstore::ChangeOp::kAdded)).ok());
@@ -327,9 +337,9 @@ TEST_F(SpliceStreamTest, ResplicingResendsTheDesiredSetWithoutMovingTheCursorBac
   EXPECT_EQ(core::FromProto(again->resync().coverage_head()).ToString(), "7-0");
   EXPECT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == "AllStreamsReady"; },
                                absl::Seconds(10)));
-  EXPECT_EQ(Cursor(), "6-0\n") << "the cursor waits for the resync's ack and never goes back";
+  EXPECT_EQ(Cursor(), "6-0") << "the cursor waits for the resync's ack and never goes back";
   peer_.Ack(*again);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0"; }, absl::Seconds(10))) << Cursor();
   // Tailing goes on after the resync's coverage head: nothing is sent twice or skipped.
   ASSERT_TRUE(store_->Append(Entry("d", "1", 8, redisstore::ChangeOp::kAdded)).ok());
   auto next = peer_.Next();
@@ -344,7 +354,7 @@ TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
   ASSERT_TRUE(resync);
   peer_.Ack(*resync);
   ASSERT_TRUE(
-      testing::WaitFor([&] { return Cursor() == "1-18446744073709551615\n"; }, absl::Seconds(10)));
+      testing::WaitFor([&] { return Cursor() == "1-18446744073709551615"; }, absl::Seconds(10)));
   ASSERT_TRUE(store_->Append(Entry("a", "1", 12, redisstore::ChangeOp::kAdded)).ok());
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
