@@ -170,10 +170,7 @@ class Stack:
 
         # Redis.
         self.ports["redis"] = free_port()
-        self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", self.dir])
-        wait_until(lambda: run(["redis-cli", "-p", str(self.ports["redis"]), "ping"], check=False).stdout.strip() == "PONG",
-                   10, "redis")
+        self._start_redis()
         self.redis = f"127.0.0.1:{self.ports['redis']}"
         self.log(f"==> redis-server       {self.redis}")
 
@@ -244,6 +241,24 @@ current-context: local
         self.start_service("splicer")
         for name in ("catalog", "materializer", "splicer", "gitworker"):
             self.log(f"==> {name:<18} grpc {self.grpc(name)}  http {self.http(name)}")
+
+    def _start_redis(self):
+        # No persistence, as in the stack's deployment: a restart comes back empty.
+        self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", self.dir])
+        wait_until(lambda: self.redis_cli("ping", check=False).stdout.strip() == "PONG", 10, "redis")
+
+    def redis_cli(self, *args, check=True):
+        return run(["redis-cli", "-p", str(self.ports["redis"]), *args], check=check)
+
+    def restart_redis(self):
+        """Kills redis-server (SIGKILL, as a crash or a rescheduled pod) and starts a fresh one on
+        the same port: every key is gone. The reverser services keep running."""
+        self.kill("redis")
+        dump = os.path.join(self.dir, "dump.rdb")
+        if os.path.exists(dump):
+            os.unlink(dump)
+        self._start_redis()
 
     def service_args(self, name):
         if name == "gitworker":
