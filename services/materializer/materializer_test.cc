@@ -313,6 +313,34 @@ TEST_F(MaterializerTest, AnOlderSnapshotIsNoticedAndRebuilt) {
   worker.Stop();
 }
 
+// Redis down for a while, then back empty: writes are retried with backoff meanwhile (the watch
+// waits, nothing is skipped or crashes), and once it answers the state is rebuilt.
+TEST_F(MaterializerTest, RedisDownForAWhileIsRetriedThenRebuilt) {
+  PutConfigMap("a", "1");
+  TypeMaterializerOptions options = Options();
+  options.state_check_interval = absl::Milliseconds(50);
+  TypeMaterializer worker(client_, options, &metrics_);
+  worker.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  redis_->Crash();
+  PutConfigMap("a", "2");
+  PutConfigMap("b", "1");
+  const runtime::Labels labels = {
+      {"group", ""}, {"version", "v1"}, {"resource", "configmaps"}, {"scope", "ns:team"}};
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return metrics_.GetCounter("reverser_materializer_redis_retries_total", "", labels)
+                   .Value() >= 2;
+      },
+      absl::Seconds(20)));
+  EXPECT_FALSE(worker.Status().last_error.empty());
+  ASSERT_TRUE(redis_->Revive().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().phase == "Streaming"; },
+                               absl::Seconds(30)));
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  worker.Stop();
+}
+
 TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes) {
   caf::actor_system_config config;
   caf::actor_system system{config};

@@ -517,6 +517,36 @@ TEST_F(SpliceStreamTest, ACursorRedisLostIsPutBackFromWhatThisProcessAcked) {
   ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0"; }, absl::Seconds(10))) << Cursor();
 }
 
+// Redis down for a while: the stream says it is retrying (no crash, no busy loop: sessions back
+// off), and once Redis is back (empty) it waits for the rebuild and resyncs from it.
+TEST_F(SpliceStreamTest, RedisDownForAWhileIsRetriedThenResynced) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  peer_.Ack(*resync);
+  redis_->Crash();
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        SpliceStreamStatus status = stream_->Status();
+        return status.state == reverser::v1::STREAM_STATE_BLOCKED && status.reason == "WatchError";
+      },
+      absl::Seconds(10)));
+  ASSERT_TRUE(redis_->Revive().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(20)));
+  ASSERT_TRUE(AfterReconnect([&] {
+                return store_->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "2", 7)}},
+                                                 core::StreamPosition::EndOf(7));
+              }).ok());
+  auto rebuilt = peer_.Next(absl::Seconds(20));
+  ASSERT_TRUE(rebuilt && rebuilt->has_resync());
+  EXPECT_EQ(rebuilt->resync().desired_size(), 1);
+}
+
 TEST_F(SpliceStreamTest, ACheckpointThatLostItemsIsNotSpliced) {
   ASSERT_TRUE(store_
                   ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)},
