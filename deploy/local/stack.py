@@ -347,6 +347,23 @@ current-context: local
     def log_lines(self, fmt="%an <%ae> | %s"):
         return self.git("log", f"--format={fmt}", "main").splitlines()
 
+    def data_values(self, prefix, key="v", branch="main"):
+        """name -> `data.<key>` of every document directly under `prefix` (a Git folder such as
+        clusters/x/demo/configmaps/), as the YAML in Git has it; None when it has no such key."""
+        values = {}
+        for f in self.files(branch):
+            if not f.startswith(prefix) or "/" in f[len(prefix):]:
+                continue
+            found = [l.split(":", 1)[1].strip().strip('"').strip("'")
+                     for l in self.show(f, branch).splitlines() if l.strip().startswith(f"{key}:")]
+            values[f[len(prefix):].rsplit(".", 1)[0]] = found[0] if found else None
+        return values
+
+    def cluster_data_values(self, resource="configmaps", namespace="demo", key="v"):
+        """name -> `data.<key>` of every object of `resource` in `namespace`, as the API server has it."""
+        items = json.loads(self.kubectl("get", resource, "-n", namespace, "-o", "json").stdout)["items"]
+        return {i["metadata"]["name"]: i.get("data", {}).get(key) for i in items}
+
     def wait_for_file(self, path, predicate=lambda content: True, timeout=30):
         wait_until(lambda: path in self.files() and predicate(self.show(path)), timeout, f"{path} in Git")
 

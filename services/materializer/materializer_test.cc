@@ -99,6 +99,19 @@ class MaterializerTest : public ::testing::Test {
 
   bool Converged() { return MaterializedState() == ClusterState(); }
 
+  // A worker checking for lost state every `state_check`, once it streams (null if it never did).
+  std::unique_ptr<TypeMaterializer> StartStreaming(absl::Duration state_check) {
+    TypeMaterializerOptions options = Options();
+    options.state_check_interval = state_check;
+    auto worker = std::make_unique<TypeMaterializer>(client_, options, &metrics_);
+    worker->Start();
+    if (!testing::WaitFor([&] { return worker->Status().phase == "Streaming"; },
+                          absl::Seconds(20))) {
+      return nullptr;
+    }
+    return worker;
+  }
+
   int WatchRequests() {
     int n = 0;
     for (const auto& line : sim_->RequestLog()) {
@@ -222,11 +235,9 @@ double StateLost(runtime::MetricsRegistry& metrics, const std::string& reason) {
 TEST_F(MaterializerTest, RedisRestartedEmptyIsRebuiltWhileChangesFlow) {
   PutConfigMap("a", "1");
   PutConfigMap("b", "1");
-  TypeMaterializerOptions options = Options();
-  options.state_check_interval = absl::Hours(1);  // here the appends notice it
-  TypeMaterializer worker(client_, options, &metrics_);
-  worker.Start();
-  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  auto started = StartStreaming(absl::Hours(1));  // only the appends notice it here
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
   PutConfigMap("a", "2");
   ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
 
@@ -248,18 +259,15 @@ TEST_F(MaterializerTest, RedisRestartedEmptyIsRebuiltWhileChangesFlow) {
   PutConfigMap("d", "1");
   ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().appended > appended; },
                                absl::Seconds(20)));
-  worker.Stop();
 }
 
 // No change at all: the idle check notices, and until the rebuild's LIST succeeds the status says
 // why the materialization is replaying (never an old checkpoint from memory).
 TEST_F(MaterializerTest, LostStateIsNoticedWithoutChangesAndShownUntilRebuilt) {
   PutConfigMap("a", "1");
-  TypeMaterializerOptions options = Options();
-  options.state_check_interval = absl::Milliseconds(50);
-  TypeMaterializer worker(client_, options, &metrics_);
-  worker.Start();
-  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  auto started = StartStreaming(absl::Milliseconds(50));
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
   ASSERT_FALSE(worker.Status().checkpoint.empty());
   for (const char* verb : {"list", "watch"}) {
     kubesim::FaultRule rule;
@@ -293,11 +301,9 @@ TEST_F(MaterializerTest, LostStateIsNoticedWithoutChangesAndShownUntilRebuilt) {
 // next append is refused and the checkpoint rebuilt, so the changes in between are not lost.
 TEST_F(MaterializerTest, AnOlderSnapshotIsNoticedAndRebuilt) {
   PutConfigMap("a", "1");
-  TypeMaterializerOptions options = Options();
-  options.state_check_interval = absl::Hours(1);
-  TypeMaterializer worker(client_, options, &metrics_);
-  worker.Start();
-  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  auto started = StartStreaming(absl::Hours(1));
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
   PutConfigMap("a", "2");
   ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
   ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
@@ -317,11 +323,9 @@ TEST_F(MaterializerTest, AnOlderSnapshotIsNoticedAndRebuilt) {
 // waits, nothing is skipped or crashes), and once it answers the state is rebuilt.
 TEST_F(MaterializerTest, RedisDownForAWhileIsRetriedThenRebuilt) {
   PutConfigMap("a", "1");
-  TypeMaterializerOptions options = Options();
-  options.state_check_interval = absl::Milliseconds(50);
-  TypeMaterializer worker(client_, options, &metrics_);
-  worker.Start();
-  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  auto started = StartStreaming(absl::Milliseconds(50));
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
   redis_->Crash();
   PutConfigMap("a", "2");
   PutConfigMap("b", "1");

@@ -200,7 +200,6 @@ void SpliceStream::NoteUsableAgain() {
 
 absl::StatusOr<redisstore::LineageTracker::Verdict> SpliceStream::AwaitMaterialization(
     redisstore::MaterializationStore& store, uint64_t generation, const std::string& reason) {
-  using Verdict = redisstore::LineageTracker::Verdict;
   while (true) {
     if (Stopping() || restart_ || delivery_->generation() != generation) {
       return absl::AbortedError("restart");
@@ -208,19 +207,26 @@ absl::StatusOr<redisstore::LineageTracker::Verdict> SpliceStream::AwaitMateriali
     auto mark = store.ReadMark();
     if (!mark.ok()) return mark.status();
     redisstore::LineageTracker::Judgement judged = lineage_.Observe(*mark);
-    if (judged.verdict == Verdict::kSame || judged.verdict == Verdict::kRenewed) {
-      NoteUsableAgain();
-      return judged.verdict;
-    }
-    if (judged.verdict == Verdict::kLost) {
-      NoteLoss(*judged.loss);
-    } else {
-      // Fail closed: no checkpoint, no resync, no sweep.
-      SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
-               "waiting for the materializer's first checkpoint");
-    }
-    absl::SleepFor(absl::Milliseconds(200));
+    if (UsableOrWait(judged, reason)) return judged.verdict;
   }
+}
+
+bool SpliceStream::UsableOrWait(const redisstore::LineageTracker::Judgement& judged,
+                                const std::string& reason) {
+  using Verdict = redisstore::LineageTracker::Verdict;
+  if (judged.verdict == Verdict::kSame || judged.verdict == Verdict::kRenewed) {
+    NoteUsableAgain();
+    return true;
+  }
+  if (judged.verdict == Verdict::kLost) {
+    NoteLoss(*judged.loss);
+  } else {
+    // Fail closed: no checkpoint, no resync, no sweep.
+    SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
+             "waiting for the materializer's first checkpoint");
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  return false;
 }
 
 std::optional<core::StreamPosition> SpliceStream::UsableCursor(
@@ -257,7 +263,6 @@ std::optional<core::StreamPosition> SpliceStream::UsableCursor(
 
 absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
                                       core::StreamPosition* head, const std::string& reason) {
-  using Verdict = redisstore::LineageTracker::Verdict;
   uint64_t generation = delivery_->generation();
   SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, "splicing checkpoint and stream");
   while (true) {
@@ -268,19 +273,8 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     if (!view.ok()) return view.status();
     // Only from a usable checkpoint at or past everything seen: a resync from a missing,
     // partial or older state would sweep the files of objects that still exist.
-    redisstore::LineageTracker::Judgement judged = lineage_.Observe(view->mark);
-    if (!view->checkpoint.has_value() || judged.verdict == Verdict::kLost ||
-        judged.verdict == Verdict::kNone) {
-      if (judged.verdict == Verdict::kLost) {
-        NoteLoss(*judged.loss);
-      } else {
-        SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
-                 "waiting for the materializer's first checkpoint");
-      }
-      absl::SleepFor(absl::Milliseconds(200));
-      continue;
-    }
-    NoteUsableAgain();
+    // (No usable checkpoint in the view is never judged usable.)
+    if (!UsableOrWait(lineage_.Observe(view->mark), reason)) continue;
     session_incarnation_ = view->mark.incarnation;
     TargetScope scope;
     {

@@ -130,6 +130,9 @@ class SpliceStream : public DeliverySubscriber {
   // cursor that vanished or went backwards in Redis while the lineage is the same.
   std::optional<core::StreamPosition> UsableCursor(
       const std::optional<redisstore::DeliveryCursor>& persisted);
+  // True for a usable materialization (kSame, kRenewed); otherwise says why it waits (a loss,
+  // or no first checkpoint), pauses a poll interval and returns false.
+  bool UsableOrWait(const redisstore::LineageTracker::Judgement& judged, const std::string& reason);
   // A lost materialization is being waited out: counted and logged once per detection.
   void NoteLoss(redisstore::StateLoss loss);
   void NoteUsableAgain();

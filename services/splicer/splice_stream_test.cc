@@ -175,6 +175,25 @@ class SpliceStreamTest : public ::testing::Test {
     return result;
   }
 
+  // Checkpoint {a} at 5, saved as the snapshot a Redis restart will load (no cursor in it yet);
+  // then the stream delivers it and `b` at 6-0, both acked.
+  void SnapshotThenDeliverB() {
+    ASSERT_TRUE(store_
+                    ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                        core::StreamPosition::EndOf(5))
+                    .ok());
+    ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
+    StartStream(absl::ZeroDuration());
+    auto resync = peer_.Next();
+    ASSERT_TRUE(resync && resync->has_resync());
+    peer_.Ack(*resync);
+    ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
+    auto event = peer_.Next();
+    ASSERT_TRUE(event && event->has_event());
+    peer_.Ack(*event);
+    ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
+  }
+
   double StateLost(const std::string& reason) {
     return metrics_
         .GetCounter("reverser_splicer_state_lost_total", "",
@@ -451,20 +470,7 @@ TEST_F(SpliceStreamTest, RedisRestartedEmptyWaitsForTheRebuildAndResyncsFromIt) 
 // Redis came back with an older snapshot (no cursor yet, an older checkpoint): a resync from it
 // would sweep `b`, which exists. Nothing is sent until the materializer rebuilt it.
 TEST_F(SpliceStreamTest, AnOlderSnapshotIsNeverResyncedFrom) {
-  ASSERT_TRUE(store_
-                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
-                                      core::StreamPosition::EndOf(5))
-                  .ok());
-  ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
-  StartStream(absl::ZeroDuration());
-  auto resync = peer_.Next();
-  ASSERT_TRUE(resync && resync->has_resync());
-  peer_.Ack(*resync);
-  ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
-  auto event = peer_.Next();
-  ASSERT_TRUE(event && event->has_event());
-  peer_.Ack(*event);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
+  SnapshotThenDeliverB();
 
   ASSERT_TRUE(redis_->Restart().ok());  // back at the snapshot: checkpoint {a} at 5, no cursor
   ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
@@ -485,20 +491,7 @@ TEST_F(SpliceStreamTest, AnOlderSnapshotIsNeverResyncedFrom) {
 // The same lineage caught up again (a resumed watch re-appended what the snapshot lacked) and
 // only the cursor is behind: the cursor this process acked is put back; nothing is sent twice.
 TEST_F(SpliceStreamTest, ACursorRedisLostIsPutBackFromWhatThisProcessAcked) {
-  ASSERT_TRUE(store_
-                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
-                                      core::StreamPosition::EndOf(5))
-                  .ok());
-  ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
-  StartStream(absl::ZeroDuration());
-  auto resync = peer_.Next();
-  ASSERT_TRUE(resync && resync->has_resync());
-  peer_.Ack(*resync);
-  ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
-  auto event = peer_.Next();
-  ASSERT_TRUE(event && event->has_event());
-  peer_.Ack(*event);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
+  SnapshotThenDeliverB();
 
   ASSERT_TRUE(redis_->Restart().ok());
   ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },

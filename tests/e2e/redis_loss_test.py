@@ -38,27 +38,22 @@ class RedisLoss(unittest.TestCase):
         self.stack.cleanup()
 
     def cluster_state(self):
-        items = json.loads(self.stack.kubectl("get", "configmaps", "-n", "demo", "-o", "json").stdout)["items"]
-        return {i["metadata"]["name"]: i.get("data", {}).get("v") for i in items
-                if i["metadata"]["name"][:2] in ("s-", "c-")}
+        return {k: v for k, v in self.stack.cluster_data_values().items() if k[:2] in ("s-", "c-")}
 
     def git_state(self):
         """name -> data.v of every ConfigMap document under the target path."""
-        state = {}
-        for f in self.stack.files():
-            if not f.startswith(PREFIX):
-                continue
-            lines = [l.split(":", 1)[1].strip().strip('"').strip("'")
-                     for l in self.stack.show(f).splitlines() if l.strip().startswith("v:")]
-            state[f[len(PREFIX):-len(".yaml")]] = lines[0] if lines else None
-        return state
+        return self.stack.data_values(PREFIX)
 
     def newest_stable_in_git(self):
         values = [v for k, v in self.git_state().items() if k in STABLE and v and v.isdigit()]
         return max((int(v) for v in values), default=-1)
 
     def metric(self, service, name):
-        return local_stack_metric_sum(self.stack.metrics(service), name)
+        total = 0.0
+        for line in self.stack.metrics(service).splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
 
     def test_redis_restarted_empty_while_changes_flow(self):
         for name in STABLE:
@@ -136,14 +131,6 @@ class RedisLoss(unittest.TestCase):
         self.assertIn("rebuilt after Redis state loss", self.stack.logs("materializer"))
         resyncs = self.metric("splicer", "reverser_splicer_resyncs_total")
         self.assertGreaterEqual(resyncs, 2, "the splicer resynced from the rebuilt checkpoint")
-
-
-def local_stack_metric_sum(text, name):
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 if __name__ == "__main__":
