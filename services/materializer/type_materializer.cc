@@ -135,7 +135,6 @@ std::optional<redisstore::StateLoss> TypeMaterializer::CheckState(
 }
 
 void TypeMaterializer::OnStateLost(redisstore::StateLoss loss) {
-  std::string head;
   {
     std::lock_guard lock(mu_);
     if (rebuilding_) return;  // counted once per rebuild

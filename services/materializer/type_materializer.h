@@ -92,7 +92,8 @@ inline constexpr absl::string_view kRedisStateLostReason = "RedisStateLost";
 // A snapshot of what the worker is doing, for admin calls and readiness.
 struct TypeMaterializerStatus {
   std::string phase;   // Replaying, Streaming, Blocked
-  std::string reason;  // InitialReplay, ResumeReplay, ExpiredResourceVersion, WatchError, ...
+  std::string reason;  // InitialReplay, ResumeReplay, ExpiredResourceVersion, WatchError,
+                       // RedisStateLost, ...
   std::string checkpoint;
   int64_t appended = 0;
   int64_t diverted = 0;
