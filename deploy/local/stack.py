@@ -170,10 +170,7 @@ class Stack:
 
         # Redis.
         self.ports["redis"] = free_port()
-        self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", self.dir])
-        wait_until(lambda: run(["redis-cli", "-p", str(self.ports["redis"]), "ping"], check=False).stdout.strip() == "PONG",
-                   10, "redis")
+        self._start_redis()
         self.redis = f"127.0.0.1:{self.ports['redis']}"
         self.log(f"==> redis-server       {self.redis}")
 
@@ -244,6 +241,24 @@ current-context: local
         self.start_service("splicer")
         for name in ("catalog", "materializer", "splicer", "gitworker"):
             self.log(f"==> {name:<18} grpc {self.grpc(name)}  http {self.http(name)}")
+
+    def _start_redis(self):
+        # No persistence, as in the stack's deployment: a restart comes back empty.
+        self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", self.dir])
+        wait_until(lambda: self.redis_cli("ping", check=False).stdout.strip() == "PONG", 10, "redis")
+
+    def redis_cli(self, *args, check=True):
+        return run(["redis-cli", "-p", str(self.ports["redis"]), *args], check=check)
+
+    def restart_redis(self):
+        """Kills redis-server (SIGKILL, as a crash or a rescheduled pod) and starts a fresh one on
+        the same port: every key is gone. The reverser services keep running."""
+        self.kill("redis")
+        dump = os.path.join(self.dir, "dump.rdb")
+        if os.path.exists(dump):
+            os.unlink(dump)
+        self._start_redis()
 
     def service_args(self, name):
         if name == "gitworker":
@@ -331,6 +346,23 @@ current-context: local
 
     def log_lines(self, fmt="%an <%ae> | %s"):
         return self.git("log", f"--format={fmt}", "main").splitlines()
+
+    def data_values(self, prefix, key="v", branch="main"):
+        """name -> `data.<key>` of every document directly under `prefix` (a Git folder such as
+        clusters/x/demo/configmaps/), as the YAML in Git has it; None when it has no such key."""
+        values = {}
+        for f in self.files(branch):
+            if not f.startswith(prefix) or "/" in f[len(prefix):]:
+                continue
+            found = [l.split(":", 1)[1].strip().strip('"').strip("'")
+                     for l in self.show(f, branch).splitlines() if l.strip().startswith(f"{key}:")]
+            values[f[len(prefix):].rsplit(".", 1)[0]] = found[0] if found else None
+        return values
+
+    def cluster_data_values(self, resource="configmaps", namespace="demo", key="v"):
+        """name -> `data.<key>` of every object of `resource` in `namespace`, as the API server has it."""
+        items = json.loads(self.kubectl("get", resource, "-n", namespace, "-o", "json").stdout)["items"]
+        return {i["metadata"]["name"]: i.get("data", {}).get(key) for i in items}
 
     def wait_for_file(self, path, predicate=lambda content: True, timeout=30):
         wait_until(lambda: path in self.files() and predicate(self.show(path)), timeout, f"{path} in Git")

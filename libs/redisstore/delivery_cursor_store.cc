@@ -9,16 +9,35 @@
 namespace reverser::redisstore {
 namespace {
 
-// KEYS: acked. ARGV: offered position. Returns {1|0, stored position}.
+// KEYS: acked. ARGV: offered position, its incarnation. Returns {1|0, stored value}.
 const LuaScript& OfferScript() {
   static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
 local cur = redis.call('GET', KEYS[1])
-local valid = cur and (string.match(cur, '^%d+%-%d+$') or string.match(cur, '^%d+$'))
-if valid and cmpid(ARGV[1], cur) <= 0 then return {0, cur} end
-redis.call('SET', KEYS[1], ARGV[1])
-return {1, ARGV[1]}
+if cur then
+  local at = string.find(cur, '@', 1, true)
+  local pos, inc = cur, ''
+  if at then pos, inc = string.sub(cur, 1, at - 1), string.sub(cur, at + 1) end
+  local valid = string.match(pos, '^%d+%-%d+$') or string.match(pos, '^%d+$')
+  if valid and inc == ARGV[2] and cmpid(ARGV[1], pos) <= 0 then return {0, cur} end
+end
+local value = ARGV[1]
+if ARGV[2] ~= '' then value = value .. '@' .. ARGV[2] end
+redis.call('SET', KEYS[1], value)
+return {1, value}
 )lua"));
   return *script;
+}
+
+// `<rv>-<seq>` or `<rv>-<seq>@<incarnation>`.
+absl::StatusOr<DeliveryCursor> ParseCursor(absl::string_view text) {
+  DeliveryCursor cursor;
+  absl::string_view position = text;
+  if (size_t at = text.find('@'); at != absl::string_view::npos) {
+    position = text.substr(0, at);
+    cursor.incarnation = std::string(text.substr(at + 1));
+  }
+  ASSIGN_OR_RETURN(cursor.position, core::StreamPosition::Parse(position));
+  return cursor;
 }
 
 }  // namespace
@@ -29,11 +48,15 @@ DeliveryCursorStore::DeliveryCursorStore(RedisConnection* redis, KeyPrefix prefi
 absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(absl::string_view target_uid,
                                                        const core::GroupVersionResource& gvr,
                                                        const core::WatchScope& scope,
-                                                       core::StreamPosition position) {
+                                                       core::StreamPosition position,
+                                                       absl::string_view incarnation) {
   if (target_uid.empty()) return absl::InvalidArgumentError("delivery cursor: empty target uid");
+  if (incarnation.find('@') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("delivery cursor: '@' in an incarnation");
+  }
   ASSIGN_OR_RETURN(RedisReply reply,
                    redis_->Eval(OfferScript(), {SpliceAckedKey(prefix_, target_uid, gvr, scope)},
-                                {position.ToString()}));
+                                {position.ToString(), std::string(incarnation)}));
   if (!reply.IsArray() || reply.elements().size() != 2) {
     return absl::InternalError(
         absl::StrCat("cursor offer: unexpected reply ", reply.DebugString()));
@@ -42,20 +65,30 @@ absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(absl::string_view target_
   ASSIGN_OR_RETURN(int64_t advanced, reply.elements()[0].AsInteger());
   offer.advanced = advanced == 1;
   ASSIGN_OR_RETURN(std::string stored, reply.elements()[1].AsString());
-  ASSIGN_OR_RETURN(offer.position, core::StreamPosition::Parse(stored));
+  ASSIGN_OR_RETURN(DeliveryCursor cursor, ParseCursor(stored));
+  offer.position = cursor.position;
+  offer.incarnation = std::move(cursor.incarnation);
   return offer;
 }
 
-absl::StatusOr<std::optional<core::StreamPosition>> DeliveryCursorStore::Read(
+absl::StatusOr<std::optional<DeliveryCursor>> DeliveryCursorStore::ReadCursor(
     absl::string_view target_uid, const core::GroupVersionResource& gvr,
     const core::WatchScope& scope) {
   const std::string key = SpliceAckedKey(prefix_, target_uid, gvr, scope);
   ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"GET", key}));
   ASSIGN_OR_RETURN(std::optional<std::string> text, reply.AsOptionalString());
-  if (!text) return std::optional<core::StreamPosition>();
-  auto position = core::StreamPosition::Parse(*text);
-  if (!position.ok()) return core::Annotate(position.status(), key);
-  return std::optional<core::StreamPosition>(*position);
+  if (!text) return std::optional<DeliveryCursor>();
+  auto cursor = ParseCursor(*text);
+  if (!cursor.ok()) return core::Annotate(cursor.status(), key);
+  return std::optional<DeliveryCursor>(std::move(*cursor));
+}
+
+absl::StatusOr<std::optional<core::StreamPosition>> DeliveryCursorStore::Read(
+    absl::string_view target_uid, const core::GroupVersionResource& gvr,
+    const core::WatchScope& scope) {
+  ASSIGN_OR_RETURN(std::optional<DeliveryCursor> cursor, ReadCursor(target_uid, gvr, scope));
+  if (!cursor) return std::optional<core::StreamPosition>();
+  return std::optional<core::StreamPosition>(cursor->position);
 }
 
 absl::Status DeliveryCursorStore::Delete(absl::string_view target_uid,

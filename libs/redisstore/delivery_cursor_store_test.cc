@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/fixtures/redis_server.h"
 #include "libs/redisstore/test_redis.h"
+#include "tests/fixtures/redis_server.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -100,6 +100,41 @@ TEST_F(DeliveryCursorStoreTest, GarbageIsReportedOnReadAndReplacedOnOffer) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(MustOffer(StreamPosition(1, 0)).advanced);
   EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(1, 0));
+}
+
+TEST_F(DeliveryCursorStoreTest, ACursorBelongsToOneIncarnation) {
+  const std::string key = "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked";
+  auto offer = [&](StreamPosition p, absl::string_view incarnation) {
+    auto offered = store_->Offer("t1", kDeployments, kTeamA, p, incarnation);
+    EXPECT_TRUE(offered.ok()) << offered.status();
+    return offered.ok() ? *offered : CursorOffer{};
+  };
+  EXPECT_TRUE(offer(StreamPosition(20, 0), "aaaa").advanced);
+  EXPECT_EQ(redis_->Command({"GET", key})->str(), "20-0@aaaa");
+  // Monotonic within the incarnation.
+  auto lower = offer(StreamPosition(19, 0), "aaaa");
+  EXPECT_FALSE(lower.advanced);
+  EXPECT_EQ(lower.position, StreamPosition(20, 0));
+  EXPECT_EQ(lower.incarnation, "aaaa");
+  // Another incarnation replaces it, even lower: the resync onto a rebuilt materialization.
+  auto rebuilt = offer(StreamPosition(15, 0), "bbbb");
+  EXPECT_TRUE(rebuilt.advanced);
+  EXPECT_EQ(rebuilt.incarnation, "bbbb");
+  auto read = store_->ReadCursor("t1", kDeployments, kTeamA);
+  ASSERT_TRUE(read.ok() && read->has_value());
+  EXPECT_EQ((*read)->position, StreamPosition(15, 0));
+  EXPECT_EQ((*read)->incarnation, "bbbb");
+  EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(15, 0));
+
+  // A cursor written before incarnations existed is incarnation "".
+  ASSERT_TRUE(redis_->Command({"SET", key, "30-1"}).ok());
+  read = store_->ReadCursor("t1", kDeployments, kTeamA);
+  ASSERT_TRUE(read.ok() && read->has_value());
+  EXPECT_EQ((*read)->incarnation, "");
+  EXPECT_FALSE(offer(StreamPosition(30, 0), "").advanced);
+  EXPECT_TRUE(offer(StreamPosition(30, 0), "cccc").advanced);
+  EXPECT_EQ(store_->Offer("t1", kDeployments, kTeamA, StreamPosition(31, 0), "x@y").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(DeliveryCursorStoreTest, ConcurrentOffersKeepTheMaximum) {

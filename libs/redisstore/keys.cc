@@ -85,6 +85,7 @@ MaterializationKeys MaterializationKeys::ForIndexMember(const KeyPrefix& prefix,
   keys.stream = absl::StrCat(keys.base, ":stream");
   keys.checkpoint_items = absl::StrCat(keys.base, ":ckpt:items");
   keys.checkpoint_rv = absl::StrCat(keys.base, ":ckpt:rv");
+  keys.checkpoint_meta = absl::StrCat(keys.base, ":ckpt:meta");
   keys.state = absl::StrCat(keys.base, ":state");
   keys.counts = absl::StrCat(keys.base, ":counts");
   return keys;

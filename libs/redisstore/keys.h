@@ -58,6 +58,9 @@ struct MaterializationKeys {
   std::string stream;            // …:stream       STREAM, IDs <rv>-<seq>
   std::string checkpoint_items;  // …:ckpt:items   HASH identity -> object JSON
   std::string checkpoint_rv;     // …:ckpt:rv      STRING checkpoint position <rv>-<seq>
+  // …:ckpt:meta HASH `incarnation` (the checkpoint lineage's id) and `items` (how many items
+  // the swap installed): written with every checkpoint, so a lost or damaged one is noticed.
+  std::string checkpoint_meta;
   std::string state;             // …:state        STRING JSON
   std::string counts;            // …:counts       HASH appended / diverted:<reason> counters
   std::string index_member;      // <GR>:<scope>, the member of P:mat:v1:index

@@ -36,6 +36,7 @@ TEST(KeysTest, MaterializationKeyShapes) {
   EXPECT_EQ(core.stream, "reverser:mat:v1:configmaps:cluster:stream");
   EXPECT_EQ(core.checkpoint_items, "reverser:mat:v1:configmaps:cluster:ckpt:items");
   EXPECT_EQ(core.checkpoint_rv, "reverser:mat:v1:configmaps:cluster:ckpt:rv");
+  EXPECT_EQ(core.checkpoint_meta, "reverser:mat:v1:configmaps:cluster:ckpt:meta");
   EXPECT_EQ(core.state, "reverser:mat:v1:configmaps:cluster:state");
   EXPECT_EQ(core.counts, "reverser:mat:v1:configmaps:cluster:counts");
   EXPECT_EQ(core.index_member, "configmaps:cluster");

@@ -26,22 +26,29 @@ constexpr size_t kAppendBytesPerChunk = 4 << 20;
 // and decided again at most this many times in all.
 constexpr int kAppendAttempts = 8;
 
-// The swap: refuse an older generation, install the staged items and the position together,
-// register the index, then trim what the new checkpoint covers.
-// KEYS: ckpt:items, staging, ckpt:rv, stream, index.
+// The swap: refuse an older generation, install the staged items and the position together
+// with the lineage record (incarnation and item count), register the index, then trim what the
+// new checkpoint covers.
+// KEYS: ckpt:items, staging, ckpt:rv, stream, index, ckpt:meta.
 // ARGV: position, trim MINID ("" = none), expected item count, index member,
-//       base ("" = any; else the checkpoint the new one was folded from must still be live).
+//       base ("" = any; else the checkpoint the new one was folded from must still be live, of
+//       incarnation ARGV[6]), incarnation to record.
 const LuaScript& SwapScript() {
   static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
 local cur = redis.call('GET', KEYS[3])
-if (cur and cmpid(ARGV[1], cur) < 0) or (ARGV[5] ~= '' and (not cur or cmpid(cur, ARGV[5]) ~= 0)) then
+local stale = cur and cmpid(ARGV[1], cur) < 0
+if ARGV[5] ~= '' then
+  local inc = redis.call('HGET', KEYS[6], 'incarnation') or ''
+  stale = stale or not cur or cmpid(cur, ARGV[5]) ~= 0 or inc ~= ARGV[6]
+end
+if stale then
   redis.call('DEL', KEYS[2])
-  return {'stale', cur, 0}
+  return {'stale', cur or '', 0, ''}
 end
 local expected = tonumber(ARGV[3])
 if redis.call('HLEN', KEYS[2]) ~= expected then
   redis.call('DEL', KEYS[2])
-  return {'incomplete', '', 0}
+  return {'incomplete', '', 0, ''}
 end
 if expected > 0 then
   redis.call('RENAME', KEYS[2], KEYS[1])
@@ -50,10 +57,11 @@ else
   redis.call('DEL', KEYS[1])
 end
 redis.call('SET', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[6], 'incarnation', ARGV[6], 'items', ARGV[3])
 redis.call('SADD', KEYS[5], ARGV[4])
 local trimmed = 0
 if ARGV[2] ~= '' then trimmed = redis.call('XTRIM', KEYS[4], 'MINID', ARGV[2]) end
-return {'swapped', ARGV[1], trimmed}
+return {'swapped', ARGV[1], trimmed, ARGV[6]}
 )lua"));
   return *script;
 }
@@ -116,6 +124,46 @@ absl::Status ValidateForAppend(const StreamEntry& entry) {
         absl::StrCat("stream entry ", entry.Identity(), ": an upsert needs an object body"));
   }
   return absl::OkStatus();
+}
+
+// The commands that read a lineage mark (besides `GET ckpt:rv`), in this order; ParseMark reads
+// their replies.
+std::vector<RedisCommand> MarkReads(const MaterializationKeys& keys) {
+  return {{"HMGET", keys.checkpoint_meta, "incarnation", "items"},
+          {"HLEN", keys.checkpoint_items},
+          {"HGET", keys.counts, "top"}};
+}
+
+// `checkpoint` is GET ckpt:rv's reply, `reads` the replies of MarkReads. `top_known` is cleared
+// when `counts top` is absent (a stream written before it existed, or none at all).
+absl::StatusOr<LineageMark> ParseMark(const MaterializationKeys& keys, const RedisReply& checkpoint,
+                                      absl::Span<const RedisReply> reads, bool* top_known) {
+  for (const RedisReply& reply : reads) RETURN_IF_ERROR(reply.ErrorStatus());
+  LineageMark mark;
+  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, checkpoint.AsOptionalString());
+  if (ckpt) {
+    auto position = StreamPosition::Parse(*ckpt);
+    if (!position.ok()) return core::Annotate(position.status(), keys.checkpoint_rv);
+    mark.checkpoint = *position;
+  }
+  const auto& meta = reads[0].elements();
+  if (meta.size() == 2) {
+    if (meta[0].type() == RedisReply::Type::kString) mark.incarnation = meta[0].str();
+    int64_t recorded = 0;
+    if (mark.checkpoint && meta[1].type() == RedisReply::Type::kString &&
+        absl::SimpleAtoi(meta[1].str(), &recorded)) {
+      ASSIGN_OR_RETURN(int64_t held, reads[1].AsInteger());
+      mark.damaged = held != recorded;
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> top, reads[2].AsOptionalString());
+  if (top_known != nullptr) *top_known = top.has_value();
+  if (top) {
+    auto position = StreamPosition::Parse(*top);
+    if (!position.ok()) return core::Annotate(position.status(), keys.counts + " top");
+    mark.top = *position;
+  }
+  return mark;
 }
 
 }  // namespace
@@ -214,25 +262,32 @@ using internal::AppendSnapshot;
 using internal::LastEntry;
 using internal::PreparedChunk;
 
-// Round trip 1 of an append: WATCH what the rules depend on and read it.
-absl::StatusOr<AppendSnapshot> WatchForAppend(RedisConnection& redis,
-                                              const MaterializationKeys& keys) {
-  ASSIGN_OR_RETURN(std::vector<RedisReply> replies,
-                   redis.Pipeline({{"WATCH", keys.stream, keys.checkpoint_rv, keys.counts},
-                                   {"EXISTS", keys.stream},
-                                   {"HGET", keys.counts, "top"},
-                                   {"GET", keys.checkpoint_rv}}));
-  for (const RedisReply& reply : replies) RETURN_IF_ERROR(reply.ErrorStatus());
+// Round trip 1 of an append: WATCH what the rules depend on and read it, with the lineage mark
+// the guard judges.
+struct AppendRead {
   AppendSnapshot snapshot;
+  LineageMark mark;
+};
+absl::StatusOr<AppendRead> WatchForAppend(RedisConnection& redis, const MaterializationKeys& keys) {
+  std::vector<RedisCommand> commands = {
+      {"WATCH", keys.stream, keys.checkpoint_rv, keys.checkpoint_meta, keys.counts},
+      {"EXISTS", keys.stream},
+      {"GET", keys.checkpoint_rv}};
+  for (RedisCommand& read : MarkReads(keys)) commands.push_back(std::move(read));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis.Pipeline(commands));
+  for (const RedisReply& reply : replies) RETURN_IF_ERROR(reply.ErrorStatus());
+  AppendRead read;
+  ASSIGN_OR_RETURN(read.mark,
+                   ParseMark(keys, replies[2], absl::MakeConstSpan(replies).subspan(3), nullptr));
+  AppendSnapshot& snapshot = read.snapshot;
+  snapshot.checkpoint = read.mark.checkpoint;
   ASSIGN_OR_RETURN(int64_t exists, replies[1].AsInteger());
   if (exists == 1) {
     // The last generated ID, cached beside the counts by every append; streams written before
     // the cache existed fall back to XINFO STREAM once (it copies the first and last entries).
-    ASSIGN_OR_RETURN(std::optional<std::string> cached, replies[2].AsOptionalString());
+    ASSIGN_OR_RETURN(std::optional<std::string> cached, replies[5].AsOptionalString());
     if (cached) {
-      auto top = StreamPosition::Parse(*cached);
-      if (!top.ok()) return core::Annotate(top.status(), keys.counts + " top");
-      snapshot.top = *top;
+      snapshot.top = read.mark.top;
     } else {
       ASSIGN_OR_RETURN(RedisReply info, redis.Command({"XINFO", "STREAM", keys.stream}));
       const auto& elements = info.elements();
@@ -242,15 +297,10 @@ absl::StatusOr<AppendSnapshot> WatchForAppend(RedisConnection& redis,
         if (!top.ok()) return core::Annotate(top.status(), keys.stream + " last-generated-id");
         snapshot.top = *top;
       }
+      read.mark.top = snapshot.top;
     }
   }
-  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[3].AsOptionalString());
-  if (ckpt) {
-    auto position = StreamPosition::Parse(*ckpt);
-    if (!position.ok()) return core::Annotate(position.status(), keys.checkpoint_rv);
-    snapshot.checkpoint = *position;
-  }
-  return snapshot;
+  return read;
 }
 
 // The stream's last entry (nullopt when empty or unreadable: then it is no duplicate's model).
@@ -323,7 +373,14 @@ absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> ent
         Unwatch(*redis_);
         return read.status();
       }
-      snapshot = *read;
+      snapshot = read->snapshot;
+      if (guard_ != nullptr) {
+        LineageTracker::Judgement judged = guard_->Observe(read->mark);
+        if (judged.verdict == LineageTracker::Verdict::kLost) {
+          Unwatch(*redis_);
+          return StateLostError(*judged.loss, absl::StrCat("appending to ", keys_.stream));
+        }
+      }
     }
     auto plan =
         internal::PlanAppends(chunk, snapshot, [&] { return ReadLastEntry(*redis_, keys_); });
@@ -375,6 +432,7 @@ absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> ent
     for (size_t k = plan->appended.size(); k < replies->size(); ++k) {
       RETURN_IF_ERROR(core::Annotate((*replies)[k].ErrorStatus(), "updating " + keys_.counts));
     }
+    if (guard_ != nullptr && !plan->appended.empty()) guard_->Advance(plan->top);
     std::move(plan->results.begin(), plan->results.end(), results.begin());
     return absl::OkStatus();
   }
@@ -390,23 +448,30 @@ absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after
   StreamBatch batch;
   batch.last_scanned = after;
   std::optional<StreamPosition> start = Next(after);
-  // The checkpoint and the entries are read together, so "behind the checkpoint" is judged
-  // against the same state the entries come from.
+  // The checkpoint, its lineage and the entries are read together, so "behind the checkpoint"
+  // and a lost state are judged against the same state the entries come from.
   std::vector<RedisCommand> commands = {{"GET", keys_.checkpoint_rv}};
+  for (RedisCommand& read : MarkReads(keys_)) commands.push_back(std::move(read));
+  const size_t xrange = commands.size();
   if (start) {
     commands.push_back(
         {"XRANGE", keys_.stream, start->ToString(), "+", "COUNT", absl::StrCat(max_entries)});
   }
   ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(commands));
-  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[0].AsOptionalString());
-  if (ckpt) {
-    auto position = StreamPosition::Parse(*ckpt);
-    if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
-    batch.behind_checkpoint = after < *position;
-  }
+  bool top_known = false;
+  ASSIGN_OR_RETURN(batch.mark,
+                   ParseMark(keys_, replies[0], absl::MakeConstSpan(replies).subspan(1, xrange - 1),
+                             &top_known));
+  if (batch.mark.checkpoint) batch.behind_checkpoint = after < *batch.mark.checkpoint;
   if (start) {
-    RETURN_IF_ERROR(replies[1].ErrorStatus());
-    RETURN_IF_ERROR(ParseEntries(replies[1], batch));
+    RETURN_IF_ERROR(replies[xrange].ErrorStatus());
+    RETURN_IF_ERROR(ParseEntries(replies[xrange], batch));
+  }
+  if (!top_known) {
+    // A stream written before appends recorded their top: its real last ID, so a reader's head
+    // is not judged against the checkpoint alone.
+    ASSIGN_OR_RETURN(std::optional<StreamPosition> top, StreamTop());
+    if (top) batch.mark.top = *top;
   }
   return batch;
 }
@@ -467,20 +532,40 @@ absl::StatusOr<std::optional<StreamPosition>> MaterializationStore::CheckpointPo
   return std::optional<StreamPosition>(*position);
 }
 
+absl::StatusOr<LineageMark> MaterializationStore::ReadMark() {
+  std::vector<RedisCommand> commands = {{"GET", keys_.checkpoint_rv}};
+  for (RedisCommand& read : MarkReads(keys_)) commands.push_back(std::move(read));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(commands));
+  bool top_known = false;
+  ASSIGN_OR_RETURN(
+      LineageMark mark,
+      ParseMark(keys_, replies[0], absl::MakeConstSpan(replies).subspan(1), &top_known));
+  if (!top_known) {
+    ASSIGN_OR_RETURN(std::optional<StreamPosition> top, StreamTop());
+    if (top) mark.top = *top;
+  }
+  return mark;
+}
+
 absl::StatusOr<MaterializationView> MaterializationStore::Load() {
   // One MULTI/EXEC (a consistent snapshot). The whole stream is read: the swap trims everything
   // at or below the checkpoint, so what remains is the tail (filtered below regardless). Plain
   // commands, not a script: Lua would copy every item through a Lua table (several times slower).
-  ASSIGN_OR_RETURN(std::vector<RedisReply> replies,
-                   redis_->Transaction({{"GET", keys_.checkpoint_rv},
+  std::vector<RedisCommand> commands = {{"GET", keys_.checkpoint_rv},
                                         {"HGETALL", keys_.checkpoint_items},
-                                        {"XRANGE", keys_.stream, "-", "+"}}));
+                                        {"XRANGE", keys_.stream, "-", "+"}};
+  for (RedisCommand& read : MarkReads(keys_)) commands.push_back(std::move(read));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Transaction(commands));
   MaterializationView view;
-  ASSIGN_OR_RETURN(std::optional<std::string> ckpt, replies[0].AsOptionalString());
-  if (!ckpt) return view;
-  auto position = StreamPosition::Parse(*ckpt);
-  if (!position.ok()) return core::Annotate(position.status(), keys_.checkpoint_rv);
-  view.checkpoint = *position;
+  ASSIGN_OR_RETURN(view.mark,
+                   ParseMark(keys_, replies[0], absl::MakeConstSpan(replies).subspan(3), nullptr));
+  if (!view.mark.checkpoint) return view;
+  if (view.mark.damaged) {
+    // Items went missing after the swap (eviction, a hand-made DEL): splicing this would sweep
+    // the files of objects that still exist. Fail closed, as with no checkpoint.
+    return view;
+  }
+  view.checkpoint = view.mark.checkpoint;
   RETURN_IF_ERROR(replies[1].ErrorStatus());
   auto& flat = replies[1].mutable_elements();
   if (!replies[1].IsArray() || flat.size() % 2 != 0) {
@@ -500,17 +585,22 @@ absl::StatusOr<MaterializationView> MaterializationStore::Load() {
   for (StreamEntry& entry : tail.entries) {
     if (entry.position > *view.checkpoint) view.tail.push_back(std::move(entry));
   }
+  // A stream written before appends recorded their top: its last entry stands in.
+  if (!tail.entries.empty()) view.mark.top = std::max(view.mark.top, tail.last_scanned);
   return view;
 }
 
 absl::StatusOr<CheckpointSwap> MaterializationStore::ReplaceCheckpoint(
     const ObjectMap& items, StreamPosition covered_through) {
-  return Swap(items, covered_through, std::nullopt);
+  ASSIGN_OR_RETURN(CheckpointSwap swap, Swap(items, covered_through, std::nullopt, GenerationId()));
+  if (swap.swapped && guard_ != nullptr) guard_->Rebase(swap.incarnation, swap.position);
+  return swap;
 }
 
 absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items,
                                                           StreamPosition covered_through,
-                                                          std::optional<StreamPosition> base) {
+                                                          std::optional<StreamPosition> base,
+                                                          const std::string& incarnation) {
   const std::string staging = keys_.CheckpointStaging(GenerationId());
   // 1. Write the new generation beside the live one (readers keep seeing the old one).
   std::vector<RedisCommand> writes;
@@ -544,13 +634,14 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
   }
   // 2. Swap it in with its position, then trim what it covers.
   std::optional<StreamPosition> min_id = Next(covered_through);
-  ASSIGN_OR_RETURN(
-      RedisReply reply,
-      redis_->Eval(SwapScript(),
-                   {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream, index_key_},
-                   {covered_through.ToString(), min_id ? min_id->ToString() : "",
-                    absl::StrCat(items.size()), keys_.index_member, base ? base->ToString() : ""}));
-  if (!reply.IsArray() || reply.elements().size() != 3) {
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Eval(SwapScript(),
+                                {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream,
+                                 index_key_, keys_.checkpoint_meta},
+                                {covered_through.ToString(), min_id ? min_id->ToString() : "",
+                                 absl::StrCat(items.size()), keys_.index_member,
+                                 base ? base->ToString() : "", incarnation}));
+  if (!reply.IsArray() || reply.elements().size() != 4) {
     return absl::InternalError(absl::StrCat("swap script: unexpected reply ", reply.DebugString()));
   }
   ASSIGN_OR_RETURN(std::string outcome, reply.elements()[0].AsString());
@@ -561,8 +652,13 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
   CheckpointSwap swap;
   swap.swapped = outcome == "swapped";
   ASSIGN_OR_RETURN(std::string position, reply.elements()[1].AsString());
-  ASSIGN_OR_RETURN(swap.position, StreamPosition::Parse(position));
+  if (!position.empty()) {  // empty: a compaction whose base is gone (no checkpoint at all)
+    ASSIGN_OR_RETURN(swap.position, StreamPosition::Parse(position));
+  }
   ASSIGN_OR_RETURN(swap.trimmed, reply.elements()[2].AsInteger());
+  if (swap.swapped) {
+    ASSIGN_OR_RETURN(swap.incarnation, reply.elements()[3].AsString());
+  }
   return swap;
 }
 
@@ -574,8 +670,9 @@ absl::StatusOr<CompactionResult> MaterializationStore::Compact(StreamPosition th
 absl::StatusOr<CompactionResult> MaterializationStore::CompactView(MaterializationView view,
                                                                    StreamPosition through) {
   if (!view.checkpoint) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(keys_.base, ": no checkpoint to compact onto"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        keys_.base, view.mark.damaged ? ": the checkpoint lost items; nothing to compact onto"
+                                      : ": no checkpoint to compact onto"));
   }
   CompactionResult result;
   result.position = *view.checkpoint;
@@ -589,7 +686,9 @@ absl::StatusOr<CompactionResult> MaterializationStore::CompactView(Materializati
   if (result.folded == 0) return result;
   // Only onto the checkpoint we folded from: a LIST that replaced it meanwhile may have healed
   // a gap the stream never saw, and must not be overwritten by this fold.
-  ASSIGN_OR_RETURN(CheckpointSwap swap, Swap(objects, result.position, view.checkpoint));
+  ASSIGN_OR_RETURN(CheckpointSwap swap,
+                   Swap(objects, result.position, view.checkpoint, view.mark.incarnation));
+  if (swap.swapped && guard_ != nullptr) guard_->Advance(swap.position);
   result.compacted = swap.swapped;
   result.position = swap.position;
   result.trimmed = swap.trimmed;
@@ -630,8 +729,8 @@ absl::StatusOr<MaterializationCounts> MaterializationStore::ReadCounts() {
 
 absl::Status MaterializationStore::Release() {
   return redis_
-      ->Transaction({{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv, keys_.state,
-                      keys_.counts},
+      ->Transaction({{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv,
+                      keys_.checkpoint_meta, keys_.state, keys_.counts},
                      {"SREM", index_key_, keys_.index_member}})
       .status();
 }

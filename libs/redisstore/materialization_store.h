@@ -14,6 +14,12 @@
 // position (`ckpt:rv`) is a full position too: a LIST at resourceVersion R covers everything up
 // to `EndOf(R)` = `<R>-<max>`; a compaction covers exactly the last entry it folded.
 //
+// Lost state (lineage.h): every checkpoint records its incarnation and item count in
+// `ckpt:meta`; a LIST-built checkpoint starts a new incarnation, a compaction keeps it. Reads
+// return what they saw of it (a LineageMark), a checkpoint whose items do not match the count is
+// never returned as usable, and a writer that guards its appends with a LineageTracker writes
+// nothing onto a materialization that vanished or went backwards.
+//
 // Not thread-safe (it borrows one RedisConnection): one store per actor.
 
 #include <cstdint>
@@ -31,6 +37,7 @@
 #include "libs/core/stream_position.h"
 #include "libs/core/types.h"
 #include "libs/redisstore/keys.h"
+#include "libs/redisstore/lineage.h"
 #include "libs/redisstore/redis_connection.h"
 #include "libs/redisstore/stream_entry.h"
 
@@ -63,14 +70,18 @@ struct StreamBatch {
   // The reader's position is below the checkpoint: entries it has not seen may have been
   // trimmed. The reader must splice again (checkpoint + tail) instead of tailing.
   bool behind_checkpoint = false;
+  // The checkpoint, incarnation and stream top, read together with the entries.
+  LineageMark mark;
 };
 
 // Checkpoint + tail, read atomically.
 struct MaterializationView {
-  std::optional<core::StreamPosition> checkpoint;  // nullopt: no checkpoint (fail closed)
+  // nullopt: no usable checkpoint (none, or a damaged one: see mark): fail closed.
+  std::optional<core::StreamPosition> checkpoint;
   ObjectMap checkpoint_items;
   std::vector<StreamEntry> tail;  // entries after the checkpoint position, in stream order
   size_t malformed = 0;
+  LineageMark mark;  // read in the same transaction
 
   // The fold of checkpoint_items and tail (entries up to `through`, all by default).
   ObjectMap Fold(core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX)) const;
@@ -82,6 +93,7 @@ struct CheckpointSwap {
   bool swapped = false;  // false: a newer (or, for compaction, another) checkpoint is in place
   core::StreamPosition position;  // the checkpoint position now in place
   int64_t trimmed = 0;            // stream entries removed (all at or below the position)
+  std::string incarnation;        // of the checkpoint installed (swapped only)
 };
 
 struct CompactionResult {
@@ -119,6 +131,12 @@ class MaterializationStore {
   const core::GroupVersionResource& gvr() const { return gvr_; }
   const core::WatchScope& scope() const { return scope_; }
 
+  // Judges every append against `tracker` (not owned; nullptr: no guard): an append chunk whose
+  // watched read shows the materialization lost (lineage.h) writes nothing and fails with
+  // StateLostError, so a writer never builds on a checkpoint that vanished or went backwards.
+  // Appends, swaps and compactions through this store keep the tracker up to date.
+  void GuardAppends(LineageTracker* tracker) { guard_ = tracker; }
+
   // Appends at `<rv>-<next seq>` (an RV-less entry at the stream top's RV), or diverts.
   // Retrying after a lost reply is safe: the repeat is diverted as kDuplicateOfStreamTop.
   // InvalidArgument for an entry without a name, or an upsert without a body.
@@ -154,16 +172,20 @@ class MaterializationStore {
   absl::StatusOr<std::optional<core::StreamPosition>> StreamTop();
 
   absl::StatusOr<std::optional<core::StreamPosition>> CheckpointPosition();
+  // The checkpoint, its incarnation and item check, and the stream top, in one atomic read.
+  absl::StatusOr<LineageMark> ReadMark();
   // The checkpoint and the stream after it, in one atomic read.
   absl::StatusOr<MaterializationView> Load();
   // Installs `items` as the checkpoint covering the stream through `covered_through`, then
   // trims stream entries at or below it. A checkpoint is never replaced by an older one: if
   // the current position is higher, nothing changes (swapped=false). Registers the index.
+  // Starts a new incarnation: `items` must be a complete LIST (or equivalent) at that position.
   absl::StatusOr<CheckpointSwap> ReplaceCheckpoint(const ObjectMap& items,
                                                    core::StreamPosition covered_through);
   // Folds the checkpoint and the stream entries up to `through` into a new checkpoint at the
   // last folded entry (no API call). The swap happens only if the checkpoint it folded from is
-  // still the live one (else compacted=false). FailedPrecondition when there is no checkpoint.
+  // still the live one, of the same incarnation (else compacted=false), and keeps the
+  // incarnation. FailedPrecondition when there is no usable checkpoint.
   absl::StatusOr<CompactionResult> Compact(
       core::StreamPosition through = core::StreamPosition::EndOf(UINT64_MAX));
   // Compact() on a view the caller already loaded (e.g. while splicing).
@@ -189,10 +211,11 @@ class MaterializationStore {
   // Append/AppendAll: chunks of entries, one optimistic transaction each.
   absl::StatusOr<std::vector<AppendResult>> AppendEntries(absl::Span<const StreamEntry> entries);
   absl::Status AppendChunk(absl::Span<const StreamEntry> entries, absl::Span<AppendResult> results);
-  // Stages `items` and swaps them in at `covered_through`; with `base`, only if the live
-  // checkpoint is still exactly `base`.
+  // Stages `items` and swaps them in at `covered_through` as `incarnation`; with `base`, only if
+  // the live checkpoint is still exactly `base` of that incarnation.
   absl::StatusOr<CheckpointSwap> Swap(const ObjectMap& items, core::StreamPosition covered_through,
-                                      std::optional<core::StreamPosition> base);
+                                      std::optional<core::StreamPosition> base,
+                                      const std::string& incarnation);
 
   RedisConnection* redis_;
   KeyPrefix prefix_;
@@ -201,6 +224,7 @@ class MaterializationStore {
   MaterializationKeys keys_;
   std::string index_key_;
   std::function<void()> before_append_commit_for_testing_;
+  LineageTracker* guard_ = nullptr;
 };
 
 // Waits until at least one of `streams` (stream key, reader position) has an entry after its

@@ -99,9 +99,11 @@ class AuditIntakeTest : public ::testing::Test {
                                 const std::string& prefix = "reverser",
                                 absl::Duration relist = absl::Hours(1),
                                 bool early_relists = false,
-                                absl::Duration heal_settle = absl::ZeroDuration()) {
+                                absl::Duration heal_settle = absl::ZeroDuration(),
+                                absl::Duration state_check = absl::Seconds(5)) {
     TypeMaterializerOptions o;
     o.heal_settle = heal_settle;
+    o.state_check_interval = state_check;
     if (early_relists) {
       o.relist_requests = &claims_;
       o.relist_request_poll = absl::Milliseconds(10);
@@ -364,6 +366,36 @@ TEST_F(AuditIntakeTest, PeriodicListHealsWhatTheAuditLogMissed) {
   EXPECT_GE(Metric("reverser_materializer_relists_total{group=\"\",version=\"v1\",resource="
                    "\"configmaps\",scope=\"ns:team\",outcome=\"unchanged\"} "),
             1);
+}
+
+// Redis lost everything: the audit intake goes on appending (it does not guard), and the
+// worker's state check notices the checkpoint is gone and relists at once, replacing it without
+// waiting for differences to settle (heal_settle is an hour here).
+TEST_F(AuditIntakeTest, LostStateIsRebuiltByTheNextCheckWithoutSettling) {
+  StartStack();
+  claims_.Replace({{kConfigMaps, kTeam}});
+  PutConfigMap("a", "1");
+  TypeMaterializer& worker =
+      StartWorker(kConfigMaps, Intake::kAudit, "reverser", absl::Hours(1), false, absl::Hours(1),
+                  absl::Milliseconds(50));
+  ASSERT_TRUE(testing::WaitFor([&] { return Streaming(worker) && Converged(kConfigMaps); },
+                               absl::Seconds(20)));
+  ASSERT_TRUE(redis_->Cli({"FLUSHALL"}).ok());
+  PutConfigMap("b", "1");
+  PutConfigMap("a", "2");
+  FlushAudit();
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(kConfigMaps); }, absl::Seconds(20)));
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  EXPECT_EQ(Metric("reverser_materializer_state_lost_total{group=\"\",version=\"v1\",resource="
+                   "\"configmaps\",scope=\"ns:team\",reason=\"checkpoint_vanished\"} "),
+            1);
+  EXPECT_EQ(Metric("reverser_materializer_relists_total{group=\"\",version=\"v1\",resource="
+                   "\"configmaps\",scope=\"ns:team\",outcome=\"rebuilt\"} "),
+            1);
+  // Audit entries after the rebuild land on the new checkpoint as before.
+  PutConfigMap("a", "3");
+  FlushAudit();
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(kConfigMaps); }, absl::Seconds(20)));
 }
 
 TEST_F(AuditIntakeTest, AChangeTheAuditLogCannotCarryBringsTheListForward) {

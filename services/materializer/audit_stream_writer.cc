@@ -135,6 +135,9 @@ absl::Status AuditStreamWriter::Append(
           ASSIGN_OR_RETURN(LastKnown last, FindLastKnown(store, entry.Identity()));
           if (last.deleted || !last.body) {
             Count(change.gvr, last.deleted ? "skipped_already_deleted" : "skipped_unknown_object");
+            // An object this materialization does not hold (its state was lost, or is being
+            // rebuilt): a LIST finds out whether it is still there.
+            if (!last.deleted) claims_->RequestRelist(target);
             continue;
           }
           std::string last_uid = ObjectMetadata(

@@ -37,6 +37,10 @@ ABSL_FLAG(absl::Duration, audit_intake_heal_settle, absl::Seconds(45),
           "With --intake=audit: a difference a LIST finds replaces the checkpoint only once the "
           "stream has had nothing for that object for this long (its audit event may still be "
           "on the way; kube-apiserver batches up to 30s).");
+ABSL_FLAG(absl::Duration, redis_state_check_interval, absl::Seconds(5),
+          "How often each materialization checks, while no append does, that Redis still holds "
+          "its checkpoint and stream as last seen; state that vanished or went backwards (a Redis "
+          "restart without persistence, an older snapshot) is rebuilt from a fresh LIST.");
 ABSL_FLAG(bool, audit_webhook, true, "Serve the audit webhook (author attribution).");
 ABSL_FLAG(int, audit_port, 9444, "Audit webhook port; 0 picks a free one.");
 ABSL_FLAG(std::string, audit_tls_cert, "", "Audit webhook server certificate (PEM).");
@@ -105,6 +109,10 @@ absl::Status IntakeFromFlags(TypeMaterializerOptions& base) {
   if (!intake.ok()) return intake.status();
   base.intake = *intake;
   base.relist_interval = absl::GetFlag(FLAGS_audit_intake_relist_interval);
+  base.state_check_interval = absl::GetFlag(FLAGS_redis_state_check_interval);
+  if (base.state_check_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--redis_state_check_interval must be positive");
+  }
   base.heal_settle = absl::GetFlag(FLAGS_audit_intake_heal_settle);
   if (base.intake != Intake::kAudit) return absl::OkStatus();
   if (!absl::GetFlag(FLAGS_audit_webhook)) {

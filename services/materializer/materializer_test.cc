@@ -99,6 +99,19 @@ class MaterializerTest : public ::testing::Test {
 
   bool Converged() { return MaterializedState() == ClusterState(); }
 
+  // A worker checking for lost state every `state_check`, once it streams (null if it never did).
+  std::unique_ptr<TypeMaterializer> StartStreaming(absl::Duration state_check) {
+    TypeMaterializerOptions options = Options();
+    options.state_check_interval = state_check;
+    auto worker = std::make_unique<TypeMaterializer>(client_, options, &metrics_);
+    worker->Start();
+    if (!testing::WaitFor([&] { return worker->Status().phase == "Streaming"; },
+                          absl::Seconds(20))) {
+      return nullptr;
+    }
+    return worker;
+  }
+
   int WatchRequests() {
     int n = 0;
     for (const auto& line : sim_->RequestLog()) {
@@ -204,6 +217,132 @@ TEST_F(MaterializerTest, ExpiredResourceVersionRebuildsTheCheckpoint) {
   ASSERT_TRUE(testing::WaitFor([&] { return resumed.Status().replays == 1 && Converged(); },
                                absl::Seconds(20)));
   resumed.Stop();
+}
+
+double StateLost(runtime::MetricsRegistry& metrics, const std::string& reason) {
+  return metrics
+      .GetCounter("reverser_materializer_state_lost_total", "",
+                  {{"group", ""},
+                   {"version", "v1"},
+                   {"resource", "configmaps"},
+                   {"scope", "ns:team"},
+                   {"reason", reason}})
+      .Value();
+}
+
+// Redis restarted empty (no persistence) while changes flow: the next append notices, the watch
+// relists, and the materialization holds the cluster state again, without a restart.
+TEST_F(MaterializerTest, RedisRestartedEmptyIsRebuiltWhileChangesFlow) {
+  PutConfigMap("a", "1");
+  PutConfigMap("b", "1");
+  auto started = StartStreaming(absl::Hours(1));  // only the appends notice it here
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
+  PutConfigMap("a", "2");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+
+  ASSERT_TRUE(redis_->Restart().ok());
+  PutConfigMap("c", "1");
+  DeleteConfigMap("b");
+  PutConfigMap("a", "3");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)))
+      << "materialized " << MaterializedState().size() << " objects";
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  EXPECT_EQ(worker.Status().replays, 2);
+  EXPECT_EQ(StateLost(metrics_, "checkpoint_vanished"), 1);
+  auto meta = redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:meta", "incarnation"});
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->size(), 17u) << *meta;  // a new incarnation (16 hex digits and a newline)
+  // Later changes are appended as before.
+  const int64_t appended = worker.Status().appended;
+  PutConfigMap("d", "1");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().appended > appended; },
+                               absl::Seconds(20)));
+}
+
+// No change at all: the idle check notices, and until the rebuild's LIST succeeds the status says
+// why the materialization is replaying (never an old checkpoint from memory).
+TEST_F(MaterializerTest, LostStateIsNoticedWithoutChangesAndShownUntilRebuilt) {
+  PutConfigMap("a", "1");
+  auto started = StartStreaming(absl::Milliseconds(50));
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
+  ASSERT_FALSE(worker.Status().checkpoint.empty());
+  for (const char* verb : {"list", "watch"}) {
+    kubesim::FaultRule rule;
+    rule.action = kubesim::FaultRule::Action::kInternalError;
+    rule.verb = verb;
+    rule.resource = "configmaps";
+    sim_->faults().Add(rule);
+  }
+  ASSERT_TRUE(redis_->Cli({"FLUSHALL"}).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(20)));
+  EXPECT_EQ(worker.Status().phase, "Replaying");
+  EXPECT_EQ(worker.Status().checkpoint, "");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto state = redis_->Cli({"GET", "reverser:mat:v1:configmaps:ns:team:state"});
+        return state.ok() &&
+               absl::StrContains(*state, "Rebuilding after Redis state loss (the checkpoint vanished)");
+      },
+      absl::Seconds(20)));
+  sim_->faults().Clear();
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().phase == "Streaming"; },
+                               absl::Seconds(20)));
+  EXPECT_FALSE(worker.Status().checkpoint.empty());
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  EXPECT_EQ(StateLost(metrics_, "checkpoint_vanished"), 1);
+  worker.Stop();
+}
+
+// Redis came back with an older snapshot: the stream top is below what this worker wrote. The
+// next append is refused and the checkpoint rebuilt, so the changes in between are not lost.
+TEST_F(MaterializerTest, AnOlderSnapshotIsNoticedAndRebuilt) {
+  PutConfigMap("a", "1");
+  auto started = StartStreaming(absl::Hours(1));
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
+  PutConfigMap("a", "2");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
+  PutConfigMap("b", "1");
+  PutConfigMap("a", "3");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  ASSERT_TRUE(redis_->Restart().ok());  // back at a=2, no b
+  EXPECT_NE(MaterializedState(), ClusterState());
+  PutConfigMap("c", "1");
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  EXPECT_EQ(StateLost(metrics_, "went_backwards"), 1);
+  EXPECT_EQ(worker.Status().replays, 2);
+  worker.Stop();
+}
+
+// Redis down for a while, then back empty: writes are retried with backoff meanwhile (the watch
+// waits, nothing is skipped or crashes), and once it answers the state is rebuilt.
+TEST_F(MaterializerTest, RedisDownForAWhileIsRetriedThenRebuilt) {
+  PutConfigMap("a", "1");
+  auto started = StartStreaming(absl::Milliseconds(50));
+  ASSERT_TRUE(started);
+  TypeMaterializer& worker = *started;
+  redis_->Crash();
+  PutConfigMap("a", "2");
+  PutConfigMap("b", "1");
+  const runtime::Labels labels = {
+      {"group", ""}, {"version", "v1"}, {"resource", "configmaps"}, {"scope", "ns:team"}};
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return metrics_.GetCounter("reverser_materializer_redis_retries_total", "", labels)
+                   .Value() >= 2;
+      },
+      absl::Seconds(20)));
+  EXPECT_FALSE(worker.Status().last_error.empty());
+  ASSERT_TRUE(redis_->Revive().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return Converged() && worker.Status().phase == "Streaming"; },
+                               absl::Seconds(30)));
+  EXPECT_EQ(worker.Status().state_losses, 1);
+  worker.Stop();
 }
 
 TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes) {

@@ -1,5 +1,7 @@
 #include "services/materializer/type_materializer.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "libs/core/status.h"
@@ -88,10 +90,18 @@ TypeMaterializerStatus TypeMaterializer::Status() const {
   return status_;
 }
 
-void TypeMaterializer::SetPhase(const std::string& phase, const std::string& reason) {
+void TypeMaterializer::SetPhase(const std::string& phase, const std::string& requested_reason) {
+  std::string reason = requested_reason;
+  std::string message = reason;
   {
     std::lock_guard lock(mu_);
-    if (status_.phase == phase && status_.reason == reason) return;
+    if (rebuilding_ && phase == "Replaying") {
+      reason = std::string(kRedisStateLostReason);
+      message = absl::StrCat("Rebuilding after Redis state loss (",
+                             redisstore::StateLossText(*rebuilding_), ")");
+    }
+    if (status_.phase == phase && status_.reason == reason && !state_record_stale_) return;
+    state_record_stale_ = false;
     status_.phase = phase;
     status_.reason = reason;
   }
@@ -103,7 +113,7 @@ void TypeMaterializer::SetPhase(const std::string& phase, const std::string& rea
     state.gvr = options_.gvr;
     state.scope = options_.scope;
     state.updated_at = absl::Now();
-    state.message = reason;
+    state.message = message;
     {
       std::lock_guard lock(mu_);
       state.checkpoint = status_.checkpoint;
@@ -112,12 +122,78 @@ void TypeMaterializer::SetPhase(const std::string& phase, const std::string& rea
   }
 }
 
+std::optional<redisstore::StateLoss> TypeMaterializer::CheckState(
+    redisstore::MaterializationStore& store) {
+  const uint64_t epoch = lineage_.epoch();
+  auto mark = store.ReadMark();
+  if (!mark.ok()) return std::nullopt;  // Redis down: the next check (or append) tells
+  auto judged = lineage_.ObserveIfCurrent(*mark, epoch);
+  if (!judged || judged->verdict != redisstore::LineageTracker::Verdict::kLost) {
+    return std::nullopt;
+  }
+  return judged->loss;
+}
+
+void TypeMaterializer::OnStateLost(redisstore::StateLoss loss) {
+  {
+    std::lock_guard lock(mu_);
+    if (rebuilding_) return;  // counted once per rebuild
+    rebuilding_ = loss;
+    ++status_.state_losses;
+    status_.phase = "Replaying";
+    status_.reason = std::string(kRedisStateLostReason);
+    status_.checkpoint.clear();  // gone from Redis: never reported from memory
+    status_.last_error = absl::StrCat("Redis state lost: ", redisstore::StateLossText(loss));
+    state_record_stale_ = true;
+    if (options_.intake == Intake::kWatch) {
+      rebuild_requested_ = true;
+      if (reflector_) reflector_->Stop();
+    }
+  }
+  runtime::Labels labels = labels_;
+  labels.emplace_back("reason", std::string(redisstore::StateLossName(loss)));
+  metrics_
+      ->GetCounter("reverser_materializer_state_lost_total",
+                   "Lost or rolled-back Redis state detected (each rebuilt from a fresh LIST), "
+                   "by reason.",
+                   labels)
+      .Increment();
+  runtime::LogWarning("Redis state lost; rebuilding the materialization from a fresh LIST",
+                      {{"type", Name()},
+                       {"reason", std::string(redisstore::StateLossName(loss))},
+                       {"incarnation", lineage_.incarnation()},
+                       {"head", lineage_.head().ToString()}});
+  if (options_.intake == Intake::kWatch) {
+    {
+      std::lock_guard lock(append_mu_);
+      append_queue_.clear();  // the full sync covers every change queued before it
+    }
+    append_cv_.notify_all();
+  }
+}
+
+void TypeMaterializer::OnRebuilt(const redisstore::CheckpointSwap& swap) {
+  std::optional<redisstore::StateLoss> loss;
+  {
+    std::lock_guard lock(mu_);
+    loss.swap(rebuilding_);
+    state_record_stale_ = true;
+  }
+  if (!loss) return;
+  runtime::LogInfo("materialization rebuilt after Redis state loss",
+                   {{"type", Name()},
+                    {"reason", std::string(redisstore::StateLossName(*loss))},
+                    {"position", swap.position.ToString()},
+                    {"incarnation", swap.incarnation}});
+}
+
 template <typename Fn>
 auto TypeMaterializer::WithRetry(const char* what, Fn op) -> decltype(op()) {
   absl::Duration backoff = absl::Milliseconds(100);
   while (true) {
     auto result = op();
-    if (result.ok() || stopping_) return result;
+    // Lost state is not retried: what to write has to be rebuilt first.
+    if (result.ok() || stopping_ || redisstore::StateLossOf(result.status())) return result;
     {
       std::lock_guard lock(mu_);
       status_.last_error = result.status().ToString();
@@ -140,24 +216,34 @@ void TypeMaterializer::Run() {
   redis_ = std::move(*redis);
   store_ = std::make_unique<redisstore::MaterializationStore>(redis_.get(), options_.prefix,
                                                               options_.gvr, options_.scope);
-  auto checkpoint = WithRetry("read checkpoint", [&] { return store_->CheckpointPosition(); });
-  if (!checkpoint.ok()) return;
+  store_->GuardAppends(&lineage_);
+  auto mark = WithRetry("read checkpoint", [&] { return store_->ReadMark(); });
+  if (!mark.ok()) return;
+  const redisstore::LineageTracker::Judgement judged = lineage_.Observe(*mark);
+  // A damaged checkpoint is rebuilt by the first LIST, like a missing one.
+  if (judged.loss) OnStateLost(*judged.loss);
+  const bool has_checkpoint = judged.verdict == redisstore::LineageTracker::Verdict::kSame;
   uint64_t resume = 0;
-  if (checkpoint->has_value()) {
-    auto top = WithRetry("read stream top", [&] { return store_->StreamTop(); });
-    if (!top.ok()) return;
-    resume = (*checkpoint)->rv();
-    if (top->has_value()) resume = std::max(resume, (*top)->rv());
-    {
-      std::lock_guard lock(mu_);
-      status_.checkpoint = (*checkpoint)->ToString();
-    }
+  if (has_checkpoint) {
+    // Only the changes after the stream top are needed.
+    resume = mark->Head().rv();
+    std::lock_guard lock(mu_);
+    status_.checkpoint = mark->checkpoint->ToString();
   }
   if (options_.intake == Intake::kAudit) {
-    if (checkpoint->has_value()) SetPhase("Streaming", "ResumedFromCursor");
+    if (has_checkpoint) SetPhase("Streaming", "ResumedFromCursor");
     RunAuditIntake();
   } else {
-    RunWatch(checkpoint->has_value(), resume);
+    RunWatchIntake(has_checkpoint, resume);
+  }
+}
+
+void TypeMaterializer::RunWatchIntake(bool has_checkpoint, uint64_t resume_rv) {
+  while (!stopping_) {
+    rebuild_requested_ = false;
+    RunWatch(has_checkpoint, resume_rv);
+    if (stopping_ || !rebuild_requested_) return;
+    has_checkpoint = false;  // lost state: a full sync rebuilds the checkpoint
   }
 }
 
@@ -200,8 +286,9 @@ bool TypeMaterializer::WaitForStop(absl::Duration timeout) {
 
 void TypeMaterializer::RunAuditIntake() {
   absl::Duration backoff = absl::Milliseconds(800);
+  bool rebuild = false;  // lost state: the next LIST replaces the checkpoint outright
   while (!stopping_) {
-    absl::Status listed = Relist();
+    absl::Status listed = Relist(rebuild);
     if (stopping_) return;
     if (!listed.ok()) {
       {
@@ -213,7 +300,7 @@ void TypeMaterializer::RunAuditIntake() {
       metrics_
           ->GetCounter("reverser_materializer_relists_total",
                        "Audit intake: periodic LISTs by outcome (initial, unchanged, "
-                       "deferred, healed, superseded, error).",
+                       "deferred, healed, superseded, rebuilt, error).",
                        labels)
           .Increment();
       runtime::LogWarning("list failed", {{"type", Name()}, {"error", listed.ToString()}});
@@ -223,10 +310,12 @@ void TypeMaterializer::RunAuditIntake() {
       continue;
     }
     backoff = absl::Milliseconds(800);
-    // Until the next LIST, keep the stream within its bound (the audit webhook appends to it)
-    // and watch for early-LIST requests.
+    rebuild = false;
+    // Until the next LIST, keep the stream within its bound (the audit webhook appends to it),
+    // watch for early-LIST requests and look for lost state.
     const absl::Time listed_at = absl::Now();
     absl::Time next_compaction_check = listed_at + options_.compaction_check_interval;
+    absl::Time next_state_check = listed_at + options_.state_check_interval;
     const ClaimKey self{options_.gvr, options_.scope};
     absl::Time next_list = listed_at + options_.relist_interval;
     // Differences waiting to settle are looked at again as soon as the oldest could count.
@@ -235,9 +324,18 @@ void TypeMaterializer::RunAuditIntake() {
                                                listed_at + options_.relist_request_min_gap));
     }
     while (absl::Now() < next_list) {
-      absl::Duration tick = std::min(next_list, next_compaction_check) - absl::Now();
+      absl::Duration tick =
+          std::min({next_list, next_compaction_check, next_state_check}) - absl::Now();
       if (options_.relist_requests) tick = std::min(tick, options_.relist_request_poll);
       if (WaitForStop(std::max(tick, absl::ZeroDuration()))) return;
+      if (absl::Now() >= next_state_check) {
+        next_state_check = absl::Now() + options_.state_check_interval;
+        if (auto loss = CheckState(*store_)) {
+          OnStateLost(*loss);
+          rebuild = true;
+          break;
+        }
+      }
       if (absl::Now() >= next_compaction_check) {
         CompactIfLong();
         next_compaction_check = absl::Now() + options_.compaction_check_interval;
@@ -251,7 +349,7 @@ void TypeMaterializer::RunAuditIntake() {
   }
 }
 
-absl::Status TypeMaterializer::Relist() {
+absl::Status TypeMaterializer::Relist(bool rebuild) {
   const std::string ns = options_.scope.IsCluster() ? "" : options_.scope.namespace_;
   redisstore::ObjectMap items;
   kube::ListOptions list_options;
@@ -274,9 +372,16 @@ absl::Status TypeMaterializer::Relist() {
 
   auto view = WithRetry("load materialization", [&] { return store_->Load(); });
   if (!view.ok()) return absl::OkStatus();  // stopping
+  if (auto judged = lineage_.Observe(view->mark); judged.loss) {
+    OnStateLost(*judged.loss);
+    rebuild = true;
+  }
   std::string outcome;
   size_t lasting = 0;
-  if (view->checkpoint && *view->checkpoint > covered) {
+  if (rebuild) {
+    // The LIST replaces whatever is there: no settling, no fold onto a state that was lost.
+    unhealed_.clear();
+  } else if (view->checkpoint && *view->checkpoint > covered) {
     outcome = "superseded";  // a newer checkpoint (a compaction past R) is in place
   } else if (view->checkpoint) {
     // Differences healed only once the stream has not moved for that object for heal_settle.
@@ -306,7 +411,11 @@ absl::Status TypeMaterializer::Relist() {
     auto swap =
         WithRetry("replace checkpoint", [&] { return store_->ReplaceCheckpoint(items, covered); });
     if (!swap.ok()) return absl::OkStatus();
-    outcome = !view->checkpoint ? "initial" : swap->swapped ? "healed" : "superseded";
+    outcome = rebuild             ? "rebuilt"
+              : !view->checkpoint ? "initial"
+              : swap->swapped     ? "healed"
+                                  : "superseded";
+    OnRebuilt(*swap);
     if (swap->swapped) {
       unhealed_.clear();
       std::lock_guard lock(mu_);
@@ -325,7 +434,7 @@ absl::Status TypeMaterializer::Relist() {
   metrics_
       ->GetCounter("reverser_materializer_relists_total",
                    "Audit intake: periodic LISTs by outcome (initial, unchanged, deferred, "
-                   "healed, superseded, error).",
+                   "healed, superseded, rebuilt, error).",
                    labels)
       .Increment();
   if (outcome == "healed") {
@@ -350,6 +459,8 @@ absl::Status TypeMaterializer::Relist() {
 
 void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
   using Type = kube::ReflectorEventType;
+  // Lost state: this watch is being stopped; the next one's full sync covers everything.
+  if (rebuild_requested_) return;
   switch (event.type) {
     case Type::kSyncStarted:
       FlushAppends();  // the live changes before the relist land before its checkpoint
@@ -372,6 +483,7 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
         return store_->ReplaceCheckpoint(pending_checkpoint_, core::StreamPosition::EndOf(*rv));
       });
       if (!swap.ok()) return;
+      OnRebuilt(*swap);
       metrics_
           ->GetCounter("reverser_materializer_replays_total",
                        "Checkpoints rebuilt from a full replay.", labels_)
@@ -446,7 +558,9 @@ void TypeMaterializer::StopAppendWriter() {
 void TypeMaterializer::QueueAppend(redisstore::StreamEntry entry) {
   {
     std::unique_lock lock(append_mu_);
-    append_cv_.wait(lock, [this] { return append_queue_.size() < kMaxQueuedAppends; });
+    append_cv_.wait(
+        lock, [this] { return append_queue_.size() < kMaxQueuedAppends || rebuild_requested_; });
+    if (rebuild_requested_) return;  // the rebuild's full sync covers it
     append_queue_.push_back(std::move(entry));
   }
   append_cv_.notify_all();
@@ -457,10 +571,37 @@ void TypeMaterializer::FlushAppends() {
   append_cv_.wait(lock, [this] { return append_queue_.empty() && !append_writing_; });
 }
 
+void TypeMaterializer::CheckStateWhileIdle() {
+  {
+    std::lock_guard lock(mu_);
+    if (rebuilding_) return;  // the rebuild is under way
+  }
+  if (!check_redis_) {
+    auto redis = redisstore::RedisConnection::Connect(options_.redis);
+    if (!redis.ok()) return;  // Redis down: looked at again next time
+    check_redis_ = std::move(*redis);
+  }
+  redisstore::MaterializationStore store(check_redis_.get(), options_.prefix, options_.gvr,
+                                         options_.scope);
+  if (auto loss = CheckState(store)) OnStateLost(*loss);
+}
+
 void TypeMaterializer::WriteAppends() {
   std::unique_lock lock(append_mu_);
+  absl::Time next_check = absl::Now() + options_.state_check_interval;
   while (true) {
-    append_cv_.wait(lock, [this] { return !append_queue_.empty() || append_writer_exit_; });
+    const bool woken = append_cv_.wait_for(
+        lock, absl::ToChronoNanoseconds(std::max(next_check - absl::Now(), absl::ZeroDuration())),
+        [this] { return !append_queue_.empty() || append_writer_exit_; });
+    if (!woken) {
+      // Nothing to append for a while: look at the keys anyway, so lost state is noticed
+      // without waiting for the next change.
+      lock.unlock();
+      CheckStateWhileIdle();
+      lock.lock();
+      next_check = absl::Now() + options_.state_check_interval;
+      continue;
+    }
     if (append_queue_.empty()) return;  // asked to exit and nothing is left
     // Whatever queued up while the previous batch was written goes in one round trip.
     std::vector<redisstore::StreamEntry> batch;
@@ -485,6 +626,9 @@ void TypeMaterializer::WriteAppends() {
           .Increment();
       for (const redisstore::AppendResult& result : *results) CountAppend(result);
       MaybeCompact(batch.size());
+      next_check = absl::Now() + options_.state_check_interval;  // the append just looked
+    } else if (auto loss = redisstore::StateLossOf(results.status())) {
+      OnStateLost(*loss);  // this batch and the queue are dropped: the rebuild covers them
     }
     lock.lock();
     append_writing_ = false;

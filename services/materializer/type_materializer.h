@@ -20,6 +20,15 @@
 //
 // Either way the stream is compacted once it holds more than `compact_after_entries` entries.
 //
+// Lost Redis state (a restart without persistence, a rescheduled pod, an older snapshot loaded)
+// is noticed, not assumed from memory: every watch append is judged against what this worker
+// has seen of the materialization (libs/redisstore/lineage.h) inside its own transaction, and
+// every `state_check_interval` the keys are looked at even when nothing changes. A checkpoint
+// that vanished, lost items or went backwards is rebuilt from a fresh LIST at once (a new
+// incarnation; watch intake: the watch restarts with a full sync; audit intake: the LIST
+// replaces the checkpoint without waiting for differences to settle), counted and logged once,
+// and shown as phase Replaying, reason RedisStateLost, until the new checkpoint is in place.
+//
 // Watch intake writes live changes on a second thread, in batches: the reflector thread parses
 // and queues each change, and an append writer sends whatever has queued up meanwhile in one
 // pipelined AppendAll (up to kMaxAppendBatch). The queue is bounded, so while Redis is down the
@@ -73,17 +82,24 @@ struct TypeMaterializerOptions {
   // be on its way (kube-apiserver batches up to 30 s).
   absl::Duration heal_settle = absl::Seconds(45);
   int64_t list_page_size = 500;
+  // How often the keys are checked for lost state when no append checks them.
+  absl::Duration state_check_interval = absl::Seconds(5);
 };
+
+// The status reason while a materialization is rebuilt after its Redis state was lost.
+inline constexpr absl::string_view kRedisStateLostReason = "RedisStateLost";
 
 // A snapshot of what the worker is doing, for admin calls and readiness.
 struct TypeMaterializerStatus {
   std::string phase;   // Replaying, Streaming, Blocked
-  std::string reason;  // InitialReplay, ResumeReplay, ExpiredResourceVersion, WatchError, ...
+  std::string reason;  // InitialReplay, ResumeReplay, ExpiredResourceVersion, WatchError,
+                       // RedisStateLost, ...
   std::string checkpoint;
   int64_t appended = 0;
   int64_t diverted = 0;
   int64_t replays = 0;
-  int64_t relists = 0;  // audit intake: LISTs completed
+  int64_t relists = 0;       // audit intake: LISTs completed
+  int64_t state_losses = 0;  // lost Redis state detected (each rebuilt)
   std::string last_error;
 };
 
@@ -122,8 +138,19 @@ class TypeMaterializer : private kube::WatchHandler {
   void Run();
   void RunWatch(bool has_checkpoint, uint64_t resume_rv);
   void RunAuditIntake();
-  // One LIST, then a checkpoint replacement (differences found) or a fold up to its RV.
-  absl::Status Relist();
+  // Watch intake: RunWatch again, with a full sync, each time lost state asks for a rebuild.
+  void RunWatchIntake(bool has_checkpoint, uint64_t resume_rv);
+  // One LIST, then a checkpoint replacement (differences found, or `rebuild`: lost state) or a
+  // fold up to its RV.
+  absl::Status Relist(bool rebuild);
+  // Looks at the keys on `store` (a mark read in the tracker's current epoch); the loss if the
+  // state is lost, nullopt otherwise or when Redis does not answer.
+  std::optional<redisstore::StateLoss> CheckState(redisstore::MaterializationStore& store);
+  // Records a detected loss (once per rebuild): status, metric, log; watch intake: drops the
+  // queued appends (the full sync covers them) and stops the watch so RunWatchIntake rebuilds.
+  void OnStateLost(redisstore::StateLoss loss);
+  // The rebuild's checkpoint is in place.
+  void OnRebuilt(const redisstore::CheckpointSwap& swap);
   // Waits up to `timeout` for Stop(); true when stopping.
   bool WaitForStop(absl::Duration timeout);
   void CountCompaction(const redisstore::CompactionResult& result);
@@ -134,6 +161,8 @@ class TypeMaterializer : private kube::WatchHandler {
   // Retries `op` against Redis until it succeeds or the worker stops.
   template <typename Fn>
   auto WithRetry(const char* what, Fn op) -> decltype(op());
+  // Also writes the `…:state` record; while rebuilding after lost state, Replaying reads
+  // RedisStateLost.
   void SetPhase(const std::string& phase, const std::string& reason);
   void MaybeCompact(size_t appended);
   void CompactIfLong();
@@ -148,7 +177,8 @@ class TypeMaterializer : private kube::WatchHandler {
   void QueueAppend(redisstore::StreamEntry entry);
   // Returns once everything queued so far is written (or dropped because the worker stops).
   void FlushAppends();
-  void WriteAppends();  // the writer thread's loop
+  void WriteAppends();         // the writer thread's loop
+  void CheckStateWhileIdle();  // the writer thread, on its own connection
   void CountAppend(const redisstore::AppendResult& result);
 
   std::shared_ptr<kube::RestClient> client_;
@@ -158,6 +188,16 @@ class TypeMaterializer : private kube::WatchHandler {
 
   std::unique_ptr<redisstore::RedisConnection> redis_;
   std::unique_ptr<redisstore::MaterializationStore> store_;
+  // What this worker has seen of the materialization (guards store_'s appends).
+  redisstore::LineageTracker lineage_;
+  // Lost state was detected: the watch is being stopped for a rebuild (events are ignored and
+  // appends dropped until the next full sync starts).
+  std::atomic<bool> rebuild_requested_{false};
+  // From the detection until the rebuilt checkpoint is in place (guarded by mu_).
+  std::optional<redisstore::StateLoss> rebuilding_;
+  bool state_record_stale_ = false;  // with mu_: the next SetPhase writes the record regardless
+  // The append writer's connection for state checks while idle (its thread only).
+  std::unique_ptr<redisstore::RedisConnection> check_redis_;
   std::unique_ptr<kube::Reflector> reflector_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

@@ -20,6 +20,7 @@
 #include "libs/core/proto_convert.h"
 #include "libs/redisstore/delivery_cursor_store.h"
 #include "libs/redisstore/materialization_store.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/splicer.grpc.pb.h"
@@ -28,7 +29,6 @@
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -67,16 +67,18 @@ class RecordingGitWorker final : public reverser::v1::GitWorker::Service {
     return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
                         [&] { return received_.size() >= n; });
   }
-  // Waits until at least `n` deliveries have arrived, or a resync covering `last` (a re-splice
-  // after a restart may fold a whole burst into one resync: nothing further is then delivered).
-  bool WaitForCountOrCoverage(size_t n, const core::StreamPosition& last, absl::Duration timeout) {
+  // Waits until a delivery reaches `position`: an event at or past it, or a resync covering it
+  // (a re-splice after a restart may fold much of a burst into one resync, so counting
+  // deliveries would depend on when it came).
+  bool WaitForCoverage(const core::StreamPosition& position, absl::Duration timeout) {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] {
-      if (received_.size() >= n) return true;
       for (const auto& message : received_) {
-        if (message.has_resync() && !(core::FromProto(message.resync().coverage_head()) < last)) {
-          return true;
-        }
+        const core::StreamPosition reached =
+            message.has_resync()  ? core::FromProto(message.resync().coverage_head())
+            : message.has_event() ? core::FromProto(message.event().position())
+                                  : core::StreamPosition::Zero();
+        if (!(reached < position)) return true;
       }
       return false;
     });
@@ -218,12 +220,14 @@ TEST_F(SplicerCrashRestartTest, EveryChangeArrivesAtLeastOnceAndTheFinalStateIsE
   StartSplicer();
   constexpr int kRounds = 6;
   for (int round = 0; round < kRounds; ++round) {
-    // A burst the splicer is draining when it is killed, after a random number of deliveries.
-    const size_t before = peer_.count();
+    // A burst the splicer is draining when it is killed, once it has delivered up to a random
+    // change of it.
+    const size_t burst_start = positions_.size();
     for (int i = 0; i < 300; ++i) Change(rng);
-    const size_t kill_after = before + 1 + rng() % 250;
-    ASSERT_TRUE(peer_.WaitForCountOrCoverage(kill_after, positions_.back(), absl::Seconds(60)))
-        << "round " << round << ", " << peer_.count() << " deliveries; splicer log:\n"
+    const core::StreamPosition kill_at = positions_[burst_start + rng() % 250];
+    ASSERT_TRUE(peer_.WaitForCoverage(kill_at, absl::Seconds(60)))
+        << "round " << round << ", " << peer_.count() << " deliveries, none at or past "
+        << kill_at.ToString() << "; splicer log:\n"
         << LogTail();
     splicer_->process().Kill();
     splicer_.reset();

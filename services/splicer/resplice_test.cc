@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "libs/core/proto_convert.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "services/splicer/target_manager.h"
 #include "services/splicer/test_support.h"
@@ -15,7 +16,6 @@
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -94,7 +94,9 @@ class RespliceTest : public ::testing::Test {
 
   std::string Cursor() {
     auto v = redis_->Cli({"GET", kCursorKey});
-    return v.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*v)) : "";
+    if (!v.ok()) return "";
+    std::string text(absl::StripTrailingAsciiWhitespace(*v));
+    return text.substr(0, text.find('@'));  // the position, without its incarnation
   }
   int Commits() {
     auto count = testing::Git(remote_, {"rev-list", "--count", "main"});

@@ -149,7 +149,7 @@ void SpliceStream::AdvanceCursor() {
   if (target.IsZero()) return;
   const auto& claim = options_.claim;
   auto offered = cursors_->Offer(options_.target.uid(), core::FromProto(claim.type().gvr()),
-                                 core::FromProto(claim.scope()), target);
+                                 core::FromProto(claim.scope()), target, session_incarnation_);
   if (!offered.ok()) {
     std::lock_guard lock(mu_);
     cursor_dirty_ = true;  // try again next round
@@ -157,6 +157,108 @@ void SpliceStream::AdvanceCursor() {
   }
   std::lock_guard lock(mu_);
   status_.cursor = offered->position.ToString();
+  delivered_ = redisstore::DeliveryCursor{offered->position, offered->incarnation};
+}
+
+void SpliceStream::CountLoss(redisstore::StateLoss loss) {
+  runtime::Labels labels = labels_;
+  labels.emplace_back("reason", std::string(redisstore::StateLossName(loss)));
+  metrics_
+      ->GetCounter("reverser_splicer_state_lost_total",
+                   "Lost or rolled-back Redis state detected by a splice stream, by reason.",
+                   labels)
+      .Increment();
+  std::lock_guard lock(mu_);
+  ++status_.state_losses;
+}
+
+void SpliceStream::NoteLoss(redisstore::StateLoss loss) {
+  const std::string message =
+      absl::StrCat("Rebuilding after Redis state loss (", redisstore::StateLossText(loss),
+                   "): waiting for the materializer to rebuild the materialization");
+  if (waiting_ != loss) {
+    waiting_ = loss;
+    CountLoss(loss);
+    runtime::LogWarning("Redis state lost; delivering nothing until the materializer rebuilt it",
+                        {{"stream", key_},
+                         {"reason", std::string(redisstore::StateLossName(loss))},
+                         {"incarnation", lineage_.incarnation()},
+                         {"head", lineage_.head().ToString()}});
+  }
+  SetState(reverser::v1::STREAM_STATE_REPLAYING, std::string(kRedisStateLostReason), message);
+}
+
+void SpliceStream::NoteUsableAgain() {
+  if (!waiting_) return;
+  runtime::LogInfo("materialization usable again after Redis state loss",
+                   {{"stream", key_},
+                    {"reason", std::string(redisstore::StateLossName(*waiting_))},
+                    {"incarnation", lineage_.incarnation()},
+                    {"head", lineage_.head().ToString()}});
+  waiting_.reset();
+}
+
+absl::StatusOr<redisstore::LineageTracker::Verdict> SpliceStream::AwaitMaterialization(
+    redisstore::MaterializationStore& store, uint64_t generation, const std::string& reason) {
+  while (true) {
+    if (Stopping() || restart_ || delivery_->generation() != generation) {
+      return absl::AbortedError("restart");
+    }
+    auto mark = store.ReadMark();
+    if (!mark.ok()) return mark.status();
+    redisstore::LineageTracker::Judgement judged = lineage_.Observe(*mark);
+    if (UsableOrWait(judged, reason)) return judged.verdict;
+  }
+}
+
+bool SpliceStream::UsableOrWait(const redisstore::LineageTracker::Judgement& judged,
+                                const std::string& reason) {
+  using Verdict = redisstore::LineageTracker::Verdict;
+  if (judged.verdict == Verdict::kSame || judged.verdict == Verdict::kRenewed) {
+    NoteUsableAgain();
+    return true;
+  }
+  if (judged.verdict == Verdict::kLost) {
+    NoteLoss(*judged.loss);
+  } else {
+    // Fail closed: no checkpoint, no resync, no sweep.
+    SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
+             "waiting for the materializer's first checkpoint");
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  return false;
+}
+
+std::optional<core::StreamPosition> SpliceStream::UsableCursor(
+    const std::optional<redisstore::DeliveryCursor>& persisted) {
+  const std::string incarnation = lineage_.incarnation();
+  std::optional<redisstore::DeliveryCursor> remembered;
+  {
+    std::lock_guard lock(mu_);
+    remembered = delivered_;
+  }
+  const bool persisted_here = persisted && persisted->incarnation == incarnation;
+  const bool remembered_here = remembered && remembered->incarnation == incarnation;
+  if (!remembered_here) {
+    // Nothing acked in this lineage by this process: the persisted cursor if it belongs to it;
+    // one of another incarnation points into a stream that was rebuilt.
+    if (persisted_here) return persisted->position;
+    return std::nullopt;
+  }
+  if (persisted_here && persisted->position >= remembered->position) return persisted->position;
+  // Redis lost the cursor, or holds an older one (an older snapshot): what this process acked
+  // is in Git; put it back rather than deliver again what follows the older one.
+  const redisstore::StateLoss loss = !persisted ? redisstore::StateLoss::kCursorVanished
+                                                : redisstore::StateLoss::kCursorWentBackwards;
+  CountLoss(loss);
+  runtime::LogWarning("delivery cursor lost in Redis; restoring the one this process acked",
+                      {{"stream", key_},
+                       {"reason", std::string(redisstore::StateLossName(loss))},
+                       {"persisted", persisted ? persisted->position.ToString() : std::string()},
+                       {"restored", remembered->position.ToString()}});
+  std::lock_guard lock(mu_);
+  cursor_dirty_ = true;  // offered again at the next round
+  return remembered->position;
 }
 
 absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
@@ -169,13 +271,11 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     }
     auto view = store.Load();
     if (!view.ok()) return view.status();
-    if (!view->checkpoint.has_value()) {
-      // Fail closed: no checkpoint, no resync, no sweep.
-      SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
-               "waiting for the materializer's first checkpoint");
-      absl::SleepFor(absl::Milliseconds(200));
-      continue;
-    }
+    // Only from a usable checkpoint at or past everything seen: a resync from a missing,
+    // partial or older state would sweep the files of objects that still exist.
+    // (No usable checkpoint in the view is never judged usable.)
+    if (!UsableOrWait(lineage_.Observe(view->mark), reason)) continue;
+    session_incarnation_ = view->mark.incarnation;
     TargetScope scope;
     {
       std::lock_guard lock(mu_);
@@ -194,6 +294,16 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     }
     size_t desired = message.resync().desired_size();
     if (absl::Status s = delivery_->Send(std::move(message)); !s.ok()) return s;
+    // Events read before and still waiting (for their author) are older than the resync: sent
+    // after it they would put older content back. The resync carries their effect.
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->position > *head) {
+        ++it;
+        continue;
+      }
+      MarkDone(it->position);
+      it = pending_.erase(it);
+    }
     {
       std::lock_guard lock(mu_);
       ++status_.resyncs_sent;
@@ -202,10 +312,11 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
         .Increment();
     runtime::LogInfo("resync sent", {{"stream", key_},
                                      {"desired", static_cast<long long>(desired)},
-                                     {"coverage_head", head->ToString()}});
-    SetState(reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady",
-             absl::StrCat("resync of ", desired, " object(s) sent at ", head->ToString(),
-                          "; tailing"));
+                                     {"coverage_head", head->ToString()},
+                                     {"incarnation", session_incarnation_}});
+    SetState(
+        reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady",
+        absl::StrCat("resync of ", desired, " object(s) sent at ", head->ToString(), "; tailing"));
     return absl::OkStatus();
   }
 }
@@ -235,14 +346,15 @@ void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
   if (found) pending.author = ToAuthor(*resolution);
   if (found || final_attempt) {
     pending.resolved = true;
-    runtime::Labels labels = {{"result", found ? std::string(redisstore::AuthorResolutionCodeName(
-                                                     resolution->code))
-                                               : std::string("absent")},
-                              {"group", gvr.group()},
-                              {"version", gvr.version()},
-                              {"resource", gvr.resource()}};
-    metrics_->GetCounter("gitopsreverser_attribution_resolutions_total",
-                         "Author resolutions by result.", labels)
+    runtime::Labels labels = {
+        {"result", found ? std::string(redisstore::AuthorResolutionCodeName(resolution->code))
+                         : std::string("absent")},
+        {"group", gvr.group()},
+        {"version", gvr.version()},
+        {"resource", gvr.resource()}};
+    metrics_
+        ->GetCounter("gitopsreverser_attribution_resolutions_total",
+                     "Author resolutions by result.", labels)
         .Increment();
     metrics_
         ->GetHistogram("gitopsreverser_attribution_resolution_wait_seconds",
@@ -305,9 +417,8 @@ absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
     if (it->author) *event->mutable_author() = std::move(*it->author);
     *event->mutable_position() = core::ToProto(it->position);
     event->mutable_observed_at()->set_seconds(absl::ToUnixSeconds(it->observed));
-    event->mutable_observed_at()->set_nanos(
-        static_cast<int32_t>(absl::ToInt64Nanoseconds(it->observed - absl::FromUnixSeconds(
-                                                                         absl::ToUnixSeconds(it->observed)))));
+    event->mutable_observed_at()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(
+        it->observed - absl::FromUnixSeconds(absl::ToUnixSeconds(it->observed)))));
     {
       std::lock_guard lock(mu_);
       sent_order_.push_back(it->position);
@@ -348,18 +459,33 @@ absl::Status SpliceStream::Session() {
     cursor_ = core::StreamPosition();
     cursor_dirty_ = false;
   }
-  auto cursor = cursors_->Read(options_.target.uid(), gvr, scope);
+  auto cursor = cursors_->ReadCursor(options_.target.uid(), gvr, scope);
   if (!cursor.ok()) return cursor.status();
+  // The materialization first: nothing is delivered from one that is missing or was lost.
+  auto verdict = AwaitMaterialization(store, generation,
+                                      cursor->has_value() ? "ResumeReplay" : "InitialReplay");
+  if (absl::IsAborted(verdict.status())) return absl::OkStatus();
+  if (!verdict.ok()) return verdict.status();
+  session_incarnation_ = lineage_.incarnation();
+  // A cursor of this lineage (persisted, or what this process acked); none after a rebuild.
+  std::optional<core::StreamPosition> resume = UsableCursor(*cursor);
   core::StreamPosition position;
-  if (cursor->has_value()) {
+  if (resume) {
     // Also before a resplice: the resync's ack then only moves the cursor forward (max).
-    position = **cursor;
+    position = *resume;
     std::lock_guard lock(mu_);
     cursor_ = position;
     status_.cursor = position.ToString();
   }
-  if (!cursor->has_value() || resplice) {
+  if (!resume || resplice) {
     if (resplice) runtime::LogInfo("resplice requested", {{"stream", key_}});
+    if (!resume && cursor->has_value()) {
+      runtime::LogInfo("the delivery cursor belongs to another incarnation; splicing again",
+                       {{"stream", key_},
+                        {"cursor", (*cursor)->position.ToString()},
+                        {"cursor_incarnation", (*cursor)->incarnation},
+                        {"incarnation", session_incarnation_}});
+    }
     absl::Status s =
         SendResync(store, &position, cursor->has_value() ? "ResumeReplay" : "InitialReplay");
     if (!s.ok() && resplice) resplice_requested_ = true;  // not sent: the next session does it
@@ -372,9 +498,8 @@ absl::Status SpliceStream::Session() {
 
   // Facts of this type wake the read below, so a waiting event is attributed as soon as its
   // fact lands rather than at its next lookup.
-  const std::string group_resource =
-      redisstore::GroupResourceSegment(options_.claim.type().gvr().group(),
-                                       options_.claim.type().gvr().resource());
+  const std::string group_resource = redisstore::GroupResourceSegment(
+      options_.claim.type().gvr().group(), options_.claim.type().gvr().resource());
   redisstore::MaterializationStore::WakeSignal fact_signal;
   fact_signal.key = redisstore::AuthorFactSignalKey(options_.prefix, group_resource);
   if (options_.attribution) {
@@ -389,9 +514,9 @@ absl::Status SpliceStream::Session() {
     }
     AdvanceCursor();
     absl::Duration block = NextLookupIn(absl::Now());
-    bool awaiting_facts = options_.attribution &&
-                          std::any_of(pending_.begin(), pending_.end(),
-                                      [](const Pending& p) { return !p.resolved; });
+    bool awaiting_facts =
+        options_.attribution &&
+        std::any_of(pending_.begin(), pending_.end(), [](const Pending& p) { return !p.resolved; });
     auto batch = store.WaitAfter(position, options_.read_batch, block,
                                  awaiting_facts ? &fact_signal : nullptr);
     if (!batch.ok()) return batch.status();
@@ -402,6 +527,17 @@ absl::Status SpliceStream::Session() {
       fact_signal.last_id = *latest;
       absl::Time now = absl::Now();
       for (Pending& pending : pending_) pending.next_lookup = now;  // look again right away
+    }
+    // Judged on every read: what the entries come from must still be the lineage tailed.
+    redisstore::LineageTracker::Judgement judged = lineage_.Observe(batch->mark);
+    if (judged.verdict == redisstore::LineageTracker::Verdict::kLost) {
+      NoteLoss(*judged.loss);
+      return absl::OkStatus();  // the next session waits for the rebuild
+    }
+    if (judged.verdict == redisstore::LineageTracker::Verdict::kRenewed) {
+      runtime::LogInfo("materialization rebuilt (a new incarnation); splicing again",
+                       {{"stream", key_}, {"incarnation", lineage_.incarnation()}});
+      return absl::OkStatus();  // the next session splices: the cursor is of the old one
     }
     if (batch->behind_checkpoint) {
       // The stream was trimmed past what we delivered: splice again.
@@ -427,7 +563,8 @@ absl::Status SpliceStream::Session() {
       Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_);
       if (!derived.event) {
         metrics_
-            ->GetCounter("reverser_splicer_entries_skipped_total", "Stream entries that needed no event.",
+            ->GetCounter("reverser_splicer_entries_skipped_total",
+                         "Stream entries that needed no event.",
                          [&] {
                            runtime::Labels l = labels_;
                            l.emplace_back("reason", SkipReasonName(derived.skipped));
@@ -437,8 +574,15 @@ absl::Status SpliceStream::Session() {
         MarkDone(entry.position);
         continue;
       }
-      Pending pending{entry.position, std::move(*derived.event), entry.resource_version, now, now,
-                      std::nullopt, false, now, options_.attribution_first_poll};
+      Pending pending{entry.position,
+                      std::move(*derived.event),
+                      entry.resource_version,
+                      now,
+                      now,
+                      std::nullopt,
+                      false,
+                      now,
+                      options_.attribution_first_poll};
       // Authors are looked up in EmitReady, all due ones together (with no grace: all of them,
       // each once), not between the derivations here.
       pending_.push_back(std::move(pending));

@@ -14,6 +14,20 @@
 //   5. Resplice() (admin): start over at 1 and splice even though a cursor exists. The resync is
 //      acked at its coverage head, which covers everything delivered or pending before it, so
 //      the cursor never moves backwards nor past an entry that is not in Git.
+//
+// Lost Redis state (libs/redisstore/lineage.h) is judged on every read, against what this
+// stream has seen of the materialization in this process (across sessions), never assumed:
+//   * the checkpoint vanished, lost items, or the materialization went backwards (an older
+//     snapshot): stop tailing, deliver nothing, and wait — state Replaying, reason
+//     RedisStateLost — until the materializer has rebuilt it (a new incarnation at or past
+//     everything seen) or the same lineage caught up again. A resync is only ever built from a
+//     usable checkpoint at or past what was delivered, so its sweep never deletes the file of
+//     an object that still exists.
+//   * a new incarnation (rebuilt from a LIST): splice again; the cursor of the old one no
+//     longer applies.
+//   * the delivery cursor vanished or went backwards while the lineage is the same: the cursor
+//     this process acked is put back and tailing goes on from it.
+// Each detection is counted (reverser_splicer_state_lost_total{reason}) and logged once.
 
 #include <atomic>
 #include <deque>
@@ -54,13 +68,18 @@ struct SpliceStreamStatus {
   reverser::v1::StreamState state = reverser::v1::STREAM_STATE_REPLAYING;
   // InitialReplay (no cursor yet), ResumeReplay (splicing again over a cursor),
   // ExpiredResourceVersion (the stream was trimmed past the cursor), AllStreamsReady (streaming
-  // after a splice), ResumedFromCursor (streaming without one), WatchError.
+  // after a splice), ResumedFromCursor (streaming without one), WatchError, RedisStateLost
+  // (waiting for the materializer to rebuild a materialization Redis lost).
   std::string reason = "InitialReplay";
   std::string message = "waiting for the gitworker";  // human-readable detail of the state
-  std::string cursor;  // persisted delivery cursor
+  std::string cursor;                                 // persisted delivery cursor
   int64_t events_sent = 0;
   int64_t resyncs_sent = 0;
+  int64_t state_losses = 0;  // lost Redis state detected
 };
+
+// The stream reason while waiting for a materialization Redis lost to be rebuilt.
+inline constexpr absl::string_view kRedisStateLostReason = "RedisStateLost";
 
 class SpliceStream : public DeliverySubscriber {
  public:
@@ -98,9 +117,26 @@ class SpliceStream : public DeliverySubscriber {
   void Run();
   // One pass from the persisted cursor until the delivery generation changes or stop.
   absl::Status Session();
-  // `reason`: the Replaying reason shown while splicing (InitialReplay or ResumeReplay).
+  // `reason`: the Replaying reason shown while splicing (InitialReplay or ResumeReplay). Waits
+  // while the materialization has no usable checkpoint or was lost; drops the pending events
+  // the resync covers.
   absl::Status SendResync(redisstore::MaterializationStore& store, core::StreamPosition* head,
                           const std::string& reason);
+  // Until the materialization is usable (its first checkpoint, or rebuilt after a loss): the
+  // verdict (kSame or kRenewed). Aborted when the session must start over.
+  absl::StatusOr<redisstore::LineageTracker::Verdict> AwaitMaterialization(
+      redisstore::MaterializationStore& store, uint64_t generation, const std::string& reason);
+  // Where to tail from given the persisted cursor, or nullopt: splice. Puts back (and counts) a
+  // cursor that vanished or went backwards in Redis while the lineage is the same.
+  std::optional<core::StreamPosition> UsableCursor(
+      const std::optional<redisstore::DeliveryCursor>& persisted);
+  // True for a usable materialization (kSame, kRenewed); otherwise says why it waits (a loss,
+  // or no first checkpoint), pauses a poll interval and returns false.
+  bool UsableOrWait(const redisstore::LineageTracker::Judgement& judged, const std::string& reason);
+  // A lost materialization is being waited out: counted and logged once per detection.
+  void NoteLoss(redisstore::StateLoss loss);
+  void NoteUsableAgain();
+  void CountLoss(redisstore::StateLoss loss);
   void Resolve(Pending& pending, bool final_attempt);
   // How long the stream read may block before a waiting event's next fact lookup is due.
   absl::Duration NextLookupIn(absl::Time now) const;
@@ -131,6 +167,10 @@ class SpliceStream : public DeliverySubscriber {
   DedupCache dedup_;
   std::deque<Pending> pending_;
   uint64_t session_generation_ = 0;
+  // What this stream has seen of the materialization, across sessions.
+  redisstore::LineageTracker lineage_;
+  std::string session_incarnation_;               // the lineage the session delivers from
+  std::optional<redisstore::StateLoss> waiting_;  // a loss being waited out (counted once)
 
   mutable std::mutex mu_;
   // Every position read or sent and not yet folded into the cursor → done?
@@ -138,6 +178,8 @@ class SpliceStream : public DeliverySubscriber {
   std::deque<core::StreamPosition> sent_order_;
   core::StreamPosition cursor_;
   bool cursor_dirty_ = false;
+  // The last cursor this process persisted (with its incarnation): put back when Redis lost it.
+  std::optional<redisstore::DeliveryCursor> delivered_;
   SpliceStreamStatus status_;
 };
 

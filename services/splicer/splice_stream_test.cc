@@ -9,14 +9,16 @@
 #include <condition_variable>
 #include <deque>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "libs/core/proto_convert.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::splicer {
 namespace {
@@ -140,9 +142,17 @@ class SpliceStreamTest : public ::testing::Test {
     stream_->Start();
   }
 
+  // The persisted cursor's position ("" when none), without its incarnation.
   std::string Cursor() {
     auto v = redis_->Cli({"GET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked"});
-    return v.ok() ? *v : "";
+    if (!v.ok()) return "";
+    std::string text(absl::StripTrailingAsciiWhitespace(*v));
+    return text.substr(0, text.find('@'));
+  }
+  // The materialization's current incarnation.
+  std::string Incarnation() {
+    auto v = redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:meta", "incarnation"});
+    return v.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*v)) : "";
   }
 
   void RecordFact(const std::string& name, int rv, const std::string& author) {
@@ -155,6 +165,45 @@ class SpliceStreamTest : public ::testing::Test {
     fact.verb = "update";
     fact.resource_version = std::to_string(rv);
     ASSERT_TRUE(facts_->Record(fact).ok());
+  }
+
+  // Runs `op` again when the first try hit the dead socket a Redis restart leaves behind.
+  template <typename Op>
+  auto AfterReconnect(Op op) -> decltype(op()) {
+    auto result = op();
+    if (!result.ok() && absl::IsUnavailable(result.status())) result = op();
+    return result;
+  }
+
+  // Checkpoint {a} at 5, saved as the snapshot a Redis restart will load (no cursor in it yet);
+  // then the stream delivers it and `b` at 6-0, both acked.
+  void SnapshotThenDeliverB() {
+    ASSERT_TRUE(store_
+                    ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                        core::StreamPosition::EndOf(5))
+                    .ok());
+    ASSERT_TRUE(redis_->Cli({"SAVE"}).ok());
+    StartStream(absl::ZeroDuration());
+    auto resync = peer_.Next();
+    ASSERT_TRUE(resync && resync->has_resync());
+    peer_.Ack(*resync);
+    ASSERT_TRUE(store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded)).ok());
+    auto event = peer_.Next();
+    ASSERT_TRUE(event && event->has_event());
+    peer_.Ack(*event);
+    ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
+  }
+
+  double StateLost(const std::string& reason) {
+    return metrics_
+        .GetCounter("reverser_splicer_state_lost_total", "",
+                    {{"gittarget_namespace", "team"},
+                     {"gittarget_name", "mirror"},
+                     {"group", ""},
+                     {"version", "v1"},
+                     {"resource", "configmaps"},
+                     {"reason", reason}})
+        .Value();
   }
 
   const core::GroupVersionResource gvr_{"", "v1", "configmaps"};
@@ -182,9 +231,9 @@ TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
   ASSERT_TRUE(resync && resync->has_resync());
   EXPECT_EQ(resync->resync().desired_size(), 2);
   EXPECT_EQ(core::FromProto(resync->resync().coverage_head()).ToString(), "6-0");
-  EXPECT_EQ(Cursor(), "\n") << "no cursor before the push is acked";
+  EXPECT_EQ(Cursor(), "") << "no cursor before the push is acked";
   peer_.Ack(*resync);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
 
   ASSERT_TRUE(store_->Append(Entry("a", "2", 7)).ok());
   auto event = peer_.Next();
@@ -193,7 +242,7 @@ TEST_F(SpliceStreamTest, ResyncThenEventsCursorOnlyAfterAck) {
   EXPECT_EQ(event->event().object().ref().name(), "a");
   EXPECT_FALSE(event->event().has_author());  // no fact: the committer
   peer_.Ack(*event);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0\n"; }, absl::Seconds(10)));
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0"; }, absl::Seconds(10)));
 
   // A restart resumes from the cursor: no resync, only what came after.
   stream_->Stop();
@@ -210,8 +259,10 @@ TEST_F(SpliceStreamTest, SameRvEntriesAreComparedAsFullPositions) {
   // A different object's entry sharing the RV (e.g. an audit-intake entry) gets 9-1.
   ASSERT_TRUE(store_->Append(Entry("b", "1", 9, redisstore::ChangeOp::kAdded)).ok());
   // Delivered up to 9-0: the entry at 9-1 is still due, 9-0 is not.
-  ASSERT_TRUE(
-      redis_->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked", "9-0"}).ok());
+  ASSERT_TRUE(redis_
+                  ->Cli({"SET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked",
+                         "9-0@" + Incarnation()})
+                  .ok());
   StartStream(absl::ZeroDuration());
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
@@ -243,8 +294,7 @@ TEST_F(SpliceStreamTest, AuthorFactsNameTheAuthorAndAWaitDoesNotStallOtherObject
   // Acks arrive in send order (y then x): the cursor covers both only once x is acked.
   peer_.Ack(*first);
   peer_.Ack(*second);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0\n"; }, absl::Seconds(10)))
-      << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "11-0"; }, absl::Seconds(10))) << Cursor();
 }
 
 TEST_F(SpliceStreamTest, FactsBeforeDuringAndAfterTheGrace) {
@@ -314,7 +364,7 @@ TEST_F(SpliceStreamTest, ResplicingResendsTheDesiredSetWithoutMovingTheCursorBac
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
   peer_.Ack(*event);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
 
   // An event read but not acked yet, then the resplice: the resync covers it.
   ASSERT_TRUE(store_->Append(Entry("c", "1", 7, redisstore::ChangeOp::kAdded)).ok());
@@ -327,9 +377,9 @@ TEST_F(SpliceStreamTest, ResplicingResendsTheDesiredSetWithoutMovingTheCursorBac
   EXPECT_EQ(core::FromProto(again->resync().coverage_head()).ToString(), "7-0");
   EXPECT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == "AllStreamsReady"; },
                                absl::Seconds(10)));
-  EXPECT_EQ(Cursor(), "6-0\n") << "the cursor waits for the resync's ack and never goes back";
+  EXPECT_EQ(Cursor(), "6-0") << "the cursor waits for the resync's ack and never goes back";
   peer_.Ack(*again);
-  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0\n"; }, absl::Seconds(10))) << Cursor();
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0"; }, absl::Seconds(10))) << Cursor();
   // Tailing goes on after the resync's coverage head: nothing is sent twice or skipped.
   ASSERT_TRUE(store_->Append(Entry("d", "1", 8, redisstore::ChangeOp::kAdded)).ok());
   auto next = peer_.Next();
@@ -344,7 +394,7 @@ TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
   ASSERT_TRUE(resync);
   peer_.Ack(*resync);
   ASSERT_TRUE(
-      testing::WaitFor([&] { return Cursor() == "1-18446744073709551615\n"; }, absl::Seconds(10)));
+      testing::WaitFor([&] { return Cursor() == "1-18446744073709551615"; }, absl::Seconds(10)));
   ASSERT_TRUE(store_->Append(Entry("a", "1", 12, redisstore::ChangeOp::kAdded)).ok());
   auto event = peer_.Next();
   ASSERT_TRUE(event && event->has_event());
@@ -360,6 +410,189 @@ TEST_F(SpliceStreamTest, BrokenDeliveryStreamRestartsFromTheCursor) {
   }
   EXPECT_TRUE(redelivered.count("a")) << "an unacked event is delivered again after a break";
   EXPECT_GE(peer_.connections(), 2);
+}
+
+// Redis restarted empty: nothing is delivered from the empty (or checkpoint-less) state, the
+// stream says why, and the rebuilt checkpoint is resynced — with every object that exists.
+TEST_F(SpliceStreamTest, RedisRestartedEmptyWaitsForTheRebuildAndResyncsFromIt) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)},
+                                       {"team/b", ConfigMapJson("team", "b", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  peer_.Ack(*resync);
+  ASSERT_TRUE(store_->Append(Entry("a", "2", 6)).ok());
+  auto event = peer_.Next();
+  ASSERT_TRUE(event && event->has_event());
+  peer_.Ack(*event);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(10))) << Cursor();
+
+  ASSERT_TRUE(redis_->Restart().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(10)));
+  EXPECT_EQ(stream_->Status().state, reverser::v1::STREAM_STATE_REPLAYING);
+  EXPECT_TRUE(absl::StrContains(stream_->Status().message, "Rebuilding after Redis state loss"))
+      << stream_->Status().message;
+  // Entries without a checkpoint (an audit intake appending on) are not delivered either.
+  ASSERT_TRUE(AfterReconnect([&] { return store_->Append(Entry("c", "1", 7)); }).ok());
+  EXPECT_TRUE(peer_.Idle(absl::Milliseconds(500))) << "nothing is delivered from a lost state";
+  EXPECT_EQ(StateLost("checkpoint_vanished"), 1);
+
+  // The materializer's rebuild: a LIST of everything that exists.
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "2", 6)},
+                                       {"team/b", ConfigMapJson("team", "b", "1", 5)},
+                                       {"team/c", ConfigMapJson("team", "c", "1", 7)}},
+                                      core::StreamPosition::EndOf(8))
+                  .ok());
+  auto rebuilt = peer_.Next();
+  ASSERT_TRUE(rebuilt && rebuilt->has_resync());
+  EXPECT_EQ(rebuilt->resync().desired_size(), 3) << "the resync holds every object that exists";
+  EXPECT_EQ(core::FromProto(rebuilt->resync().coverage_head()), core::StreamPosition::EndOf(8));
+  peer_.Ack(*rebuilt);
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Cursor() == "8-18446744073709551615"; }, absl::Seconds(10)))
+      << Cursor();
+  auto stored = redis_->Cli({"GET", "reverser:splice:v1:target-uid:configmaps:ns:team:acked"});
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(absl::StrContains(*stored, "@" + Incarnation())) << *stored;
+  EXPECT_EQ(stream_->Status().reason, "AllStreamsReady");
+  ASSERT_TRUE(store_->Append(Entry("d", "1", 9, redisstore::ChangeOp::kAdded)).ok());
+  auto next = peer_.Next();
+  ASSERT_TRUE(next && next->has_event());
+  EXPECT_EQ(core::FromProto(next->event().position()).ToString(), "9-0");
+  EXPECT_EQ(StateLost("checkpoint_vanished"), 1) << "counted once per loss";
+}
+
+// Redis came back with an older snapshot (no cursor yet, an older checkpoint): a resync from it
+// would sweep `b`, which exists. Nothing is sent until the materializer rebuilt it.
+TEST_F(SpliceStreamTest, AnOlderSnapshotIsNeverResyncedFrom) {
+  SnapshotThenDeliverB();
+
+  ASSERT_TRUE(redis_->Restart().ok());  // back at the snapshot: checkpoint {a} at 5, no cursor
+  ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(10)));
+  EXPECT_TRUE(peer_.Idle(absl::Milliseconds(500))) << "no resync from an older snapshot";
+  EXPECT_EQ(StateLost("went_backwards"), 1);
+
+  ASSERT_TRUE(AfterReconnect([&] {
+                return store_->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)},
+                                                  {"team/b", ConfigMapJson("team", "b", "1", 6)}},
+                                                 core::StreamPosition::EndOf(7));
+              }).ok());
+  auto rebuilt = peer_.Next();
+  ASSERT_TRUE(rebuilt && rebuilt->has_resync());
+  EXPECT_EQ(rebuilt->resync().desired_size(), 2);
+}
+
+// The same lineage caught up again (a resumed watch re-appended what the snapshot lacked) and
+// only the cursor is behind: the cursor this process acked is put back; nothing is sent twice.
+TEST_F(SpliceStreamTest, ACursorRedisLostIsPutBackFromWhatThisProcessAcked) {
+  SnapshotThenDeliverB();
+
+  ASSERT_TRUE(redis_->Restart().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(10)));
+  // The watch resumes from the snapshot's top and appends the gap again, then a new change.
+  ASSERT_TRUE(AfterReconnect([&] {
+                return store_->Append(Entry("b", "1", 6, redisstore::ChangeOp::kAdded));
+              }).ok());
+  ASSERT_TRUE(store_->Append(Entry("c", "1", 7, redisstore::ChangeOp::kAdded)).ok());
+  auto next = peer_.Next();
+  ASSERT_TRUE(next && next->has_event()) << "tailing goes on; no resync";
+  EXPECT_EQ(next->event().object().ref().name(), "c");
+  EXPECT_EQ(core::FromProto(next->event().position()).ToString(), "7-0");
+  EXPECT_EQ(StateLost("cursor_vanished"), 1);
+  peer_.Ack(*next);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "7-0"; }, absl::Seconds(10))) << Cursor();
+}
+
+// Redis down for a while: the stream says it is retrying (no crash, no busy loop: sessions back
+// off), and once Redis is back (empty) it waits for the rebuild and resyncs from it.
+TEST_F(SpliceStreamTest, RedisDownForAWhileIsRetriedThenResynced) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  peer_.Ack(*resync);
+  redis_->Crash();
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        SpliceStreamStatus status = stream_->Status();
+        return status.state == reverser::v1::STREAM_STATE_BLOCKED && status.reason == "WatchError";
+      },
+      absl::Seconds(10)));
+  ASSERT_TRUE(redis_->Revive().ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(20)));
+  ASSERT_TRUE(AfterReconnect([&] {
+                return store_->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "2", 7)}},
+                                                 core::StreamPosition::EndOf(7));
+              }).ok());
+  auto rebuilt = peer_.Next(absl::Seconds(20));
+  ASSERT_TRUE(rebuilt && rebuilt->has_resync());
+  EXPECT_EQ(rebuilt->resync().desired_size(), 1);
+}
+
+TEST_F(SpliceStreamTest, ACheckpointThatLostItemsIsNotSpliced) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)},
+                                       {"team/b", ConfigMapJson("team", "b", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  ASSERT_TRUE(
+      redis_->Cli({"HDEL", "reverser:mat:v1:configmaps:ns:team:ckpt:items", "team/b"}).ok());
+  StartStream(absl::ZeroDuration());
+  ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
+                               absl::Seconds(10)));
+  EXPECT_TRUE(peer_.Idle(absl::Milliseconds(500))) << "a partial desired set would sweep b";
+  EXPECT_EQ(StateLost("checkpoint_damaged"), 1);
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)},
+                                       {"team/b", ConfigMapJson("team", "b", "1", 5)}},
+                                      core::StreamPosition::EndOf(6))
+                  .ok());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  EXPECT_EQ(resync->resync().desired_size(), 2);
+}
+
+// The author fact index vanished (facts and the signal stream): events wait at most the grace
+// and go out with the committer; nothing stalls.
+TEST_F(SpliceStreamTest, AVanishedFactIndexFallsBackToTheCommitterWithinTheGrace) {
+  ASSERT_TRUE(store_->ReplaceCheckpoint({}, core::StreamPosition::EndOf(1)).ok());
+  StartStream(absl::Milliseconds(300));
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  RecordFact("a", 10, "alice");
+  ASSERT_TRUE(store_->Append(Entry("a", "1", 10, redisstore::ChangeOp::kAdded)).ok());
+  auto attributed = peer_.Next();
+  ASSERT_TRUE(attributed && attributed->has_event());
+  EXPECT_EQ(attributed->event().author().username(), "alice");
+  // The fact keys and the signal stream go (a Redis that lost them), the materialization stays.
+  RecordFact("b", 11, "bob");
+  ASSERT_TRUE(redis_
+                  ->Cli({"DEL", "reverser:author:v1:recorded:configmaps",
+                         "reverser:author:v1:audit:configmaps:object:uid-b:11",
+                         "reverser:author:v1:audit:configmaps:object:uid-b:last"})
+                  .ok());
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 11, redisstore::ChangeOp::kAdded)).ok());
+  auto unattributed = peer_.Next();
+  ASSERT_TRUE(unattributed && unattributed->has_event());
+  EXPECT_EQ(unattributed->event().object().ref().name(), "b");
+  EXPECT_FALSE(unattributed->event().has_author()) << "the committer, after the grace";
+  // And facts recorded afterwards are found again (a new signal stream wakes the reader).
+  RecordFact("c", 12, "carol");
+  ASSERT_TRUE(store_->Append(Entry("c", "1", 12, redisstore::ChangeOp::kAdded)).ok());
+  auto again = peer_.Next();
+  ASSERT_TRUE(again && again->has_event());
+  EXPECT_EQ(again->event().author().username(), "carol");
 }
 
 }  // namespace

@@ -29,18 +29,10 @@ class RestartSafety(unittest.TestCase):
         self.stack.cleanup()
 
     def cluster_state(self):
-        items = json.loads(self.stack.kubectl("get", "configmaps", "-n", "demo", "-o", "json").stdout)["items"]
-        return {i["metadata"]["name"]: i.get("data", {}).get("v") for i in items if i["metadata"]["name"].startswith("r-")}
+        return {k: v for k, v in self.stack.cluster_data_values().items() if k.startswith("r-")}
 
     def git_state(self):
-        state = {}
-        for f in self.stack.files():
-            prefix = f"{PATH}/demo/configmaps/"
-            if f.startswith(prefix + "r-"):
-                text = self.stack.show(f)
-                value = [l.split(":", 1)[1].strip().strip('"').strip("'") for l in text.splitlines() if l.strip().startswith("v:")]
-                state[f[len(prefix):-len(".yaml")]] = value[0] if value else None
-        return state
+        return {k: v for k, v in self.stack.data_values(f"{PATH}/demo/configmaps/").items() if k.startswith("r-")}
 
     def test_kill_each_service_during_a_stream_of_changes(self):
         stop = threading.Event()
