@@ -1,5 +1,8 @@
 #include "services/gitworker/branch_worker.h"
 
+#include <exception>
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
@@ -10,6 +13,13 @@ namespace reverser::gitworker {
 namespace {
 
 constexpr size_t kMaxOutcomes = 1024;
+// Bounds of the "reported once" memories (cleared when full: a refusal is then reported again).
+constexpr size_t kMaxRemembered = 10000;
+
+void Remember(std::set<std::string>& memory, const std::string& key) {
+  if (memory.size() >= kMaxRemembered) memory.clear();
+  memory.insert(key);
+}
 
 git::Identity IdentityAt(const commitmeta::Signature& signature, absl::Time when) {
   return {signature.name, signature.email, when, 0};
@@ -55,37 +65,63 @@ runtime::Labels BranchWorker::BranchLabels() const {
 }
 
 void BranchWorker::Add(WorkItem item) {
-  if (item.kind == WorkItem::Kind::kResync) {
-    Finalize(FinalizeReason::kResyncBeforeApply);
-    Unit unit;
-    unit.id = next_unit_id_++;
-    unit.kind = Kind::kResync;
-    unit.settings = item.settings;
-    unit.author = item.settings->committer;
-    unit.author_kind = "committer";
-    if (item.resync.revision() != 0) unit.revision = std::to_string(item.resync.revision());
-    // The rendered files are all that is needed from here on: the snapshot is consumed as it
-    // is rendered (a first mirror's snapshot is as large as its files).
-    unit.resync = PrepareResync(*item.settings, std::move(item.resync));
-    for (const std::string& reason : unit.resync.rejected) {
-      for (const Coverage& cover : item.covers) {
-        if (cover.sink) cover.sink->Rejected(reason);
-      }
-    }
-    unit.covers = std::move(item.covers);
-    units_.push_back(std::move(unit));
-    CommitPending();
-    Complete();
-    UpdateQueueGauge();
-    return;
+  // Whatever an item holds, it must not take the branch down: anything thrown while planning
+  // it (a parser, an allocation) refuses that item only.
+  std::vector<Coverage> covers = item.covers;
+  std::shared_ptr<const TargetSettings> settings = item.settings;
+  reverser::v1::ObjectBody object;  // its identity only, for the refusal
+  if (item.kind == WorkItem::Kind::kEvent) {
+    *object.mutable_ref() = item.event.object().ref();
+    *object.mutable_gvk() = item.event.object().gvk();
+  } else {
+    *object.mutable_ref()->mutable_gvr() = item.resync.claim().type().gvr();
+    *object.mutable_gvk() = item.resync.claim().type().gvk();
   }
+  try {
+    if (item.kind == WorkItem::Kind::kResync) {
+      AddResync(std::move(item));
+    } else {
+      AddEvent(std::move(item));
+    }
+    return;
+  } catch (const std::exception& e) {
+    Refuse(*settings, RefuseObject(object, kReasonInternalError, e.what()), covers);
+  } catch (...) {
+    Refuse(*settings, RefuseObject(object, kReasonInternalError, "unknown exception"), covers);
+  }
+  AttachCovers(std::move(covers));
+  UpdateQueueGauge();
+}
 
-  auto planned = PlanEvent(*item.settings, item.event);
-  if (!planned.ok()) {
-    Reject(item.covers, std::string(planned.status().message()));
+void BranchWorker::AddResync(WorkItem item) {
+  Finalize(FinalizeReason::kResyncBeforeApply);
+  Unit unit;
+  unit.id = next_unit_id_++;
+  unit.kind = Kind::kResync;
+  unit.settings = item.settings;
+  unit.author = item.settings->committer;
+  unit.author_kind = "committer";
+  if (item.resync.revision() != 0) unit.revision = std::to_string(item.resync.revision());
+  // The rendered files are all that is needed from here on: the snapshot is consumed as it
+  // is rendered (a first mirror's snapshot is as large as its files).
+  unit.resync = PrepareResync(*item.settings, std::move(item.resync), options_.limits);
+  for (const Refusal& refusal : unit.resync.refused) Refuse(*item.settings, refusal, item.covers);
+  for (const std::string& note : unit.resync.notes) Note(item.covers, note);
+  unit.covers = std::move(item.covers);
+  units_.push_back(std::move(unit));
+  CommitPending();
+  Complete();
+  UpdateQueueGauge();
+}
+
+void BranchWorker::AddEvent(WorkItem item) {
+  auto plan = PlanEvent(*item.settings, item.event, options_.limits);
+  if (auto* refusal = std::get_if<Refusal>(&plan)) {
+    Refuse(*item.settings, *refusal, item.covers);
     AttachCovers(std::move(item.covers));
     return;
   }
+  auto planned = &std::get<PlannedWrite>(plan);
   const auto& author_proto = item.event.author();
   std::string username = author_proto.username();
   std::string window_key = absl::StrCat(username, "\n", item.settings->TargetKey());
@@ -131,16 +167,69 @@ void BranchWorker::Add(WorkItem item) {
   UpdateQueueGauge();
 }
 
-void BranchWorker::Reject(const std::vector<Coverage>& covers, const std::string& reason) {
-  runtime::LogWarning("write rejected", {{"branch", options_.key.ToString()}, {"reason", reason}});
-  options_.metrics
-      ->GetCounter(
-          "reverser_gitworker_rejected_writes_total",
-          "Objects that could never be written (invalid, or sensitive without encryption).",
-          BranchLabels())
-      .Increment();
+void BranchWorker::Refuse(const TargetSettings& settings, const Refusal& refusal,
+                          const std::vector<Coverage>& covers) {
+  const std::string text = refusal.Text();
+  runtime::Labels labels = BranchLabels();
+  labels.push_back({"reason", refusal.reason});
+  switch (refusal.subject) {
+    case Refusal::Subject::kObject:
+      runtime::LogWarning("object refused", {{"branch", options_.key.ToString()},
+                                             {"target", settings.TargetKey()},
+                                             {"reason", refusal.reason},
+                                             {"resource", refusal.gvr.ToString()},
+                                             {"kind", refusal.kind},
+                                             {"namespace", refusal.namespace_},
+                                             {"name", refusal.name},
+                                             {"path", refusal.path},
+                                             {"error", refusal.message}});
+      options_.metrics
+          ->GetCounter("reverser_gitworker_rejected_writes_total",
+                       "Objects that could never be written, by reason (invalid, unsafe name, "
+                       "sensitive without encryption, rendering or encryption failed, too large, "
+                       "too deep, a refused file in the way).",
+                       labels)
+          .Increment();
+      break;
+    case Refusal::Subject::kFile:
+      runtime::LogWarning("file in Git not read", {{"branch", options_.key.ToString()},
+                                                   {"target", settings.TargetKey()},
+                                                   {"reason", refusal.reason},
+                                                   {"path", refusal.path},
+                                                   {"blob", refusal.blob_id},
+                                                   {"error", refusal.message}});
+      options_.metrics
+          ->GetCounter("reverser_gitworker_refused_files_total",
+                       "Files under a target path left unread and untouched because they exceed "
+                       "the read limits (counted once per target, path and content).",
+                       labels)
+          .Increment();
+      break;
+    case Refusal::Subject::kTemplate:
+      runtime::LogWarning("commit template failed; default message used",
+                          {{"branch", options_.key.ToString()},
+                           {"target", settings.TargetKey()},
+                           {"reason", refusal.reason},
+                           {"template", refusal.template_kind},
+                           {"error", refusal.message}});
+      labels.push_back({"template", refusal.template_kind});
+      options_.metrics
+          ->GetCounter("reverser_gitworker_template_fallbacks_total",
+                       "Commit templates that failed and were replaced by the default template "
+                       "(counted once per target and template).",
+                       labels)
+          .Increment();
+      break;
+  }
   for (const Coverage& cover : covers) {
-    if (cover.sink) cover.sink->Rejected(reason);
+    if (cover.sink) cover.sink->Rejected(text);
+  }
+}
+
+void BranchWorker::Note(const std::vector<Coverage>& covers, const std::string& note) {
+  runtime::LogWarning("item note", {{"branch", options_.key.ToString()}, {"note", note}});
+  for (const Coverage& cover : covers) {
+    if (cover.sink) cover.sink->Rejected(note);
   }
 }
 
@@ -217,12 +306,25 @@ absl::Status BranchWorker::EnsureRepo() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const std::string& path,
-                                                      const std::optional<std::string>& tip) {
+absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const TargetSettings& settings,
+                                                      const std::optional<std::string>& tip,
+                                                      const std::vector<Coverage>& covers) {
+  const std::string& path = settings.path;
   auto it = indexes_.find(path);
   if (it == indexes_.end() || it->second.at != tip) {
-    ASSIGN_OR_RETURN(IdentityIndex index, IdentityIndex::Build(*repo_, tip, path));
+    IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
+    ASSIGN_OR_RETURN(IdentityIndex index,
+                     IdentityIndex::Build(*repo_, tip, path, limits, &refused_blobs_));
     it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index)}).first;
+  }
+  // A refused file is reported to each target whose path holds it, once per content.
+  for (const auto& [file, refusal] : it->second.index.refused()) {
+    if (refused_blobs_.size() >= kMaxRemembered) refused_blobs_.clear();
+    refused_blobs_.emplace(refusal.blob_id, refusal);
+    const std::string key = absl::StrCat(settings.TargetKey(), "\n", file, "\n", refusal.blob_id);
+    if (reported_files_.count(key)) continue;
+    Remember(reported_files_, key);
+    Refuse(settings, refusal, covers);
   }
   return &it->second.index;
 }
@@ -240,9 +342,18 @@ void BranchWorker::CommitPending() {
   }
   for (Unit& unit : units_) {
     if (unit.state != State::kUncommitted) continue;
-    auto sha = CommitUnit(unit);
+    absl::StatusOr<std::optional<std::string>> sha = std::nullopt;
+    try {
+      sha = CommitUnit(unit);
+    } catch (const std::exception& e) {
+      RejectUnit(unit, kReasonInternalError, e.what());
+      continue;
+    } catch (...) {
+      RejectUnit(unit, kReasonInternalError, "unknown exception");
+      continue;
+    }
     if (!sha.ok()) {
-      RejectUnit(unit, sha.status());
+      RejectUnit(unit, kReasonCommitRefused, sha.status().message());
       continue;
     }
     unit.state = sha->has_value() ? State::kCommitted : State::kNoop;
@@ -250,11 +361,83 @@ void BranchWorker::CommitPending() {
   }
 }
 
-void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
-  // A write the tree refuses (a path through a symlink, a file/directory clash, a template
-  // that cannot render) fails the same way on every replay: drop it, report it, ack past it.
-  Reject(unit.covers, absl::StrCat("commit refused: ", status.message()));
+void BranchWorker::RejectUnit(Unit& unit, absl::string_view reason, absl::string_view message) {
+  // A write the tree refuses (a path through a symlink, a file/directory clash) fails the same
+  // way on every replay: drop it, report each object of it, ack past it.
+  const std::string text = absl::StrCat("commit refused: ", message);
+  if (unit.kind == Kind::kWindow) {
+    for (const PlannedWrite& write : unit.writes) {
+      Refusal refusal;
+      refusal.reason = std::string(reason);
+      refusal.message = text;
+      refusal.gvr = write.change.gvr;
+      refusal.kind = write.key.kind;
+      refusal.namespace_ = write.key.namespace_;
+      refusal.name = write.key.name;
+      refusal.path = write.path;
+      Refuse(*unit.settings, refusal, unit.covers);
+    }
+  } else if (unit.kind == Kind::kResync) {
+    Refusal refusal;  // the resync of a whole type
+    refusal.reason = std::string(reason);
+    refusal.message = text;
+    refusal.gvr = unit.resync.gvr;
+    refusal.kind = unit.resync.kind;
+    refusal.namespace_ = unit.resync.namespace_.value_or("");
+    Refuse(*unit.settings, refusal, unit.covers);
+  }
   unit.state = State::kNoop;
+}
+
+std::string BranchWorker::MessageFor(const Unit& unit,
+                                     const std::vector<commitmeta::ChangedResource>& changes) {
+  const TargetSettings& settings = *unit.settings;
+  if (unit.message_override.has_value()) return *unit.message_override;
+  absl::StatusOr<std::string> message;
+  std::string kind, text;
+  commitmeta::ReconcileMessageData data;
+  if (unit.kind == Kind::kWindow) {
+    kind = commitmeta::WindowTemplateKind(changes);
+    text = kind == "event" ? settings.templates.event : settings.templates.group;
+    const std::string author = unit.username.empty() ? settings.committer.name : unit.username;
+    message = commitmeta::RenderWindowMessage(settings.templates, author, settings.target.name(),
+                                              changes, options_.limits.templates);
+    if (message.ok()) return *message;
+    Refusal refusal;
+    refusal.message = std::string(message.status().message());
+    message = commitmeta::RenderWindowMessage({}, author, settings.target.name(), changes);
+    refusal.subject = Refusal::Subject::kTemplate;
+    refusal.reason = kReasonTemplateFailed;
+    refusal.template_kind = kind;
+    const std::string key =
+        absl::StrCat(settings.TargetKey(), "\n", kind, "\n", std::hash<std::string>()(text));
+    if (!reported_templates_.count(key)) {
+      Remember(reported_templates_, key);
+      Refuse(settings, refusal, unit.covers);
+    }
+  } else {
+    data.count = unit.resync.desired_count;
+    data.git_target = settings.target.name();
+    data.scope = unit.resync.gvr;
+    data.revision = unit.revision;
+    text = settings.templates.reconcile;
+    message = commitmeta::RenderReconcileMessage(text, data, options_.limits.templates);
+    if (message.ok()) return *message;
+    Refusal refusal;
+    refusal.subject = Refusal::Subject::kTemplate;
+    refusal.reason = kReasonTemplateFailed;
+    refusal.template_kind = "reconcile";
+    refusal.message = std::string(message.status().message());
+    message = commitmeta::RenderReconcileMessage(commitmeta::kDefaultReconcileTemplate, data);
+    const std::string key =
+        absl::StrCat(settings.TargetKey(), "\nreconcile\n", std::hash<std::string>()(text));
+    if (!reported_templates_.count(key)) {
+      Remember(reported_templates_, key);
+      Refuse(settings, refusal, unit.covers);
+    }
+  }
+  // The defaults cannot fail on our own data; should they, a commit still needs a message.
+  return message.ok() ? *message : std::string("reverser: commit");
 }
 
 absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) {
@@ -262,59 +445,73 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const TargetSettings& settings = *unit.settings;
   const std::string& branch = options_.key.branch;
   ASSIGN_OR_RETURN(std::optional<std::string> tip, repo_->LocalTip(branch));
-  ASSIGN_OR_RETURN(IdentityIndex * index, IndexFor(settings.path, tip));
+  ASSIGN_OR_RETURN(IdentityIndex * index, IndexFor(settings, tip, unit.covers));
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;
   std::string message;
   std::vector<std::string> swept;
+  auto blocked = [&](const DocumentKey& key, const core::GroupVersionResource& gvr,
+                     const std::string& path) {
+    // A file the index refused to read is left alone: the object that would land there waits
+    // until a person fixes or moves that file.
+    Refusal refusal;
+    refusal.reason = kReasonRefusedFileInTheWay;
+    refusal.gvr = gvr;
+    refusal.kind = key.kind;
+    refusal.namespace_ = key.namespace_;
+    refusal.name = key.name;
+    refusal.path = path;
+    refusal.message = absl::StrCat("not written: its file ", path,
+                                   " is not read (over the read limits) and is left alone");
+    Refuse(settings, refusal, unit.covers);
+  };
   if (unit.kind == Kind::kWindow) {
     std::vector<commitmeta::ChangedResource> resources;
     for (const PlannedWrite& write : unit.writes) {
       // Match-first: an existing document is edited (or deleted) in the file it lives in.
       const std::string path = index->Find(write.key).value_or(write.path);
+      if (index->IsRefused(path)) {
+        blocked(write.key, write.change.gvr, path);
+        continue;
+      }
       changes[path] = write.content;
       if (write.content.has_value()) keys[path] = write.key;
       resources.push_back(write.change);
     }
-    if (unit.message_override.has_value()) {
-      message = *unit.message_override;
-    } else {
-      ASSIGN_OR_RETURN(message, commitmeta::RenderWindowMessage(
-                                    settings.templates,
-                                    unit.username.empty() ? settings.committer.name : unit.username,
-                                    settings.target.name(), resources));
-    }
+    if (resources.empty() && !unit.writes.empty()) return std::optional<std::string>();
+    message = MessageFor(unit, resources);
   } else {
     ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
+    for (size_t i = 0; i < resync.blocked.size(); ++i) {
+      blocked(resync.blocked[i], unit.resync.gvr, resync.blocked_paths[i]);
+    }
     changes = std::move(resync.changes);
     keys = std::move(resync.keys);
     swept = std::move(resync.swept);
-    commitmeta::ReconcileMessageData data;
-    data.count = unit.resync.desired_count;
-    data.git_target = settings.target.name();
-    data.scope = unit.resync.gvr;
-    data.revision = unit.revision;
-    ASSIGN_OR_RETURN(message,
-                     commitmeta::RenderReconcileMessage(settings.templates.reconcile, data));
+    message = MessageFor(unit, {});
   }
 
   // Bootstrap files come with the first effective write into a never-bootstrapped path.
+  // Files are compared and probed by blob id: nothing a person pushed is loaded here.
   bool writes_content = false;
   for (const auto& [path, content] : changes) writes_content |= content.has_value();
   if (writes_content) {
     std::optional<std::string> marker;
     if (tip.has_value()) {
-      ASSIGN_OR_RETURN(marker, repo_->ReadFile(*tip, BootstrapMarkerPath(settings)));
+      ASSIGN_OR_RETURN(marker, repo_->FileBlobId(*tip, BootstrapMarkerPath(settings)));
     }
     if (!marker.has_value()) {
       bool effective = false;
       for (const auto& [path, content] : changes) {
         std::optional<std::string> current;
         if (tip.has_value()) {
-          auto read = repo_->ReadFile(*tip, path);
-          if (read.ok()) current = *read;
+          auto id = repo_->FileBlobId(*tip, path);
+          if (id.ok()) current = *id;
         }
-        if (current != content) {
+        const std::optional<std::string> next =
+            content.has_value() ? std::optional<std::string>(git::BlobIdOf(*content))
+                                : std::nullopt;
+        if (current != next) {
           effective = true;
           break;
         }
@@ -324,7 +521,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
           if (changes.count(path)) continue;
           std::optional<std::string> existing;
           if (tip.has_value()) {
-            ASSIGN_OR_RETURN(existing, repo_->ReadFile(*tip, path));
+            ASSIGN_OR_RETURN(existing, repo_->FileBlobId(*tip, path));
           }
           if (!existing.has_value()) changes[path] = content;
         }

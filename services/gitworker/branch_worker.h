@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct BranchWorkerOptions {
   int max_push_attempts = 3;                        // per push cycle
   // Commits changing this many files or more (first mirror, big resyncs) write one pack.
   size_t pack_threshold = git::kDefaultPackThreshold;
+  // What is read from Git and rendered (file sizes, YAML per file, templates).
+  WriterLimits limits;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -68,8 +71,9 @@ class BranchWorker {
 
   // Takes one item. An event joins the open window of its (author, GitTarget) — finalizing a
   // window of another author or target first — and finalizes it at once for window 0 or at the
-  // buffer limit. A resync finalizes the open window, then becomes one reconcile write. Items
-  // that can never be written are reported to their sink as rejected and acked in order.
+  // buffer limit. A resync finalizes the open window, then becomes one reconcile write. Objects
+  // that can never be written are refused (Refuse) and acked in order: whatever an item holds,
+  // it never stops the branch.
   void Add(WorkItem item);
   // Closes the open window (if any) into a pending write and commits it locally.
   void Finalize(FinalizeReason reason);
@@ -128,15 +132,27 @@ class BranchWorker {
     std::string sha;
   };
 
+  void AddEvent(WorkItem item);
+  void AddResync(WorkItem item);
   absl::Status EnsureRepo();
-  // The document index of a target path at `tip`, rebuilt when the branch moved under it.
-  absl::StatusOr<IdentityIndex*> IndexFor(const std::string& path,
-                                          const std::optional<std::string>& tip);
+  // The document index of a target path at `tip`, rebuilt when the branch moved under it. Files
+  // it refuses to read are reported (once per target, path and content) to `covers`.
+  absl::StatusOr<IdentityIndex*> IndexFor(const TargetSettings& settings,
+                                          const std::optional<std::string>& tip,
+                                          const std::vector<Coverage>& covers);
   void CommitPending();
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
-  void RejectUnit(Unit& unit, const absl::Status& status);
+  // The commit message of a unit; a template that fails (its limits, a missing key on real
+  // data) falls back to the default template's message, reported once per target and template.
+  std::string MessageFor(const Unit& unit, const std::vector<commitmeta::ChangedResource>& changes);
+  void RejectUnit(Unit& unit, absl::string_view reason, absl::string_view message);
   void Complete();
-  void Reject(const std::vector<Coverage>& covers, const std::string& reason);
+  // The one way a refusal leaves the worker: logged naming what was refused, counted by reason,
+  // and sent to every stream of `covers` as `rejected`.
+  void Refuse(const TargetSettings& settings, const Refusal& refusal,
+              const std::vector<Coverage>& covers);
+  // A remark about an item as a whole (not a refusal), sent as `rejected` as well.
+  void Note(const std::vector<Coverage>& covers, const std::string& note);
   void AttachCovers(std::vector<Coverage> covers);
   bool HasUnpushed() const;
   void UpdateQueueGauge();
@@ -150,6 +166,9 @@ class BranchWorker {
     IdentityIndex index;
   };
   std::map<std::string, CachedIndex> indexes_;  // target path → its documents
+  std::map<std::string, Refusal> refused_blobs_;  // blob id → why it is not read (bounded)
+  std::set<std::string> reported_files_;          // target, path, blob already reported
+  std::set<std::string> reported_templates_;      // target, template kind, text already reported
   std::optional<Unit> window_;
   uint64_t window_generation_ = 0;
   std::deque<Unit> units_;

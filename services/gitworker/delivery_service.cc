@@ -179,7 +179,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     switch (message.payload_case()) {
       case Message::kTargetConfig: {
         count("target_config");
-        auto settings = SettingsFromConfig(message.target_config());
+        auto settings = SettingsFromConfig(message.target_config(), options_.limits);
         if (!settings.ok()) {
           RejectLocked(absl::StrCat("sequence ", sequence, ": ", settings.status().message()));
           AcceptLocked(sequence);

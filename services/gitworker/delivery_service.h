@@ -37,6 +37,7 @@ namespace reverser::gitworker {
 struct DeliveryOptions {
   size_t target_buffer = 1000;  // items per GitTarget buffer
   size_t max_unaccepted = 64;   // messages read ahead of their acceptance
+  WriterLimits limits;          // templates of a target_config are tried within these
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
 

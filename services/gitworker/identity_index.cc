@@ -1,6 +1,7 @@
 #include "services/gitworker/identity_index.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "libs/core/types.h"
 #include "libs/manifest/yaml_reader.h"
@@ -14,9 +15,13 @@ bool IsYamlFile(absl::string_view path) {
 
 }  // namespace
 
-std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
-  auto docs = manifest::ParseYamlDocuments(text);
-  if (!docs.ok()) return std::nullopt;
+absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::KeyOfFile(
+    const std::string& text, const manifest::YamlReadLimits& limits) {
+  auto docs = manifest::ParseYamlDocuments(text, limits);
+  if (!docs.ok()) {
+    if (docs.status().code() == absl::StatusCode::kResourceExhausted) return docs.status();
+    return std::nullopt;
+  }
   // Trailing empty documents ("---" at the end) do not count.
   std::vector<const nlohmann::json*> objects;
   for (const auto& doc : *docs) {
@@ -45,24 +50,54 @@ std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
   return key;
 }
 
-absl::StatusOr<IdentityIndex> IdentityIndex::Build(git::Repository& repo,
-                                                   const std::optional<std::string>& base,
-                                                   const std::string& path) {
+absl::StatusOr<IdentityIndex> IdentityIndex::Build(
+    git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
+    const IndexLimits& limits, const std::map<std::string, Refusal>* known_refused) {
   IdentityIndex index;
   index.path_ = path;
+  index.yaml_limits_ = limits.yaml;
   if (!base.has_value()) return index;
-  ASSIGN_OR_RETURN(std::vector<std::string> files, repo.ListFiles(*base, path));
-  for (const std::string& file : files) {
-    if (!IsYamlFile(file)) continue;
-    ASSIGN_OR_RETURN(std::optional<std::string> text, repo.ReadFile(*base, file));
-    if (text.has_value()) index.Add(file, *text);
+  ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, repo.ListFileEntries(*base, path));
+  for (const git::FileEntry& file : files) {
+    if (!IsYamlFile(file.path)) continue;
+    if (known_refused != nullptr) {
+      if (auto known = known_refused->find(file.blob_id); known != known_refused->end()) {
+        Refusal refused = known->second;
+        refused.path = file.path;
+        index.refused_[file.path] = std::move(refused);
+        continue;
+      }
+    }
+    auto refuse = [&](const char* reason, std::string message) {
+      Refusal refused;
+      refused.subject = Refusal::Subject::kFile;
+      refused.reason = reason;
+      refused.path = file.path;
+      refused.blob_id = file.blob_id;
+      refused.message = absl::StrCat("not read, left alone: ", message);
+      index.refused_[file.path] = std::move(refused);
+    };
+    ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(file.blob_id));
+    if (size > limits.max_file_bytes) {
+      refuse(kReasonFileTooLarge,
+             absl::StrCat(size, " bytes, more than the limit of ", limits.max_file_bytes));
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::string text, repo.ReadBlob(file.blob_id));
+    auto key = KeyOfFile(text, limits.yaml);
+    if (!key.ok()) {
+      refuse(kReasonYamlLimits, std::string(key.status().message()));
+      continue;
+    }
+    if (key->has_value()) index.Record(file.path, **key);
   }
   return index;
 }
 
 void IdentityIndex::Add(const std::string& path, const std::string& text) {
-  auto key = KeyOfFile(text);
-  if (key.has_value()) Record(path, *key);
+  // Our own writes: within the limits by construction (objects beyond them are not written).
+  auto key = KeyOfFile(text, yaml_limits_);
+  if (key.ok() && key->has_value()) Record(path, **key);
 }
 
 void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
@@ -91,6 +126,7 @@ void IdentityIndex::Apply(const git::ChangeSet& changes, std::map<std::string, D
   for (const auto& [path, content] : changes) {
     if (!absl::StartsWith(path, prefix) || !IsYamlFile(path)) continue;
     Remove(path);
+    refused_.erase(path);
     if (!content.has_value()) continue;
     if (auto key = keys->find(path); key != keys->end()) {
       Record(keys->extract(key));

@@ -4,6 +4,8 @@
 // path (reference §2A.11 "match-first"): an object already in Git is updated or deleted in the
 // file it lives in, even if a placement template or a person put it somewhere else. Built by
 // scanning the YAML files under the path at one commit, then kept current with our own writes.
+// Files beyond the read limits (size from the object header, YAML nodes/aliases/depth per file)
+// are not read: they are recorded as refused, and left alone — never swept, never overwritten.
 
 #include <map>
 #include <optional>
@@ -12,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "libs/git/repository.h"
+#include "libs/manifest/yaml_reader.h"
+#include "services/gitworker/refusal.h"
 
 namespace reverser::gitworker {
 
@@ -24,6 +28,12 @@ struct DocumentKey {
   auto operator<=>(const DocumentKey&) const = default;
 };
 
+// Bounds on the files an index reads.
+struct IndexLimits {
+  uint64_t max_file_bytes = 8 << 20;
+  manifest::YamlReadLimits yaml;
+};
+
 class IdentityIndex {
  public:
   IdentityIndex() = default;
@@ -33,10 +43,13 @@ class IdentityIndex {
   IdentityIndex(const IdentityIndex&) = delete;
   IdentityIndex& operator=(const IdentityIndex&) = delete;
 
-  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree).
-  static absl::StatusOr<IdentityIndex> Build(git::Repository& repo,
-                                             const std::optional<std::string>& base,
-                                             const std::string& path);
+  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree). Files
+  // beyond `limits` are refused (kReasonFileTooLarge, kReasonYamlLimits); a file whose blob is
+  // in `known_refused` (blob id → its refusal) is refused again without being read.
+  static absl::StatusOr<IdentityIndex> Build(
+      git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
+      const IndexLimits& limits = {},
+      const std::map<std::string, Refusal>* known_refused = nullptr);
 
   // The single-document file holding `key`, if any. Objects in multi-document files are not
   // returned (they are not rewritten whole).
@@ -52,8 +65,14 @@ class IdentityIndex {
   // being copied).
   void Apply(const git::ChangeSet& changes, std::map<std::string, DocumentKey>* keys);
 
+  // Files under the path that were not read, by path.
+  const std::map<std::string, Refusal>& refused() const { return refused_; }
+  bool IsRefused(const std::string& path) const { return refused_.count(path) > 0; }
+
   // The identity stated by one YAML document's text, if it is a single Kubernetes object.
-  static std::optional<DocumentKey> KeyOfFile(const std::string& text);
+  // ResourceExhausted beyond `limits`; nullopt for anything else that is not one object.
+  static absl::StatusOr<std::optional<DocumentKey>> KeyOfFile(
+      const std::string& text, const manifest::YamlReadLimits& limits = {});
 
  private:
   void Remove(const std::string& path);
@@ -71,6 +90,8 @@ class IdentityIndex {
   using PathMap = std::map<std::string, DocumentKey>;
 
   std::string path_;
+  manifest::YamlReadLimits yaml_limits_;
+  std::map<std::string, Refusal> refused_;  // path → why it was not read
   PathMap by_path_;
   std::map<const DocumentKey*, const std::string*, KeyLess> by_key_;
 };

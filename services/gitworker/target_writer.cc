@@ -89,6 +89,21 @@ manifest::ObjectIdentity IdentityOf(const reverser::v1::ObjectBody& object) {
   return id;
 }
 
+// Deeper than `max_depth` levels (the root is level 0), counted without recursion: a deep value
+// must not overflow the stack of whoever walks it next (the SOPS encryption, the YAML writer).
+bool NestedDeeperThan(const nlohmann::json& value, int max_depth) {
+  std::vector<std::pair<const nlohmann::json*, int>> stack{{&value, 0}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (depth > max_depth) return true;
+    if (node->is_structured()) {
+      for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+    }
+  }
+  return false;
+}
+
 std::string OperationName(reverser::v1::Operation op) {
   switch (op) {
     case reverser::v1::OPERATION_CREATE:
@@ -109,7 +124,7 @@ std::string TargetSettings::TargetKey() const {
 }
 
 absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
-    const reverser::v1::GitTargetConfig& config) {
+    const reverser::v1::GitTargetConfig& config, const WriterLimits& limits) {
   auto settings = std::make_shared<TargetSettings>();
   settings->target = config.target();
   settings->destination = config.destination();
@@ -142,7 +157,7 @@ absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
   if (!config.reconcile_template().empty()) {
     settings->templates.reconcile = config.reconcile_template();
   }
-  if (auto s = commitmeta::ValidateTemplates(settings->templates); !s.ok()) {
+  if (auto s = commitmeta::ValidateTemplates(settings->templates, limits.templates); !s.ok()) {
     return core::Annotate(s, where);
   }
   if (config.commit_window_ms() < 0) {
@@ -183,29 +198,48 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
   return manifest::CanonicalPath(settings.path, id);
 }
 
-absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
-                                         const reverser::v1::ObjectBody& object) {
+std::variant<std::string, Refusal> RenderObject(const TargetSettings& settings,
+                                                const reverser::v1::ObjectBody& object,
+                                                const WriterLimits& limits) {
   if (object.sensitive() && settings.age_recipients.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
-                     " not written: no age recipients configured (never written in plaintext)"));
+    return RefuseObject(
+        object, kReasonSensitiveWithoutEncryption,
+        "sensitive object not written: no age recipients configured (never written in plaintext)");
+  }
+  if (object.sanitized_json().size() > limits.max_file_bytes) {
+    return RefuseObject(
+        object, kReasonObjectTooLarge,
+        absl::StrCat("object of ", object.sanitized_json().size(),
+                     " bytes not written: more than the file limit of ", limits.max_file_bytes));
   }
   nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("object ", object.ref().namespace_(), "/",
-                                                   object.ref().name(),
-                                                   ": sanitized_json is not a JSON object"));
+    return RefuseObject(object, kReasonInvalidObject, "sanitized_json is not a JSON object");
   }
+  if (NestedDeeperThan(body, limits.yaml.max_depth)) {
+    return RefuseObject(
+        object, kReasonNestedTooDeeply,
+        absl::StrCat("object nested deeper than ", limits.yaml.max_depth, " levels not written"));
+  }
+  absl::StatusOr<std::string> file;
   if (object.sensitive()) {
-    auto file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
+    file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
     if (!file.ok()) {
-      return core::Annotate(file.status(),
-                            absl::StrCat("sensitive object ", object.ref().namespace_(), "/",
-                                         object.ref().name(), " not written"));
+      return RefuseObject(object, kReasonEncryptionFailed,
+                          absl::StrCat("sensitive object not written: ", file.status().message()));
     }
-    return file;
+  } else {
+    file = manifest::RenderManifest(body);
+    if (!file.ok()) return RefuseObject(object, kReasonRenderFailed, file.status().message());
   }
-  return manifest::RenderManifest(body);
+  // Never write what the index would refuse to read back.
+  if (file->size() > limits.max_file_bytes) {
+    return RefuseObject(
+        object, kReasonObjectTooLarge,
+        absl::StrCat("rendered file of ", file->size(),
+                     " bytes not written: more than the file limit of ", limits.max_file_bytes));
+  }
+  return *std::move(file);
 }
 
 DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
@@ -223,28 +257,35 @@ DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
   return key;
 }
 
-absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
-                                       const reverser::v1::LiveEvent& event) {
+std::variant<PlannedWrite, Refusal> PlanEvent(const TargetSettings& settings,
+                                              const reverser::v1::LiveEvent& event,
+                                              const WriterLimits& limits) {
   PlannedWrite write;
+  const auto& object = event.object();
   write.change.operation = OperationName(event.operation());
   if (write.change.operation.empty()) {
-    return absl::InvalidArgumentError("event without operation");
+    return RefuseObject(object, kReasonInvalidObject, "event without operation");
   }
-  const auto& object = event.object();
   write.change.gvr = core::FromProto(object.ref().gvr());
   write.change.namespace_ = object.ref().namespace_();
   write.change.name = object.ref().name();
   write.key = KeyOf(object);
-  ASSIGN_OR_RETURN(write.path, ObjectPath(settings, object));
+  auto path = ObjectPath(settings, object);
+  if (!path.ok()) return RefuseObject(object, kReasonInvalidPath, path.status().message());
+  write.path = *std::move(path);
   if (event.operation() != reverser::v1::OPERATION_DELETE) {
-    ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object));
-    write.content = std::move(yaml);
+    auto yaml = RenderObject(settings, object, limits);
+    if (auto* refusal = std::get_if<Refusal>(&yaml)) {
+      refusal->path = write.path;
+      return *std::move(refusal);
+    }
+    write.content = std::get<std::string>(std::move(yaml));
   }
   return write;
 }
 
-PreparedResync PrepareResync(const TargetSettings& settings,
-                             reverser::v1::ClusterSnapshot snapshot) {
+PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::ClusterSnapshot snapshot,
+                             const WriterLimits& limits) {
   PreparedResync prepared;
   prepared.gvr = core::FromProto(snapshot.claim().type().gvr());
   prepared.kind = snapshot.claim().type().gvk().kind();
@@ -254,7 +295,7 @@ PreparedResync PrepareResync(const TargetSettings& settings,
   }
   prepared.sweep = !prepared.kind.empty() && !prepared.gvr.resource.empty();
   if (!prepared.sweep) {
-    prepared.rejected.push_back(
+    prepared.notes.push_back(
         "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no sweep");
   }
   if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
@@ -268,16 +309,20 @@ PreparedResync PrepareResync(const TargetSettings& settings,
     rendered.Swap(&object);
     auto path = ObjectPath(settings, rendered);
     if (!path.ok()) {
-      prepared.rejected.push_back(std::string(path.status().message()));
+      prepared.refused.push_back(
+          RefuseObject(rendered, kReasonInvalidPath, path.status().message()));
       continue;
     }
-    auto yaml = RenderObject(settings, rendered);
-    if (!yaml.ok()) {
+    auto yaml = RenderObject(settings, rendered, limits);
+    if (auto* refusal = std::get_if<Refusal>(&yaml)) {
+      // Not written, yet desired: its file (if any) is kept.
       prepared.protected_keys.insert(KeyOf(rendered));
-      prepared.rejected.push_back(std::string(yaml.status().message()));
+      refusal->path = *path;
+      prepared.refused.push_back(*std::move(refusal));
       continue;
     }
-    prepared.upserts.push_back({KeyOf(rendered), *std::move(path), *std::move(yaml)});
+    prepared.upserts.push_back(
+        {KeyOf(rendered), *std::move(path), std::get<std::string>(std::move(yaml))});
   }
   return prepared;
 }
@@ -286,6 +331,11 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
   ResyncChanges out;
   for (const auto& upsert : prepared.upserts) {
     const std::string path = index.Find(upsert.key).value_or(upsert.path);
+    if (index.IsRefused(path)) {
+      out.blocked.push_back(upsert.key);
+      out.blocked_paths.push_back(path);
+      continue;
+    }
     out.changes[path] = upsert.yaml;
     out.keys[path] = upsert.key;
   }

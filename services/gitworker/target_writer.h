@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,11 +19,26 @@
 #include "libs/commitmeta/identity.h"
 #include "libs/commitmeta/messages.h"
 #include "libs/git/repository.h"
+#include "libs/gotemplate/template.h"
 #include "libs/manifest/paths.h"
+#include "libs/manifest/yaml_reader.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/identity_index.h"
+#include "services/gitworker/refusal.h"
 
 namespace reverser::gitworker {
+
+// Bounds on what the gitworker reads from Git and renders (set by the service's flags). Content
+// beyond them is refused, never a reason to crash or stall.
+struct WriterLimits {
+  // A file under a target path larger than this is not read (its size comes from the object
+  // header); an object whose file would be larger is not written (it could not be read back).
+  uint64_t max_file_bytes = 8 << 20;
+  // Per file read from Git; max_depth also bounds delivered objects.
+  manifest::YamlReadLimits yaml;
+  // Commit message templates.
+  gotemplate::Limits templates;
+};
 
 // A GitTargetConfig validated and resolved (defaults filled in).
 struct TargetSettings {
@@ -43,9 +59,9 @@ struct TargetSettings {
 };
 
 // InvalidArgument naming the field for an unusable config (no destination branch or remote,
-// unsafe path, invalid template or placement template).
+// unsafe path, invalid template or placement template; templates are tried within `limits`).
 absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
-    const reverser::v1::GitTargetConfig& config);
+    const reverser::v1::GitTargetConfig& config, const WriterLimits& limits = {});
 
 // One file change planned for one object.
 struct PlannedWrite {
@@ -61,18 +77,21 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
                                        const reverser::v1::ObjectBody& object);
 
 // The YAML written for an object. Sensitive objects are SOPS-encrypted to the target's age
-// recipients (libs/sops); without recipients they are refused (FailedPrecondition), never
-// written in plaintext.
-absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
-                                         const reverser::v1::ObjectBody& object);
+// recipients (libs/sops); without recipients they are refused, never written in plaintext.
+// Refused as well: invalid JSON, nesting deeper than limits.yaml.max_depth, a body or file
+// larger than limits.max_file_bytes, anything the writer or the encryption refuses.
+std::variant<std::string, Refusal> RenderObject(const TargetSettings& settings,
+                                                const reverser::v1::ObjectBody& object,
+                                                const WriterLimits& limits = {});
 
 // The identity an object's document states: group, kind (from the GVK, else the body),
 // namespace, name.
 DocumentKey KeyOf(const reverser::v1::ObjectBody& object);
 
-// A live event as one file change (upsert or delete).
-absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
-                                       const reverser::v1::LiveEvent& event);
+// A live event as one file change (upsert or delete), or why it cannot be written.
+std::variant<PlannedWrite, Refusal> PlanEvent(const TargetSettings& settings,
+                                              const reverser::v1::LiveEvent& event,
+                                              const WriterLimits& limits = {});
 
 // A resync's desired set rendered once (kept for replays after a push conflict).
 struct PreparedResync {
@@ -84,7 +103,8 @@ struct PreparedResync {
   std::vector<Upsert> upserts;
   // Desired objects that could not be rendered (e.g. sensitive): never swept.
   std::set<DocumentKey> protected_keys;
-  std::vector<std::string> rejected;  // one reason per object that could not be written
+  std::vector<Refusal> refused;       // one per object that could not be written
+  std::vector<std::string> notes;     // about the resync as a whole (e.g. no sweep)
   core::GroupVersionResource gvr;     // the swept type
   std::string kind;
   std::optional<std::string> namespace_;  // set when the claim is namespaced
@@ -93,18 +113,21 @@ struct PreparedResync {
 };
 // Renders the snapshot's desired objects, releasing each one once it is rendered: a large
 // snapshot and its rendered files are never both held in full.
-PreparedResync PrepareResync(const TargetSettings& settings,
-                             reverser::v1::ClusterSnapshot snapshot);
+PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::ClusterSnapshot snapshot,
+                             const WriterLimits& limits = {});
 
 // The full change set of a resync against the target path's documents (`index`): every desired
 // object written where its document lives (else at its placement path), plus a delete for every
 // single-document YAML file whose object is of the swept (group, kind) — and, for a namespaced
 // claim, in its namespace — and is not desired. Other types, multi-document files, unparsable
-// files and allowlisted auxiliary files (kustomization.yaml, .sops.yaml) are kept.
+// files, files the index refused to read and allowlisted auxiliary files (kustomization.yaml,
+// .sops.yaml) are kept; a desired object whose path is a refused file is not written.
 struct ResyncChanges {
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;  // written path → object
   std::vector<std::string> swept;           // paths deleted by the sweep
+  std::vector<DocumentKey> blocked;         // desired objects whose path is a refused file
+  std::vector<std::string> blocked_paths;   // (the same order)
 };
 ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
 
