@@ -8,7 +8,7 @@ packages=(
   bazel-bootstrap
   libcaf-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgit2-dev libhiredis-dev libabsl-dev libgtest-dev libgmock-dev
-  libcpp-httplib-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev libssl-dev
+  libcpp-httplib-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev libssl-dev libre2-dev
   redis-server python3-kubernetes python3-yaml age openssh-server openssh-client
 )
 

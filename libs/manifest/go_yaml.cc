@@ -128,7 +128,8 @@ IntParse ParseInt0(absl::string_view s, int64_t* out) {
   return IntParse::kOk;
 }
 
-// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
+}  // namespace
+
 bool IsYamlStyleFloat(absl::string_view s) {
   size_t i = 0;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
@@ -154,6 +155,8 @@ bool IsYamlStyleFloat(absl::string_view s) {
   }
   return i == s.size();
 }
+
+namespace {
 
 // strconv.ParseFloat(s, 64) for decimal syntax (the only syntax reaching it here). Fails on
 // overflow, as Go's ErrRange does.

@@ -28,6 +28,10 @@ using Resolved =
     std::variant<std::string, Null, bool, int64_t, uint64_t, double, BigInt, Timestamp, Special>;
 Resolved Resolve(absl::string_view plain);
 
+// Whether `s` has the shape `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` (the float
+// syntax YAML resolvers accept), scanned in linear time: plain scalars can be megabytes long.
+bool IsYamlStyleFloat(absl::string_view s);
+
 // True when writing `s` as a plain scalar would change its meaning, so go-yaml quotes it:
 // it resolves to something other than a string, or is a YAML 1.1 base-60 float ("1:20").
 bool NeedsQuoting(absl::string_view s);

@@ -3,11 +3,15 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "libs/sops/age.h"
+#include "libs/sops/secret_file.h"
 #include "libs/sops/sops.h"
 #include "libs/sops/sops_yaml.h"
+#include "libs/sops/test_random.h"
+#include "nlohmann/json.hpp"
 #include "tests/fixtures/temp_dir.h"
 
 namespace reverser::sops {
@@ -86,6 +90,64 @@ TEST(RobustnessTest, YamlBombsAndDeepNestingAreRefused) {
     bomb += "]\n";
   }
   EXPECT_FALSE(ParseSopsYaml(bomb).ok());
+}
+
+TEST(RobustnessTest, SelfReferencingAliasIsRefused) {
+  // yaml-cpp builds a cycle for an alias inside its own anchor; the depth cap ends the walk.
+  auto cyclic = ParseSopsYaml("a: &x [1, *x]\n");
+  EXPECT_EQ(cyclic.status().code(), absl::StatusCode::kInvalidArgument) << cyclic.status();
+}
+
+// `{"a": {"a": ... "leaf"}}`, `depth` levels below the top, built without recursion.
+template <typename JsonLike>
+JsonLike Nested(int depth) {
+  JsonLike value = "leaf";
+  for (int i = 0; i < depth; ++i) {
+    JsonLike outer = JsonLike::object();
+    outer["a"] = std::move(value);
+    value = std::move(outer);
+  }
+  return value;
+}
+
+// Nesting far beyond what a SOPS file holds is refused before any recursive walk (a stack
+// overflow otherwise); moderate nesting still round-trips.
+TEST(RobustnessTest, DeepObjectsAreRefusedBeforeAnyRecursion) {
+  constexpr int kDeep = 200'000;
+  testing::ScriptedRandom keys;
+  const auto identity = *age::X25519Identity::Generate(keys);
+  nlohmann::json secret = {{"apiVersion", "v1"}, {"kind", "Secret"}};
+  secret["metadata"] = {{"name", "deep"}, {"namespace", "prod"}};
+  secret["data"] = Nested<nlohmann::json>(kDeep);
+  auto refused = EncryptSecretYaml(secret, {identity.Recipient().String()});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "Secret prod/deep nests deeper"))
+      << refused.status();
+  EXPECT_EQ(SecretFingerprint(secret, {identity.Recipient().String()}, std::string(32, 'k'))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // "sops" first: growing an ordered_json object copies its members, and a copy recurses.
+  Tree deep = Tree::object();
+  deep["sops"] = Tree::object();
+  deep["data"] = Nested<Tree>(kDeep);
+  EXPECT_EQ(EmitSopsYaml(deep).status().code(), absl::StatusCode::kInvalidArgument);
+  Tree plaintext = Tree::object();
+  plaintext["data"] = Nested<Tree>(kDeep);
+  auto encrypted = EncryptTree(plaintext, {identity.Recipient()}, EncryptOptions{});
+  EXPECT_EQ(encrypted.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(encrypted.status().message(), "deeper than 512"))
+      << encrypted.status();
+  EXPECT_EQ(DecryptTreeWithDataKey(deep, std::string(32, 'k')).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  secret["data"] = Nested<nlohmann::json>(100);
+  auto text = EncryptSecretYaml(secret, {identity.Recipient().String()});
+  ASSERT_TRUE(text.ok()) << text.status();
+  auto back = DecryptSecretYaml(*text, {identity});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, secret);
 }
 
 }  // namespace

@@ -75,8 +75,9 @@ std::string StringOr(const nlohmann::json& object, const char* key, const char* 
 
 // "Secret ns/name" for error messages (identity only, never values).
 std::string Describe(const nlohmann::json& object) {
-  const nlohmann::json metadata =
-      object.is_object() && object.contains("metadata") ? object["metadata"] : nlohmann::json();
+  static const nlohmann::json kNone;
+  const nlohmann::json& metadata =
+      object.is_object() && object.contains("metadata") ? object["metadata"] : kNone;
   const std::string ns = StringOr(metadata, "namespace", "");
   return absl::StrCat(StringOr(object, "kind", "object"), " ", ns.empty() ? "" : ns + "/",
                       StringOr(metadata, "name", ""));
@@ -93,6 +94,11 @@ absl::StatusOr<Tree> OrderedSecretTree(const nlohmann::json& object,
   }
   if (object.contains("sops"))
     return absl::InvalidArgumentError("sops: object has a top-level `sops` field (reserved)");
+  // Before anything recursive walks the object: a sops file cannot hold more levels anyway.
+  if (!NestingDepthWithin(object)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sops: ", Describe(object), " nests deeper than ", kMaxNestingDepth, " levels"));
+  }
   RETURN_IF_ERROR(CheckUtf8(object));
   Tree tree = Tree::object();
   tree["apiVersion"] = object["apiVersion"];

@@ -4,13 +4,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
-#include <regex>
+#include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/status.h"
+#include "libs/sops/text_formats.h"
+#include "re2/re2.h"
 
 namespace reverser::sops {
 namespace {
@@ -77,8 +80,19 @@ absl::StatusOr<LeafBytes> ToBytes(const Tree& leaf) {
   }
 }
 
+// How much of a refused pattern an error message repeats (a pattern from Git can be huge).
+constexpr size_t kMaxPatternEcho = 200;
+
+std::string Shortened(absl::string_view text) {
+  if (text.size() <= kMaxPatternEcho) return std::string(text);
+  return absl::StrCat(text.substr(0, kMaxPatternEcho), "...");
+}
+
 // Which leaves a rule selects (sops Metadata.shouldBeEncrypted), with Go regexp.Match's
-// unanchored search semantics.
+// unanchored search semantics. Patterns come from configuration and from the `sops` block of
+// files in Git, and keys from objects, so they are matched with RE2: linear time, no recursion,
+// and the syntax of Go's regexp, which sops uses (std::regex backtracks, recursing per
+// character). A pattern RE2 does not take (backreferences, lookaround) is InvalidArgument.
 class Selector {
  public:
   static absl::StatusOr<Selector> Create(const EncryptionRule& rule) {
@@ -86,12 +100,15 @@ class Selector {
     s.rule_ = rule;
     if (rule.kind == EncryptionRule::Kind::kEncryptedRegex ||
         rule.kind == EncryptionRule::Kind::kUnencryptedRegex) {
-      try {
-        s.regex_ = std::regex(rule.value, std::regex::ECMAScript);
-      } catch (const std::regex_error&) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unsupported ", rule.MetadataKey(), ": ", rule.value));
+      RE2::Options options;
+      options.set_log_errors(false);
+      auto regex = std::make_shared<const RE2>(rule.value, options);
+      if (!regex->ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("unsupported ", rule.MetadataKey(), ": ",
+                                                       Shortened(rule.value), " (",
+                                                       Shortened(regex->error()), ")"));
       }
+      s.regex_ = std::move(regex);
     }
     return s;
   }
@@ -102,7 +119,7 @@ class Selector {
       switch (rule_.kind) {
         case EncryptionRule::Kind::kEncryptedRegex:
         case EncryptionRule::Kind::kUnencryptedRegex:
-          any = std::regex_search(key, regex_);
+          any = RE2::PartialMatch(key, *regex_);
           break;
         case EncryptionRule::Kind::kEncryptedSuffix:
         case EncryptionRule::Kind::kUnencryptedSuffix:
@@ -118,7 +135,7 @@ class Selector {
 
  private:
   EncryptionRule rule_;
-  std::regex regex_;
+  std::shared_ptr<const RE2> regex_;  // shared: a Selector is copied, RE2 is not copyable
 };
 
 absl::StatusOr<std::string> EncryptValue(absl::string_view key, absl::string_view plaintext,
@@ -178,14 +195,12 @@ absl::StatusOr<Tree> TypedLeaf(const std::string& bytes, const std::string& type
 // Go's time.Time.Format(time.RFC3339) of a parsed RFC 3339 string: fraction dropped, a zero
 // offset written as Z. This string is the MAC's AAD.
 absl::StatusOr<std::string> CanonicalLastModified(const std::string& text) {
-  static const std::regex kRfc3339(
-      R"(^(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, kRfc3339))
+  const std::optional<Rfc3339Parts> parts = MatchRfc3339(text);
+  if (!parts)
     return absl::InvalidArgumentError(absl::StrCat("sops.lastmodified is not RFC 3339: ", text));
-  std::string base = m[1].str();
+  std::string base(parts->date_time);
   base[10] = 'T';
-  std::string zone = m[3].str();
+  std::string zone(parts->zone);
   if (zone == "z" || zone == "+00:00" || zone == "-00:00") zone = "Z";
   return base + zone;
 }
@@ -233,22 +248,19 @@ std::string EncryptionRule::MetadataKey() const {
 }
 
 absl::StatusOr<EncryptedValue> ParseEncryptedValue(absl::string_view text) {
-  // sops' reader regex (not end-anchored).
-  static const std::regex kEnc(R"(^ENC\[AES256_GCM,data:(.+),iv:(.+),tag:(.+),type:(.+)\])");
-  const std::string s(text);
-  std::smatch m;
-  if (!std::regex_search(s, m, kEnc))
-    return absl::DataLossError("value is not an ENC[AES256_GCM,...] string");
+  // sops' reader regex (not end-anchored); see MatchEncValue.
+  const std::optional<EncParts> parts = MatchEncValue(text);
+  if (!parts) return absl::DataLossError("value is not an ENC[AES256_GCM,...] string");
   EncryptedValue value;
-  auto data = crypto::Base64Decode(m[1].str());
-  auto iv = crypto::Base64Decode(m[2].str());
-  auto tag = crypto::Base64Decode(m[3].str());
+  auto data = crypto::Base64Decode(parts->data);
+  auto iv = crypto::Base64Decode(parts->iv);
+  auto tag = crypto::Base64Decode(parts->tag);
   if (!data.ok() || !iv.ok() || !tag.ok() || iv->empty() || tag->size() != 16)
     return absl::DataLossError("ENC value has malformed data, iv or tag");
   value.data = *std::move(data);
   value.iv = *std::move(iv);
   value.tag = *std::move(tag);
-  value.type = m[4].str();
+  value.type = std::string(parts->type);
   return value;
 }
 
@@ -268,6 +280,10 @@ absl::StatusOr<Tree> EncryptTree(const Tree& plaintext,
   if (recipients.empty())
     return absl::FailedPreconditionError("sops: no age recipients; refusing to encrypt");
   if (options.random == nullptr) return absl::InvalidArgumentError("sops: no random source");
+  if (!NestingDepthWithin(plaintext)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sops: the document nests deeper than ", kMaxNestingDepth, " levels"));
+  }
   crypto::Random& random = *options.random;
   ASSIGN_OR_RETURN(Selector selector, Selector::Create(options.rule));
 
@@ -326,6 +342,10 @@ absl::StatusOr<DecryptedDocument> DecryptTreeWithDataKey(const Tree& encrypted,
   const Tree& metadata = *sops_it;
   if (data_key.size() != kDataKeySize)
     return absl::InvalidArgumentError("sops: data key must be 32 bytes");
+  if (!NestingDepthWithin(encrypted)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sops: the document nests deeper than ", kMaxNestingDepth, " levels"));
+  }
   ASSIGN_OR_RETURN(EncryptionRule rule, RuleFromMetadata(metadata));
   ASSIGN_OR_RETURN(Selector selector, Selector::Create(rule));
   ASSIGN_OR_RETURN(std::string lastmodified,

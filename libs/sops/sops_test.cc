@@ -298,6 +298,74 @@ TEST(SopsAgeCliTest, EveryEncUnwrapsWithAgeCli) {
   }
 }
 
+// Rules are RE2 (Go regexp syntax, as sops has): what it takes selects as sops would, what it
+// does not take (ECMAScript-only backreferences, lookaround) is InvalidArgument, never a crash.
+TEST(SopsRuleTest, RegexRulesUseGoSyntaxAndRefuseWhatRe2CannotMatch) {
+  testing::ScriptedRandom keys;
+  auto identity = *age::X25519Identity::Generate(keys);
+  EncryptOptions options;
+  options.rule.value = "(?i)^STRINGDATA$";  // Go/RE2 flag syntax; ECMAScript has none
+  auto text = EncryptYaml(TrickySecret(), {identity.Recipient()}, options);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_FALSE(absl::StrContains(*text, "5432"));         // stringData: encrypted
+  EXPECT_TRUE(absl::StrContains(*text, "aHVudGVyMg=="));  // data: not selected
+  auto decrypted = DecryptYaml(*text, {identity});
+  ASSERT_TRUE(decrypted.ok()) << decrypted.status();
+  EXPECT_EQ(decrypted->plaintext, TrickySecret());
+
+  for (const char* unsupported :
+       {"^(data)\\1$", "(?=data)", "(?<!x)data", "(unclosed", "a{1001}"}) {
+    options.rule.value = unsupported;
+    auto refused = EncryptTree(TrickySecret(), {identity.Recipient()}, options);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << unsupported;
+    EXPECT_TRUE(absl::StartsWith(refused.status().message(),
+                                 absl::StrCat("unsupported encrypted_regex: ", unsupported)))
+        << refused.status();
+  }
+  // A huge pattern is refused with a bounded message.
+  options.rule.value = std::string(1 << 20, '(');
+  auto huge = EncryptTree(TrickySecret(), {identity.Recipient()}, options);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(huge.status().message().size(), 600u);
+
+  // The rule of a file from Git is read the same way: a bad one is an error on decryption.
+  options.rule = EncryptionRule{EncryptionRule::Kind::kUnencryptedRegex, "^(metadata|type)$"};
+  auto unencrypted = EncryptYaml(TrickySecret(), {identity.Recipient()}, options);
+  ASSERT_TRUE(unencrypted.ok()) << unencrypted.status();
+  ASSERT_TRUE(absl::StrContains(*unencrypted, "unencrypted_regex: ^(metadata|type)$\n"));
+  ASSERT_TRUE(DecryptYaml(*unencrypted, {identity}).ok());
+  auto bad =
+      DecryptYaml(absl::StrReplaceAll(*unencrypted, {{"^(metadata|type)$", "(?=x)"}}), {identity});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "unsupported unencrypted_regex: (?=x)"))
+      << bad.status();
+}
+
+// Keys of a megabyte against patterns on which a backtracking matcher takes exponential time or
+// a stack frame per character. (Tree level: YAML caps implicit keys at 1024 characters.)
+TEST(SopsRuleTest, MegabyteKeysAreMatchedInLinearTime) {
+  testing::ScriptedRandom keys;
+  auto identity = *age::X25519Identity::Generate(keys);
+  const std::string long_key(1 << 20, 'a');
+  Tree plaintext = Tree::object();
+  plaintext["data"] = Tree::object();
+  plaintext["data"][long_key] = "v";
+  plaintext["other"] = "clear";
+  EncryptOptions options;
+  for (const char* pattern : {"^(a|aa)*$", "^(a+)+b$"}) {
+    options.rule.value = pattern;
+    auto encrypted = EncryptTree(plaintext, {identity.Recipient()}, options);
+    ASSERT_TRUE(encrypted.ok()) << encrypted.status();
+    // Only the first pattern matches the long key; neither matches "data" or "other".
+    const bool selected = std::string(pattern) == "^(a|aa)*$";
+    EXPECT_EQ((*encrypted)["data"][long_key] != "v", selected) << pattern;
+    EXPECT_EQ((*encrypted)["other"], "clear");
+    auto decrypted = DecryptTree(*encrypted, {identity});
+    ASSERT_TRUE(decrypted.ok()) << decrypted.status();
+    EXPECT_EQ(decrypted->plaintext, plaintext);
+  }
+}
+
 TEST(SopsValueTest, ParsesAndFormatsEncValues) {
   const std::string enc =
       "ENC[AES256_GCM,data:mHeXsmQ=,iv:vUMpILz3xchORqkzDFvgwENY7EqIHHGJdEF6C8xqbFE=,tag:"

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <regex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -18,11 +18,11 @@
 #include "absl/strings/str_split.h"
 #include "libs/core/status.h"
 #include "libs/manifest/go_yaml.h"
+#include "libs/sops/text_formats.h"
 
 namespace reverser::sops {
 namespace {
 
-constexpr int kMaxDepth = 512;
 constexpr int kMaxNodes = 1'000'000;
 constexpr int kIndent = 4;
 
@@ -93,14 +93,10 @@ bool ParseFiniteDouble(const std::string& s, double* out) {
 
 // yaml.v3 parseTimestamp: YYYY-M-D, optionally with a [Tt ] time and (for T/t) a zone.
 bool LooksLikeTimestamp(absl::string_view s) {
-  static const std::regex kDate(R"(^(\d{4})-(\d{1,2})-(\d{1,2})$)");
-  static const std::regex kDateTime(
-      R"(^(\d{4})-(\d{1,2})-(\d{1,2})(?:[Tt](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})|[ ](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?)$)");
-  const std::string str(s);
-  std::smatch m;
-  if (!std::regex_match(str, m, kDate) && !std::regex_match(str, m, kDateTime)) return false;
-  const int month = std::atoi(m[2].str().c_str());
-  const int day = std::atoi(m[3].str().c_str());
+  const std::optional<TimestampShape> shape = MatchTimestampShape(s);
+  if (!shape) return false;
+  const int month = std::atoi(std::string(shape->month).c_str());
+  const int day = std::atoi(std::string(shape->day).c_str());
   return month >= 1 && month <= 12 && day >= 1 && day <= 31;
 }
 
@@ -145,7 +141,7 @@ struct Converter {
 
   absl::StatusOr<Tree> Convert(const YAML::Node& node, int depth) {
     if (++nodes > kMaxNodes) return ParseError(node, "too many nodes");
-    if (depth > kMaxDepth) return ParseError(node, "nesting too deep");
+    if (depth > kMaxNestingDepth) return ParseError(node, "nesting too deep");
     switch (node.Type()) {
       case YAML::NodeType::Undefined:
       case YAML::NodeType::Null:
@@ -404,8 +400,8 @@ PlainScalar ResolvePlain(absl::string_view in) {
   }
   const char c = in[0];
   if (c == '.') {
-    static const std::regex kDotFloat(R"(^\.[0-9]+([eE][-+]?[0-9]+)?$)");
-    if (std::regex_match(std::string(in), kDotFloat) &&
+    // `\.[0-9]+([eE][-+]?[0-9]+)?`: the float shape, given the leading dot.
+    if (manifest::goyaml::IsYamlStyleFloat(in) &&
         ParseFiniteDouble(std::string(in), &r.float_value)) {
       r.kind = PlainKind::kFloat;
     }
@@ -426,8 +422,7 @@ PlainScalar ResolvePlain(absl::string_view in) {
     r.kind = PlainKind::kUint;
     return r;
   }
-  static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
-  if (std::regex_match(plain, kFloat) && ParseFiniteDouble(plain, &r.float_value)) {
+  if (manifest::goyaml::IsYamlStyleFloat(plain) && ParseFiniteDouble(plain, &r.float_value)) {
     r.kind = PlainKind::kFloat;
     return r;
   }
@@ -457,6 +452,9 @@ absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text) {
 absl::StatusOr<std::string> EmitSopsYaml(const Tree& document) {
   if (!document.is_object())
     return absl::InvalidArgumentError("SOPS YAML: top level must be a mapping");
+  if (!NestingDepthWithin(document))
+    return absl::InvalidArgumentError(
+        absl::StrCat("SOPS YAML: nesting deeper than ", kMaxNestingDepth, " levels"));
   std::string out;
   if (document.empty()) return std::string("{}\n");
   RETURN_IF_ERROR(EmitMapping(document, 0, 0, false, &out));

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -17,6 +19,26 @@
 namespace reverser::sops {
 
 using Tree = nlohmann::ordered_json;
+
+// The deepest nesting read or written (the top-level mapping is depth 0). The tree code here
+// recurses once per level, so deeper input is refused before any recursion.
+inline constexpr int kMaxNestingDepth = 512;
+
+// Whether no value in `value` lies deeper than `max_depth`; iterative, so any depth is safe.
+// Works on nlohmann::json and Tree alike.
+template <typename JsonLike>
+bool NestingDepthWithin(const JsonLike& value, int max_depth = kMaxNestingDepth) {
+  std::vector<std::pair<const JsonLike*, int>> pending = {{&value, 0}};
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (depth > max_depth) return false;
+    if (node->is_object() || node->is_array()) {
+      for (const auto& child : *node) pending.emplace_back(&child, depth + 1);
+    }
+  }
+  return true;
+}
 
 // What yaml.v3 makes of an untagged plain scalar (resolve.go).
 enum class PlainKind { kString, kNull, kBool, kInt, kUint, kFloat, kTimestamp, kMerge };
@@ -31,14 +53,16 @@ PlainScalar ResolvePlain(absl::string_view plain);
 // Parses one YAML document into a Tree with yaml.v3 typing. Refused with InvalidArgument (or
 // Unimplemented for valid YAML sops cannot hash): several documents, non-mapping top level,
 // non-string or duplicate keys, timestamps and integers beyond int64 (sops <= 3.9 cannot walk
-// them), merge keys, custom tags, nesting deeper than 512 or more than 1,000,000 nodes.
+// them), merge keys, custom tags, nesting deeper than kMaxNestingDepth or more than 1,000,000
+// nodes.
 // Comments are dropped (sops never puts them in the MAC).
 absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text);
 
 // Emits a mapping as sops does: 4-space indentation, sequences indented under their key. A string
 // is written plain only when both yaml.v3 (sops) and YAML 1.1 readers (kubectl, Flux) would read
 // it back as the same string; otherwise double-quoted. Strings ending in exactly one newline are
-// `|` blocks. InvalidArgument if the top level is not a mapping or a string is not UTF-8.
+// `|` blocks. InvalidArgument if the top level is not a mapping, a string is not UTF-8 or the
+// nesting is deeper than kMaxNestingDepth.
 absl::StatusOr<std::string> EmitSopsYaml(const Tree& document);
 
 }  // namespace reverser::sops
