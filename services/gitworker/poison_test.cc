@@ -288,7 +288,8 @@ TEST_F(PoisonTest, CommitTemplateThatWouldNeverEndFallsBackToTheDefaultMessage) 
 
 // (d) Objects that can never be rendered — invalid JSON, no operation, an unsafe name, nesting
 // deeper than YAML may, larger than a file may be, a Secret whose encryption fails — are refused
-// and acked in order; the objects around them are mirrored.
+// and acked in order; the objects around them are mirrored, and so is an object whose author
+// name a Git signature cannot hold as it is.
 TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrored) {
   StartService({"--max_git_file_bytes=262144"});
   auto config = Config(remote_, 0);
@@ -318,6 +319,9 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
   client.SendEvent(no_operation);
   client.SendEvent(event("..", 15));
   client.SendEvent(event("b", 16));
+  // An author a Git signature cannot hold as it is: committed under a cleaned name.
+  client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "signed",
+                         "1", 17, "eve <eve@example.com>\n"));
   auto secret = Event(encrypted, secrets, reverser::v1::OPERATION_CREATE, "default", "s",
                       "aHVudGVyMg==", 20);
   secret.mutable_object()->set_sensitive(true);
@@ -326,7 +330,7 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
       Event(encrypted, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "c", "1", 21));
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        return client.AckedRv(ConfigMaps(), "tgt") == 16 &&
+        return client.AckedRv(ConfigMaps(), "tgt") == 17 &&
                client.AckedRv(ConfigMaps(), "tgt-enc") == 21 &&
                client.AckedRv(secrets, "tgt-enc") == 20;
       },
@@ -338,6 +342,11 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
   EXPECT_THAT(files, Contains("clusters/a/default/configmaps/a.yaml"));
   EXPECT_THAT(files, Contains("clusters/a/default/configmaps/b.yaml"));
   EXPECT_THAT(files, Contains("clusters/enc/default/configmaps/c.yaml"));
+  EXPECT_THAT(files, Contains("clusters/a/default/configmaps/signed.yaml"));
+  auto author = Git(remote_, {"log", "-1", "--format=%an", "main", "--",
+                              "clusters/a/default/configmaps/signed.yaml"});
+  ASSERT_TRUE(author.ok());
+  EXPECT_EQ(*author, "eve eve@example.com\n");
   for (const auto& file : files) {
     EXPECT_THAT(file, Not(HasSubstr("invalid")));
     EXPECT_THAT(file, Not(HasSubstr("deep")));
