@@ -31,7 +31,7 @@ ABSL_FLAG(int64_t, max_yaml_alias_nodes, 100'000,
           "YAML nodes aliases may copy in one file, all its documents together.");
 ABSL_FLAG(int, max_yaml_depth, 512,
           "Nesting depth of a YAML file read from Git (aliases expanded) and of a delivered "
-          "object.");
+          "object (at most 2048).");
 ABSL_FLAG(int64_t, max_template_iterations, 100'000,
           "Range iterations one commit template execution may run, all ranges together.");
 ABSL_FLAG(int64_t, max_template_steps, 1'000'000,
@@ -39,7 +39,7 @@ ABSL_FLAG(int64_t, max_template_steps, 1'000'000,
 ABSL_FLAG(int64_t, max_template_output_bytes, 1 << 20,
           "Bytes one commit template execution may write or build with print/printf.");
 ABSL_FLAG(int, max_template_nesting, 100,
-          "Nesting of control structures and parentheses in a commit template.");
+          "Nesting of control structures and parentheses in a commit template (at most 1000).");
 
 namespace reverser::gitworker {
 namespace {
@@ -59,6 +59,11 @@ absl::StatusOr<WriterLimits> LimitsFromFlags() {
     return absl::InvalidArgumentError(
         "--max_git_file_bytes, --max_yaml_*, --max_template_* must be positive "
         "(alias nodes and iterations may be 0)");
+  }
+  // Readers, writers and the template engine recurse once per level.
+  if (depth > 2048 || nesting > 1000) {
+    return absl::InvalidArgumentError(
+        "--max_yaml_depth must be at most 2048 and --max_template_nesting at most 1000");
   }
   limits.max_file_bytes = static_cast<uint64_t>(file_bytes);
   limits.yaml.max_nodes = static_cast<size_t>(nodes);
