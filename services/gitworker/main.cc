@@ -32,6 +32,10 @@ ABSL_FLAG(int64_t, max_yaml_alias_nodes, 100'000,
 ABSL_FLAG(int, max_yaml_depth, 512,
           "Nesting depth of a YAML file read from Git (aliases expanded) and of a delivered "
           "object (at most 2048).");
+ABSL_FLAG(int64_t, encryption_cache_bytes, 256 << 20,
+          "Encrypted Secret files kept in memory so an unchanged Secret re-delivered commits "
+          "nothing; beyond this the oldest are dropped (and re-encrypted on their next "
+          "delivery).");
 ABSL_FLAG(int64_t, max_template_iterations, 100'000,
           "Range iterations one commit template execution may run, all ranges together.");
 ABSL_FLAG(int64_t, max_template_steps, 1'000'000,
@@ -65,6 +69,9 @@ absl::StatusOr<WriterLimits> LimitsFromFlags() {
     return absl::InvalidArgumentError(
         "--max_yaml_depth must be at most 2048 and --max_template_nesting at most 1000");
   }
+  const int64_t cache_bytes = absl::GetFlag(FLAGS_encryption_cache_bytes);
+  if (cache_bytes < 0) return absl::InvalidArgumentError("--encryption_cache_bytes is negative");
+  limits.max_encryption_cache_bytes = static_cast<uint64_t>(cache_bytes);
   limits.max_file_bytes = static_cast<uint64_t>(file_bytes);
   limits.yaml.max_nodes = static_cast<size_t>(nodes);
   limits.yaml.max_alias_nodes = static_cast<size_t>(alias_nodes);

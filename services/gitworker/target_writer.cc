@@ -1,5 +1,6 @@
 #include "services/gitworker/target_writer.h"
 
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 
@@ -37,7 +38,8 @@ constexpr char kGitTargetIgnore[] =
 // Auxiliary files a sweep never deletes, whatever they contain.
 // Every SOPS encryption yields new bytes. To keep re-delivery of an unchanged sensitive object a
 // no-op, the file written for (object, recipients) is remembered under a keyed fingerprint and
-// reused. In memory only: after a restart the first re-delivery re-encrypts once.
+// reused. In memory only, and bounded (WriterLimits::max_encryption_cache_bytes): after a
+// restart, or once an entry was dropped, the next re-delivery re-encrypts once.
 class EncryptionCache {
  public:
   static EncryptionCache& Get() {
@@ -45,8 +47,10 @@ class EncryptionCache {
     return *cache;
   }
 
+  // Holds at most `max_bytes` of files (and kMaxEntries of them), dropping the oldest first.
   absl::StatusOr<std::string> Encrypt(const nlohmann::json& object,
-                                      const std::vector<std::string>& recipients) {
+                                      const std::vector<std::string>& recipients,
+                                      uint64_t max_bytes) {
     ASSIGN_OR_RETURN(std::string fingerprint,
                      sops::SecretFingerprint(object, recipients, hmac_key_));
     {
@@ -55,7 +59,15 @@ class EncryptionCache {
     }
     ASSIGN_OR_RETURN(std::string file, sops::EncryptSecretYaml(object, recipients));
     std::lock_guard lock(mu_);
-    if (files_.size() >= kMaxEntries) files_.clear();
+    if (files_.count(fingerprint) || file.size() > max_bytes) return file;
+    while (!order_.empty() && (files_.size() >= kMaxEntries || bytes_ + file.size() > max_bytes)) {
+      auto oldest = files_.find(order_.front());
+      bytes_ -= oldest->second.size();
+      files_.erase(oldest);
+      order_.pop_front();
+    }
+    bytes_ += file.size();
+    order_.push_back(fingerprint);
     files_[fingerprint] = file;
     return file;
   }
@@ -69,6 +81,8 @@ class EncryptionCache {
   std::mutex mu_;
   std::string hmac_key_;
   std::unordered_map<std::string, std::string> files_;
+  std::deque<std::string> order_;  // fingerprints, oldest first
+  uint64_t bytes_ = 0;
 };
 
 bool IsAllowlisted(absl::string_view path) {
@@ -223,7 +237,8 @@ std::variant<std::string, Refusal> RenderObject(const TargetSettings& settings,
   }
   absl::StatusOr<std::string> file;
   if (object.sensitive()) {
-    file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
+    file = EncryptionCache::Get().Encrypt(body, settings.age_recipients,
+                                          limits.max_encryption_cache_bytes);
     if (!file.ok()) {
       return RefuseObject(object, kReasonEncryptionFailed,
                           absl::StrCat("sensitive object not written: ", file.status().message()));

@@ -38,6 +38,9 @@ struct WriterLimits {
   manifest::YamlReadLimits yaml;
   // Commit message templates.
   gotemplate::Limits templates;
+  // Encrypted files kept so that re-delivering an unchanged Secret commits nothing (every
+  // encryption makes new bytes); the oldest are dropped beyond this.
+  uint64_t max_encryption_cache_bytes = 256 << 20;
 };
 
 // A GitTargetConfig validated and resolved (defaults filled in).
