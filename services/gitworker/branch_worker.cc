@@ -67,10 +67,8 @@ void BranchWorker::Add(WorkItem item) {
     // The rendered files are all that is needed from here on: the snapshot is consumed as it
     // is rendered (a first mirror's snapshot is as large as its files).
     unit.resync = PrepareResync(*item.settings, std::move(item.resync));
-    for (const std::string& reason : unit.resync.rejected) {
-      for (const Coverage& cover : item.covers) {
-        if (cover.sink) cover.sink->Rejected(reason);
-      }
+    for (const PreparedResync::Refused& refused : unit.resync.refused) {
+      Refuse(item.covers, refused.subject, refused.reason, refused.message, options_.metrics);
     }
     unit.covers = std::move(item.covers);
     units_.push_back(std::move(unit));
@@ -82,7 +80,8 @@ void BranchWorker::Add(WorkItem item) {
 
   auto planned = PlanEvent(*item.settings, item.event);
   if (!planned.ok()) {
-    Reject(item.covers, std::string(planned.status().message()));
+    Refuse(item.covers, RefusedSubject::Object(item.event.object()),
+           RefusalReasonOf(planned.status()), planned.status().message(), options_.metrics);
     AttachCovers(std::move(item.covers));
     return;
   }
@@ -129,19 +128,6 @@ void BranchWorker::Add(WorkItem item) {
     Finalize(FinalizeReason::kBufferLimit);
   }
   UpdateQueueGauge();
-}
-
-void BranchWorker::Reject(const std::vector<Coverage>& covers, const std::string& reason) {
-  runtime::LogWarning("write rejected", {{"branch", options_.key.ToString()}, {"reason", reason}});
-  options_.metrics
-      ->GetCounter(
-          "reverser_gitworker_rejected_writes_total",
-          "Objects that could never be written (invalid, or sensitive without encryption).",
-          BranchLabels())
-      .Increment();
-  for (const Coverage& cover : covers) {
-    if (cover.sink) cover.sink->Rejected(reason);
-  }
 }
 
 void BranchWorker::AttachCovers(std::vector<Coverage> covers) {
@@ -253,7 +239,18 @@ void BranchWorker::CommitPending() {
 void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
   // A write the tree refuses (a path through a symlink, a file/directory clash, a template
   // that cannot render) fails the same way on every replay: drop it, report it, ack past it.
-  Reject(unit.covers, absl::StrCat("commit refused: ", status.message()));
+  // Each object of a window is refused on its own covers; a resync as a whole.
+  const std::string message = absl::StrCat("commit refused: ", status.message());
+  const auto reason = RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED);
+  std::map<std::string, std::vector<Coverage>> by_object;
+  for (const Coverage& cover : unit.covers) {
+    by_object[absl::StrCat(cover.object.gvr().group(), "/", cover.object.gvr().resource(), "|",
+                           cover.object.namespace_(), "/", cover.object.name())]
+        .push_back(cover);
+  }
+  for (const auto& [key, covers] : by_object) {
+    Refuse(covers, RefusedSubject::OfCover(covers.front()), reason, message, options_.metrics);
+  }
   unit.state = State::kNoop;
 }
 

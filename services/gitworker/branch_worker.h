@@ -20,6 +20,7 @@
 #include "libs/git/repository.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/refusal.h"
 #include "services/gitworker/target_writer.h"
 #include "services/gitworker/work_item.h"
 
@@ -69,7 +70,7 @@ class BranchWorker {
   // Takes one item. An event joins the open window of its (author, GitTarget) — finalizing a
   // window of another author or target first — and finalizes it at once for window 0 or at the
   // buffer limit. A resync finalizes the open window, then becomes one reconcile write. Items
-  // that can never be written are reported to their sink as rejected and acked in order.
+  // that can never be written are refused (refusal.h) and acked in order.
   void Add(WorkItem item);
   // Closes the open window (if any) into a pending write and commits it locally.
   void Finalize(FinalizeReason reason);
@@ -136,7 +137,6 @@ class BranchWorker {
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
   void RejectUnit(Unit& unit, const absl::Status& status);
   void Complete();
-  void Reject(const std::vector<Coverage>& covers, const std::string& reason);
   void AttachCovers(std::vector<Coverage> covers);
   bool HasUnpushed() const;
   void UpdateQueueGauge();

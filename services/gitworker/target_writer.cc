@@ -175,37 +175,56 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
     tmpl = it->second;
     by_type = true;
   }
+  if (auto valid = manifest::ValidateIdentity(id); !valid.ok()) {
+    return WithRefusalReason(valid, reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  }
   // A sensitive object is never bundled: only an identity-complete template may place it.
   if (!tmpl.empty() && (!id.sensitive || manifest::IsIdentityComplete(tmpl, by_type))) {
-    ASSIGN_OR_RETURN(std::string relative, manifest::RenderPlacementTemplate(tmpl, id));
-    return manifest::JoinTargetPath(settings.path, relative);
+    auto relative = manifest::RenderPlacementTemplate(tmpl, id);
+    if (!relative.ok()) {
+      return WithRefusalReason(relative.status(), reverser::v1::REFUSAL_REASON_RENDER_FAILED);
+    }
+    auto joined = manifest::JoinTargetPath(settings.path, *relative);
+    if (!joined.ok()) {
+      return WithRefusalReason(joined.status(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+    }
+    return joined;
   }
-  return manifest::CanonicalPath(settings.path, id);
+  auto canonical = manifest::CanonicalPath(settings.path, id);
+  if (!canonical.ok()) {
+    return WithRefusalReason(canonical.status(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  }
+  return canonical;
 }
 
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
                                          const reverser::v1::ObjectBody& object) {
+  // Messages say what is wrong; the refusal around them names the object.
   if (object.sensitive() && settings.age_recipients.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
-                     " not written: no age recipients configured (never written in plaintext)"));
+    return WithRefusalReason(
+        absl::FailedPreconditionError("sensitive object not written: no age recipients "
+                                      "configured (never written in plaintext)"),
+        reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE);
   }
   nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("object ", object.ref().namespace_(), "/",
-                                                   object.ref().name(),
-                                                   ": sanitized_json is not a JSON object"));
+    return WithRefusalReason(absl::InvalidArgumentError("sanitized_json is not a JSON object"),
+                             reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
   if (object.sensitive()) {
     auto file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
     if (!file.ok()) {
-      return core::Annotate(file.status(),
-                            absl::StrCat("sensitive object ", object.ref().namespace_(), "/",
-                                         object.ref().name(), " not written"));
+      return WithRefusalReason(
+          core::Annotate(file.status(), "sensitive object not written"),
+          RefusalReasonOf(file.status(), reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE));
     }
     return file;
   }
-  return manifest::RenderManifest(body);
+  auto yaml = manifest::RenderManifest(body);
+  if (!yaml.ok()) {
+    return WithRefusalReason(yaml.status(), RefusalReasonOf(yaml.status()));
+  }
+  return yaml;
 }
 
 DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
@@ -228,7 +247,8 @@ absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
   PlannedWrite write;
   write.change.operation = OperationName(event.operation());
   if (write.change.operation.empty()) {
-    return absl::InvalidArgumentError("event without operation");
+    return WithRefusalReason(absl::InvalidArgumentError("event without operation"),
+                             reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
   const auto& object = event.object();
   write.change.gvr = core::FromProto(object.ref().gvr());
@@ -254,8 +274,10 @@ PreparedResync PrepareResync(const TargetSettings& settings,
   }
   prepared.sweep = !prepared.kind.empty() && !prepared.gvr.resource.empty();
   if (!prepared.sweep) {
-    prepared.rejected.push_back(
-        "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no sweep");
+    prepared.refused.push_back(
+        {RefusedSubject::Message(), reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE,
+         "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no "
+         "sweep"});
   }
   if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
     prepared.namespace_ = snapshot.claim().scope().namespace_();
@@ -268,13 +290,16 @@ PreparedResync PrepareResync(const TargetSettings& settings,
     rendered.Swap(&object);
     auto path = ObjectPath(settings, rendered);
     if (!path.ok()) {
-      prepared.rejected.push_back(std::string(path.status().message()));
+      prepared.protected_keys.insert(KeyOf(rendered));  // it exists: never swept
+      prepared.refused.push_back({RefusedSubject::Object(rendered), RefusalReasonOf(path.status()),
+                                  std::string(path.status().message())});
       continue;
     }
     auto yaml = RenderObject(settings, rendered);
     if (!yaml.ok()) {
       prepared.protected_keys.insert(KeyOf(rendered));
-      prepared.rejected.push_back(std::string(yaml.status().message()));
+      prepared.refused.push_back({RefusedSubject::Object(rendered), RefusalReasonOf(yaml.status()),
+                                  std::string(yaml.status().message())});
       continue;
     }
     prepared.upserts.push_back({KeyOf(rendered), *std::move(path), *std::move(yaml)});

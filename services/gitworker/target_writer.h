@@ -21,6 +21,7 @@
 #include "libs/manifest/paths.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/identity_index.h"
+#include "services/gitworker/refusal.h"
 
 namespace reverser::gitworker {
 
@@ -56,7 +57,8 @@ struct PlannedWrite {
 };
 
 // The file an object lives in: the byType placement, else the default placement, else the
-// canonical path, joined under the target path. InvalidArgument for unsafe identities.
+// canonical path, joined under the target path. InvalidArgument for unsafe identities, tagged
+// with its refusal reason (refusal.h RefusalReasonOf), as are RenderObject's and PlanEvent's.
 absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
                                        const reverser::v1::ObjectBody& object);
 
@@ -84,8 +86,14 @@ struct PreparedResync {
   std::vector<Upsert> upserts;
   // Desired objects that could not be rendered (e.g. sensitive): never swept.
   std::set<DocumentKey> protected_keys;
-  std::vector<std::string> rejected;  // one reason per object that could not be written
-  core::GroupVersionResource gvr;     // the swept type
+  // One per desired object that can never be written (an empty subject: the resync itself).
+  struct Refused {
+    RefusedSubject subject;
+    reverser::v1::RefusalReason reason;
+    std::string message;
+  };
+  std::vector<Refused> refused;
+  core::GroupVersionResource gvr;  // the swept type
   std::string kind;
   std::optional<std::string> namespace_;  // set when the claim is namespaced
   bool sweep = true;  // false when the type is unknown: never guess what to delete
