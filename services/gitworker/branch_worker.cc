@@ -203,14 +203,43 @@ absl::Status BranchWorker::EnsureRepo() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const std::string& path,
-                                                      const std::optional<std::string>& tip) {
+absl::StatusOr<BranchWorker::CachedIndex*> BranchWorker::IndexFor(
+    const Unit& unit, const std::optional<std::string>& tip) {
+  const std::string& path = unit.settings->path;
   auto it = indexes_.find(path);
   if (it == indexes_.end() || it->second.at != tip) {
     ASSIGN_OR_RETURN(IdentityIndex index, IdentityIndex::Build(*repo_, tip, path));
-    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index)}).first;
+    Coverage target;  // names the target in the log; the files travel in ReportRefusedFiles
+    target.target = unit.settings->target;
+    for (const auto& [file, refused] : index.refused_files()) {
+      const bool known = it != indexes_.end() && it->second.index.refused_files().count(file) > 0;
+      if (!known) {
+        Refuse({target}, RefusedSubject::File(file), refused.reason, refused.message,
+               options_.metrics);
+      }
+    }
+    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index), {}}).first;
   }
-  return &it->second.index;
+  return &it->second;
+}
+
+void BranchWorker::ReportRefusedFiles(const Unit& unit, CachedIndex& cached) {
+  std::optional<reverser::v1::RefusedFiles> files;
+  for (const Coverage& cover : unit.covers) {
+    if (!cover.sink || !cached.told.insert(cover.sink).second) continue;
+    if (!files.has_value()) {
+      files.emplace();
+      *files->mutable_target() = unit.settings->target;
+      for (const auto& [file, refused] : cached.index.refused_files()) {
+        auto* refusal = files->add_refusals();
+        *refusal->mutable_target() = unit.settings->target;
+        refusal->set_file(file);
+        refusal->set_reason(refused.reason);
+        refusal->set_message(refused.message);
+      }
+    }
+    cover.sink->RefusedFiles(*files);
+  }
 }
 
 void BranchWorker::CommitPending() {
@@ -259,16 +288,43 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const TargetSettings& settings = *unit.settings;
   const std::string& branch = options_.key.branch;
   ASSIGN_OR_RETURN(std::optional<std::string> tip, repo_->LocalTip(branch));
-  ASSIGN_OR_RETURN(IdentityIndex * index, IndexFor(settings.path, tip));
+  ASSIGN_OR_RETURN(CachedIndex * cached, IndexFor(unit, tip));
+  ReportRefusedFiles(unit, *cached);
+  const IdentityIndex* index = &cached->index;
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;
   std::string message;
   std::vector<std::string> swept;
+  // A refused file is left alone: the object that would land in it is refused instead.
+  auto refuse_overwrite = [&](const DocumentKey& key, const std::string& path,
+                              const std::vector<Coverage>& covers) {
+    RefusedSubject subject;
+    subject.object.mutable_gvr()->set_group(key.group);
+    subject.object.set_namespace_(key.namespace_);
+    subject.object.set_name(key.name);
+    subject.kind = key.kind;
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED,
+           absl::StrCat("its file ", path, " is refused (", index->refused_files().at(path).message,
+                        ") and left alone"),
+           options_.metrics);
+  };
   if (unit.kind == Kind::kWindow) {
     std::vector<commitmeta::ChangedResource> resources;
     for (const PlannedWrite& write : unit.writes) {
       // Match-first: an existing document is edited (or deleted) in the file it lives in.
       const std::string path = index->Find(write.key).value_or(write.path);
+      if (index->IsRefused(path)) {
+        std::vector<Coverage> covers;
+        for (const Coverage& cover : unit.covers) {
+          if (cover.object.gvr().group() == write.key.group &&
+              cover.object.namespace_() == write.key.namespace_ &&
+              cover.object.name() == write.key.name) {
+            covers.push_back(cover);
+          }
+        }
+        refuse_overwrite(write.key, path, covers);
+        continue;
+      }
       changes[path] = write.content;
       if (write.content.has_value()) keys[path] = write.key;
       resources.push_back(write.change);
@@ -283,6 +339,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
     }
   } else {
     ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
+    for (const auto& [key, path] : resync.refused) refuse_overwrite(key, path, unit.covers);
     changes = std::move(resync.changes);
     keys = std::move(resync.keys);
     swept = std::move(resync.swept);

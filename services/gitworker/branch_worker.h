@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -129,10 +130,20 @@ class BranchWorker {
     std::string sha;
   };
 
+  struct CachedIndex {
+    std::optional<std::string> at;  // the commit the index describes
+    IdentityIndex index;
+    // The delivery streams told this index's refused files (each is told once per index).
+    std::set<std::weak_ptr<FeedbackSink>, std::owner_less<std::weak_ptr<FeedbackSink>>> told;
+  };
+
   absl::Status EnsureRepo();
-  // The document index of a target path at `tip`, rebuilt when the branch moved under it.
-  absl::StatusOr<IdentityIndex*> IndexFor(const std::string& path,
-                                          const std::optional<std::string>& tip);
+  // The document index of a unit's target path at `tip`, rebuilt when the branch moved under
+  // it (newly refused files are refused then, once).
+  absl::StatusOr<CachedIndex*> IndexFor(const Unit& unit, const std::optional<std::string>& tip);
+  // Sends the index's refused files (complete, maybe none) to the unit's delivery streams that
+  // were not told yet.
+  void ReportRefusedFiles(const Unit& unit, CachedIndex& cached);
   void CommitPending();
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
   void RejectUnit(Unit& unit, const absl::Status& status);
@@ -145,10 +156,6 @@ class BranchWorker {
   BranchWorkerOptions options_;
   std::unique_ptr<git::Repository> repo_;
   std::optional<std::string> expected_remote_;  // CAS old value: the remote tip we build on
-  struct CachedIndex {
-    std::optional<std::string> at;  // the commit the index describes
-    IdentityIndex index;
-  };
   std::map<std::string, CachedIndex> indexes_;  // target path → its documents
   std::optional<Unit> window_;
   uint64_t window_generation_ = 0;

@@ -15,8 +15,17 @@ bool IsYamlFile(absl::string_view path) {
 }  // namespace
 
 std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
+  auto key = ReadKeyOfFile(text);
+  return key.ok() ? *key : std::nullopt;
+}
+
+absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::ReadKeyOfFile(const std::string& text) {
   auto docs = manifest::ParseYamlDocuments(text);
-  if (!docs.ok()) return std::nullopt;
+  if (!docs.ok()) {
+    // A limit is a refusal; a syntax error just means this is no document of ours.
+    if (absl::IsResourceExhausted(docs.status())) return docs.status();
+    return std::nullopt;
+  }
   // Trailing empty documents ("---" at the end) do not count.
   std::vector<const nlohmann::json*> objects;
   for (const auto& doc : *docs) {
@@ -61,8 +70,18 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(git::Repository& repo,
 }
 
 void IdentityIndex::Add(const std::string& path, const std::string& text) {
-  auto key = KeyOfFile(text);
-  if (key.has_value()) Record(path, *key);
+  auto key = ReadKeyOfFile(text);
+  if (!key.ok()) {
+    RefuseFile(path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                      std::string(key.status().message())});
+    return;
+  }
+  if (key->has_value()) Record(path, **key);
+}
+
+void IdentityIndex::RefuseFile(const std::string& path, RefusedFile refused) {
+  Remove(path);
+  refused_[path] = std::move(refused);
 }
 
 void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
@@ -80,6 +99,7 @@ void IdentityIndex::Record(std::map<std::string, DocumentKey>::node_type entry) 
 }
 
 void IdentityIndex::Remove(const std::string& path) {
+  refused_.erase(path);
   auto it = by_path_.find(path);
   if (it == by_path_.end()) return;
   by_key_.erase(&it->second);

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/git/repository.h"
+#include "proto/reverser/v1/catalog.pb.h"
 
 namespace reverser::gitworker {
 
@@ -54,6 +55,22 @@ class IdentityIndex {
 
   // The identity stated by one YAML document's text, if it is a single Kubernetes object.
   static std::optional<DocumentKey> KeyOfFile(const std::string& text);
+  // The same, distinguishing a file the reader refuses (an error: a limit of the YAML reader,
+  // ResourceExhausted) from one that simply states no single object (nullopt: not YAML we
+  // understand, several documents, no identity), which is kept and ignored as before.
+  static absl::StatusOr<std::optional<DocumentKey>> ReadKeyOfFile(const std::string& text);
+
+  // A file under the path the gitworker refuses to read: left alone (never edited, swept or
+  // overwritten) and reported on the GitTarget's status.
+  struct RefusedFile {
+    reverser::v1::RefusalReason reason = reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT;
+    std::string message;
+  };
+  // Records `path` as refused (Build does it for files the reader refuses; a size check
+  // before reading may call it too).
+  void RefuseFile(const std::string& path, RefusedFile refused);
+  const std::map<std::string, RefusedFile>& refused_files() const { return refused_; }
+  bool IsRefused(const std::string& path) const { return refused_.count(path) > 0; }
 
  private:
   void Remove(const std::string& path);
@@ -71,6 +88,7 @@ class IdentityIndex {
   using PathMap = std::map<std::string, DocumentKey>;
 
   std::string path_;
+  std::map<std::string, RefusedFile> refused_;
   PathMap by_path_;
   std::map<const DocumentKey*, const std::string*, KeyLess> by_key_;
 };

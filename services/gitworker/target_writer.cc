@@ -311,6 +311,10 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
   ResyncChanges out;
   for (const auto& upsert : prepared.upserts) {
     const std::string path = index.Find(upsert.key).value_or(upsert.path);
+    if (index.IsRefused(path)) {
+      out.refused.emplace_back(upsert.key, path);
+      continue;
+    }
     out.changes[path] = upsert.yaml;
     out.keys[path] = upsert.key;
   }

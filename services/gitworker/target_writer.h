@@ -113,6 +113,8 @@ struct ResyncChanges {
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;  // written path → object
   std::vector<std::string> swept;           // paths deleted by the sweep
+  // Desired objects whose file is refused (index.refused_files()): not written, never swept.
+  std::vector<std::pair<DocumentKey, std::string>> refused;
 };
 ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
 
