@@ -68,14 +68,10 @@ void BranchWorker::Add(WorkItem item) {
   // Whatever an item holds, it must not take the branch down: anything thrown while planning
   // it (a parser, an allocation) refuses that item only.
   std::vector<Coverage> covers = item.covers;
-  std::shared_ptr<const TargetSettings> settings = item.settings;
-  reverser::v1::ObjectBody object;  // its identity only, for the refusal
+  RefusedSubject subject;  // the event's object (its identity only), or the resync as a whole
   if (item.kind == WorkItem::Kind::kEvent) {
-    *object.mutable_ref() = item.event.object().ref();
-    *object.mutable_gvk() = item.event.object().gvk();
-  } else {
-    *object.mutable_ref()->mutable_gvr() = item.resync.claim().type().gvr();
-    *object.mutable_gvk() = item.resync.claim().type().gvk();
+    subject.object = item.event.object().ref();
+    subject.kind = item.event.object().gvk().kind();
   }
   try {
     if (item.kind == WorkItem::Kind::kResync) {
@@ -85,9 +81,11 @@ void BranchWorker::Add(WorkItem item) {
     }
     return;
   } catch (const std::exception& e) {
-    Refuse(*settings, RefuseObject(object, kReasonInternalError, e.what()), covers);
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_RENDER_FAILED,
+           absl::StrCat("internal error: ", e.what()), options_.metrics);
   } catch (...) {
-    Refuse(*settings, RefuseObject(object, kReasonInternalError, "unknown exception"), covers);
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_RENDER_FAILED,
+           "internal error: unknown exception", options_.metrics);
   }
   AttachCovers(std::move(covers));
   UpdateQueueGauge();
@@ -105,8 +103,9 @@ void BranchWorker::AddResync(WorkItem item) {
   // The rendered files are all that is needed from here on: the snapshot is consumed as it
   // is rendered (a first mirror's snapshot is as large as its files).
   unit.resync = PrepareResync(*item.settings, std::move(item.resync), options_.limits);
-  for (const Refusal& refusal : unit.resync.refused) Refuse(*item.settings, refusal, item.covers);
-  for (const std::string& note : unit.resync.notes) Note(item.covers, note);
+  for (const PreparedResync::Refused& refused : unit.resync.refused) {
+    Refuse(item.covers, refused.subject, refused.reason, refused.message, options_.metrics);
+  }
   unit.covers = std::move(item.covers);
   units_.push_back(std::move(unit));
   CommitPending();
@@ -115,13 +114,13 @@ void BranchWorker::AddResync(WorkItem item) {
 }
 
 void BranchWorker::AddEvent(WorkItem item) {
-  auto plan = PlanEvent(*item.settings, item.event, options_.limits);
-  if (auto* refusal = std::get_if<Refusal>(&plan)) {
-    Refuse(*item.settings, *refusal, item.covers);
+  auto planned = PlanEvent(*item.settings, item.event, options_.limits);
+  if (!planned.ok()) {
+    Refuse(item.covers, RefusedSubject::Object(item.event.object()),
+           RefusalReasonOf(planned.status()), planned.status().message(), options_.metrics);
     AttachCovers(std::move(item.covers));
     return;
   }
-  auto planned = &std::get<PlannedWrite>(plan);
   const auto& author_proto = item.event.author();
   std::string username = author_proto.username();
   std::string window_key = absl::StrCat(username, "\n", item.settings->TargetKey());
@@ -165,72 +164,6 @@ void BranchWorker::AddEvent(WorkItem item) {
     Finalize(FinalizeReason::kBufferLimit);
   }
   UpdateQueueGauge();
-}
-
-void BranchWorker::Refuse(const TargetSettings& settings, const Refusal& refusal,
-                          const std::vector<Coverage>& covers) {
-  const std::string text = refusal.Text();
-  runtime::Labels labels = BranchLabels();
-  labels.push_back({"reason", refusal.reason});
-  switch (refusal.subject) {
-    case Refusal::Subject::kObject:
-      runtime::LogWarning("object refused", {{"branch", options_.key.ToString()},
-                                             {"target", settings.TargetKey()},
-                                             {"reason", refusal.reason},
-                                             {"resource", refusal.gvr.ToString()},
-                                             {"kind", refusal.kind},
-                                             {"namespace", refusal.namespace_},
-                                             {"name", refusal.name},
-                                             {"path", refusal.path},
-                                             {"error", refusal.message}});
-      options_.metrics
-          ->GetCounter("reverser_gitworker_rejected_writes_total",
-                       "Objects that could never be written, by reason (invalid, unsafe name, "
-                       "sensitive without encryption, rendering or encryption failed, too large, "
-                       "too deep, a refused file in the way).",
-                       labels)
-          .Increment();
-      break;
-    case Refusal::Subject::kFile:
-      runtime::LogWarning("file in Git not read", {{"branch", options_.key.ToString()},
-                                                   {"target", settings.TargetKey()},
-                                                   {"reason", refusal.reason},
-                                                   {"path", refusal.path},
-                                                   {"blob", refusal.blob_id},
-                                                   {"error", refusal.message}});
-      options_.metrics
-          ->GetCounter("reverser_gitworker_refused_files_total",
-                       "Files under a target path left unread and untouched because they exceed "
-                       "the read limits (counted once per target, path and content).",
-                       labels)
-          .Increment();
-      break;
-    case Refusal::Subject::kTemplate:
-      runtime::LogWarning("commit template failed; default message used",
-                          {{"branch", options_.key.ToString()},
-                           {"target", settings.TargetKey()},
-                           {"reason", refusal.reason},
-                           {"template", refusal.template_kind},
-                           {"error", refusal.message}});
-      labels.push_back({"template", refusal.template_kind});
-      options_.metrics
-          ->GetCounter("reverser_gitworker_template_fallbacks_total",
-                       "Commit templates that failed and were replaced by the default template "
-                       "(counted once per target and template).",
-                       labels)
-          .Increment();
-      break;
-  }
-  for (const Coverage& cover : covers) {
-    if (cover.sink) cover.sink->Rejected(text);
-  }
-}
-
-void BranchWorker::Note(const std::vector<Coverage>& covers, const std::string& note) {
-  runtime::LogWarning("item note", {{"branch", options_.key.ToString()}, {"note", note}});
-  for (const Coverage& cover : covers) {
-    if (cover.sink) cover.sink->Rejected(note);
-  }
 }
 
 void BranchWorker::AttachCovers(std::vector<Coverage> covers) {
@@ -306,27 +239,50 @@ absl::Status BranchWorker::EnsureRepo() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const TargetSettings& settings,
-                                                      const std::optional<std::string>& tip,
-                                                      const std::vector<Coverage>& covers) {
-  const std::string& path = settings.path;
+absl::StatusOr<BranchWorker::CachedIndex*> BranchWorker::IndexFor(
+    const Unit& unit, const std::optional<std::string>& tip) {
+  const std::string& path = unit.settings->path;
   auto it = indexes_.find(path);
   if (it == indexes_.end() || it->second.at != tip) {
-    IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
+    const IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
     ASSIGN_OR_RETURN(IdentityIndex index,
                      IdentityIndex::Build(*repo_, tip, path, limits, &refused_blobs_));
-    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index)}).first;
+    Coverage target;  // names the target in the log; the files travel in ReportRefusedFiles
+    target.target = unit.settings->target;
+    for (const auto& [file, refused] : index.refused_files()) {
+      if (refused.blob_id.empty()) continue;
+      if (refused_blobs_.size() >= kMaxRemembered) refused_blobs_.clear();
+      refused_blobs_.emplace(refused.blob_id, refused);
+      // Once per target, path and content, however often the branch moves.
+      const std::string key =
+          absl::StrCat(unit.settings->TargetKey(), "\n", file, "\n", refused.blob_id);
+      if (reported_files_.count(key)) continue;
+      Remember(reported_files_, key);
+      Refuse({target}, RefusedSubject::File(file), refused.reason, refused.message,
+             options_.metrics);
+    }
+    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index), {}}).first;
   }
-  // A refused file is reported to each target whose path holds it, once per content.
-  for (const auto& [file, refusal] : it->second.index.refused()) {
-    if (refused_blobs_.size() >= kMaxRemembered) refused_blobs_.clear();
-    refused_blobs_.emplace(refusal.blob_id, refusal);
-    const std::string key = absl::StrCat(settings.TargetKey(), "\n", file, "\n", refusal.blob_id);
-    if (reported_files_.count(key)) continue;
-    Remember(reported_files_, key);
-    Refuse(settings, refusal, covers);
+  return &it->second;
+}
+
+void BranchWorker::ReportRefusedFiles(const Unit& unit, CachedIndex& cached) {
+  std::optional<reverser::v1::RefusedFiles> files;
+  for (const Coverage& cover : unit.covers) {
+    if (!cover.sink || !cached.told.insert(cover.sink).second) continue;
+    if (!files.has_value()) {
+      files.emplace();
+      *files->mutable_target() = unit.settings->target;
+      for (const auto& [file, refused] : cached.index.refused_files()) {
+        auto* refusal = files->add_refusals();
+        *refusal->mutable_target() = unit.settings->target;
+        refusal->set_file(file);
+        refusal->set_reason(refused.reason);
+        refusal->set_message(refused.message);
+      }
+    }
+    cover.sink->RefusedFiles(*files);
   }
-  return &it->second.index;
 }
 
 void BranchWorker::CommitPending() {
@@ -346,14 +302,12 @@ void BranchWorker::CommitPending() {
     try {
       sha = CommitUnit(unit);
     } catch (const std::exception& e) {
-      RejectUnit(unit, kReasonInternalError, e.what());
-      continue;
+      sha = absl::InternalError(absl::StrCat("internal error: ", e.what()));
     } catch (...) {
-      RejectUnit(unit, kReasonInternalError, "unknown exception");
-      continue;
+      sha = absl::InternalError("internal error: unknown exception");
     }
     if (!sha.ok()) {
-      RejectUnit(unit, kReasonCommitRefused, sha.status().message());
+      RejectUnit(unit, sha.status());
       continue;
     }
     unit.state = sha->has_value() ? State::kCommitted : State::kNoop;
@@ -361,30 +315,20 @@ void BranchWorker::CommitPending() {
   }
 }
 
-void BranchWorker::RejectUnit(Unit& unit, absl::string_view reason, absl::string_view message) {
-  // A write the tree refuses (a path through a symlink, a file/directory clash) fails the same
-  // way on every replay: drop it, report each object of it, ack past it.
-  const std::string text = absl::StrCat("commit refused: ", message);
-  if (unit.kind == Kind::kWindow) {
-    for (const PlannedWrite& write : unit.writes) {
-      Refusal refusal;
-      refusal.reason = std::string(reason);
-      refusal.message = text;
-      refusal.gvr = write.change.gvr;
-      refusal.kind = write.key.kind;
-      refusal.namespace_ = write.key.namespace_;
-      refusal.name = write.key.name;
-      refusal.path = write.path;
-      Refuse(*unit.settings, refusal, unit.covers);
-    }
-  } else if (unit.kind == Kind::kResync) {
-    Refusal refusal;  // the resync of a whole type
-    refusal.reason = std::string(reason);
-    refusal.message = text;
-    refusal.gvr = unit.resync.gvr;
-    refusal.kind = unit.resync.kind;
-    refusal.namespace_ = unit.resync.namespace_.value_or("");
-    Refuse(*unit.settings, refusal, unit.covers);
+void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
+  // A write the tree refuses (a path through a symlink, a file/directory clash, a template
+  // that cannot render) fails the same way on every replay: drop it, report it, ack past it.
+  // Each object of a window is refused on its own covers; a resync as a whole.
+  const std::string message = absl::StrCat("commit refused: ", status.message());
+  const auto reason = RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED);
+  std::map<std::string, std::vector<Coverage>> by_object;
+  for (const Coverage& cover : unit.covers) {
+    by_object[absl::StrCat(cover.object.gvr().group(), "/", cover.object.gvr().resource(), "|",
+                           cover.object.namespace_(), "/", cover.object.name())]
+        .push_back(cover);
+  }
+  for (const auto& [key, covers] : by_object) {
+    Refuse(covers, RefusedSubject::OfCover(covers.front()), reason, message, options_.metrics);
   }
   unit.state = State::kNoop;
 }
@@ -403,18 +347,10 @@ std::string BranchWorker::MessageFor(const Unit& unit,
     message = commitmeta::RenderWindowMessage(settings.templates, author, settings.target.name(),
                                               changes, options_.limits.templates);
     if (message.ok()) return *message;
-    Refusal refusal;
-    refusal.message = std::string(message.status().message());
+    const absl::Status failed = message.status();
     message = commitmeta::RenderWindowMessage({}, author, settings.target.name(), changes);
-    refusal.subject = Refusal::Subject::kTemplate;
-    refusal.reason = kReasonTemplateFailed;
-    refusal.template_kind = kind;
-    const std::string key =
-        absl::StrCat(settings.TargetKey(), "\n", kind, "\n", std::hash<std::string>()(text));
-    if (!reported_templates_.count(key)) {
-      Remember(reported_templates_, key);
-      Refuse(settings, refusal, unit.covers);
-    }
+    message.status().IgnoreError();
+    ReportTemplate(unit, kind, text, failed);
   } else {
     data.count = unit.resync.desired_count;
     data.git_target = settings.target.name();
@@ -423,21 +359,35 @@ std::string BranchWorker::MessageFor(const Unit& unit,
     text = settings.templates.reconcile;
     message = commitmeta::RenderReconcileMessage(text, data, options_.limits.templates);
     if (message.ok()) return *message;
-    Refusal refusal;
-    refusal.subject = Refusal::Subject::kTemplate;
-    refusal.reason = kReasonTemplateFailed;
-    refusal.template_kind = "reconcile";
-    refusal.message = std::string(message.status().message());
+    const absl::Status failed = message.status();
     message = commitmeta::RenderReconcileMessage(commitmeta::kDefaultReconcileTemplate, data);
-    const std::string key =
-        absl::StrCat(settings.TargetKey(), "\nreconcile\n", std::hash<std::string>()(text));
-    if (!reported_templates_.count(key)) {
-      Remember(reported_templates_, key);
-      Refuse(settings, refusal, unit.covers);
-    }
+    ReportTemplate(unit, "reconcile", text, failed);
   }
   // The defaults cannot fail on our own data; should they, a commit still needs a message.
   return message.ok() ? *message : std::string("reverser: commit");
+}
+
+void BranchWorker::ReportTemplate(const Unit& unit, const std::string& kind,
+                                  const std::string& text, const absl::Status& status) {
+  const std::string key =
+      absl::StrCat(unit.settings->TargetKey(), "\n", kind, "\n", std::hash<std::string>()(text));
+  if (reported_templates_.count(key)) return;
+  Remember(reported_templates_, key);
+  options_.metrics
+      ->GetCounter("reverser_gitworker_template_fallbacks_total",
+                   "Commit templates that failed and were replaced by the default template "
+                   "(once per target and template).",
+                   {{"template", kind}})
+      .Increment();
+  // About the target, not each delivery: told to the unit's first stream position only.
+  std::vector<Coverage> covers;
+  if (!unit.covers.empty()) covers.push_back(unit.covers.front());
+  if (covers.empty()) covers.emplace_back().target = unit.settings->target;
+  Refuse(covers, RefusedSubject::Message(),
+         RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_RENDER_FAILED),
+         absl::StrCat(kind, " commit template failed, the default template's message is used: ",
+                      status.message()),
+         options_.metrics);
 }
 
 absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) {
@@ -445,25 +395,25 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const TargetSettings& settings = *unit.settings;
   const std::string& branch = options_.key.branch;
   ASSIGN_OR_RETURN(std::optional<std::string> tip, repo_->LocalTip(branch));
-  ASSIGN_OR_RETURN(IdentityIndex * index, IndexFor(settings, tip, unit.covers));
+  ASSIGN_OR_RETURN(CachedIndex * cached, IndexFor(unit, tip));
+  ReportRefusedFiles(unit, *cached);
+  const IdentityIndex* index = &cached->index;
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;
   std::string message;
   std::vector<std::string> swept;
-  auto blocked = [&](const DocumentKey& key, const core::GroupVersionResource& gvr,
-                     const std::string& path) {
-    // A file the index refused to read is left alone: the object that would land there waits
-    // until a person fixes or moves that file.
-    Refusal refusal;
-    refusal.reason = kReasonRefusedFileInTheWay;
-    refusal.gvr = gvr;
-    refusal.kind = key.kind;
-    refusal.namespace_ = key.namespace_;
-    refusal.name = key.name;
-    refusal.path = path;
-    refusal.message = absl::StrCat("not written: its file ", path,
-                                   " is not read (over the read limits) and is left alone");
-    Refuse(settings, refusal, unit.covers);
+  // A refused file is left alone: the object that would land in it is refused instead.
+  auto refuse_overwrite = [&](const DocumentKey& key, const std::string& path,
+                              const std::vector<Coverage>& covers) {
+    RefusedSubject subject;
+    subject.object.mutable_gvr()->set_group(key.group);
+    subject.object.set_namespace_(key.namespace_);
+    subject.object.set_name(key.name);
+    subject.kind = key.kind;
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED,
+           absl::StrCat("its file ", path, " is refused (", index->refused_files().at(path).message,
+                        ") and left alone"),
+           options_.metrics);
   };
   if (unit.kind == Kind::kWindow) {
     std::vector<commitmeta::ChangedResource> resources;
@@ -471,7 +421,15 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
       // Match-first: an existing document is edited (or deleted) in the file it lives in.
       const std::string path = index->Find(write.key).value_or(write.path);
       if (index->IsRefused(path)) {
-        blocked(write.key, write.change.gvr, path);
+        std::vector<Coverage> covers;
+        for (const Coverage& cover : unit.covers) {
+          if (cover.object.gvr().group() == write.key.group &&
+              cover.object.namespace_() == write.key.namespace_ &&
+              cover.object.name() == write.key.name) {
+            covers.push_back(cover);
+          }
+        }
+        refuse_overwrite(write.key, path, covers);
         continue;
       }
       changes[path] = write.content;
@@ -482,9 +440,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
     message = MessageFor(unit, resources);
   } else {
     ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
-    for (size_t i = 0; i < resync.blocked.size(); ++i) {
-      blocked(resync.blocked[i], unit.resync.gvr, resync.blocked_paths[i]);
-    }
+    for (const auto& [key, path] : resync.refused) refuse_overwrite(key, path, unit.covers);
     changes = std::move(resync.changes);
     keys = std::move(resync.keys);
     swept = std::move(resync.swept);

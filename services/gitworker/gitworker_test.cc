@@ -196,11 +196,17 @@ TEST_F(GitWorkerServiceTest, UnusableMessagesAreRejectedAndAccepted) {
   client.SendConfig(bad);
   client.Send({});  // no payload
   ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 3; }, absl::Seconds(10)));
-  auto rejected = client.Rejected();
-  ASSERT_EQ(rejected.size(), 3u);
-  EXPECT_TRUE(absl::StrContains(rejected[0], "no target_config")) << rejected[0];
-  EXPECT_TRUE(absl::StrContains(rejected[1], "template")) << rejected[1];
-  EXPECT_TRUE(absl::StrContains(rejected[2], "without payload")) << rejected[2];
+  auto refusals = client.Refusals();
+  ASSERT_EQ(refusals.size(), 3u);
+  EXPECT_EQ(refusals[0].reason(), reverser::v1::REFUSAL_REASON_NO_TARGET_CONFIG);
+  EXPECT_EQ(refusals[0].target().name(), config.target().name());
+  EXPECT_TRUE(absl::StrContains(refusals[0].message(), "no target_config"))
+      << refusals[0].message();
+  EXPECT_EQ(refusals[1].reason(), reverser::v1::REFUSAL_REASON_INVALID_TARGET_CONFIG);
+  EXPECT_EQ(refusals[1].target().name(), config.target().name());
+  EXPECT_TRUE(absl::StrContains(refusals[1].message(), "template")) << refusals[1].message();
+  EXPECT_EQ(refusals[2].reason(), reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
+  EXPECT_TRUE(absl::StrContains(refusals[2].message(), "without payload")) << refusals[2].message();
   EXPECT_EQ(Subjects().size(), 1u);
 }
 

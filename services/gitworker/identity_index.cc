@@ -15,11 +15,17 @@ bool IsYamlFile(absl::string_view path) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::KeyOfFile(
+std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
+  auto key = ReadKeyOfFile(text);
+  return key.ok() ? *key : std::nullopt;
+}
+
+absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::ReadKeyOfFile(
     const std::string& text, const manifest::YamlReadLimits& limits) {
   auto docs = manifest::ParseYamlDocuments(text, limits);
   if (!docs.ok()) {
-    if (docs.status().code() == absl::StatusCode::kResourceExhausted) return docs.status();
+    // A limit is a refusal; a syntax error just means this is no document of ours.
+    if (absl::IsResourceExhausted(docs.status())) return docs.status();
     return std::nullopt;
   }
   // Trailing empty documents ("---" at the end) do not count.
@@ -52,7 +58,7 @@ absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::KeyOfFile(
 
 absl::StatusOr<IdentityIndex> IdentityIndex::Build(
     git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
-    const IndexLimits& limits, const std::map<std::string, Refusal>* known_refused) {
+    const IndexLimits& limits, const std::map<std::string, RefusedFile>* known_refused) {
   IdentityIndex index;
   index.path_ = path;
   index.yaml_limits_ = limits.yaml;
@@ -62,31 +68,26 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(
     if (!IsYamlFile(file.path)) continue;
     if (known_refused != nullptr) {
       if (auto known = known_refused->find(file.blob_id); known != known_refused->end()) {
-        Refusal refused = known->second;
-        refused.path = file.path;
-        index.refused_[file.path] = std::move(refused);
+        index.RefuseFile(file.path, known->second);
         continue;
       }
     }
-    auto refuse = [&](const char* reason, std::string message) {
-      Refusal refused;
-      refused.subject = Refusal::Subject::kFile;
-      refused.reason = reason;
-      refused.path = file.path;
-      refused.blob_id = file.blob_id;
-      refused.message = absl::StrCat("not read, left alone: ", message);
-      index.refused_[file.path] = std::move(refused);
-    };
     ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(file.blob_id));
     if (size > limits.max_file_bytes) {
-      refuse(kReasonFileTooLarge,
-             absl::StrCat(size, " bytes, more than the limit of ", limits.max_file_bytes));
+      index.RefuseFile(file.path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                                   absl::StrCat("blob ", file.blob_id, ": ", size,
+                                                " bytes, more than the limit of ",
+                                                limits.max_file_bytes, "; not read, left alone"),
+                                   file.blob_id});
       continue;
     }
     ASSIGN_OR_RETURN(std::string text, repo.ReadBlob(file.blob_id));
-    auto key = KeyOfFile(text, limits.yaml);
+    auto key = ReadKeyOfFile(text, limits.yaml);
     if (!key.ok()) {
-      refuse(kReasonYamlLimits, std::string(key.status().message()));
+      index.RefuseFile(file.path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                                   absl::StrCat("blob ", file.blob_id, ": ", key.status().message(),
+                                                "; not read, left alone"),
+                                   file.blob_id});
       continue;
     }
     if (key->has_value()) index.Record(file.path, **key);
@@ -95,9 +96,18 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(
 }
 
 void IdentityIndex::Add(const std::string& path, const std::string& text) {
-  // Our own writes: within the limits by construction (objects beyond them are not written).
-  auto key = KeyOfFile(text, yaml_limits_);
-  if (key.ok() && key->has_value()) Record(path, **key);
+  auto key = ReadKeyOfFile(text, yaml_limits_);
+  if (!key.ok()) {
+    RefuseFile(path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                      std::string(key.status().message())});
+    return;
+  }
+  if (key->has_value()) Record(path, **key);
+}
+
+void IdentityIndex::RefuseFile(const std::string& path, RefusedFile refused) {
+  Remove(path);
+  refused_[path] = std::move(refused);
 }
 
 void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
@@ -115,6 +125,7 @@ void IdentityIndex::Record(std::map<std::string, DocumentKey>::node_type entry) 
 }
 
 void IdentityIndex::Remove(const std::string& path) {
+  refused_.erase(path);
   auto it = by_path_.find(path);
   if (it == by_path_.end()) return;
   by_key_.erase(&it->second);
@@ -126,7 +137,6 @@ void IdentityIndex::Apply(const git::ChangeSet& changes, std::map<std::string, D
   for (const auto& [path, content] : changes) {
     if (!absl::StartsWith(path, prefix) || !IsYamlFile(path)) continue;
     Remove(path);
-    refused_.erase(path);
     if (!content.has_value()) continue;
     if (auto key = keys->find(path); key != keys->end()) {
       Record(keys->extract(key));

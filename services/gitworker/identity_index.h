@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "libs/git/repository.h"
 #include "libs/manifest/yaml_reader.h"
-#include "services/gitworker/refusal.h"
+#include "proto/reverser/v1/catalog.pb.h"
 
 namespace reverser::gitworker {
 
@@ -43,13 +43,15 @@ class IdentityIndex {
   IdentityIndex(const IdentityIndex&) = delete;
   IdentityIndex& operator=(const IdentityIndex&) = delete;
 
-  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree). Files
-  // beyond `limits` are refused (kReasonFileTooLarge, kReasonYamlLimits); a file whose blob is
-  // in `known_refused` (blob id → its refusal) is refused again without being read.
+  struct RefusedFile;
+  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree). A file
+  // larger than limits.max_file_bytes (its size read from the object header, the blob never
+  // loaded) or beyond limits.yaml is refused; a file whose blob is in `known_refused` (blob id →
+  // its refusal, from an earlier scan) is refused again without being read.
   static absl::StatusOr<IdentityIndex> Build(
       git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
       const IndexLimits& limits = {},
-      const std::map<std::string, Refusal>* known_refused = nullptr);
+      const std::map<std::string, RefusedFile>* known_refused = nullptr);
 
   // The single-document file holding `key`, if any. Objects in multi-document files are not
   // returned (they are not rewritten whole).
@@ -65,14 +67,26 @@ class IdentityIndex {
   // being copied).
   void Apply(const git::ChangeSet& changes, std::map<std::string, DocumentKey>* keys);
 
-  // Files under the path that were not read, by path.
-  const std::map<std::string, Refusal>& refused() const { return refused_; }
-  bool IsRefused(const std::string& path) const { return refused_.count(path) > 0; }
-
   // The identity stated by one YAML document's text, if it is a single Kubernetes object.
-  // ResourceExhausted beyond `limits`; nullopt for anything else that is not one object.
-  static absl::StatusOr<std::optional<DocumentKey>> KeyOfFile(
+  static std::optional<DocumentKey> KeyOfFile(const std::string& text);
+  // The same, distinguishing a file the reader refuses (an error: a limit of the YAML reader,
+  // ResourceExhausted) from one that simply states no single object (nullopt: not YAML we
+  // understand, several documents, no identity), which is kept and ignored as before.
+  static absl::StatusOr<std::optional<DocumentKey>> ReadKeyOfFile(
       const std::string& text, const manifest::YamlReadLimits& limits = {});
+
+  // A file under the path the gitworker refuses to read: left alone (never edited, swept or
+  // overwritten) and reported on the GitTarget's status.
+  struct RefusedFile {
+    reverser::v1::RefusalReason reason = reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT;
+    std::string message;
+    std::string blob_id;  // the content refused (empty when not known)
+  };
+  // Records `path` as refused (Build does it for files the reader refuses; a size check
+  // before reading may call it too).
+  void RefuseFile(const std::string& path, RefusedFile refused);
+  const std::map<std::string, RefusedFile>& refused_files() const { return refused_; }
+  bool IsRefused(const std::string& path) const { return refused_.count(path) > 0; }
 
  private:
   void Remove(const std::string& path);
@@ -91,7 +105,7 @@ class IdentityIndex {
 
   std::string path_;
   manifest::YamlReadLimits yaml_limits_;
-  std::map<std::string, Refusal> refused_;  // path → why it was not read
+  std::map<std::string, RefusedFile> refused_;
   PathMap by_path_;
   std::map<const DocumentKey*, const std::string*, KeyLess> by_key_;
 };

@@ -107,11 +107,13 @@ class PoisonTest : public ::testing::Test {
     return absl::StrSplit(log.value_or(""), '\n', absl::SkipEmpty());
   }
 
-  static bool AnyContains(const std::vector<std::string>& texts, absl::string_view part) {
-    for (const std::string& text : texts) {
-      if (absl::StrContains(text, part)) return true;
+  // The first refusal of the object named `name` (or of the file `name`), or an empty one.
+  static reverser::v1::Refusal RefusalOf(const std::vector<reverser::v1::Refusal>& refusals,
+                                         const std::string& name) {
+    for (const auto& refusal : refusals) {
+      if (refusal.object().name() == name || refusal.file() == name) return refusal;
     }
-    return false;
+    return {};
   }
 
   testing::ScopedTempDir dir_{"gitworker-poison"};
@@ -152,7 +154,7 @@ TEST_F(PoisonTest, MebibyteSecretIsMirroredEncryptedBesideTheOtherObjects) {
       [&] { return client.AckedRv(secrets) == 10 && client.AckedRv(ConfigMaps()) == 11; }, kWait))
       << service_->Logs();
   ExpectHealthy();
-  EXPECT_TRUE(client.Rejected().empty()) << client.Rejected().front();
+  EXPECT_TRUE(client.Refusals().empty()) << client.Refusals().front().DebugString();
   const auto files = Files();
   EXPECT_THAT(files, Contains("clusters/a/default/configmaps/a.yaml"));
   EXPECT_THAT(files, Contains("clusters/a/default/configmaps/b.yaml"));
@@ -170,7 +172,7 @@ TEST_F(PoisonTest, MebibyteSecretIsMirroredEncryptedBesideTheOtherObjects) {
   auto decrypted = sops::DecryptTreeWithDataKey(*tree, data_key->out);
   ASSERT_TRUE(decrypted.ok()) << decrypted.status();
   EXPECT_TRUE(decrypted->plaintext["data"]["key"] == value);
-  EXPECT_EQ(Metric("reverser_gitworker_rejected_writes_total"), 0);
+  EXPECT_EQ(Metric("reverser_gitworker_refusals_total"), 0);
 }
 
 // (b) Files a person pushes under the target path are read when the branch moves: a stream of
@@ -230,20 +232,32 @@ TEST_F(PoisonTest, FilesOverTheReadLimitsAreLeftAloneAndEverythingElseIsWritten)
     EXPECT_EQ(BlobId(refused[i]), blobs[i]) << refused[i] << " must be left alone";
   }
   // Counted once per file, though the branch moved several times since.
-  EXPECT_EQ(Metric("reverser_gitworker_refused_files_total", {"reason=\"yaml-limits\""}), 2);
-  EXPECT_EQ(Metric("reverser_gitworker_refused_files_total", {"reason=\"file-too-large\""}), 1);
-  EXPECT_GE(Metric("reverser_gitworker_rejected_writes_total",
-                   {"reason=\"refused-file-in-the-way\""}),
-            1);
-  const auto rejected = client.Rejected();
+  EXPECT_EQ(Metric("reverser_gitworker_refusals_total", {"reason=\"UnsupportedContent\""}), 3);
+  EXPECT_GE(Metric("reverser_gitworker_refusals_total", {"reason=\"CommitRefused\""}), 1);
+  // The target's refused files, complete, with why and which content.
+  auto reported = client.RefusedFiles();
+  ASSERT_TRUE(reported.count("tgt"));
+  ASSERT_EQ(reported["tgt"].refusals_size(), 3);
   for (size_t i = 0; i < refused.size(); ++i) {
-    EXPECT_TRUE(AnyContains(rejected, absl::StrCat("file ", refused[i], " (blob ", blobs[i])))
-        << refused[i];
+    const auto refusal = RefusalOf(
+        {reported["tgt"].refusals().begin(), reported["tgt"].refusals().end()}, refused[i]);
+    EXPECT_EQ(refusal.reason(), reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT) << refused[i];
+    EXPECT_THAT(refusal.message(), HasSubstr("blob " + blobs[i])) << refused[i];
   }
-  EXPECT_TRUE(AnyContains(rejected, "v1/configmaps default/huge: not written"));
+  EXPECT_THAT(
+      RefusalOf({reported["tgt"].refusals().begin(), reported["tgt"].refusals().end()}, refused[0])
+          .message(),
+      HasSubstr("aliases expand to more than 100000 nodes"));
+  EXPECT_THAT(
+      RefusalOf({reported["tgt"].refusals().begin(), reported["tgt"].refusals().end()}, refused[2])
+          .message(),
+      HasSubstr("more than the limit of 1048576"));
+  const auto huge_refusal = RefusalOf(client.Refusals(), "huge");
+  EXPECT_EQ(huge_refusal.reason(), reverser::v1::REFUSAL_REASON_COMMIT_REFUSED);
+  EXPECT_THAT(huge_refusal.message(), HasSubstr("clusters/a/default/configmaps/huge.yaml"));
   const std::string logs = service_->Logs();
-  EXPECT_THAT(logs, HasSubstr("\"path\":\"clusters/a/bomb.yaml\""));
-  EXPECT_THAT(logs, HasSubstr(absl::StrCat("\"blob\":\"", blobs[1], "\"")));
+  EXPECT_THAT(logs, HasSubstr("\"file\":\"clusters/a/bomb.yaml\""));
+  EXPECT_THAT(logs, HasSubstr("blob " + blobs[1]));
 }
 
 // (c) A nested range over a window of 100 resources would run 10^6 iterations (10^12 for a
@@ -282,7 +296,12 @@ TEST_F(PoisonTest, CommitTemplateThatWouldNeverEndFallsBackToTheDefaultMessage) 
   EXPECT_EQ(Metric("reverser_gitworker_template_fallbacks_total", {"template=\"group\""}), 1);
   EXPECT_EQ(Files().size(), 3u + 150);  // seed README, bootstrap files, alice's and bob's
   ExpectHealthy();
-  EXPECT_TRUE(AnyContains(client.Rejected(), "group commit template: template: group:1:"));
+  const auto refusals = client.Refusals();
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0].reason(), reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
+  EXPECT_FALSE(refusals[0].has_object());
+  EXPECT_THAT(refusals[0].message(),
+              HasSubstr("group commit template failed, the default template's message is used"));
   EXPECT_THAT(service_->Logs(), HasSubstr("range iterations exceed the limit of 100000"));
 }
 
@@ -354,20 +373,32 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
     EXPECT_THAT(file, Not(HasSubstr("no-operation")));
     EXPECT_THAT(file, Not(HasSubstr("secrets")));
   }
-  auto reason = [&](const char* code) {
-    return Metric("reverser_gitworker_rejected_writes_total",
-                  {absl::StrCat("reason=\"", code, "\"")});
+  auto reason = [&](const char* name) {
+    return Metric("reverser_gitworker_refusals_total", {absl::StrCat("reason=\"", name, "\"")});
   };
-  EXPECT_EQ(reason("invalid-object"), 2);  // the JSON and the missing operation
-  EXPECT_EQ(reason("nested-too-deeply"), 1);
-  EXPECT_EQ(reason("object-too-large"), 1);
-  EXPECT_EQ(reason("invalid-path"), 1);
-  EXPECT_EQ(reason("encryption-failed"), 1);
-  const auto rejected = client.Rejected();
-  EXPECT_TRUE(AnyContains(rejected, "v1/configmaps default/deep: object nested deeper than 512"));
-  EXPECT_TRUE(AnyContains(rejected, "v1/configmaps default/large: object of "));
-  EXPECT_TRUE(AnyContains(rejected, "v1/secrets default/s: sensitive object not written"));
-  EXPECT_THAT(service_->Logs(), HasSubstr("\"reason\":\"encryption-failed\""));
+  EXPECT_EQ(reason("MalformedMessage"), 2);  // the JSON and the missing operation
+  EXPECT_EQ(reason("LimitExceeded"), 2);     // too deep, too large
+  EXPECT_EQ(reason("UnsafeIdentity"), 1);
+  EXPECT_EQ(reason("EncryptionUnavailable"), 1);
+  const auto refusals = client.Refusals();
+  EXPECT_EQ(refusals.size(), 6u);
+  const auto expect = [&](const std::string& name, reverser::v1::RefusalReason code,
+                          const std::string& message, uint64_t rv) {
+    const auto refusal = RefusalOf(refusals, name);
+    EXPECT_EQ(refusal.reason(), code) << name;
+    EXPECT_THAT(refusal.message(), HasSubstr(message)) << name;
+    EXPECT_EQ(refusal.position().rv(), rv) << name;
+  };
+  expect("invalid", reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE, "not a JSON object", 11);
+  expect("deep", reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED, "nested deeper than 512", 12);
+  expect("large", reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED, "more than the file limit", 13);
+  expect("no-operation", reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE, "without operation", 14);
+  expect("..", reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY, "", 15);
+  expect("s", reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE, "sensitive object not written",
+         20);
+  EXPECT_EQ(RefusalOf(refusals, "deep").kind(), "ConfigMap");
+  EXPECT_EQ(RefusalOf(refusals, "s").target().name(), "tgt-enc");
+  EXPECT_THAT(service_->Logs(), HasSubstr("\"reason\":\"EncryptionUnavailable\""));
 }
 
 }  // namespace

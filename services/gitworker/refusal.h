@@ -1,59 +1,55 @@
 #pragma once
 
-// Why the gitworker does not write an object (or a commit template's message) or does not read a
-// file in Git. Every refusal leaves the worker through BranchWorker::Refuse: logged naming what
-// was refused, counted by reason, and sent back on the delivery stream as `rejected`.
+// The gitworker's one way to refuse something it can never write (or read): every refusal —
+// an unsafe or unencryptable object, a poison event, a bad message, a file in Git the reader
+// refuses — goes through Refuse(), which logs it once naming the object (kind, namespace,
+// name) or file, counts it in `reverser_gitworker_refusals_total{reason}`, and sends a
+// structured `Refusal` to the delivery stream of every position it covers. Refused items are
+// still acked in order (the caller's job), so a stream never stalls on them.
 
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "libs/core/types.h"
+#include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 
 namespace reverser::gitworker {
 
-// Stable codes for why something is not written or read (metric labels, `rejected` feedback,
-// the GitTarget's status).
-inline constexpr char kReasonInvalidObject[] = "invalid-object";  // no operation, bad JSON
-inline constexpr char kReasonInvalidPath[] = "invalid-path";      // unsafe identity, placement
-inline constexpr char kReasonSensitiveWithoutEncryption[] = "sensitive-without-encryption";
-inline constexpr char kReasonEncryptionFailed[] = "encryption-failed";
-inline constexpr char kReasonRenderFailed[] = "render-failed";  // not a writable manifest
-inline constexpr char kReasonNestedTooDeeply[] = "nested-too-deeply";
-inline constexpr char kReasonObjectTooLarge[] = "object-too-large";
-inline constexpr char kReasonCommitRefused[] = "commit-refused";  // the tree refused the write
-inline constexpr char kReasonRefusedFileInTheWay[] = "refused-file-in-the-way";
-inline constexpr char kReasonInternalError[] = "internal-error";  // an exception, caught
-inline constexpr char kReasonFileTooLarge[] = "file-too-large";   // a file in Git
-inline constexpr char kReasonYamlLimits[] = "yaml-limits";        // a file in Git
-inline constexpr char kReasonTemplateFailed[] = "template-failed";  // a commit template
+struct Coverage;  // work_item.h
 
-// Something not written (an object, a commit template) or not read (a file in Git), and why.
-struct Refusal {
-  enum class Subject { kObject, kFile, kTemplate };
-  Subject subject = Subject::kObject;
-  std::string reason;   // one of the kReason* codes
-  std::string message;  // for people: what is wrong (What() names what was refused)
-  // kObject: the object.
-  core::GroupVersionResource gvr;
+// What a refusal is about: an object (its ref and kind), a file in Git (path from the
+// repository root), or neither (a message-level refusal: a bad target_config, an empty message).
+struct RefusedSubject {
+  reverser::v1::ResourceRef object;
   std::string kind;
-  std::string namespace_;
-  std::string name;
-  // kFile: the file and its content's blob id; kObject: the file in the way, if that is why.
-  std::string path;
-  std::string blob_id;
-  // kTemplate: which template (event | group | reconcile).
-  std::string template_kind;
+  std::string file;
 
-  // What was refused: "<group/version/resource> namespace/name", "file <path> (blob <id>)" or
-  // "<kind> commit template".
-  std::string What() const;
-  // What(), then the message: the text of the `rejected` feedback.
-  std::string Text() const;
+  static RefusedSubject Object(const reverser::v1::ObjectBody& body);
+  static RefusedSubject File(std::string path);
+  static RefusedSubject Message() { return {}; }
+  // The object a cover is for (a live event's), else a message-level subject (a resync's).
+  static RefusedSubject OfCover(const Coverage& cover);
+
+  bool is_object() const { return !object.name().empty(); }
+  bool is_file() const { return !file.empty(); }
+  // "ConfigMap demo/web", "ClusterRole admin", "file clusters/a/x.yaml", "message".
+  std::string ToString() const;
 };
 
-// A refusal of `object` for `reason`.
-Refusal RefuseObject(const reverser::v1::ObjectBody& object, absl::string_view reason,
-                     absl::string_view message);
+// Refuses `subject` for `reason`: one log line, one count, and one Refusal per cover (target,
+// claim and position of that cover) to its sink. Covers without a sink are only logged.
+void Refuse(const std::vector<Coverage>& covers, const RefusedSubject& subject,
+            reverser::v1::RefusalReason reason, absl::string_view message,
+            runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global());
+
+// The refusal reason a status carries (attached by WithRefusalReason), else one implied by its
+// code: ResourceExhausted → LIMIT_EXCEEDED, anything else → `fallback`.
+reverser::v1::RefusalReason RefusalReasonOf(
+    const absl::Status& status,
+    reverser::v1::RefusalReason fallback = reverser::v1::REFUSAL_REASON_RENDER_FAILED);
+// `status` tagged with the refusal reason it stands for (kept by core::Annotate).
+absl::Status WithRefusalReason(absl::Status status, reverser::v1::RefusalReason reason);
 
 }  // namespace reverser::gitworker

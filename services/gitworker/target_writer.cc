@@ -204,57 +204,76 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
     tmpl = it->second;
     by_type = true;
   }
+  if (auto valid = manifest::ValidateIdentity(id); !valid.ok()) {
+    return WithRefusalReason(valid, reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  }
   // A sensitive object is never bundled: only an identity-complete template may place it.
   if (!tmpl.empty() && (!id.sensitive || manifest::IsIdentityComplete(tmpl, by_type))) {
-    ASSIGN_OR_RETURN(std::string relative, manifest::RenderPlacementTemplate(tmpl, id));
-    return manifest::JoinTargetPath(settings.path, relative);
+    auto relative = manifest::RenderPlacementTemplate(tmpl, id);
+    if (!relative.ok()) {
+      return WithRefusalReason(relative.status(), reverser::v1::REFUSAL_REASON_RENDER_FAILED);
+    }
+    auto joined = manifest::JoinTargetPath(settings.path, *relative);
+    if (!joined.ok()) {
+      return WithRefusalReason(joined.status(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+    }
+    return joined;
   }
-  return manifest::CanonicalPath(settings.path, id);
+  auto canonical = manifest::CanonicalPath(settings.path, id);
+  if (!canonical.ok()) {
+    return WithRefusalReason(canonical.status(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  }
+  return canonical;
 }
 
-std::variant<std::string, Refusal> RenderObject(const TargetSettings& settings,
-                                                const reverser::v1::ObjectBody& object,
-                                                const WriterLimits& limits) {
+absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
+                                         const reverser::v1::ObjectBody& object,
+                                         const WriterLimits& limits) {
+  // Messages say what is wrong; the refusal around them names the object.
   if (object.sensitive() && settings.age_recipients.empty()) {
-    return RefuseObject(
-        object, kReasonSensitiveWithoutEncryption,
-        "sensitive object not written: no age recipients configured (never written in plaintext)");
+    return WithRefusalReason(
+        absl::FailedPreconditionError("sensitive object not written: no age recipients "
+                                      "configured (never written in plaintext)"),
+        reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE);
   }
+  auto too_large = [&](absl::string_view what, size_t size) {
+    return WithRefusalReason(
+        absl::ResourceExhaustedError(absl::StrCat(what, " of ", size,
+                                                  " bytes not written: more than the file limit "
+                                                  "of ",
+                                                  limits.max_file_bytes)),
+        reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
+  };
   if (object.sanitized_json().size() > limits.max_file_bytes) {
-    return RefuseObject(
-        object, kReasonObjectTooLarge,
-        absl::StrCat("object of ", object.sanitized_json().size(),
-                     " bytes not written: more than the file limit of ", limits.max_file_bytes));
+    return too_large("object", object.sanitized_json().size());
   }
   nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return RefuseObject(object, kReasonInvalidObject, "sanitized_json is not a JSON object");
+    return WithRefusalReason(absl::InvalidArgumentError("sanitized_json is not a JSON object"),
+                             reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
   if (NestedDeeperThan(body, limits.yaml.max_depth)) {
-    return RefuseObject(
-        object, kReasonNestedTooDeeply,
-        absl::StrCat("object nested deeper than ", limits.yaml.max_depth, " levels not written"));
+    return WithRefusalReason(absl::ResourceExhaustedError(
+                                 absl::StrCat("object nested deeper than ", limits.yaml.max_depth,
+                                              " levels not written (it could not be read back)")),
+                             reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
   }
   absl::StatusOr<std::string> file;
   if (object.sensitive()) {
     file = EncryptionCache::Get().Encrypt(body, settings.age_recipients,
                                           limits.max_encryption_cache_bytes);
     if (!file.ok()) {
-      return RefuseObject(object, kReasonEncryptionFailed,
-                          absl::StrCat("sensitive object not written: ", file.status().message()));
+      return WithRefusalReason(
+          core::Annotate(file.status(), "sensitive object not written"),
+          RefusalReasonOf(file.status(), reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE));
     }
   } else {
     file = manifest::RenderManifest(body);
-    if (!file.ok()) return RefuseObject(object, kReasonRenderFailed, file.status().message());
+    if (!file.ok()) return WithRefusalReason(file.status(), RefusalReasonOf(file.status()));
   }
   // Never write what the index would refuse to read back.
-  if (file->size() > limits.max_file_bytes) {
-    return RefuseObject(
-        object, kReasonObjectTooLarge,
-        absl::StrCat("rendered file of ", file->size(),
-                     " bytes not written: more than the file limit of ", limits.max_file_bytes));
-  }
-  return *std::move(file);
+  if (file->size() > limits.max_file_bytes) return too_large("rendered file", file->size());
+  return file;
 }
 
 DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
@@ -272,29 +291,24 @@ DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
   return key;
 }
 
-std::variant<PlannedWrite, Refusal> PlanEvent(const TargetSettings& settings,
-                                              const reverser::v1::LiveEvent& event,
-                                              const WriterLimits& limits) {
+absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
+                                       const reverser::v1::LiveEvent& event,
+                                       const WriterLimits& limits) {
   PlannedWrite write;
-  const auto& object = event.object();
   write.change.operation = OperationName(event.operation());
   if (write.change.operation.empty()) {
-    return RefuseObject(object, kReasonInvalidObject, "event without operation");
+    return WithRefusalReason(absl::InvalidArgumentError("event without operation"),
+                             reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
+  const auto& object = event.object();
   write.change.gvr = core::FromProto(object.ref().gvr());
   write.change.namespace_ = object.ref().namespace_();
   write.change.name = object.ref().name();
   write.key = KeyOf(object);
-  auto path = ObjectPath(settings, object);
-  if (!path.ok()) return RefuseObject(object, kReasonInvalidPath, path.status().message());
-  write.path = *std::move(path);
+  ASSIGN_OR_RETURN(write.path, ObjectPath(settings, object));
   if (event.operation() != reverser::v1::OPERATION_DELETE) {
-    auto yaml = RenderObject(settings, object, limits);
-    if (auto* refusal = std::get_if<Refusal>(&yaml)) {
-      refusal->path = write.path;
-      return *std::move(refusal);
-    }
-    write.content = std::get<std::string>(std::move(yaml));
+    ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object, limits));
+    write.content = std::move(yaml);
   }
   return write;
 }
@@ -310,8 +324,10 @@ PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::Clust
   }
   prepared.sweep = !prepared.kind.empty() && !prepared.gvr.resource.empty();
   if (!prepared.sweep) {
-    prepared.notes.push_back(
-        "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no sweep");
+    prepared.refused.push_back(
+        {RefusedSubject::Message(), reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE,
+         "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no "
+         "sweep"});
   }
   if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
     prepared.namespace_ = snapshot.claim().scope().namespace_();
@@ -324,20 +340,19 @@ PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::Clust
     rendered.Swap(&object);
     auto path = ObjectPath(settings, rendered);
     if (!path.ok()) {
-      prepared.refused.push_back(
-          RefuseObject(rendered, kReasonInvalidPath, path.status().message()));
+      prepared.protected_keys.insert(KeyOf(rendered));  // it exists: never swept
+      prepared.refused.push_back({RefusedSubject::Object(rendered), RefusalReasonOf(path.status()),
+                                  std::string(path.status().message())});
       continue;
     }
     auto yaml = RenderObject(settings, rendered, limits);
-    if (auto* refusal = std::get_if<Refusal>(&yaml)) {
-      // Not written, yet desired: its file (if any) is kept.
+    if (!yaml.ok()) {
       prepared.protected_keys.insert(KeyOf(rendered));
-      refusal->path = *path;
-      prepared.refused.push_back(*std::move(refusal));
+      prepared.refused.push_back({RefusedSubject::Object(rendered), RefusalReasonOf(yaml.status()),
+                                  std::string(yaml.status().message())});
       continue;
     }
-    prepared.upserts.push_back(
-        {KeyOf(rendered), *std::move(path), std::get<std::string>(std::move(yaml))});
+    prepared.upserts.push_back({KeyOf(rendered), *std::move(path), *std::move(yaml)});
   }
   return prepared;
 }
@@ -347,8 +362,7 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
   for (const auto& upsert : prepared.upserts) {
     const std::string path = index.Find(upsert.key).value_or(upsert.path);
     if (index.IsRefused(path)) {
-      out.blocked.push_back(upsert.key);
-      out.blocked_paths.push_back(path);
+      out.refused.emplace_back(upsert.key, path);
       continue;
     }
     out.changes[path] = upsert.yaml;

@@ -11,7 +11,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,7 +28,7 @@
 namespace reverser::gitworker {
 
 // Bounds on what the gitworker reads from Git and renders (set by the service's flags). Content
-// beyond them is refused, never a reason to crash or stall.
+// beyond them is refused (LIMIT_EXCEEDED, UNSUPPORTED_CONTENT), never a reason to crash or stall.
 struct WriterLimits {
   // A file under a target path larger than this is not read (its size comes from the object
   // header); an object whose file would be larger is not written (it could not be read back).
@@ -75,26 +74,27 @@ struct PlannedWrite {
 };
 
 // The file an object lives in: the byType placement, else the default placement, else the
-// canonical path, joined under the target path. InvalidArgument for unsafe identities.
+// canonical path, joined under the target path. InvalidArgument for unsafe identities, tagged
+// with its refusal reason (refusal.h RefusalReasonOf), as are RenderObject's and PlanEvent's.
 absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
                                        const reverser::v1::ObjectBody& object);
 
 // The YAML written for an object. Sensitive objects are SOPS-encrypted to the target's age
-// recipients (libs/sops); without recipients they are refused, never written in plaintext.
-// Refused as well: invalid JSON, nesting deeper than limits.yaml.max_depth, a body or file
-// larger than limits.max_file_bytes, anything the writer or the encryption refuses.
-std::variant<std::string, Refusal> RenderObject(const TargetSettings& settings,
-                                                const reverser::v1::ObjectBody& object,
-                                                const WriterLimits& limits = {});
+// recipients (libs/sops); without recipients they are refused (FailedPrecondition), never
+// written in plaintext. Refused as well (LIMIT_EXCEEDED): nesting deeper than
+// limits.yaml.max_depth, a body or file larger than limits.max_file_bytes.
+absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
+                                         const reverser::v1::ObjectBody& object,
+                                         const WriterLimits& limits = {});
 
 // The identity an object's document states: group, kind (from the GVK, else the body),
 // namespace, name.
 DocumentKey KeyOf(const reverser::v1::ObjectBody& object);
 
-// A live event as one file change (upsert or delete), or why it cannot be written.
-std::variant<PlannedWrite, Refusal> PlanEvent(const TargetSettings& settings,
-                                              const reverser::v1::LiveEvent& event,
-                                              const WriterLimits& limits = {});
+// A live event as one file change (upsert or delete).
+absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
+                                       const reverser::v1::LiveEvent& event,
+                                       const WriterLimits& limits = {});
 
 // A resync's desired set rendered once (kept for replays after a push conflict).
 struct PreparedResync {
@@ -106,9 +106,14 @@ struct PreparedResync {
   std::vector<Upsert> upserts;
   // Desired objects that could not be rendered (e.g. sensitive): never swept.
   std::set<DocumentKey> protected_keys;
-  std::vector<Refusal> refused;       // one per object that could not be written
-  std::vector<std::string> notes;     // about the resync as a whole (e.g. no sweep)
-  core::GroupVersionResource gvr;     // the swept type
+  // One per desired object that can never be written (an empty subject: the resync itself).
+  struct Refused {
+    RefusedSubject subject;
+    reverser::v1::RefusalReason reason;
+    std::string message;
+  };
+  std::vector<Refused> refused;
+  core::GroupVersionResource gvr;  // the swept type
   std::string kind;
   std::optional<std::string> namespace_;  // set when the claim is namespaced
   bool sweep = true;  // false when the type is unknown: never guess what to delete
@@ -123,14 +128,13 @@ PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::Clust
 // object written where its document lives (else at its placement path), plus a delete for every
 // single-document YAML file whose object is of the swept (group, kind) — and, for a namespaced
 // claim, in its namespace — and is not desired. Other types, multi-document files, unparsable
-// files, files the index refused to read and allowlisted auxiliary files (kustomization.yaml,
-// .sops.yaml) are kept; a desired object whose path is a refused file is not written.
+// files and allowlisted auxiliary files (kustomization.yaml, .sops.yaml) are kept.
 struct ResyncChanges {
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;  // written path → object
   std::vector<std::string> swept;           // paths deleted by the sweep
-  std::vector<DocumentKey> blocked;         // desired objects whose path is a refused file
-  std::vector<std::string> blocked_paths;   // (the same order)
+  // Desired objects whose file is refused (index.refused_files()): not written, never swept.
+  std::vector<std::pair<DocumentKey, std::string>> refused;
 };
 ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
 

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -130,17 +131,32 @@ class RecordingSink : public FeedbackSink {
     std::lock_guard lock(mu_);
     acks_.push_back(ack);
   }
-  void Rejected(const std::string& reason) override {
+  void Refused(const reverser::v1::Refusal& refusal) override {
     std::lock_guard lock(mu_);
-    rejected_.push_back(reason);
+    refusals_.push_back(refusal);
+  }
+  void RefusedFiles(const reverser::v1::RefusedFiles& files) override {
+    std::lock_guard lock(mu_);
+    refused_files_.push_back(files);
   }
   std::vector<reverser::v1::DeliveryAck> acks() const {
     std::lock_guard lock(mu_);
     return acks_;
   }
+  std::vector<reverser::v1::Refusal> refusals() const {
+    std::lock_guard lock(mu_);
+    return refusals_;
+  }
+  // The refusals' messages, in order.
   std::vector<std::string> rejected() const {
     std::lock_guard lock(mu_);
-    return rejected_;
+    std::vector<std::string> out;
+    for (const auto& refusal : refusals_) out.push_back(refusal.message());
+    return out;
+  }
+  std::vector<reverser::v1::RefusedFiles> refused_files() const {
+    std::lock_guard lock(mu_);
+    return refused_files_;
   }
   std::vector<uint64_t> accepted() const {
     std::lock_guard lock(mu_);
@@ -161,7 +177,8 @@ class RecordingSink : public FeedbackSink {
   mutable std::mutex mu_;
   std::vector<uint64_t> accepted_;
   std::vector<reverser::v1::DeliveryAck> acks_;
-  std::vector<std::string> rejected_;
+  std::vector<reverser::v1::Refusal> refusals_;
+  std::vector<reverser::v1::RefusedFiles> refused_files_;
 };
 
 // A splicer's side of one Deliver stream: sends messages with increasing sequences and collects
@@ -233,11 +250,20 @@ class DeliveryClient {
     }
     return out;
   }
-  std::vector<std::string> Rejected() {
-    std::vector<std::string> out;
+  std::vector<reverser::v1::Refusal> Refusals() {
+    std::vector<reverser::v1::Refusal> out;
     for (const auto& f : Feedback()) {
-      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRejected)
-        out.push_back(f.rejected());
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRefusal) out.push_back(f.refusal());
+    }
+    return out;
+  }
+  // The latest complete report of refused files per GitTarget name.
+  std::map<std::string, reverser::v1::RefusedFiles> RefusedFiles() {
+    std::map<std::string, reverser::v1::RefusedFiles> out;
+    for (const auto& f : Feedback()) {
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles) {
+        out[f.refused_files().target().name()] = f.refused_files();
+      }
     }
     return out;
   }
