@@ -404,12 +404,16 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   std::vector<std::string> swept;
   // A refused file is left alone: the object that would land in it is refused instead.
   auto refuse_overwrite = [&](const DocumentKey& key, const std::string& path,
-                              const std::vector<Coverage>& covers) {
+                              const std::vector<Coverage>& covers,
+                              const core::GroupVersionResource& gvr) {
     RefusedSubject subject;
-    subject.object.mutable_gvr()->set_group(key.group);
+    *subject.object.mutable_gvr() = core::ToProto(gvr);
     subject.object.set_namespace_(key.namespace_);
     subject.object.set_name(key.name);
     subject.kind = key.kind;
+    if (!covers.empty() && !covers.front().object.name().empty()) {
+      subject = RefusedSubject::OfCover(covers.front());
+    }
     Refuse(covers, subject, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED,
            absl::StrCat("its file ", path, " is refused (", index->refused_files().at(path).message,
                         ") and left alone"),
@@ -429,7 +433,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
             covers.push_back(cover);
           }
         }
-        refuse_overwrite(write.key, path, covers);
+        refuse_overwrite(write.key, path, covers, write.change.gvr);
         continue;
       }
       changes[path] = write.content;
@@ -440,7 +444,9 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
     message = MessageFor(unit, resources);
   } else {
     ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
-    for (const auto& [key, path] : resync.refused) refuse_overwrite(key, path, unit.covers);
+    for (const auto& [key, path] : resync.refused) {
+      refuse_overwrite(key, path, unit.covers, unit.resync.gvr);
+    }
     changes = std::move(resync.changes);
     keys = std::move(resync.keys);
     swept = std::move(resync.swept);

@@ -91,6 +91,9 @@ void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessa
            {"subject", core::RefusedSubjectText(refusal)},
            {"reason", core::RefusalReasonName(refusal.reason())},
            {"message", refusal.message()}});
+      if (on_refusal_) on_refusal_(feedback);
+    } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles) {
+      if (on_refusal_) on_refusal_(feedback);
     }
   }
 }

@@ -30,6 +30,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/runtime/metrics.h"
 #include "services/splicer/delivery_client.h"
+#include "services/splicer/refusal_book.h"
 #include "services/splicer/splice.h"
 
 namespace reverser::splicer {
@@ -48,6 +49,8 @@ struct SpliceStreamOptions {
   absl::Duration attribution_poll = redisstore::kAttributionPollInterval;
   bool attribution = true;
   size_t read_batch = 500;
+  // Told what is sent and acked, so refusals of re-delivered objects clear (may be null).
+  RefusalBook* refusals = nullptr;
 };
 
 struct SpliceStreamStatus {
@@ -57,7 +60,7 @@ struct SpliceStreamStatus {
   // after a splice), ResumedFromCursor (streaming without one), WatchError.
   std::string reason = "InitialReplay";
   std::string message = "waiting for the gitworker";  // human-readable detail of the state
-  std::string cursor;  // persisted delivery cursor
+  std::string cursor;                                 // persisted delivery cursor
   int64_t events_sent = 0;
   int64_t resyncs_sent = 0;
 };
