@@ -306,11 +306,12 @@ TEST_F(PoisonTest, CommitTemplateThatWouldNeverEndFallsBackToTheDefaultMessage) 
 }
 
 // (d) Objects that can never be rendered — invalid JSON, no operation, an unsafe name, nesting
-// deeper than YAML may, larger than a file may be, a Secret whose encryption fails — are refused
+// deeper or more nodes than a file may hold, larger than a file may be, a Secret whose
+// encryption fails — are refused
 // and acked in order; the objects around them are mirrored, and so is an object whose author
 // name a Git signature cannot hold as it is.
 TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrored) {
-  StartService({"--max_git_file_bytes=262144"});
+  StartService({"--max_git_file_bytes=262144", "--max_yaml_nodes=50000"});
   auto config = Config(remote_, 0);
   auto encrypted = Config(remote_, 0, "clusters/enc", "tgt-enc");
   encrypted.add_age_recipients("age1notarecipient");
@@ -333,6 +334,13 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
   client.SendEvent(deep);
   client.SendEvent(Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "large",
                          std::string(300 << 10, 'v'), 13));
+  std::string items = "1";
+  for (int i = 1; i < 60000; ++i) items += ",1";
+  auto many = event("many", 13);
+  many.mutable_object()->set_sanitized_json(
+      absl::StrCat(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"many",)",
+                   R"("namespace":"default"},"spec":{"items":[)", items, "]}}"));
+  client.SendEvent(many);
   auto no_operation = event("no-operation", 14);
   no_operation.set_operation(reverser::v1::OPERATION_UNSPECIFIED);
   client.SendEvent(no_operation);
@@ -370,6 +378,7 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
     EXPECT_THAT(file, Not(HasSubstr("invalid")));
     EXPECT_THAT(file, Not(HasSubstr("deep")));
     EXPECT_THAT(file, Not(HasSubstr("large")));
+    EXPECT_THAT(file, Not(HasSubstr("many")));
     EXPECT_THAT(file, Not(HasSubstr("no-operation")));
     EXPECT_THAT(file, Not(HasSubstr("secrets")));
   }
@@ -377,11 +386,11 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
     return Metric("reverser_gitworker_refusals_total", {absl::StrCat("reason=\"", name, "\"")});
   };
   EXPECT_EQ(reason("MalformedMessage"), 2);  // the JSON and the missing operation
-  EXPECT_EQ(reason("LimitExceeded"), 2);     // too deep, too large
+  EXPECT_EQ(reason("LimitExceeded"), 3);     // too deep, too many nodes, too large
   EXPECT_EQ(reason("UnsafeIdentity"), 1);
   EXPECT_EQ(reason("EncryptionUnavailable"), 1);
   const auto refusals = client.Refusals();
-  EXPECT_EQ(refusals.size(), 6u);
+  EXPECT_EQ(refusals.size(), 7u);
   const auto expect = [&](const std::string& name, reverser::v1::RefusalReason code,
                           const std::string& message, uint64_t rv) {
     const auto refusal = RefusalOf(refusals, name);
@@ -390,7 +399,8 @@ TEST_F(PoisonTest, ObjectsThatCannotBeRenderedAreRefusedAckedAndTheRestIsMirrore
     EXPECT_EQ(refusal.position().rv(), rv) << name;
   };
   expect("invalid", reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE, "not a JSON object", 11);
-  expect("deep", reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED, "nested deeper than 512", 12);
+  expect("deep", reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED, "object nested deeper than 512", 12);
+  expect("many", reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED, "object more than 50000 nodes", 13);
   expect("large", reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED, "more than the file limit", 13);
   expect("no-operation", reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE, "without operation", 14);
   expect("..", reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY, "", 15);

@@ -103,19 +103,26 @@ manifest::ObjectIdentity IdentityOf(const reverser::v1::ObjectBody& object) {
   return id;
 }
 
-// Deeper than `max_depth` levels (the root is level 0), counted without recursion: a deep value
-// must not overflow the stack of whoever walks it next (the SOPS encryption, the YAML writer).
-bool NestedDeeperThan(const nlohmann::json& value, int max_depth) {
+// Why an object could not be read back within the YAML limits (nesting, node count), counted
+// without recursion: a deep value must not overflow the stack of whoever walks it next (the SOPS
+// encryption, the YAML writer). Empty when it fits.
+std::string BeyondYamlLimits(const nlohmann::json& value, const manifest::YamlReadLimits& limits) {
   std::vector<std::pair<const nlohmann::json*, int>> stack{{&value, 0}};
+  size_t nodes = 0;
   while (!stack.empty()) {
     auto [node, depth] = stack.back();
     stack.pop_back();
-    if (depth > max_depth) return true;
+    if (depth > limits.max_depth) {
+      return absl::StrCat("nested deeper than ", limits.max_depth, " levels");
+    }
+    // Each key is a node of its own in YAML.
+    nodes += node->is_object() ? 1 + node->size() : 1;
+    if (nodes > limits.max_nodes) return absl::StrCat("more than ", limits.max_nodes, " nodes");
     if (node->is_structured()) {
       for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
     }
   }
-  return false;
+  return "";
 }
 
 std::string OperationName(reverser::v1::Operation op) {
@@ -252,10 +259,9 @@ absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
     return WithRefusalReason(absl::InvalidArgumentError("sanitized_json is not a JSON object"),
                              reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
-  if (NestedDeeperThan(body, limits.yaml.max_depth)) {
-    return WithRefusalReason(absl::ResourceExhaustedError(
-                                 absl::StrCat("object nested deeper than ", limits.yaml.max_depth,
-                                              " levels not written (it could not be read back)")),
+  if (const std::string beyond = BeyondYamlLimits(body, limits.yaml); !beyond.empty()) {
+    return WithRefusalReason(absl::ResourceExhaustedError(absl::StrCat(
+                                 "object ", beyond, " not written (it could not be read back)")),
                              reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
   }
   absl::StatusOr<std::string> file;

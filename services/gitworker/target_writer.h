@@ -81,8 +81,8 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
 
 // The YAML written for an object. Sensitive objects are SOPS-encrypted to the target's age
 // recipients (libs/sops); without recipients they are refused (FailedPrecondition), never
-// written in plaintext. Refused as well (LIMIT_EXCEEDED): nesting deeper than
-// limits.yaml.max_depth, a body or file larger than limits.max_file_bytes.
+// written in plaintext. Refused as well (LIMIT_EXCEEDED): what the index could not read back —
+// nesting or nodes beyond limits.yaml, a body or file larger than limits.max_file_bytes.
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
                                          const reverser::v1::ObjectBody& object,
                                          const WriterLimits& limits = {});
