@@ -105,7 +105,23 @@ std::string ConstructSafeEmail(absl::string_view username, absl::string_view dom
 std::string AuthorName(const Actor& actor) {
   const absl::string_view name = TrimSpace(actor.display_name);
   if (!name.empty() && IsSafeSignatureField(name)) return std::string(name);
-  return actor.username;
+  if (IsSafeSignatureField(actor.username) && !TrimSpace(actor.username).empty()) {
+    return actor.username;
+  }
+  std::string clean;
+  for (size_t i = 0; i < actor.username.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(actor.username[i]);
+    if (c == '<' || c == '>' || c < 0x20 || c == 0x7F) continue;
+    if (c == 0xC2 && i + 1 < actor.username.size() &&
+        static_cast<unsigned char>(actor.username[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(actor.username[i + 1]) <= 0x9F) {
+      ++i;  // a C1 control
+      continue;
+    }
+    clean.push_back(static_cast<char>(c));
+  }
+  clean = std::string(TrimSpace(clean));
+  return clean.empty() ? "unknown-user" : clean;
 }
 
 std::string AuthorEmail(const Actor& actor) {

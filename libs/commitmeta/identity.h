@@ -48,7 +48,9 @@ struct Actor {
 Signature AuthorFor(const std::optional<Actor>& actor, const Signature& committer);
 
 // The display name (trimmed) when non-empty and safe for a Git signature header (no `<`, `>`
-// or control characters), else the username.
+// or control characters), else the username — without those characters when it has any (a
+// signature cannot hold them, and one unusable author must not fail a whole commit), or
+// "unknown-user" when nothing remains.
 std::string AuthorName(const Actor& actor);
 
 // The email claim (trimmed) when it is a valid address, else ConstructSafeEmail(username).

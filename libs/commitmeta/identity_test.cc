@@ -56,6 +56,11 @@ TEST(IdentityTest, UnsafeOrMissingClaimsFallBackToTheUsername) {
     EXPECT_EQ(AuthorName({"eve", bad_name, ""}), "eve");
   }
   EXPECT_EQ(AuthorName({"eve", "Zoë Ünal", ""}), "Zoë Ünal");
+  // A username a signature cannot hold loses what it cannot hold.
+  EXPECT_EQ(AuthorName({"eve <x>\nlater", "", ""}), "eve xlater");
+  EXPECT_EQ(AuthorName({"c1\xC2\x85x", "", ""}), "c1x");
+  EXPECT_EQ(AuthorName({" <> ", "", ""}), "unknown-user");
+  EXPECT_EQ(AuthorName({"   ", "", ""}), "unknown-user");
   EXPECT_EQ(AuthorEmail({"Eve", "", "not-an-email"}), "eve@noreply.cluster.local");
   EXPECT_EQ(AuthorEmail({"eve@corp.example", "", ""}), "eve@corp.example");
   EXPECT_EQ(Actor::FromUserInfo("bob", {{kEmailClaim, {}}}).email, "");

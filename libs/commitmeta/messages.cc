@@ -10,8 +10,8 @@ namespace {
 using gotemplate::Value;
 
 absl::StatusOr<std::string> RenderNamed(const char* kind, const std::string& tmpl,
-                                        const Value& data) {
-  absl::StatusOr<std::string> out = gotemplate::Render(kind, tmpl, data);
+                                        const Value& data, const gotemplate::Limits& limits) {
+  absl::StatusOr<std::string> out = gotemplate::Render(kind, tmpl, data, limits);
   if (!out.ok()) return core::Annotate(out.status(), absl::StrCat(kind, " commit template"));
   return out;
 }
@@ -62,45 +62,55 @@ Value ReconcileMessageData::ToValue() const {
 }
 
 absl::StatusOr<std::string> RenderEventMessage(const std::string& tmpl,
-                                               const EventMessageData& data) {
-  return RenderNamed("event", tmpl.empty() ? kDefaultEventTemplate : tmpl, data.ToValue());
+                                               const EventMessageData& data,
+                                               const gotemplate::Limits& limits) {
+  return RenderNamed("event", tmpl.empty() ? kDefaultEventTemplate : tmpl, data.ToValue(), limits);
 }
 
 absl::StatusOr<std::string> RenderGroupMessage(const std::string& tmpl,
-                                               const GroupMessageData& data) {
-  return RenderNamed("group", tmpl.empty() ? kDefaultGroupTemplate : tmpl, data.ToValue());
+                                               const GroupMessageData& data,
+                                               const gotemplate::Limits& limits) {
+  return RenderNamed("group", tmpl.empty() ? kDefaultGroupTemplate : tmpl, data.ToValue(), limits);
 }
 
 absl::StatusOr<std::string> RenderReconcileMessage(const std::string& tmpl,
-                                                   const ReconcileMessageData& data) {
-  return RenderNamed("reconcile", tmpl.empty() ? kDefaultReconcileTemplate : tmpl,
-                     data.ToValue());
+                                                   const ReconcileMessageData& data,
+                                                   const gotemplate::Limits& limits) {
+  return RenderNamed("reconcile", tmpl.empty() ? kDefaultReconcileTemplate : tmpl, data.ToValue(),
+                     limits);
+}
+
+const char* WindowTemplateKind(const std::vector<ChangedResource>& changes) {
+  return changes.size() == 1 ? "event" : "group";
 }
 
 absl::StatusOr<std::string> RenderWindowMessage(const CommitTemplates& templates,
                                                 const std::string& author,
                                                 const std::string& git_target,
-                                                const std::vector<ChangedResource>& changes) {
+                                                const std::vector<ChangedResource>& changes,
+                                                const gotemplate::Limits& limits) {
   if (changes.size() == 1) {
-    return RenderEventMessage(templates.event, {changes.front(), author, git_target});
+    return RenderEventMessage(templates.event, {changes.front(), author, git_target}, limits);
   }
-  return RenderGroupMessage(templates.group, {author, git_target, changes});
+  return RenderGroupMessage(templates.group, {author, git_target, changes}, limits);
 }
 
-absl::Status ValidateTemplates(const CommitTemplates& templates) {
+absl::Status ValidateTemplates(const CommitTemplates& templates, const gotemplate::Limits& limits) {
   const ChangedResource sample{"CREATE", {"apps", "v1", "deployments"}, "default", "example"};
   RETURN_IF_ERROR(
-      RenderEventMessage(templates.event, {sample, "template-validator", "example-target"})
+      RenderEventMessage(templates.event, {sample, "template-validator", "example-target"}, limits)
           .status());
   RETURN_IF_ERROR(RenderGroupMessage(templates.group,
-                                     {"template-validator", "example-target",
-                                      {sample, {"UPDATE", sample.gvr, "default", "other"}}})
+                                     {"template-validator",
+                                      "example-target",
+                                      {sample, {"UPDATE", sample.gvr, "default", "other"}}},
+                                     limits)
                       .status());
   RETURN_IF_ERROR(
-      RenderReconcileMessage(templates.reconcile, {1, "example-target", std::nullopt, ""})
+      RenderReconcileMessage(templates.reconcile, {1, "example-target", std::nullopt, ""}, limits)
           .status());
   RETURN_IF_ERROR(RenderReconcileMessage(templates.reconcile,
-                                         {1, "example-target", sample.gvr, "12345"})
+                                         {1, "example-target", sample.gvr, "12345"}, limits)
                       .status());
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libs/core/types.h"
+#include "libs/gotemplate/template.h"
 #include "libs/gotemplate/value.h"
 
 namespace reverser::commitmeta {
@@ -72,23 +73,31 @@ struct ReconcileMessageData {
   gotemplate::Value ToValue() const;
 };
 
+// Each renders with `limits` (libs/gotemplate): ResourceExhausted when a template exceeds them.
 absl::StatusOr<std::string> RenderEventMessage(const std::string& tmpl,
-                                               const EventMessageData& data);
+                                               const EventMessageData& data,
+                                               const gotemplate::Limits& limits = {});
 absl::StatusOr<std::string> RenderGroupMessage(const std::string& tmpl,
-                                               const GroupMessageData& data);
+                                               const GroupMessageData& data,
+                                               const gotemplate::Limits& limits = {});
 absl::StatusOr<std::string> RenderReconcileMessage(const std::string& tmpl,
-                                                   const ReconcileMessageData& data);
+                                                   const ReconcileMessageData& data,
+                                                   const gotemplate::Limits& limits = {});
 
 // The message of a finalized window: the event template when it holds exactly one change,
 // the group template otherwise. `author` is the window's username.
 absl::StatusOr<std::string> RenderWindowMessage(const CommitTemplates& templates,
                                                 const std::string& author,
                                                 const std::string& git_target,
-                                                const std::vector<ChangedResource>& changes);
+                                                const std::vector<ChangedResource>& changes,
+                                                const gotemplate::Limits& limits = {});
+// Which template RenderWindowMessage uses for `changes`: "event" or "group".
+const char* WindowTemplateKind(const std::vector<ChangedResource>& changes);
 
 // Admission-time check: parses each template and renders it against sample data (including the
 // reconcile scope apps/v1 deployments at revision 12345), so a typo in a variable name is
 // refused up front instead of failing a commit later. The error names the template.
-absl::Status ValidateTemplates(const CommitTemplates& templates);
+absl::Status ValidateTemplates(const CommitTemplates& templates,
+                               const gotemplate::Limits& limits = {});
 
 }  // namespace reverser::commitmeta

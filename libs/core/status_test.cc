@@ -35,5 +35,13 @@ TEST(StatusTest, AnnotateKeepsCode) {
   EXPECT_TRUE(Annotate(absl::OkStatus(), "x").ok());
 }
 
+TEST(StatusTest, AnnotateKeepsPayloads) {
+  absl::Status tagged = absl::InvalidArgumentError("bad");
+  tagged.SetPayload("type.example/why", absl::Cord("7"));
+  absl::Status s = Annotate(tagged, "writing");
+  ASSERT_TRUE(s.GetPayload("type.example/why").has_value());
+  EXPECT_EQ(std::string(*s.GetPayload("type.example/why")), "7");
+}
+
 }  // namespace
 }  // namespace reverser::core

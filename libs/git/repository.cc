@@ -326,18 +326,35 @@ absl::StatusOr<std::optional<std::string>> Repository::CommitOnBranch(absl::stri
   return commit;
 }
 
-absl::StatusOr<std::optional<std::string>> Repository::ReadFile(absl::string_view commit,
-                                                                absl::string_view path) {
-  RETURN_IF_ERROR(ValidateRepoPath(path));
+std::string BlobIdOf(absl::string_view content) {
+  git_oid oid;
+  if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) != 0) {
+    git_error_clear();
+    return "";
+  }
+  return OidToHex(oid);
+}
+
+namespace {
+
+// The tree of a commit.
+absl::StatusOr<GitPtr<git_tree>> CommitTree(git_repository* repo, absl::string_view commit) {
   git_oid oid;
   RETURN_IF_ERROR(OidFromHex(commit, &oid));
   git_commit* raw_commit = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw_commit, repo_.get(), &oid),
+  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw_commit, repo, &oid),
                             absl::StrCat("reading commit ", commit)));
   GitPtr<git_commit> owned_commit(raw_commit);
   git_tree* raw_tree = nullptr;
   RETURN_IF_ERROR(GitStatus(git_commit_tree(&raw_tree, raw_commit), "reading tree"));
-  GitPtr<git_tree> tree(raw_tree);
+  return GitPtr<git_tree>(raw_tree);
+}
+
+// The blob at `path` of a commit (nullopt: no such file).
+absl::StatusOr<std::optional<git_oid>> FileOid(git_repository* repo, absl::string_view commit,
+                                               absl::string_view path) {
+  RETURN_IF_ERROR(ValidateRepoPath(path));
+  ASSIGN_OR_RETURN(GitPtr<git_tree> tree, CommitTree(repo, commit));
   git_tree_entry* raw_entry = nullptr;
   const std::string path_str(path);
   int rc = git_tree_entry_bypath(&raw_entry, tree.get(), path_str.c_str());
@@ -350,26 +367,69 @@ absl::StatusOr<std::optional<std::string>> Repository::ReadFile(absl::string_vie
   if (git_tree_entry_type(raw_entry) != GIT_OBJECT_BLOB) {
     return absl::FailedPreconditionError(absl::StrCat("'", path, "' is not a file"));
   }
+  return *git_tree_entry_id(raw_entry);
+}
+
+absl::StatusOr<std::string> ReadBlobOid(git_repository* repo, const git_oid& oid,
+                                        absl::string_view what) {
   git_blob* raw_blob = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_blob_lookup(&raw_blob, repo_.get(), git_tree_entry_id(raw_entry)),
-                            absl::StrCat("reading ", path)));
+  RETURN_IF_ERROR(
+      GitStatus(git_blob_lookup(&raw_blob, repo, &oid), absl::StrCat("reading ", what)));
   GitPtr<git_blob> blob(raw_blob);
   return std::string(static_cast<const char*>(git_blob_rawcontent(raw_blob)),
                      static_cast<size_t>(git_blob_rawsize(raw_blob)));
 }
 
+}  // namespace
+
+absl::StatusOr<std::optional<std::string>> Repository::ReadFile(absl::string_view commit,
+                                                                absl::string_view path) {
+  ASSIGN_OR_RETURN(std::optional<git_oid> oid, FileOid(repo_.get(), commit, path));
+  if (!oid.has_value()) return std::nullopt;
+  return ReadBlobOid(repo_.get(), *oid, path);
+}
+
+absl::StatusOr<std::optional<std::string>> Repository::FileBlobId(absl::string_view commit,
+                                                                  absl::string_view path) {
+  ASSIGN_OR_RETURN(std::optional<git_oid> oid, FileOid(repo_.get(), commit, path));
+  if (!oid.has_value()) return std::nullopt;
+  return OidToHex(*oid);
+}
+
+absl::StatusOr<uint64_t> Repository::BlobSize(absl::string_view blob_id) {
+  git_oid oid;
+  RETURN_IF_ERROR(OidFromHex(blob_id, &oid));
+  git_odb* raw_odb = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_repository_odb(&raw_odb, repo_.get()), "opening the object store"));
+  GitPtr<git_odb> odb(raw_odb);
+  size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  RETURN_IF_ERROR(GitStatus(git_odb_read_header(&size, &type, raw_odb, &oid),
+                            absl::StrCat("reading the header of ", blob_id)));
+  if (type != GIT_OBJECT_BLOB) {
+    return absl::FailedPreconditionError(absl::StrCat(blob_id, " is not a blob"));
+  }
+  return static_cast<uint64_t>(size);
+}
+
+absl::StatusOr<std::string> Repository::ReadBlob(absl::string_view blob_id) {
+  git_oid oid;
+  RETURN_IF_ERROR(OidFromHex(blob_id, &oid));
+  return ReadBlobOid(repo_.get(), oid, blob_id);
+}
+
 absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view commit,
                                                                absl::string_view prefix) {
-  git_oid oid;
-  RETURN_IF_ERROR(OidFromHex(commit, &oid));
-  git_commit* raw_commit = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_commit_lookup(&raw_commit, repo_.get(), &oid),
-                            absl::StrCat("reading commit ", commit)));
-  GitPtr<git_commit> owned_commit(raw_commit);
-  git_tree* raw_tree = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_commit_tree(&raw_tree, raw_commit), "reading tree"));
-  GitPtr<git_tree> tree(raw_tree);
+  ASSIGN_OR_RETURN(std::vector<FileEntry> entries, ListFileEntries(commit, prefix));
+  std::vector<std::string> files;
+  files.reserve(entries.size());
+  for (FileEntry& entry : entries) files.push_back(std::move(entry.path));
+  return files;
+}
 
+absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_view commit,
+                                                                   absl::string_view prefix) {
+  ASSIGN_OR_RETURN(GitPtr<git_tree> tree, CommitTree(repo_.get(), commit));
   std::string root;
   if (!prefix.empty()) {
     RETURN_IF_ERROR(ValidateRepoPath(prefix));
@@ -378,11 +438,12 @@ absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view
     int rc = git_tree_entry_bypath(&raw_entry, tree.get(), root.c_str());
     if (rc == GIT_ENOTFOUND) {
       git_error_clear();
-      return std::vector<std::string>{};
+      return std::vector<FileEntry>{};
     }
     RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("looking up ", prefix)));
     GitPtr<git_tree_entry> entry(raw_entry);
-    if (git_tree_entry_type(raw_entry) != GIT_OBJECT_TREE) return std::vector<std::string>{};
+    if (git_tree_entry_type(raw_entry) != GIT_OBJECT_TREE) return std::vector<FileEntry>{};
+    git_tree* raw_tree = nullptr;
     RETURN_IF_ERROR(GitStatus(git_tree_lookup(&raw_tree, repo_.get(), git_tree_entry_id(raw_entry)),
                               absl::StrCat("reading ", prefix)));
     tree.reset(raw_tree);
@@ -390,12 +451,13 @@ absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view
   }
   struct Walk {
     std::string root;
-    std::vector<std::string> files;
+    std::vector<FileEntry> files;
   } walk{root, {}};
   auto visit = [](const char* dir, const git_tree_entry* entry, void* payload) -> int {
     if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
       auto* w = static_cast<Walk*>(payload);
-      w->files.push_back(absl::StrCat(w->root, dir, git_tree_entry_name(entry)));
+      w->files.push_back({absl::StrCat(w->root, dir, git_tree_entry_name(entry)),
+                          OidToHex(*git_tree_entry_id(entry))});
     }
     return 0;
   };

@@ -69,6 +69,16 @@ enum class PushOutcome {
 };
 absl::string_view PushOutcomeName(PushOutcome outcome);
 
+// A file of a commit as its tree names it.
+struct FileEntry {
+  std::string path;
+  std::string blob_id;  // hex object id of its content
+};
+
+// The object id Git gives `content` as a blob: equal ids mean equal bytes, so a file can be
+// compared with new content without reading it.
+std::string BlobIdOf(absl::string_view content);
+
 struct PushResult {
   PushOutcome outcome;
   std::optional<std::string> remote_tip;  // the remote branch as last seen (kConflict: its tip)
@@ -113,6 +123,17 @@ class Repository {
   // Every file path in a commit (recursively), optionally only those under `prefix`/.
   absl::StatusOr<std::vector<std::string>> ListFiles(absl::string_view commit,
                                                      absl::string_view prefix = "");
+  // The same with each file's blob id, so sizes can be checked before anything is loaded.
+  absl::StatusOr<std::vector<FileEntry>> ListFileEntries(absl::string_view commit,
+                                                         absl::string_view prefix = "");
+  // The blob id of a file of a commit (nullopt: no such file). FailedPrecondition for a
+  // directory.
+  absl::StatusOr<std::optional<std::string>> FileBlobId(absl::string_view commit,
+                                                        absl::string_view path);
+  // A blob's size from its object header (packed deltas included), without inflating it.
+  absl::StatusOr<uint64_t> BlobSize(absl::string_view blob_id);
+  // A blob's content.
+  absl::StatusOr<std::string> ReadBlob(absl::string_view blob_id);
 
   // Compare-and-swap push of `local_commit` to refs/heads/<branch>: only if the remote branch
   // is still at `expected_old` (nullopt: only if it does not exist). Reads the advertised refs

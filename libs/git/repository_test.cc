@@ -117,6 +117,55 @@ TEST_F(RepositoryTest, CommitWritesFilesWithExplicitIdentities) {
             (std::vector<std::string>{"apps/ns1/configmaps/a.yaml", "apps/ns1/configmaps/b.yaml"}));
 }
 
+// Sizes come from object headers (loose, packed and delta-packed alike) and ids match what the
+// git CLI says, so a caller can skip a huge file without ever loading it.
+TEST_F(RepositoryTest, FileEntriesBlobSizesAndIdsWithoutReadingContent) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  auto human = testing::CloneRepo(*remote, dir_.path(), "human");
+  ASSERT_TRUE(human.ok()) << human.status();
+  std::string big;
+  for (int i = 0; big.size() < (3u << 20); ++i) big += absl::StrCat("line ", i, "\n");
+  ASSERT_TRUE(testing::WriteFile(*human + "/t/big.yaml", big).ok());
+  ASSERT_TRUE(testing::WriteFile(*human + "/t/small.yaml", "a: 1\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*human, "big").ok());
+  const std::string bigger = big + "one more line\n";
+  ASSERT_TRUE(testing::WriteFile(*human + "/t/big.yaml", bigger).ok());
+  ASSERT_TRUE(testing::CommitAndPush(*human, "bigger").ok());
+  // Packed with deltas on the remote, so the fetch brings a delta-compressed pack.
+  ASSERT_TRUE(Git(*remote, {"gc", "--aggressive", "-q"}).ok());
+
+  auto repo = OpenClone(*remote, "clone");
+  ASSERT_TRUE(repo->Fetch().ok());
+  auto tip = repo->FetchedTip("main");
+  ASSERT_TRUE(tip.ok() && tip->has_value());
+  auto entries = repo->ListFileEntries(**tip, "t");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].path, "t/big.yaml");
+  EXPECT_EQ((*entries)[1].path, "t/small.yaml");
+  for (const FileEntry& entry : *entries) {
+    auto id = Git(*remote, {"rev-parse", "main:" + entry.path});
+    ASSERT_TRUE(id.ok());
+    EXPECT_EQ(entry.blob_id, Trim(*id));
+    EXPECT_EQ(repo->FileBlobId(**tip, entry.path).value_or(std::nullopt), entry.blob_id);
+  }
+  EXPECT_EQ(repo->BlobSize((*entries)[0].blob_id).value_or(0), bigger.size());
+  EXPECT_EQ(repo->BlobSize((*entries)[1].blob_id).value_or(0), 5u);
+  EXPECT_EQ(repo->ReadBlob((*entries)[1].blob_id).value_or(""), "a: 1\n");
+  // The first version is stored as a delta of the second (or the other way round).
+  auto first = Git(*remote, {"rev-parse", "main~1:t/big.yaml"});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(repo->BlobSize(Trim(*first)).value_or(0), big.size());
+
+  EXPECT_EQ(BlobIdOf("a: 1\n"), (*entries)[1].blob_id);
+  EXPECT_EQ(BlobIdOf(bigger), (*entries)[0].blob_id);
+  EXPECT_FALSE(repo->FileBlobId(**tip, "t/none.yaml").value_or("x").has_value());
+  EXPECT_EQ(repo->FileBlobId(**tip, "t").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(repo->BlobSize(**tip).ok());  // a commit, not a blob
+  EXPECT_FALSE(repo->BlobSize("not-hex").ok());
+}
+
 TEST_F(RepositoryTest, NoOpChangeSetCreatesNoCommit) {
   auto remote = testing::CreateBareRemote(dir_.path());
   ASSERT_TRUE(remote.ok());

@@ -84,10 +84,11 @@ bool IsBuiltinFunction(absl::string_view name) {
   return false;
 }
 
-std::string Sprintf(absl::string_view format, const std::vector<Value>& args) {
+std::string Sprintf(absl::string_view format, const std::vector<Value>& args, size_t max_bytes) {
   std::string out;
   size_t next_arg = 0;
   for (size_t i = 0; i < format.size(); ++i) {
+    if (out.size() > max_bytes) return out;
     const char c = format[i];
     if (c != '%') {
       out.push_back(c);
@@ -181,16 +182,18 @@ std::string Sprintf(absl::string_view format, const std::vector<Value>& args) {
   return out;
 }
 
-std::string Sprint(const std::vector<Value>& args) {
+std::string Sprint(const std::vector<Value>& args, size_t max_bytes) {
   std::string out;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (out.size() > max_bytes) return out;
     if (i > 0 && !args[i - 1].is_string() && !args[i].is_string()) out += " ";
     out += args[i].ToString();
   }
   return out;
 }
 
-absl::StatusOr<Value> CallBuiltin(absl::string_view name, const std::vector<Value>& args) {
+absl::StatusOr<Value> CallBuiltin(absl::string_view name, const std::vector<Value>& args,
+                                  size_t max_result_bytes) {
   if (name == "len") {
     if (args.size() != 1) return WrongArgs(name, "1", args.size());
     const Value& v = args[0];
@@ -205,9 +208,10 @@ absl::StatusOr<Value> CallBuiltin(absl::string_view name, const std::vector<Valu
       return absl::InvalidArgumentError(absl::StrCat(
           "wrong type for value; expected string; got ", args[0].TypeName()));
     }
-    return Value(Sprintf(args[0].str(), std::vector<Value>(args.begin() + 1, args.end())));
+    return Value(
+        Sprintf(args[0].str(), std::vector<Value>(args.begin() + 1, args.end()), max_result_bytes));
   }
-  if (name == "print") return Value(Sprint(args));
+  if (name == "print") return Value(Sprint(args, max_result_bytes));
   if (name == "not") {
     if (args.size() != 1) return WrongArgs(name, "1", args.size());
     return Value(!args[0].Truthy());

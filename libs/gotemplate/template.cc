@@ -1,5 +1,6 @@
 #include "libs/gotemplate/template.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -14,9 +15,8 @@
 namespace reverser::gotemplate {
 namespace {
 
-// Nesting of control structures and parentheses; keeps recursion (and the stack) bounded for
-// hostile templates. Go has no such limit, but no sane template comes near it.
-constexpr int kMaxNesting = 100;
+// Nesting (Limits::max_nesting) keeps the parser's and the executor's recursion, and so the
+// stack, bounded for hostile templates. Go has no such limit, but no sane template comes near it.
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool IsIdentStart(char c) { return absl::ascii_isalpha(c) || c == '_'; }
@@ -84,6 +84,7 @@ struct Pipeline {
 struct Template::Node {
   enum class Kind { kList, kText, kAction, kIf, kWith, kRange };
   Kind kind = Kind::kList;
+  size_t offset = 0;            // kText: where the text starts
   std::string text;             // kText
   Pipeline pipeline;            // kAction / kIf / kWith / kRange
   std::vector<Node> children;   // kList; the body for kIf / kWith / kRange
@@ -367,8 +368,8 @@ absl::StatusOr<std::vector<Piece>> Lex(absl::string_view s, const Positions& pos
 
 class Parser {
  public:
-  Parser(std::vector<Piece> pieces, const Positions& pos)
-      : pieces_(std::move(pieces)), pos_(pos) {}
+  Parser(std::vector<Piece> pieces, const Positions& pos, int max_nesting)
+      : pieces_(std::move(pieces)), max_nesting_(max_nesting), pos_(pos) {}
 
   absl::StatusOr<Node> ParseTemplate() {
     Node root;
@@ -392,6 +393,7 @@ class Parser {
       if (!piece.is_action) {
         Node text;
         text.kind = Node::Kind::kText;
+        text.offset = piece.offset;
         text.text = piece.text;
         out->push_back(std::move(text));
         continue;
@@ -431,7 +433,7 @@ class Parser {
 
   absl::Status ParseControl(const std::string& keyword, size_t offset,
                             const std::vector<Token>& tokens, Node* node) {
-    if (nesting_ >= kMaxNesting) return pos_.Error(offset, "template nested too deeply");
+    if (nesting_ >= max_nesting_) return pos_.Error(offset, "template nested too deeply");
     ++nesting_;
     absl::Status status = ParseControlBody(keyword, offset, tokens, node);
     --nesting_;
@@ -578,7 +580,7 @@ class Parser {
         operand->source = tok.text;
         return absl::OkStatus();
       case Tok::kLeftParen: {
-        if (nesting_ >= kMaxNesting) return pos_.Error(tok.offset, "template nested too deeply");
+        if (nesting_ >= max_nesting_) return pos_.Error(tok.offset, "template nested too deeply");
         ++nesting_;
         operand->kind = Operand::Kind::kPipeline;
         operand->pipeline = std::make_shared<Pipeline>();
@@ -615,6 +617,7 @@ class Parser {
   std::vector<Token> else_rest_;
   std::vector<std::string> variables_ = {"$"};
   int nesting_ = 0;
+  const int max_nesting_;
   const Positions& pos_;
 };
 
@@ -623,7 +626,10 @@ class Parser {
 
 class Executor {
  public:
-  Executor(const Positions& pos, const Value& root) : pos_(pos) { vars_.push_back({"$", root}); }
+  Executor(const Positions& pos, const Value& root, const Limits& limits)
+      : pos_(pos), limits_(limits) {
+    vars_.push_back({"$", root});
+  }
 
   absl::Status Walk(const std::vector<Node>& nodes, const Value& dot, std::string* out) {
     for (const Node& node : nodes) RETURN_IF_ERROR(WalkOne(node, dot, out));
@@ -636,12 +642,18 @@ class Executor {
       case Node::Kind::kList:
         return Walk(node.children, dot, out);
       case Node::Kind::kText:
+        if (!Produce(node.text.size())) return OutputExhausted(node.offset, "text");
         out->append(node.text);
         return absl::OkStatus();
       case Node::Kind::kAction: {
+        RETURN_IF_ERROR(Step(node.pipeline));
         ASSIGN_OR_RETURN(Value value, EvalPipeline(node.pipeline, dot));
         if (node.pipeline.declarations.empty()) {
-          out->append(value.is_null() ? "<no value>" : value.ToString());
+          const std::string text = value.is_null() ? "<no value>" : value.ToString();
+          if (!Produce(text.size())) {
+            return OutputExhausted(node.pipeline.offset, PipelineString(node.pipeline));
+          }
+          out->append(text);
         } else {
           Bind(node.pipeline, value);
         }
@@ -649,6 +661,7 @@ class Executor {
       }
       case Node::Kind::kIf:
       case Node::Kind::kWith: {
+        RETURN_IF_ERROR(Step(node.pipeline));
         const size_t scope = vars_.size();
         ASSIGN_OR_RETURN(Value value, EvalPipeline(node.pipeline, dot));
         if (!node.pipeline.declarations.empty()) Bind(node.pipeline, value);
@@ -668,12 +681,19 @@ class Executor {
   }
 
   absl::Status WalkRange(const Node& node, const Value& dot, std::string* out) {
+    RETURN_IF_ERROR(Step(node.pipeline));
     const size_t scope = vars_.size();
     Pipeline pipe = node.pipeline;
     const std::vector<std::string> decls = pipe.declarations;
     pipe.declarations.clear();
     ASSIGN_OR_RETURN(Value value, EvalPipeline(pipe, dot));
     const auto iterate = [&](const Value& key, const Value& element) -> absl::Status {
+      if (++iterations_ > limits_.max_iterations) {
+        return Exhausted(
+            node.pipeline.offset, absl::StrCat("range ", PipelineString(pipe)),
+            absl::StrCat("range iterations exceed the limit of ", limits_.max_iterations));
+      }
+      RETURN_IF_ERROR(Step(node.pipeline));
       vars_.resize(scope);
       if (decls.size() == 1) vars_.push_back({decls[0], element});
       if (decls.size() == 2) {
@@ -726,13 +746,25 @@ class Executor {
                                     const std::optional<Value>& piped) {
     const Operand& head = command.operands.front();
     if (head.kind == Operand::Kind::kFunction) {
+      RETURN_IF_ERROR(Step(command));
       std::vector<Value> args;
       for (size_t k = 1; k < command.operands.size(); ++k) {
         ASSIGN_OR_RETURN(Value arg, EvalOperand(command.operands[k], dot));
         args.push_back(std::move(arg));
       }
       if (piped) args.push_back(*piped);
-      absl::StatusOr<Value> result = CallBuiltin(head.name, args);
+      if (head.name == "eq" || head.name == "ne") {
+        // Comparing long strings is work the step count would not see.
+        size_t compared = 0;
+        for (const Value& arg : args) compared += arg.is_string() ? arg.str().size() : 0;
+        RETURN_IF_ERROR(Step(command, static_cast<int64_t>(compared / 1024)));
+      }
+      const int64_t room = std::max<int64_t>(limits_.max_output_bytes - produced_, 0);
+      absl::StatusOr<Value> result = CallBuiltin(head.name, args, static_cast<size_t>(room));
+      if (result.ok() && (head.name == "print" || head.name == "printf") &&
+          !Produce(result->str().size())) {
+        return OutputExhausted(command.offset, CommandString(command));
+      }
       if (!result.ok()) {
         // Go reports a failing call at the whole command, an argument-count error at the name.
         if (absl::StartsWith(result.status().message(), "error calling ")) {
@@ -797,6 +829,39 @@ class Executor {
     return value;
   }
 
+  // One evaluation step (or `cost` of them) at a pipeline or command, named only on failure.
+  absl::Status Step(const Pipeline& pipe) {
+    if (++steps_ <= limits_.max_steps) return absl::OkStatus();
+    return StepsExhausted(pipe.offset, PipelineString(pipe));
+  }
+  absl::Status Step(const Command& command, int64_t cost = 1) {
+    steps_ += cost;
+    if (steps_ <= limits_.max_steps) return absl::OkStatus();
+    return StepsExhausted(command.offset, CommandString(command));
+  }
+  absl::Status StepsExhausted(size_t offset, absl::string_view context) const {
+    return Exhausted(offset, context,
+                     absl::StrCat("evaluation steps exceed the limit of ", limits_.max_steps));
+  }
+
+  // `bytes` more written or built; false beyond the limit.
+  bool Produce(size_t bytes) {
+    produced_ += static_cast<int64_t>(bytes);
+    return produced_ <= limits_.max_output_bytes;
+  }
+  absl::Status OutputExhausted(size_t offset, absl::string_view context) const {
+    return Exhausted(
+        offset, context,
+        absl::StrCat("output exceeds the limit of ", limits_.max_output_bytes, " bytes"));
+  }
+
+  absl::Status Exhausted(size_t offset, absl::string_view context,
+                         absl::string_view message) const {
+    return absl::ResourceExhaustedError(absl::StrCat("template: ", pos_.At(offset),
+                                                     ": executing \"", pos_.name(), "\" at <",
+                                                     context, ">: ", message));
+  }
+
   absl::Status Fail(size_t offset, absl::string_view context, absl::string_view message) const {
     return absl::InvalidArgumentError(absl::StrCat("template: ", pos_.At(offset),
                                                    ": executing \"", pos_.name(), "\" at <",
@@ -810,31 +875,36 @@ class Executor {
   }
 
   const Positions& pos_;
+  const Limits limits_;
   std::vector<std::pair<std::string, Value>> vars_;
+  int64_t iterations_ = 0;
+  int64_t steps_ = 0;
+  int64_t produced_ = 0;  // output plus strings built
 };
 
 }  // namespace
 
-absl::StatusOr<Template> Template::Parse(absl::string_view name, absl::string_view text) {
+absl::StatusOr<Template> Template::Parse(absl::string_view name, absl::string_view text,
+                                         const Limits& limits) {
   const Positions pos(std::string(name), text);
   ASSIGN_OR_RETURN(std::vector<Piece> pieces, Lex(text, pos));
-  Parser parser(std::move(pieces), pos);
+  Parser parser(std::move(pieces), pos, limits.max_nesting);
   ASSIGN_OR_RETURN(Node root, parser.ParseTemplate());
   return Template(std::string(name), std::make_shared<const std::string>(text),
-                  std::make_shared<const Node>(std::move(root)));
+                  std::make_shared<const Node>(std::move(root)), limits);
 }
 
 absl::StatusOr<std::string> Template::Execute(const Value& data) const {
   std::string out;
   const Positions pos(name_, *source_);  // execution errors report source positions too
-  Executor executor(pos, data);
+  Executor executor(pos, data, limits_);
   RETURN_IF_ERROR(executor.Walk(root_->children, data, &out));
   return out;
 }
 
 absl::StatusOr<std::string> Render(absl::string_view name, absl::string_view text,
-                                   const Value& data) {
-  ASSIGN_OR_RETURN(Template tmpl, Template::Parse(name, text));
+                                   const Value& data, const Limits& limits) {
+  ASSIGN_OR_RETURN(Template tmpl, Template::Parse(name, text, limits));
   return tmpl.Execute(data);
 }
 

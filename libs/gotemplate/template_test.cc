@@ -168,6 +168,99 @@ TEST(TemplateTest, DeepNestingIsRefusedNotOverflowed) {
   EXPECT_EQ(MustRender("{{" + std::string(50, '(') + "1" + std::string(50, ')') + "}}", Value()), "1");
 }
 
+Value ManyResources(int n) {
+  Value::List resources;
+  for (int i = 0; i < n; ++i) {
+    resources.push_back(Value(Value::Map{{"Name", "r" + std::to_string(i)}}));
+  }
+  return Value(Value::Map{{"Resources", std::move(resources)}});
+}
+
+// A nested range over a big list would take 10^12 iterations; it stops at the cap with a clear
+// error instead of hanging.
+TEST(TemplateTest, RangeIterationsAreCappedAcrossTheExecution) {
+  const Value data = ManyResources(10000);
+  const std::string nested =
+      "{{range .Resources}}{{range $.Resources}}{{range $.Resources}}x{{end}}{{end}}{{end}}";
+  auto out = Render("group", nested, data);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(out.status().message(),
+            "template: group:1:41: executing \"group\" at <range $.Resources>: range iterations "
+            "exceed the limit of 100000");
+  // The cap is per execution, not per range: two sequential ranges share it.
+  Limits limits;
+  limits.max_iterations = 15000;
+  EXPECT_TRUE(Render("t", "{{range .Resources}}{{end}}", data, limits).ok());
+  out = Render("t", "{{range .Resources}}{{end}}{{range .Resources}}{{end}}", data, limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("range iterations exceed the limit of 15000"),
+            std::string::npos);
+  // One range over every resource of a big window is well within the defaults.
+  EXPECT_TRUE(Render("t", "{{range .Resources}}{{.Name}} {{end}}", data).ok());
+}
+
+TEST(TemplateTest, OutputAndBuiltStringsAreCapped) {
+  Limits limits;
+  limits.max_output_bytes = 4096;
+  auto out =
+      Render("t", "{{range .Resources}}{{printf \"%100d\" 1}}{{end}}", ManyResources(100), limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(out.status().message().find("output exceeds the limit of 4096 bytes"),
+            std::string::npos)
+      << out.status();
+  // A string doubled in a loop counts although it is never written: 2^30 bytes are not built.
+  out = Render("t", "{{$x := \"ab\"}}{{range .Resources}}{{$x = printf \"%s%s\" $x $x}}{{end}}",
+               ManyResources(30));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("output exceeds the limit of 1048576 bytes"),
+            std::string::npos)
+      << out.status();
+  // A format of wide verbs stops as soon as it is too long.
+  std::string wide, args;
+  for (int i = 0; i < 20; ++i) wide += "%65536d", args += " 1";
+  out = Render("t", "{{printf .F" + args + "}}", Value(Value::Map{{"F", wide}}));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("output exceeds"), std::string::npos);
+  limits.max_output_bytes = 5;
+  EXPECT_EQ(*Render("t", "a{{\"bcd\"}}e", Value(), limits), "abcde");
+  EXPECT_FALSE(Render("t", "a{{\"bcd\"}}ef", Value(), limits).ok());
+}
+
+TEST(TemplateTest, StepsAreCapped) {
+  Limits limits;
+  limits.max_steps = 50'000;
+  // 1,000 iterations of a body with 100 actions: 100,000 steps.
+  std::string body;
+  for (int i = 0; i < 100; ++i) body += "{{$x := 1}}";
+  auto out = Render("t", "{{range .Resources}}" + body + "{{end}}", ManyResources(1000), limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(out.status().message().find("evaluation steps exceed the limit of 50000"),
+            std::string::npos)
+      << out.status();
+  EXPECT_TRUE(
+      Render("t", "{{range .Resources}}" + body + "{{end}}", ManyResources(400), limits).ok());
+  // Comparing long strings costs steps by their size: 1,000 comparisons of 128 KiB.
+  limits.max_steps = 10'000;
+  const Value big(Value::Map{{"S", std::string(64 << 10, 's')}, {"Resources", Value::List(1000)}});
+  out = Render("t", "{{range .Resources}}{{if eq $.S $.S}}{{end}}{{end}}", big, limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("evaluation steps exceed"), std::string::npos);
+  EXPECT_TRUE(Render("t", "{{range .Resources}}{{if eq 1 1}}{{end}}{{end}}", big, limits).ok());
+}
+
+TEST(TemplateTest, NestingLimitIsAnOption) {
+  Limits limits;
+  limits.max_nesting = 3;
+  EXPECT_TRUE(Template::Parse("t", "{{if 1}}{{if 1}}{{(((1)))}}{{end}}{{end}}").ok());
+  auto parsed = Template::Parse("t", "{{if 1}}{{if 1}}{{(((1)))}}{{end}}{{end}}", limits);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "template: t:1: template nested too deeply");
+  EXPECT_TRUE(Template::Parse("t", "{{if 1}}{{if 1}}{{(1)}}{{end}}{{end}}", limits).ok());
+}
+
 TEST(TemplateTest, ParsedTemplateIsReusable) {
   auto tmpl = Template::Parse("event", kEventTemplate);
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();

@@ -42,6 +42,25 @@ std::string Value::ToString() const {
   return "";
 }
 
+bool Value::operator==(const Value& other) const {
+  if (kind() != other.kind()) return false;
+  switch (kind()) {
+    case Kind::kNull:
+      return true;
+    case Kind::kString:
+      return str() == other.str();
+    case Kind::kInt:
+      return integer() == other.integer();
+    case Kind::kBool:
+      return boolean() == other.boolean();
+    case Kind::kList:
+      return list() == other.list();
+    case Kind::kMap:
+      return map() == other.map();
+  }
+  return false;
+}
+
 const char* Value::TypeName() const {
   switch (kind()) {
     case Kind::kNull: return "<nil>";

@@ -1,5 +1,6 @@
 #include "libs/manifest/paths.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/escaping.h"
@@ -258,6 +259,9 @@ absl::StatusOr<std::string> RenderPlacementTemplate(absl::string_view tmpl,
   RETURN_IF_ERROR(CheckVariables(tmpl, pieces));
   RETURN_IF_ERROR(ValidateIdentity(id));
   const std::map<std::string, std::string> vars = Variables(id);
+  // Collapsing empty segments drops at most the template's own slashes: a longer rendering can
+  // only be refused, so a template repeating {name} thousands of times stops early.
+  const size_t max_rendered = kMaxPathBytes + std::count(tmpl.begin(), tmpl.end(), '/');
   std::string rendered;
   for (const Piece& piece : pieces) {
     // sensitiveSuffix is a file-name suffix, never a segment of its own; everything else is an
@@ -265,6 +269,11 @@ absl::StatusOr<std::string> RenderPlacementTemplate(absl::string_view tmpl,
     rendered += !piece.variable                  ? piece.text
                 : piece.text == "sensitiveSuffix" ? vars.at(piece.text)
                                                   : EncodeSegment(vars.at(piece.text));
+    if (rendered.size() > max_rendered) {
+      return absl::InvalidArgumentError(absl::StrCat("placement template renders more than ",
+                                                     kMaxPathBytes, " bytes for ",
+                                                     id.gvr.ToString(), " ", id.name));
+    }
   }
   const std::string path = CollapseEmptySegments(rendered);
   if (absl::Status status = ValidateRelativePath(path); !status.ok()) {

@@ -111,6 +111,24 @@ TEST(PlacementTemplateTest, RenderedPathsAreJailed) {
             "apps%2Fv1-web.yaml");
 }
 
+// Rendering stops once the path can only be refused: a template repeating a 200-byte name
+// 100,000 times fails after a few KB instead of building 20 MB.
+TEST(PlacementTemplateTest, RenderingIsBoundedByThePathLimit) {
+  std::string tmpl;
+  for (int i = 0; i < 100000; ++i) tmpl += "{name}";
+  tmpl += ".yaml";
+  EXPECT_TRUE(ValidatePlacementTemplate(tmpl).ok());
+  auto rendered = RenderPlacementTemplate(tmpl, ConfigMap("default", std::string(200, 'n')));
+  ASSERT_FALSE(rendered.ok());
+  EXPECT_NE(rendered.status().message().find("renders more than 4096 bytes"), std::string::npos)
+      << rendered.status();
+  // Empty values collapse: many {groupPath}/ segments still render a short, valid path.
+  std::string collapsing;
+  for (int i = 0; i < 3000; ++i) collapsing += "{groupPath}/";
+  EXPECT_EQ(*RenderPlacementTemplate(collapsing + "{name}.yaml", ConfigMap("default", "a")),
+            "a.yaml");
+}
+
 TEST(PlacementTemplateTest, StaticValidation) {
   EXPECT_TRUE(ValidatePlacementTemplate("{namespace}/{groupPath}/{resource}/{name}{sensitiveSuffix}").ok());
   EXPECT_TRUE(ValidatePlacementTemplate("apps/{namespaceOrCluster}/bundle.yml").ok());

@@ -2,6 +2,7 @@
 
 #include <yaml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <variant>
@@ -20,9 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxDepth = 512;
-constexpr size_t kMaxNodes = 1000000;
-
 constexpr char kStrTag[] = "tag:yaml.org,2002:str";
 constexpr char kIntTag[] = "tag:yaml.org,2002:int";
 constexpr char kFloatTag[] = "tag:yaml.org,2002:float";
@@ -37,6 +35,10 @@ std::string Where(const yaml_mark_t& mark) {
 
 absl::Status ErrorAt(const yaml_mark_t& mark, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("YAML ", Where(mark), message));
+}
+
+absl::Status LimitAt(const yaml_mark_t& mark, absl::string_view message) {
+  return absl::ResourceExhaustedError(absl::StrCat("YAML ", Where(mark), message));
 }
 
 // Owns one parser event.
@@ -69,7 +71,7 @@ std::string Str(const yaml_char_t* text) {
 
 class Reader {
  public:
-  explicit Reader(absl::string_view text) {
+  Reader(absl::string_view text, const YamlReadLimits& limits) : limits_(limits) {
     yaml_parser_initialize(&parser_);
     yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
                                  text.size());
@@ -84,10 +86,11 @@ class Reader {
       RETURN_IF_ERROR(Next(&event));
       if (event->type == YAML_STREAM_END_EVENT) return out;
       if (event->type != YAML_DOCUMENT_START_EVENT) return ErrorAt(event->start_mark, "expected a document");
+      // Anchors are scoped to their document; the node counts run over the whole text.
       anchors_.clear();
-      nodes_ = 0;
       RETURN_IF_ERROR(Next(&event));
-      ASSIGN_OR_RETURN(json document, Node(event, 0));
+      int height = 0;
+      ASSIGN_OR_RETURN(json document, Node(event, 0, &height));
       out.push_back(std::move(document));
       RETURN_IF_ERROR(Next(&event));  // DOCUMENT-END
     }
@@ -97,6 +100,7 @@ class Reader {
   struct Anchored {
     json value;
     size_t nodes;
+    int height;  // levels below the value's root
   };
 
   absl::Status Next(Event* event) {
@@ -111,28 +115,43 @@ class Reader {
 
   absl::Status Count(const yaml_mark_t& mark, size_t n) {
     nodes_ += n;
-    if (nodes_ > kMaxNodes) {
-      return ErrorAt(mark, absl::StrCat("more than ", kMaxNodes, " nodes (alias expansion?)"));
+    if (nodes_ > limits_.max_nodes) {
+      return LimitAt(mark,
+                     absl::StrCat("more than ", limits_.max_nodes, " nodes (alias expansion?)"));
     }
     return absl::OkStatus();
   }
 
-  // Converts the node starting at `event` (which it may advance past the node's end).
-  absl::StatusOr<json> Node(Event& event, int depth) {
-    if (depth > kMaxDepth) {
-      return ErrorAt(event->start_mark, absl::StrCat("nested too deeply (", depth, " levels)"));
+  // Converts the node starting at `event` (which it may advance past the node's end); `height`
+  // receives the levels below it.
+  absl::StatusOr<json> Node(Event& event, int depth, int* height) {
+    if (depth > limits_.max_depth) {
+      return LimitAt(event->start_mark, absl::StrCat("nested too deeply (", depth, " levels)"));
     }
     const yaml_mark_t mark = event->start_mark;
     const size_t nodes_before = nodes_;
     std::string anchor;
     json value;
+    *height = 0;
     switch (event->type) {
       case YAML_ALIAS_EVENT: {
         const auto it = anchors_.find(Str(event->data.alias.anchor));
         if (it == anchors_.end()) {
           return ErrorAt(mark, absl::StrCat("unknown anchor \"", Str(event->data.alias.anchor), "\""));
         }
+        // An alias nests its whole value here: a chain of aliases builds depth (and size) the
+        // text does not show.
+        if (depth + it->second.height > limits_.max_depth) {
+          return LimitAt(mark, absl::StrCat("nested too deeply (", depth + it->second.height,
+                                            " levels through an alias)"));
+        }
+        alias_nodes_ += it->second.nodes;
+        if (alias_nodes_ > limits_.max_alias_nodes) {
+          return LimitAt(mark, absl::StrCat("aliases expand to more than ", limits_.max_alias_nodes,
+                                            " nodes"));
+        }
         RETURN_IF_ERROR(Count(mark, it->second.nodes));
+        *height = it->second.height;
         return it->second.value;
       }
       case YAML_SCALAR_EVENT: {
@@ -152,7 +171,9 @@ class Reader {
         while (true) {
           RETURN_IF_ERROR(Next(&event));
           if (event->type == YAML_SEQUENCE_END_EVENT) break;
-          ASSIGN_OR_RETURN(json item, Node(event, depth + 1));
+          int below = 0;
+          ASSIGN_OR_RETURN(json item, Node(event, depth + 1, &below));
+          *height = std::max(*height, below + 1);
           value.push_back(std::move(item));
         }
         break;
@@ -172,7 +193,9 @@ class Reader {
           ASSIGN_OR_RETURN(std::string key, Key(event, depth + 1));
           if (value.contains(key)) return ErrorAt(key_mark, absl::StrCat("duplicate key \"", key, "\""));
           RETURN_IF_ERROR(Next(&event));
-          ASSIGN_OR_RETURN(json item, Node(event, depth + 1));
+          int below = 0;
+          ASSIGN_OR_RETURN(json item, Node(event, depth + 1, &below));
+          *height = std::max(*height, below + 1);
           value[key] = std::move(item);
         }
         break;
@@ -180,7 +203,7 @@ class Reader {
       default:
         return ErrorAt(mark, "unexpected YAML event");
     }
-    if (!anchor.empty()) anchors_[anchor] = {value, nodes_ - nodes_before};
+    if (!anchor.empty()) anchors_[anchor] = {value, nodes_ - nodes_before, *height};
     return value;
   }
 
@@ -241,7 +264,8 @@ class Reader {
         std::string(reinterpret_cast<const char*>(event->data.scalar.value), 2) == "<<") {
       return ErrorAt(mark, "merge keys (<<) are not supported");
     }
-    ASSIGN_OR_RETURN(json value, Node(event, depth));
+    int height = 0;
+    ASSIGN_OR_RETURN(json value, Node(event, depth, &height));
     if (value.is_string()) return value.get<std::string>();
     if (value.is_boolean()) return std::string(value.get<bool>() ? "true" : "false");
     if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
@@ -251,20 +275,23 @@ class Reader {
     return ErrorAt(mark, absl::StrCat("unsupported map key ", value.dump()));
   }
 
+  const YamlReadLimits limits_;
   yaml_parser_t parser_;
   std::map<std::string, Anchored> anchors_;
-  size_t nodes_ = 0;
+  size_t nodes_ = 0;        // over the whole text
+  size_t alias_nodes_ = 0;  // over the whole text
 };
 
 }  // namespace
 
-absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(absl::string_view text) {
-  Reader reader(text);
+absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(absl::string_view text,
+                                                               const YamlReadLimits& limits) {
+  Reader reader(text, limits);
   return reader.Documents();
 }
 
-absl::StatusOr<nlohmann::json> ParseYaml(absl::string_view text) {
-  ASSIGN_OR_RETURN(std::vector<json> documents, ParseYamlDocuments(text));
+absl::StatusOr<nlohmann::json> ParseYaml(absl::string_view text, const YamlReadLimits& limits) {
+  ASSIGN_OR_RETURN(std::vector<json> documents, ParseYamlDocuments(text, limits));
   if (documents.size() != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected one YAML document, found ", documents.size()));

@@ -119,15 +119,31 @@ TEST(YamlReaderTest, RefusesWhatHasNoFaithfulJsonMeaning) {
   EXPECT_NE(bad_indent.find("YAML line"), std::string::npos) << bad_indent;
 }
 
-TEST(YamlReaderTest, AliasBombsAndDeepNestingAreRefused) {
+// One level of ten-fold expansion per line: `levels` lines make 10^levels copies of `x`.
+std::string AliasBomb(char last) {
   std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
-  for (char c = 'b'; c <= 'h'; ++c) {
-    const char prev = c - 1;
-    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
-            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
-            ", *" + prev + "]\n";
+  for (char c = 'b'; c <= last; ++c) {
+    const std::string prev = std::string("*") + static_cast<char>(c - 1);
+    bomb += std::string(1, c) + ": &" + c + " [" + prev;
+    for (int i = 1; i < 10; ++i) bomb += ", " + prev;
+    bomb += "]\n";
   }
-  EXPECT_NE(ErrorOf(bomb).find("more than 1000000 nodes"), std::string::npos);
+  return bomb;
+}
+
+TEST(YamlReaderTest, AliasBombsAndDeepNestingAreRefused) {
+  auto bomb = ParseYaml(AliasBomb('h'));
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(bomb.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(bomb.status().message().find("aliases expand to more than 100000 nodes"),
+            std::string::npos)
+      << bomb.status();
+  YamlReadLimits no_alias_cap;
+  no_alias_cap.max_alias_nodes = SIZE_MAX;
+  bomb = ParseYaml(AliasBomb('h'), no_alias_cap);
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(bomb.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(bomb.status().message().find("more than 1000000 nodes"), std::string::npos);
   for (int levels : {600, 100000}) {
     const std::string deep = std::string(levels, '[') + std::string(levels, ']');
     EXPECT_NE(ErrorOf(deep).find("nested too deeply"), std::string::npos) << levels;
@@ -135,6 +151,54 @@ TEST(YamlReaderTest, AliasBombsAndDeepNestingAreRefused) {
   std::string block;
   for (int i = 0; i < 3000; ++i) block += std::string(i, ' ') + "a:\n";
   EXPECT_NE(ErrorOf(block).find("nested too deeply"), std::string::npos);
+}
+
+// The caps hold for the whole text: many documents, each harmless alone, are refused together.
+TEST(YamlReaderTest, LimitsCountTheWholeStreamNotEachDocument) {
+  const std::string document = "---\n" + AliasBomb('d');  // 10,000 x's from 140 bytes
+  YamlReadLimits limits;
+  ASSERT_TRUE(ParseYamlDocuments(document, limits).ok());
+  std::string stream;
+  for (int i = 0; i < 12; ++i) stream += document;
+  auto docs = ParseYamlDocuments(stream, limits);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(docs.status().message().find("aliases expand to more than 100000 nodes"),
+            std::string::npos)
+      << docs.status();
+
+  limits.max_alias_nodes = SIZE_MAX;
+  limits.max_nodes = 100'000;
+  docs = ParseYamlDocuments(stream, limits);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("more than 100000 nodes"), std::string::npos)
+      << docs.status();
+
+  // Plain text counts as well: 3 documents of 40,000 scalars each.
+  std::string plain;
+  for (int d = 0; d < 3; ++d) {
+    plain += "---\n";
+    for (int i = 0; i < 40000; ++i) plain += "- x\n";
+  }
+  limits.max_nodes = 100'000;
+  EXPECT_FALSE(ParseYamlDocuments(plain, limits).ok());
+  limits.max_nodes = 130'000;
+  EXPECT_TRUE(ParseYamlDocuments(plain, limits).ok());
+}
+
+TEST(YamlReaderTest, AliasesCannotNestDeeperThanTheLimit) {
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  // `b` puts a 300-deep value 300 levels down: 600 levels, though no line nests deeper than 301.
+  std::string text =
+      "a: &a " + deep + "\nb: " + std::string(299, '[') + "*a" + std::string(299, ']') + "\n";
+  auto parsed = ParseYaml(text);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(parsed.status().message().find("through an alias"), std::string::npos)
+      << parsed.status();
+  YamlReadLimits limits;
+  limits.max_depth = 700;
+  EXPECT_TRUE(ParseYaml(text, limits).ok());
 }
 
 }  // namespace

@@ -151,6 +151,7 @@ caf::actor BranchRegistry::Get(const TargetSettings& settings) {
   options.remote_url = settings.remote_url;
   options.work_dir = options_.work_dir;
   options.push_cooldown = options_.push_cooldown;
+  options.limits = options_.limits;
   options.clock = options_.clock;
   options.metrics = options_.metrics;
   if (!settings.credentials_secret.empty() && options_.credentials) {

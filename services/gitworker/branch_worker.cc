@@ -1,5 +1,8 @@
 #include "services/gitworker/branch_worker.h"
 
+#include <exception>
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
@@ -10,6 +13,13 @@ namespace reverser::gitworker {
 namespace {
 
 constexpr size_t kMaxOutcomes = 1024;
+// Bounds of the "reported once" memories (cleared when full: a refusal is then reported again).
+constexpr size_t kMaxRemembered = 10000;
+
+void Remember(std::set<std::string>& memory, const std::string& key) {
+  if (memory.size() >= kMaxRemembered) memory.clear();
+  memory.insert(key);
+}
 
 git::Identity IdentityAt(const commitmeta::Signature& signature, absl::Time when) {
   return {signature.name, signature.email, when, 0};
@@ -55,34 +65,59 @@ runtime::Labels BranchWorker::BranchLabels() const {
 }
 
 void BranchWorker::Add(WorkItem item) {
-  if (item.kind == WorkItem::Kind::kResync) {
-    Finalize(FinalizeReason::kResyncBeforeApply);
-    Unit unit;
-    unit.id = next_unit_id_++;
-    unit.kind = Kind::kResync;
-    unit.settings = item.settings;
-    unit.author = item.settings->committer;
-    unit.author_kind = "committer";
-    if (item.resync.revision() != 0) unit.revision = std::to_string(item.resync.revision());
-    // The rendered files are all that is needed from here on: the snapshot is consumed as it
-    // is rendered (a first mirror's snapshot is as large as its files).
-    unit.resync = PrepareResync(*item.settings, std::move(item.resync));
-    for (const std::string& reason : unit.resync.rejected) {
-      for (const Coverage& cover : item.covers) {
-        if (cover.sink) cover.sink->Rejected(reason);
-      }
-    }
-    unit.covers = std::move(item.covers);
-    units_.push_back(std::move(unit));
-    CommitPending();
-    Complete();
-    UpdateQueueGauge();
-    return;
+  // Whatever an item holds, it must not take the branch down: anything thrown while planning
+  // it (a parser, an allocation) refuses that item only.
+  std::vector<Coverage> covers = item.covers;
+  RefusedSubject subject;  // the event's object (its identity only), or the resync as a whole
+  if (item.kind == WorkItem::Kind::kEvent) {
+    subject.object = item.event.object().ref();
+    subject.kind = item.event.object().gvk().kind();
   }
+  try {
+    if (item.kind == WorkItem::Kind::kResync) {
+      AddResync(std::move(item));
+    } else {
+      AddEvent(std::move(item));
+    }
+    return;
+  } catch (const std::exception& e) {
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_RENDER_FAILED,
+           absl::StrCat("internal error: ", e.what()), options_.metrics);
+  } catch (...) {
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_RENDER_FAILED,
+           "internal error: unknown exception", options_.metrics);
+  }
+  AttachCovers(std::move(covers));
+  UpdateQueueGauge();
+}
 
-  auto planned = PlanEvent(*item.settings, item.event);
+void BranchWorker::AddResync(WorkItem item) {
+  Finalize(FinalizeReason::kResyncBeforeApply);
+  Unit unit;
+  unit.id = next_unit_id_++;
+  unit.kind = Kind::kResync;
+  unit.settings = item.settings;
+  unit.author = item.settings->committer;
+  unit.author_kind = "committer";
+  if (item.resync.revision() != 0) unit.revision = std::to_string(item.resync.revision());
+  // The rendered files are all that is needed from here on: the snapshot is consumed as it
+  // is rendered (a first mirror's snapshot is as large as its files).
+  unit.resync = PrepareResync(*item.settings, std::move(item.resync), options_.limits);
+  for (const PreparedResync::Refused& refused : unit.resync.refused) {
+    Refuse(item.covers, refused.subject, refused.reason, refused.message, options_.metrics);
+  }
+  unit.covers = std::move(item.covers);
+  units_.push_back(std::move(unit));
+  CommitPending();
+  Complete();
+  UpdateQueueGauge();
+}
+
+void BranchWorker::AddEvent(WorkItem item) {
+  auto planned = PlanEvent(*item.settings, item.event, options_.limits);
   if (!planned.ok()) {
-    Reject(item.covers, std::string(planned.status().message()));
+    Refuse(item.covers, RefusedSubject::Object(item.event.object()),
+           RefusalReasonOf(planned.status()), planned.status().message(), options_.metrics);
     AttachCovers(std::move(item.covers));
     return;
   }
@@ -129,19 +164,6 @@ void BranchWorker::Add(WorkItem item) {
     Finalize(FinalizeReason::kBufferLimit);
   }
   UpdateQueueGauge();
-}
-
-void BranchWorker::Reject(const std::vector<Coverage>& covers, const std::string& reason) {
-  runtime::LogWarning("write rejected", {{"branch", options_.key.ToString()}, {"reason", reason}});
-  options_.metrics
-      ->GetCounter(
-          "reverser_gitworker_rejected_writes_total",
-          "Objects that could never be written (invalid, or sensitive without encryption).",
-          BranchLabels())
-      .Increment();
-  for (const Coverage& cover : covers) {
-    if (cover.sink) cover.sink->Rejected(reason);
-  }
 }
 
 void BranchWorker::AttachCovers(std::vector<Coverage> covers) {
@@ -217,14 +239,50 @@ absl::Status BranchWorker::EnsureRepo() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<IdentityIndex*> BranchWorker::IndexFor(const std::string& path,
-                                                      const std::optional<std::string>& tip) {
+absl::StatusOr<BranchWorker::CachedIndex*> BranchWorker::IndexFor(
+    const Unit& unit, const std::optional<std::string>& tip) {
+  const std::string& path = unit.settings->path;
   auto it = indexes_.find(path);
   if (it == indexes_.end() || it->second.at != tip) {
-    ASSIGN_OR_RETURN(IdentityIndex index, IdentityIndex::Build(*repo_, tip, path));
-    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index)}).first;
+    const IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
+    ASSIGN_OR_RETURN(IdentityIndex index,
+                     IdentityIndex::Build(*repo_, tip, path, limits, &refused_blobs_));
+    Coverage target;  // names the target in the log; the files travel in ReportRefusedFiles
+    target.target = unit.settings->target;
+    for (const auto& [file, refused] : index.refused_files()) {
+      if (refused.blob_id.empty()) continue;
+      if (refused_blobs_.size() >= kMaxRemembered) refused_blobs_.clear();
+      refused_blobs_.emplace(refused.blob_id, refused);
+      // Once per target, path and content, however often the branch moves.
+      const std::string key =
+          absl::StrCat(unit.settings->TargetKey(), "\n", file, "\n", refused.blob_id);
+      if (reported_files_.count(key)) continue;
+      Remember(reported_files_, key);
+      Refuse({target}, RefusedSubject::File(file), refused.reason, refused.message,
+             options_.metrics);
+    }
+    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index), {}}).first;
   }
-  return &it->second.index;
+  return &it->second;
+}
+
+void BranchWorker::ReportRefusedFiles(const Unit& unit, CachedIndex& cached) {
+  std::optional<reverser::v1::RefusedFiles> files;
+  for (const Coverage& cover : unit.covers) {
+    if (!cover.sink || !cached.told.insert(cover.sink).second) continue;
+    if (!files.has_value()) {
+      files.emplace();
+      *files->mutable_target() = unit.settings->target;
+      for (const auto& [file, refused] : cached.index.refused_files()) {
+        auto* refusal = files->add_refusals();
+        *refusal->mutable_target() = unit.settings->target;
+        refusal->set_file(file);
+        refusal->set_reason(refused.reason);
+        refusal->set_message(refused.message);
+      }
+    }
+    cover.sink->RefusedFiles(*files);
+  }
 }
 
 void BranchWorker::CommitPending() {
@@ -240,7 +298,14 @@ void BranchWorker::CommitPending() {
   }
   for (Unit& unit : units_) {
     if (unit.state != State::kUncommitted) continue;
-    auto sha = CommitUnit(unit);
+    absl::StatusOr<std::optional<std::string>> sha = std::nullopt;
+    try {
+      sha = CommitUnit(unit);
+    } catch (const std::exception& e) {
+      sha = absl::InternalError(absl::StrCat("internal error: ", e.what()));
+    } catch (...) {
+      sha = absl::InternalError("internal error: unknown exception");
+    }
     if (!sha.ok()) {
       RejectUnit(unit, sha.status());
       continue;
@@ -253,8 +318,76 @@ void BranchWorker::CommitPending() {
 void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
   // A write the tree refuses (a path through a symlink, a file/directory clash, a template
   // that cannot render) fails the same way on every replay: drop it, report it, ack past it.
-  Reject(unit.covers, absl::StrCat("commit refused: ", status.message()));
+  // Each object of a window is refused on its own covers; a resync as a whole.
+  const std::string message = absl::StrCat("commit refused: ", status.message());
+  const auto reason = RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED);
+  std::map<std::string, std::vector<Coverage>> by_object;
+  for (const Coverage& cover : unit.covers) {
+    by_object[absl::StrCat(cover.object.gvr().group(), "/", cover.object.gvr().resource(), "|",
+                           cover.object.namespace_(), "/", cover.object.name())]
+        .push_back(cover);
+  }
+  for (const auto& [key, covers] : by_object) {
+    Refuse(covers, RefusedSubject::OfCover(covers.front()), reason, message, options_.metrics);
+  }
   unit.state = State::kNoop;
+}
+
+std::string BranchWorker::MessageFor(const Unit& unit,
+                                     const std::vector<commitmeta::ChangedResource>& changes) {
+  const TargetSettings& settings = *unit.settings;
+  if (unit.message_override.has_value()) return *unit.message_override;
+  absl::StatusOr<std::string> message;
+  std::string kind, text;
+  commitmeta::ReconcileMessageData data;
+  if (unit.kind == Kind::kWindow) {
+    kind = commitmeta::WindowTemplateKind(changes);
+    text = kind == "event" ? settings.templates.event : settings.templates.group;
+    const std::string author = unit.username.empty() ? settings.committer.name : unit.username;
+    message = commitmeta::RenderWindowMessage(settings.templates, author, settings.target.name(),
+                                              changes, options_.limits.templates);
+    if (message.ok()) return *message;
+    const absl::Status failed = message.status();
+    message = commitmeta::RenderWindowMessage({}, author, settings.target.name(), changes);
+    message.status().IgnoreError();
+    ReportTemplate(unit, kind, text, failed);
+  } else {
+    data.count = unit.resync.desired_count;
+    data.git_target = settings.target.name();
+    data.scope = unit.resync.gvr;
+    data.revision = unit.revision;
+    text = settings.templates.reconcile;
+    message = commitmeta::RenderReconcileMessage(text, data, options_.limits.templates);
+    if (message.ok()) return *message;
+    const absl::Status failed = message.status();
+    message = commitmeta::RenderReconcileMessage(commitmeta::kDefaultReconcileTemplate, data);
+    ReportTemplate(unit, "reconcile", text, failed);
+  }
+  // The defaults cannot fail on our own data; should they, a commit still needs a message.
+  return message.ok() ? *message : std::string("reverser: commit");
+}
+
+void BranchWorker::ReportTemplate(const Unit& unit, const std::string& kind,
+                                  const std::string& text, const absl::Status& status) {
+  const std::string key =
+      absl::StrCat(unit.settings->TargetKey(), "\n", kind, "\n", std::hash<std::string>()(text));
+  if (reported_templates_.count(key)) return;
+  Remember(reported_templates_, key);
+  options_.metrics
+      ->GetCounter("reverser_gitworker_template_fallbacks_total",
+                   "Commit templates that failed and were replaced by the default template "
+                   "(once per target and template).",
+                   {{"template", kind}})
+      .Increment();
+  // About the target, not each delivery: told to the unit's first stream position only.
+  std::vector<Coverage> covers;
+  if (!unit.covers.empty()) covers.push_back(unit.covers.front());
+  if (covers.empty()) covers.emplace_back().target = unit.settings->target;
+  Refuse(covers, RefusedSubject::Message(),
+         RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_RENDER_FAILED),
+         absl::StrCat(kind, " commit template failed, the default template's message is used: ",
+                      status.message()),
+         options_.metrics);
 }
 
 absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) {
@@ -262,59 +395,85 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   const TargetSettings& settings = *unit.settings;
   const std::string& branch = options_.key.branch;
   ASSIGN_OR_RETURN(std::optional<std::string> tip, repo_->LocalTip(branch));
-  ASSIGN_OR_RETURN(IdentityIndex * index, IndexFor(settings.path, tip));
+  ASSIGN_OR_RETURN(CachedIndex * cached, IndexFor(unit, tip));
+  ReportRefusedFiles(unit, *cached);
+  const IdentityIndex* index = &cached->index;
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;
   std::string message;
   std::vector<std::string> swept;
+  // A refused file is left alone: the object that would land in it is refused instead.
+  auto refuse_overwrite = [&](const DocumentKey& key, const std::string& path,
+                              const std::vector<Coverage>& covers,
+                              const core::GroupVersionResource& gvr) {
+    RefusedSubject subject;
+    *subject.object.mutable_gvr() = core::ToProto(gvr);
+    subject.object.set_namespace_(key.namespace_);
+    subject.object.set_name(key.name);
+    subject.kind = key.kind;
+    if (!covers.empty() && !covers.front().object.name().empty()) {
+      subject = RefusedSubject::OfCover(covers.front());
+    }
+    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED,
+           absl::StrCat("its file ", path, " is refused (", index->refused_files().at(path).message,
+                        ") and left alone"),
+           options_.metrics);
+  };
   if (unit.kind == Kind::kWindow) {
     std::vector<commitmeta::ChangedResource> resources;
     for (const PlannedWrite& write : unit.writes) {
       // Match-first: an existing document is edited (or deleted) in the file it lives in.
       const std::string path = index->Find(write.key).value_or(write.path);
+      if (index->IsRefused(path)) {
+        std::vector<Coverage> covers;
+        for (const Coverage& cover : unit.covers) {
+          if (cover.object.gvr().group() == write.key.group &&
+              cover.object.namespace_() == write.key.namespace_ &&
+              cover.object.name() == write.key.name) {
+            covers.push_back(cover);
+          }
+        }
+        refuse_overwrite(write.key, path, covers, write.change.gvr);
+        continue;
+      }
       changes[path] = write.content;
       if (write.content.has_value()) keys[path] = write.key;
       resources.push_back(write.change);
     }
-    if (unit.message_override.has_value()) {
-      message = *unit.message_override;
-    } else {
-      ASSIGN_OR_RETURN(message, commitmeta::RenderWindowMessage(
-                                    settings.templates,
-                                    unit.username.empty() ? settings.committer.name : unit.username,
-                                    settings.target.name(), resources));
-    }
+    if (resources.empty() && !unit.writes.empty()) return std::optional<std::string>();
+    message = MessageFor(unit, resources);
   } else {
     ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
+    for (const auto& [key, path] : resync.refused) {
+      refuse_overwrite(key, path, unit.covers, unit.resync.gvr);
+    }
     changes = std::move(resync.changes);
     keys = std::move(resync.keys);
     swept = std::move(resync.swept);
-    commitmeta::ReconcileMessageData data;
-    data.count = unit.resync.desired_count;
-    data.git_target = settings.target.name();
-    data.scope = unit.resync.gvr;
-    data.revision = unit.revision;
-    ASSIGN_OR_RETURN(message,
-                     commitmeta::RenderReconcileMessage(settings.templates.reconcile, data));
+    message = MessageFor(unit, {});
   }
 
   // Bootstrap files come with the first effective write into a never-bootstrapped path.
+  // Files are compared and probed by blob id: nothing a person pushed is loaded here.
   bool writes_content = false;
   for (const auto& [path, content] : changes) writes_content |= content.has_value();
   if (writes_content) {
     std::optional<std::string> marker;
     if (tip.has_value()) {
-      ASSIGN_OR_RETURN(marker, repo_->ReadFile(*tip, BootstrapMarkerPath(settings)));
+      ASSIGN_OR_RETURN(marker, repo_->FileBlobId(*tip, BootstrapMarkerPath(settings)));
     }
     if (!marker.has_value()) {
       bool effective = false;
       for (const auto& [path, content] : changes) {
         std::optional<std::string> current;
         if (tip.has_value()) {
-          auto read = repo_->ReadFile(*tip, path);
-          if (read.ok()) current = *read;
+          auto id = repo_->FileBlobId(*tip, path);
+          if (id.ok()) current = *id;
         }
-        if (current != content) {
+        const std::optional<std::string> next =
+            content.has_value() ? std::optional<std::string>(git::BlobIdOf(*content))
+                                : std::nullopt;
+        if (current != next) {
           effective = true;
           break;
         }
@@ -324,7 +483,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
           if (changes.count(path)) continue;
           std::optional<std::string> existing;
           if (tip.has_value()) {
-            ASSIGN_OR_RETURN(existing, repo_->ReadFile(*tip, path));
+            ASSIGN_OR_RETURN(existing, repo_->FileBlobId(*tip, path));
           }
           if (!existing.has_value()) changes[path] = content;
         }

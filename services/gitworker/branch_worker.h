@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "libs/git/repository.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/refusal.h"
 #include "services/gitworker/target_writer.h"
 #include "services/gitworker/work_item.h"
 
@@ -58,6 +60,8 @@ struct BranchWorkerOptions {
   int max_push_attempts = 3;                        // per push cycle
   // Commits changing this many files or more (first mirror, big resyncs) write one pack.
   size_t pack_threshold = git::kDefaultPackThreshold;
+  // What is read from Git and rendered (file sizes, YAML per file, templates).
+  WriterLimits limits;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -69,7 +73,8 @@ class BranchWorker {
   // Takes one item. An event joins the open window of its (author, GitTarget) — finalizing a
   // window of another author or target first — and finalizes it at once for window 0 or at the
   // buffer limit. A resync finalizes the open window, then becomes one reconcile write. Items
-  // that can never be written are reported to their sink as rejected and acked in order.
+  // that can never be written are refused (refusal.h) and acked in order: whatever an item
+  // holds (anything thrown while planning it refuses that item), it never stops the branch.
   void Add(WorkItem item);
   // Closes the open window (if any) into a pending write and commits it locally.
   void Finalize(FinalizeReason reason);
@@ -128,15 +133,31 @@ class BranchWorker {
     std::string sha;
   };
 
+  struct CachedIndex {
+    std::optional<std::string> at;  // the commit the index describes
+    IdentityIndex index;
+    // The delivery streams told this index's refused files (each is told once per index).
+    std::set<std::weak_ptr<FeedbackSink>, std::owner_less<std::weak_ptr<FeedbackSink>>> told;
+  };
+
+  void AddEvent(WorkItem item);
+  void AddResync(WorkItem item);
   absl::Status EnsureRepo();
-  // The document index of a target path at `tip`, rebuilt when the branch moved under it.
-  absl::StatusOr<IdentityIndex*> IndexFor(const std::string& path,
-                                          const std::optional<std::string>& tip);
+  // The document index of a unit's target path at `tip`, rebuilt when the branch moved under
+  // it (newly refused files are refused then, once).
+  absl::StatusOr<CachedIndex*> IndexFor(const Unit& unit, const std::optional<std::string>& tip);
+  // Sends the index's refused files (complete, maybe none) to the unit's delivery streams that
+  // were not told yet.
+  void ReportRefusedFiles(const Unit& unit, CachedIndex& cached);
   void CommitPending();
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
+  // The commit message of a unit; a template that fails (its limits, an error on real data)
+  // falls back to the default template's message, refused once per target and template.
+  std::string MessageFor(const Unit& unit, const std::vector<commitmeta::ChangedResource>& changes);
+  void ReportTemplate(const Unit& unit, const std::string& kind, const std::string& text,
+                      const absl::Status& status);
   void RejectUnit(Unit& unit, const absl::Status& status);
   void Complete();
-  void Reject(const std::vector<Coverage>& covers, const std::string& reason);
   void AttachCovers(std::vector<Coverage> covers);
   bool HasUnpushed() const;
   void UpdateQueueGauge();
@@ -145,11 +166,11 @@ class BranchWorker {
   BranchWorkerOptions options_;
   std::unique_ptr<git::Repository> repo_;
   std::optional<std::string> expected_remote_;  // CAS old value: the remote tip we build on
-  struct CachedIndex {
-    std::optional<std::string> at;  // the commit the index describes
-    IdentityIndex index;
-  };
   std::map<std::string, CachedIndex> indexes_;  // target path → its documents
+  // Refused blobs (blob id → refusal), so a branch that moves again does not read them again.
+  std::map<std::string, IdentityIndex::RefusedFile> refused_blobs_;
+  std::set<std::string> reported_files_;      // target, path and blob already refused
+  std::set<std::string> reported_templates_;  // target, template kind and text already refused
   std::optional<Unit> window_;
   uint64_t window_generation_ = 0;
   std::deque<Unit> units_;

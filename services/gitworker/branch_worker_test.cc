@@ -384,6 +384,14 @@ TEST_F(BranchWorkerTest, SensitiveObjectsAreNeverWrittenInPlaintext) {
   EXPECT_EQ(Subjects().size(), 1u) << "nothing committed";
   ASSERT_EQ(sink_->rejected().size(), 1u);
   EXPECT_NE(sink_->rejected()[0].find("no age recipients"), std::string::npos);
+  const reverser::v1::Refusal refusal = sink_->refusals()[0];
+  EXPECT_EQ(refusal.reason(), reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE);
+  EXPECT_EQ(refusal.kind(), "Secret");
+  EXPECT_EQ(refusal.object().namespace_(), "default");
+  EXPECT_EQ(refusal.object().name(), "s");
+  EXPECT_EQ(refusal.target().name(), config.target().name());
+  EXPECT_EQ(ClaimKey(refusal.claim()), ClaimKey(secrets));
+  EXPECT_EQ(refusal.position().rv(), 10u);
   EXPECT_EQ(sink_->AckedRv(secrets), 10u) << "a rejected item does not stall the stream";
   auto grep = Git(remote_, {"grep", "-c", "hunter2", "main"});
   EXPECT_FALSE(grep.ok());
@@ -631,7 +639,12 @@ TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {
                                       "Not_A_Namespace", "x", "1", 11)));
   worker->PushIfDue();
   EXPECT_EQ(Subjects().size(), 1u);
-  EXPECT_EQ(sink_->rejected().size(), 2u);
+  auto refusals = sink_->refusals();
+  ASSERT_EQ(refusals.size(), 2u);
+  EXPECT_EQ(refusals[0].reason(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  EXPECT_EQ(refusals[0].object().name(), "..");
+  EXPECT_EQ(refusals[1].reason(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  EXPECT_EQ(refusals[1].object().namespace_(), "Not_A_Namespace");
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
 }
 

@@ -8,6 +8,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
 #include "libs/runtime/log.h"
+#include "services/gitworker/refusal.h"
 
 namespace reverser::gitworker {
 namespace {
@@ -30,7 +31,8 @@ class StreamSink final : public FeedbackSink {
   explicit StreamSink(std::shared_ptr<StreamShared> shared) : shared_(std::move(shared)) {}
   void Accepted(uint64_t sequence) override;
   void Ack(const reverser::v1::DeliveryAck& ack) override;
-  void Rejected(const std::string& reason) override;
+  void Refused(const reverser::v1::Refusal& refusal) override;
+  void RefusedFiles(const reverser::v1::RefusedFiles& files) override;
 
  private:
   std::shared_ptr<StreamShared> shared_;
@@ -82,10 +84,28 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     QueueLocked(std::move(feedback));
   }
 
-  void RejectLocked(const std::string& reason) {
+  void RefuseLocked(const reverser::v1::Refusal& refusal) {
     Feedback feedback;
-    feedback.set_rejected(reason);
+    *feedback.mutable_refusal() = refusal;
     QueueLocked(std::move(feedback));
+  }
+
+  void RefusedFilesLocked(const reverser::v1::RefusedFiles& files) {
+    Feedback feedback;
+    *feedback.mutable_refused_files() = files;
+    QueueLocked(std::move(feedback));
+  }
+
+  // A message that can never be applied: refused (with its target when it names one) and
+  // accepted, so the credit moves on.
+  void RefuseMessageLocked(uint64_t sequence, const reverser::v1::GitTargetRef& target,
+                           reverser::v1::RefusalReason reason, absl::string_view message) {
+    Coverage cover;
+    cover.target = target;
+    cover.sink = sink_;
+    Refuse({cover}, RefusedSubject::Message(), reason,
+           absl::StrCat("sequence ", sequence, ": ", message), options_.metrics);
+    AcceptLocked(sequence);
   }
 
   void OnReadDone(bool ok) override {
@@ -179,10 +199,11 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     switch (message.payload_case()) {
       case Message::kTargetConfig: {
         count("target_config");
-        auto settings = SettingsFromConfig(message.target_config());
+        auto settings = SettingsFromConfig(message.target_config(), options_.limits);
         if (!settings.ok()) {
-          RejectLocked(absl::StrCat("sequence ", sequence, ": ", settings.status().message()));
-          AcceptLocked(sequence);
+          RefuseMessageLocked(sequence, message.target_config().target(),
+                              reverser::v1::REFUSAL_REASON_INVALID_TARGET_CONFIG,
+                              settings.status().message());
           return;
         }
         const std::string key = (*settings)->TargetKey();
@@ -210,9 +231,9 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
         const std::string key = absl::StrCat(target.namespace_(), "/", target.name());
         auto it = targets_.find(key);
         if (it == targets_.end()) {
-          RejectLocked(absl::StrCat("sequence ", sequence, ": no target_config for GitTarget ", key,
-                                    " on this stream"));
-          AcceptLocked(sequence);
+          RefuseMessageLocked(
+              sequence, target, reverser::v1::REFUSAL_REASON_NO_TARGET_CONFIG,
+              absl::StrCat("no target_config for GitTarget ", key, " on this stream"));
           return;
         }
         auto item = std::make_shared<WorkItem>();
@@ -229,8 +250,9 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
       }
       default:
         count("empty");
-        RejectLocked(absl::StrCat("sequence ", sequence, ": message without payload"));
-        AcceptLocked(sequence);
+        RefuseMessageLocked(sequence, reverser::v1::GitTargetRef(),
+                            reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE,
+                            "message without payload");
         return;
     }
   }
@@ -263,9 +285,14 @@ void StreamSink::Ack(const reverser::v1::DeliveryAck& ack) {
   if (shared_->reactor) shared_->reactor->AckLocked(ack);
 }
 
-void StreamSink::Rejected(const std::string& reason) {
+void StreamSink::Refused(const reverser::v1::Refusal& refusal) {
   std::lock_guard lock(shared_->mu);
-  if (shared_->reactor) shared_->reactor->RejectLocked(reason);
+  if (shared_->reactor) shared_->reactor->RefuseLocked(refusal);
+}
+
+void StreamSink::RefusedFiles(const reverser::v1::RefusedFiles& files) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->RefusedFilesLocked(files);
 }
 
 }  // namespace

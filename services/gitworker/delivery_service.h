@@ -8,12 +8,13 @@
 //     resync/event: when its GitTarget's buffer had room). At most `max_unaccepted` messages are
 //     read ahead of their acceptance; beyond that the stream is not read (gRPC flow control).
 //   - `target_config` configures (or reconfigures) a GitTarget for the rest of the stream; an
-//     invalid config, or a resync/event for a target without config, is answered `rejected`
-//     (with the reason) and accepted, and never acked.
+//     invalid config, or a resync/event for a target without config, is answered `refusal`
+//     (reason code and message) and accepted, and never acked.
 //   - `ack{target, claim, position, commit_sha}` once everything of (target, claim) up to
 //     position is pushed; acks per (target, claim) only move forward. Objects that can never be
-//     written (e.g. sensitive without encryption) are answered `rejected` and acked in order, so
-//     a stream never stalls on them.
+//     written (e.g. sensitive without encryption) are answered `refusal` (naming the object)
+//     and acked in order, so a stream never stalls on them; `refused_files` lists the files
+//     under a target's path the gitworker refuses to read.
 //   - when the client half-closes, the stream ends after the feedback queued so far is written;
 //     a new stream starts with fresh target buffers (the splicer re-sends from its acked cursor).
 // GitWorker.AttachCommit: attach-then-poll finalize of a CommitRequest's open window.
@@ -37,6 +38,7 @@ namespace reverser::gitworker {
 struct DeliveryOptions {
   size_t target_buffer = 1000;  // items per GitTarget buffer
   size_t max_unaccepted = 64;   // messages read ahead of their acceptance
+  WriterLimits limits;          // templates of a target_config are tried within these
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
 

@@ -5,9 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <set>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -24,93 +22,6 @@ namespace {
 using ::reverser::testing::Git;
 using namespace ::reverser::gitworker::testsupport;  // NOLINT
 using ::testing::Contains;
-
-// A splicer's side of one Deliver stream: sends messages with increasing sequences and collects
-// every feedback message on a reader thread.
-class DeliveryClient {
- public:
-  explicit DeliveryClient(const std::string& target) {
-    channel_ = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-    stub_ = reverser::v1::GitWorker::NewStub(channel_);
-    stream_ = stub_->Deliver(&context_);
-    reader_ = std::thread([this] {
-      reverser::v1::DeliveryFeedback feedback;
-      while (stream_->Read(&feedback)) {
-        std::lock_guard lock(mu_);
-        feedback_.push_back(feedback);
-      }
-    });
-  }
-  ~DeliveryClient() {
-    context_.TryCancel();
-    reader_.join();
-  }
-
-  uint64_t SendConfig(const reverser::v1::GitTargetConfig& config) {
-    reverser::v1::DeliveryMessage message;
-    *message.mutable_target_config() = config;
-    return Send(message);
-  }
-  uint64_t SendResync(const reverser::v1::ClusterSnapshot& snapshot) {
-    reverser::v1::DeliveryMessage message;
-    *message.mutable_resync() = snapshot;
-    return Send(message);
-  }
-  uint64_t SendEvent(const reverser::v1::LiveEvent& event) {
-    reverser::v1::DeliveryMessage message;
-    *message.mutable_event() = event;
-    return Send(message);
-  }
-  uint64_t Send(reverser::v1::DeliveryMessage message) {
-    message.set_sequence(++sequence_);
-    EXPECT_TRUE(stream_->Write(message));
-    return sequence_;
-  }
-  void Close() { stream_->WritesDone(); }
-
-  std::vector<reverser::v1::DeliveryFeedback> Feedback() {
-    std::lock_guard lock(mu_);
-    return feedback_;
-  }
-  uint64_t AckedRv(const reverser::v1::Claim& claim) {
-    uint64_t rv = 0;
-    for (const auto& f : Feedback()) {
-      if (f.has_ack() && ClaimKey(f.ack().claim()) == ClaimKey(claim)) {
-        rv = std::max<uint64_t>(rv, f.ack().position().rv());
-      }
-    }
-    return rv;
-  }
-  std::vector<uint64_t> Accepted() {
-    std::vector<uint64_t> out;
-    for (const auto& f : Feedback()) {
-      if (f.payload_case() == reverser::v1::DeliveryFeedback::kAcceptedSequence) {
-        out.push_back(f.accepted_sequence());
-      }
-    }
-    return out;
-  }
-  std::vector<std::string> Rejected() {
-    std::vector<std::string> out;
-    for (const auto& f : Feedback()) {
-      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRejected)
-        out.push_back(f.rejected());
-    }
-    return out;
-  }
-
- private:
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<reverser::v1::GitWorker::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>>
-      stream_;
-  std::thread reader_;
-  std::mutex mu_;
-  std::vector<reverser::v1::DeliveryFeedback> feedback_;
-  uint64_t sequence_ = 0;
-};
 
 class GitWorkerServiceTest : public ::testing::Test {
  protected:
@@ -285,11 +196,17 @@ TEST_F(GitWorkerServiceTest, UnusableMessagesAreRejectedAndAccepted) {
   client.SendConfig(bad);
   client.Send({});  // no payload
   ASSERT_TRUE(testing::WaitFor([&] { return client.Accepted().size() == 3; }, absl::Seconds(10)));
-  auto rejected = client.Rejected();
-  ASSERT_EQ(rejected.size(), 3u);
-  EXPECT_TRUE(absl::StrContains(rejected[0], "no target_config")) << rejected[0];
-  EXPECT_TRUE(absl::StrContains(rejected[1], "template")) << rejected[1];
-  EXPECT_TRUE(absl::StrContains(rejected[2], "without payload")) << rejected[2];
+  auto refusals = client.Refusals();
+  ASSERT_EQ(refusals.size(), 3u);
+  EXPECT_EQ(refusals[0].reason(), reverser::v1::REFUSAL_REASON_NO_TARGET_CONFIG);
+  EXPECT_EQ(refusals[0].target().name(), config.target().name());
+  EXPECT_TRUE(absl::StrContains(refusals[0].message(), "no target_config"))
+      << refusals[0].message();
+  EXPECT_EQ(refusals[1].reason(), reverser::v1::REFUSAL_REASON_INVALID_TARGET_CONFIG);
+  EXPECT_EQ(refusals[1].target().name(), config.target().name());
+  EXPECT_TRUE(absl::StrContains(refusals[1].message(), "template")) << refusals[1].message();
+  EXPECT_EQ(refusals[2].reason(), reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
+  EXPECT_TRUE(absl::StrContains(refusals[2].message(), "without payload")) << refusals[2].message();
   EXPECT_EQ(Subjects().size(), 1u);
 }
 

@@ -1,6 +1,7 @@
 #include "services/gitworker/identity_index.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "libs/core/types.h"
 #include "libs/manifest/yaml_reader.h"
@@ -15,8 +16,18 @@ bool IsYamlFile(absl::string_view path) {
 }  // namespace
 
 std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
-  auto docs = manifest::ParseYamlDocuments(text);
-  if (!docs.ok()) return std::nullopt;
+  auto key = ReadKeyOfFile(text);
+  return key.ok() ? *key : std::nullopt;
+}
+
+absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::ReadKeyOfFile(
+    const std::string& text, const manifest::YamlReadLimits& limits) {
+  auto docs = manifest::ParseYamlDocuments(text, limits);
+  if (!docs.ok()) {
+    // A limit is a refusal; a syntax error just means this is no document of ours.
+    if (absl::IsResourceExhausted(docs.status())) return docs.status();
+    return std::nullopt;
+  }
   // Trailing empty documents ("---" at the end) do not count.
   std::vector<const nlohmann::json*> objects;
   for (const auto& doc : *docs) {
@@ -45,24 +56,58 @@ std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
   return key;
 }
 
-absl::StatusOr<IdentityIndex> IdentityIndex::Build(git::Repository& repo,
-                                                   const std::optional<std::string>& base,
-                                                   const std::string& path) {
+absl::StatusOr<IdentityIndex> IdentityIndex::Build(
+    git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
+    const IndexLimits& limits, const std::map<std::string, RefusedFile>* known_refused) {
   IdentityIndex index;
   index.path_ = path;
+  index.yaml_limits_ = limits.yaml;
   if (!base.has_value()) return index;
-  ASSIGN_OR_RETURN(std::vector<std::string> files, repo.ListFiles(*base, path));
-  for (const std::string& file : files) {
-    if (!IsYamlFile(file)) continue;
-    ASSIGN_OR_RETURN(std::optional<std::string> text, repo.ReadFile(*base, file));
-    if (text.has_value()) index.Add(file, *text);
+  ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, repo.ListFileEntries(*base, path));
+  for (const git::FileEntry& file : files) {
+    if (!IsYamlFile(file.path)) continue;
+    if (known_refused != nullptr) {
+      if (auto known = known_refused->find(file.blob_id); known != known_refused->end()) {
+        index.RefuseFile(file.path, known->second);
+        continue;
+      }
+    }
+    ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(file.blob_id));
+    if (size > limits.max_file_bytes) {
+      index.RefuseFile(file.path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                                   absl::StrCat("blob ", file.blob_id, ": ", size,
+                                                " bytes, more than the limit of ",
+                                                limits.max_file_bytes, "; not read, left alone"),
+                                   file.blob_id});
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::string text, repo.ReadBlob(file.blob_id));
+    auto key = ReadKeyOfFile(text, limits.yaml);
+    if (!key.ok()) {
+      index.RefuseFile(file.path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                                   absl::StrCat("blob ", file.blob_id, ": ", key.status().message(),
+                                                "; not read, left alone"),
+                                   file.blob_id});
+      continue;
+    }
+    if (key->has_value()) index.Record(file.path, **key);
   }
   return index;
 }
 
 void IdentityIndex::Add(const std::string& path, const std::string& text) {
-  auto key = KeyOfFile(text);
-  if (key.has_value()) Record(path, *key);
+  auto key = ReadKeyOfFile(text, yaml_limits_);
+  if (!key.ok()) {
+    RefuseFile(path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
+                      std::string(key.status().message())});
+    return;
+  }
+  if (key->has_value()) Record(path, **key);
+}
+
+void IdentityIndex::RefuseFile(const std::string& path, RefusedFile refused) {
+  Remove(path);
+  refused_[path] = std::move(refused);
 }
 
 void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
@@ -80,6 +125,7 @@ void IdentityIndex::Record(std::map<std::string, DocumentKey>::node_type entry) 
 }
 
 void IdentityIndex::Remove(const std::string& path) {
+  refused_.erase(path);
   auto it = by_path_.find(path);
   if (it == by_path_.end()) return;
   by_key_.erase(&it->second);

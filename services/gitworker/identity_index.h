@@ -4,6 +4,8 @@
 // path (docs/behaviour.md, Match-first editing): an object already in Git is updated or deleted
 // in the file it lives in, even if a placement template or a person put it somewhere else. Built
 // by scanning the YAML files under the path at one commit, then kept current with our own writes.
+// Files beyond the read limits (size from the object header, YAML nodes/aliases/depth per file)
+// are not read: they are recorded as refused, and left alone — never swept, never overwritten.
 
 #include <map>
 #include <optional>
@@ -12,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "libs/git/repository.h"
+#include "libs/manifest/yaml_reader.h"
+#include "proto/reverser/v1/catalog.pb.h"
 
 namespace reverser::gitworker {
 
@@ -24,6 +28,12 @@ struct DocumentKey {
   auto operator<=>(const DocumentKey&) const = default;
 };
 
+// Bounds on the files an index reads.
+struct IndexLimits {
+  uint64_t max_file_bytes = 8 << 20;
+  manifest::YamlReadLimits yaml;
+};
+
 class IdentityIndex {
  public:
   IdentityIndex() = default;
@@ -33,10 +43,15 @@ class IdentityIndex {
   IdentityIndex(const IdentityIndex&) = delete;
   IdentityIndex& operator=(const IdentityIndex&) = delete;
 
-  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree).
-  static absl::StatusOr<IdentityIndex> Build(git::Repository& repo,
-                                             const std::optional<std::string>& base,
-                                             const std::string& path);
+  struct RefusedFile;
+  // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree). A file
+  // larger than limits.max_file_bytes (its size read from the object header, the blob never
+  // loaded) or beyond limits.yaml is refused; a file whose blob is in `known_refused` (blob id →
+  // its refusal, from an earlier scan) is refused again without being read.
+  static absl::StatusOr<IdentityIndex> Build(
+      git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
+      const IndexLimits& limits = {},
+      const std::map<std::string, RefusedFile>* known_refused = nullptr);
 
   // The single-document file holding `key`, if any. Objects in multi-document files are not
   // returned (they are not rewritten whole).
@@ -54,6 +69,24 @@ class IdentityIndex {
 
   // The identity stated by one YAML document's text, if it is a single Kubernetes object.
   static std::optional<DocumentKey> KeyOfFile(const std::string& text);
+  // The same, distinguishing a file the reader refuses (an error: a limit of the YAML reader,
+  // ResourceExhausted) from one that simply states no single object (nullopt: not YAML we
+  // understand, several documents, no identity), which is kept and ignored as before.
+  static absl::StatusOr<std::optional<DocumentKey>> ReadKeyOfFile(
+      const std::string& text, const manifest::YamlReadLimits& limits = {});
+
+  // A file under the path the gitworker refuses to read: left alone (never edited, swept or
+  // overwritten) and reported on the GitTarget's status.
+  struct RefusedFile {
+    reverser::v1::RefusalReason reason = reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT;
+    std::string message;
+    std::string blob_id;  // the content refused (empty when not known)
+  };
+  // Records `path` as refused (Build does it for files the reader refuses; a size check
+  // before reading may call it too).
+  void RefuseFile(const std::string& path, RefusedFile refused);
+  const std::map<std::string, RefusedFile>& refused_files() const { return refused_; }
+  bool IsRefused(const std::string& path) const { return refused_.count(path) > 0; }
 
  private:
   void Remove(const std::string& path);
@@ -71,6 +104,8 @@ class IdentityIndex {
   using PathMap = std::map<std::string, DocumentKey>;
 
   std::string path_;
+  manifest::YamlReadLimits yaml_limits_;
+  std::map<std::string, RefusedFile> refused_;
   PathMap by_path_;
   std::map<const DocumentKey*, const std::string*, KeyLess> by_key_;
 };

@@ -22,9 +22,66 @@ ABSL_FLAG(std::string, credentials_dir, "",
           "Directory of mounted credential Secrets: <dir>/<namespace>/<name>/<key> "
           "(ssh-privatekey|identity|sshPrivateKey, known_hosts, username/password, bearerToken). "
           "Empty: remotes are reached anonymously.");
+ABSL_FLAG(int64_t, max_git_file_bytes, 8 << 20,
+          "Largest file under a target path that is read (size from the object header; larger "
+          "files are left alone and reported), and largest file written for an object.");
+ABSL_FLAG(int64_t, max_yaml_nodes, 1'000'000,
+          "YAML nodes one file may hold, all its documents together, aliases expanded.");
+ABSL_FLAG(int64_t, max_yaml_alias_nodes, 100'000,
+          "YAML nodes aliases may copy in one file, all its documents together.");
+ABSL_FLAG(int, max_yaml_depth, 512,
+          "Nesting depth of a YAML file read from Git (aliases expanded) and of a delivered "
+          "object (at most 2048).");
+ABSL_FLAG(int64_t, encryption_cache_bytes, 256 << 20,
+          "Encrypted Secret files kept in memory so an unchanged Secret re-delivered commits "
+          "nothing; beyond this the oldest are dropped (and re-encrypted on their next "
+          "delivery).");
+ABSL_FLAG(int64_t, max_template_iterations, 100'000,
+          "Range iterations one commit template execution may run, all ranges together.");
+ABSL_FLAG(int64_t, max_template_steps, 1'000'000,
+          "Evaluation steps one commit template execution may take.");
+ABSL_FLAG(int64_t, max_template_output_bytes, 1 << 20,
+          "Bytes one commit template execution may write or build with print/printf.");
+ABSL_FLAG(int, max_template_nesting, 100,
+          "Nesting of control structures and parentheses in a commit template (at most 1000).");
 
 namespace reverser::gitworker {
 namespace {
+
+absl::StatusOr<WriterLimits> LimitsFromFlags() {
+  WriterLimits limits;
+  const int64_t file_bytes = absl::GetFlag(FLAGS_max_git_file_bytes);
+  const int64_t nodes = absl::GetFlag(FLAGS_max_yaml_nodes);
+  const int64_t alias_nodes = absl::GetFlag(FLAGS_max_yaml_alias_nodes);
+  const int depth = absl::GetFlag(FLAGS_max_yaml_depth);
+  const int64_t iterations = absl::GetFlag(FLAGS_max_template_iterations);
+  const int64_t steps = absl::GetFlag(FLAGS_max_template_steps);
+  const int64_t output = absl::GetFlag(FLAGS_max_template_output_bytes);
+  const int nesting = absl::GetFlag(FLAGS_max_template_nesting);
+  if (file_bytes < 1 || nodes < 1 || alias_nodes < 0 || depth < 1 || iterations < 0 || steps < 1 ||
+      output < 1 || nesting < 1) {
+    return absl::InvalidArgumentError(
+        "--max_git_file_bytes, --max_yaml_*, --max_template_* must be positive "
+        "(alias nodes and iterations may be 0)");
+  }
+  // Readers, writers and the template engine recurse once per level.
+  if (depth > 2048 || nesting > 1000) {
+    return absl::InvalidArgumentError(
+        "--max_yaml_depth must be at most 2048 and --max_template_nesting at most 1000");
+  }
+  const int64_t cache_bytes = absl::GetFlag(FLAGS_encryption_cache_bytes);
+  if (cache_bytes < 0) return absl::InvalidArgumentError("--encryption_cache_bytes is negative");
+  limits.max_encryption_cache_bytes = static_cast<uint64_t>(cache_bytes);
+  limits.max_file_bytes = static_cast<uint64_t>(file_bytes);
+  limits.yaml.max_nodes = static_cast<size_t>(nodes);
+  limits.yaml.max_alias_nodes = static_cast<size_t>(alias_nodes);
+  limits.yaml.max_depth = depth;
+  limits.templates.max_iterations = iterations;
+  limits.templates.max_steps = steps;
+  limits.templates.max_output_bytes = output;
+  limits.templates.max_nesting = nesting;
+  return limits;
+}
 
 class App final : public runtime::ServiceApp {
  public:
@@ -40,10 +97,13 @@ class App final : public runtime::ServiceApp {
     }
     const std::string work_dir = absl::GetFlag(FLAGS_work_dir);
     if (work_dir.empty()) return absl::InvalidArgumentError("--work_dir must be set");
+    auto limits = LimitsFromFlags();
+    if (!limits.ok()) return limits.status();
 
     BranchRegistryOptions registry;
     registry.work_dir = work_dir;
     registry.push_cooldown = cooldown;
+    registry.limits = *limits;
     if (const std::string dir = absl::GetFlag(FLAGS_credentials_dir); !dir.empty()) {
       registry.credentials = DirectoryCredentialsResolver(dir);
     }
@@ -52,12 +112,14 @@ class App final : public runtime::ServiceApp {
     DeliveryOptions delivery;
     delivery.target_buffer = static_cast<size_t>(target_buffer);
     delivery.max_unaccepted = static_cast<size_t>(max_unaccepted);
+    delivery.limits = *limits;
     service_ = std::make_unique<GitWorkerService>(host.actors(), registry_.get(), delivery);
     admin_ = std::make_unique<GitWorkerAdminService>(&host, registry_.get());
     host.AddGrpcService(service_.get());
     host.AddGrpcService(admin_.get());
     host.SetDetail("work_dir", work_dir);
     host.SetDetail("push_cooldown", absl::FormatDuration(cooldown));
+    host.SetDetail("max_git_file_bytes", std::to_string(limits->max_file_bytes));
     host_ = &host;
     return absl::OkStatus();
   }

@@ -1,5 +1,6 @@
 #include "services/gitworker/target_writer.h"
 
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 
@@ -37,7 +38,8 @@ constexpr char kGitTargetIgnore[] =
 // Auxiliary files a sweep never deletes, whatever they contain.
 // Every SOPS encryption yields new bytes. To keep re-delivery of an unchanged sensitive object a
 // no-op, the file written for (object, recipients) is remembered under a keyed fingerprint and
-// reused. In memory only: after a restart the first re-delivery re-encrypts once.
+// reused. In memory only, and bounded (WriterLimits::max_encryption_cache_bytes): after a
+// restart, or once an entry was dropped, the next re-delivery re-encrypts once.
 class EncryptionCache {
  public:
   static EncryptionCache& Get() {
@@ -45,8 +47,10 @@ class EncryptionCache {
     return *cache;
   }
 
+  // Holds at most `max_bytes` of files (and kMaxEntries of them), dropping the oldest first.
   absl::StatusOr<std::string> Encrypt(const nlohmann::json& object,
-                                      const std::vector<std::string>& recipients) {
+                                      const std::vector<std::string>& recipients,
+                                      uint64_t max_bytes) {
     ASSIGN_OR_RETURN(std::string fingerprint,
                      sops::SecretFingerprint(object, recipients, hmac_key_));
     {
@@ -55,7 +59,15 @@ class EncryptionCache {
     }
     ASSIGN_OR_RETURN(std::string file, sops::EncryptSecretYaml(object, recipients));
     std::lock_guard lock(mu_);
-    if (files_.size() >= kMaxEntries) files_.clear();
+    if (files_.count(fingerprint) || file.size() > max_bytes) return file;
+    while (!order_.empty() && (files_.size() >= kMaxEntries || bytes_ + file.size() > max_bytes)) {
+      auto oldest = files_.find(order_.front());
+      bytes_ -= oldest->second.size();
+      files_.erase(oldest);
+      order_.pop_front();
+    }
+    bytes_ += file.size();
+    order_.push_back(fingerprint);
     files_[fingerprint] = file;
     return file;
   }
@@ -69,6 +81,8 @@ class EncryptionCache {
   std::mutex mu_;
   std::string hmac_key_;
   std::unordered_map<std::string, std::string> files_;
+  std::deque<std::string> order_;  // fingerprints, oldest first
+  uint64_t bytes_ = 0;
 };
 
 bool IsAllowlisted(absl::string_view path) {
@@ -87,6 +101,28 @@ manifest::ObjectIdentity IdentityOf(const reverser::v1::ObjectBody& object) {
   id.name = object.ref().name();
   id.sensitive = object.sensitive();
   return id;
+}
+
+// Why an object could not be read back within the YAML limits (nesting, node count), counted
+// without recursion: a deep value must not overflow the stack of whoever walks it next (the SOPS
+// encryption, the YAML writer). Empty when it fits.
+std::string BeyondYamlLimits(const nlohmann::json& value, const manifest::YamlReadLimits& limits) {
+  std::vector<std::pair<const nlohmann::json*, int>> stack{{&value, 0}};
+  size_t nodes = 0;
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (depth > limits.max_depth) {
+      return absl::StrCat("nested deeper than ", limits.max_depth, " levels");
+    }
+    // Each key is a node of its own in YAML.
+    nodes += node->is_object() ? 1 + node->size() : 1;
+    if (nodes > limits.max_nodes) return absl::StrCat("more than ", limits.max_nodes, " nodes");
+    if (node->is_structured()) {
+      for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+    }
+  }
+  return "";
 }
 
 std::string OperationName(reverser::v1::Operation op) {
@@ -109,7 +145,7 @@ std::string TargetSettings::TargetKey() const {
 }
 
 absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
-    const reverser::v1::GitTargetConfig& config) {
+    const reverser::v1::GitTargetConfig& config, const WriterLimits& limits) {
   auto settings = std::make_shared<TargetSettings>();
   settings->target = config.target();
   settings->destination = config.destination();
@@ -142,7 +178,7 @@ absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
   if (!config.reconcile_template().empty()) {
     settings->templates.reconcile = config.reconcile_template();
   }
-  if (auto s = commitmeta::ValidateTemplates(settings->templates); !s.ok()) {
+  if (auto s = commitmeta::ValidateTemplates(settings->templates, limits.templates); !s.ok()) {
     return core::Annotate(s, where);
   }
   if (config.commit_window_ms() < 0) {
@@ -175,37 +211,75 @@ absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
     tmpl = it->second;
     by_type = true;
   }
+  if (auto valid = manifest::ValidateIdentity(id); !valid.ok()) {
+    return WithRefusalReason(valid, reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  }
   // A sensitive object is never bundled: only an identity-complete template may place it.
   if (!tmpl.empty() && (!id.sensitive || manifest::IsIdentityComplete(tmpl, by_type))) {
-    ASSIGN_OR_RETURN(std::string relative, manifest::RenderPlacementTemplate(tmpl, id));
-    return manifest::JoinTargetPath(settings.path, relative);
+    auto relative = manifest::RenderPlacementTemplate(tmpl, id);
+    if (!relative.ok()) {
+      return WithRefusalReason(relative.status(), reverser::v1::REFUSAL_REASON_RENDER_FAILED);
+    }
+    auto joined = manifest::JoinTargetPath(settings.path, *relative);
+    if (!joined.ok()) {
+      return WithRefusalReason(joined.status(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+    }
+    return joined;
   }
-  return manifest::CanonicalPath(settings.path, id);
+  auto canonical = manifest::CanonicalPath(settings.path, id);
+  if (!canonical.ok()) {
+    return WithRefusalReason(canonical.status(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  }
+  return canonical;
 }
 
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
-                                         const reverser::v1::ObjectBody& object) {
+                                         const reverser::v1::ObjectBody& object,
+                                         const WriterLimits& limits) {
+  // Messages say what is wrong; the refusal around them names the object.
   if (object.sensitive() && settings.age_recipients.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sensitive object ", object.ref().namespace_(), "/", object.ref().name(),
-                     " not written: no age recipients configured (never written in plaintext)"));
+    return WithRefusalReason(
+        absl::FailedPreconditionError("sensitive object not written: no age recipients "
+                                      "configured (never written in plaintext)"),
+        reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE);
+  }
+  auto too_large = [&](absl::string_view what, size_t size) {
+    return WithRefusalReason(
+        absl::ResourceExhaustedError(absl::StrCat(what, " of ", size,
+                                                  " bytes not written: more than the file limit "
+                                                  "of ",
+                                                  limits.max_file_bytes)),
+        reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
+  };
+  if (object.sanitized_json().size() > limits.max_file_bytes) {
+    return too_large("object", object.sanitized_json().size());
   }
   nlohmann::json body = nlohmann::json::parse(object.sanitized_json(), nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("object ", object.ref().namespace_(), "/",
-                                                   object.ref().name(),
-                                                   ": sanitized_json is not a JSON object"));
+    return WithRefusalReason(absl::InvalidArgumentError("sanitized_json is not a JSON object"),
+                             reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
+  if (const std::string beyond = BeyondYamlLimits(body, limits.yaml); !beyond.empty()) {
+    return WithRefusalReason(absl::ResourceExhaustedError(absl::StrCat(
+                                 "object ", beyond, " not written (it could not be read back)")),
+                             reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
+  }
+  absl::StatusOr<std::string> file;
   if (object.sensitive()) {
-    auto file = EncryptionCache::Get().Encrypt(body, settings.age_recipients);
+    file = EncryptionCache::Get().Encrypt(body, settings.age_recipients,
+                                          limits.max_encryption_cache_bytes);
     if (!file.ok()) {
-      return core::Annotate(file.status(),
-                            absl::StrCat("sensitive object ", object.ref().namespace_(), "/",
-                                         object.ref().name(), " not written"));
+      return WithRefusalReason(
+          core::Annotate(file.status(), "sensitive object not written"),
+          RefusalReasonOf(file.status(), reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE));
     }
-    return file;
+  } else {
+    file = manifest::RenderManifest(body);
+    if (!file.ok()) return WithRefusalReason(file.status(), RefusalReasonOf(file.status()));
   }
-  return manifest::RenderManifest(body);
+  // Never write what the index would refuse to read back.
+  if (file->size() > limits.max_file_bytes) return too_large("rendered file", file->size());
+  return file;
 }
 
 DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
@@ -224,11 +298,13 @@ DocumentKey KeyOf(const reverser::v1::ObjectBody& object) {
 }
 
 absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
-                                       const reverser::v1::LiveEvent& event) {
+                                       const reverser::v1::LiveEvent& event,
+                                       const WriterLimits& limits) {
   PlannedWrite write;
   write.change.operation = OperationName(event.operation());
   if (write.change.operation.empty()) {
-    return absl::InvalidArgumentError("event without operation");
+    return WithRefusalReason(absl::InvalidArgumentError("event without operation"),
+                             reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE);
   }
   const auto& object = event.object();
   write.change.gvr = core::FromProto(object.ref().gvr());
@@ -237,14 +313,14 @@ absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
   write.key = KeyOf(object);
   ASSIGN_OR_RETURN(write.path, ObjectPath(settings, object));
   if (event.operation() != reverser::v1::OPERATION_DELETE) {
-    ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object));
+    ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object, limits));
     write.content = std::move(yaml);
   }
   return write;
 }
 
-PreparedResync PrepareResync(const TargetSettings& settings,
-                             reverser::v1::ClusterSnapshot snapshot) {
+PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::ClusterSnapshot snapshot,
+                             const WriterLimits& limits) {
   PreparedResync prepared;
   prepared.gvr = core::FromProto(snapshot.claim().type().gvr());
   prepared.kind = snapshot.claim().type().gvk().kind();
@@ -254,8 +330,10 @@ PreparedResync PrepareResync(const TargetSettings& settings,
   }
   prepared.sweep = !prepared.kind.empty() && !prepared.gvr.resource.empty();
   if (!prepared.sweep) {
-    prepared.rejected.push_back(
-        "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no sweep");
+    prepared.refused.push_back(
+        {RefusedSubject::Message(), reverser::v1::REFUSAL_REASON_MALFORMED_MESSAGE,
+         "resync without a type (claim.type.gvk.kind / gvr.resource): objects written, no "
+         "sweep"});
   }
   if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
     prepared.namespace_ = snapshot.claim().scope().namespace_();
@@ -268,13 +346,16 @@ PreparedResync PrepareResync(const TargetSettings& settings,
     rendered.Swap(&object);
     auto path = ObjectPath(settings, rendered);
     if (!path.ok()) {
-      prepared.rejected.push_back(std::string(path.status().message()));
+      prepared.protected_keys.insert(KeyOf(rendered));  // it exists: never swept
+      prepared.refused.push_back({RefusedSubject::Object(rendered), RefusalReasonOf(path.status()),
+                                  std::string(path.status().message())});
       continue;
     }
-    auto yaml = RenderObject(settings, rendered);
+    auto yaml = RenderObject(settings, rendered, limits);
     if (!yaml.ok()) {
       prepared.protected_keys.insert(KeyOf(rendered));
-      prepared.rejected.push_back(std::string(yaml.status().message()));
+      prepared.refused.push_back({RefusedSubject::Object(rendered), RefusalReasonOf(yaml.status()),
+                                  std::string(yaml.status().message())});
       continue;
     }
     prepared.upserts.push_back({KeyOf(rendered), *std::move(path), *std::move(yaml)});
@@ -286,6 +367,10 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
   ResyncChanges out;
   for (const auto& upsert : prepared.upserts) {
     const std::string path = index.Find(upsert.key).value_or(upsert.path);
+    if (index.IsRefused(path)) {
+      out.refused.emplace_back(upsert.key, path);
+      continue;
+    }
     out.changes[path] = upsert.yaml;
     out.keys[path] = upsert.key;
   }

@@ -18,11 +18,29 @@
 #include "libs/commitmeta/identity.h"
 #include "libs/commitmeta/messages.h"
 #include "libs/git/repository.h"
+#include "libs/gotemplate/template.h"
 #include "libs/manifest/paths.h"
+#include "libs/manifest/yaml_reader.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/identity_index.h"
+#include "services/gitworker/refusal.h"
 
 namespace reverser::gitworker {
+
+// Bounds on what the gitworker reads from Git and renders (set by the service's flags). Content
+// beyond them is refused (LIMIT_EXCEEDED, UNSUPPORTED_CONTENT), never a reason to crash or stall.
+struct WriterLimits {
+  // A file under a target path larger than this is not read (its size comes from the object
+  // header); an object whose file would be larger is not written (it could not be read back).
+  uint64_t max_file_bytes = 8 << 20;
+  // Per file read from Git; max_depth also bounds delivered objects.
+  manifest::YamlReadLimits yaml;
+  // Commit message templates.
+  gotemplate::Limits templates;
+  // Encrypted files kept so that re-delivering an unchanged Secret commits nothing (every
+  // encryption makes new bytes); the oldest are dropped beyond this.
+  uint64_t max_encryption_cache_bytes = 256 << 20;
+};
 
 // A GitTargetConfig validated and resolved (defaults filled in).
 struct TargetSettings {
@@ -43,9 +61,9 @@ struct TargetSettings {
 };
 
 // InvalidArgument naming the field for an unusable config (no destination branch or remote,
-// unsafe path, invalid template or placement template).
+// unsafe path, invalid template or placement template; templates are tried within `limits`).
 absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
-    const reverser::v1::GitTargetConfig& config);
+    const reverser::v1::GitTargetConfig& config, const WriterLimits& limits = {});
 
 // One file change planned for one object.
 struct PlannedWrite {
@@ -56,15 +74,18 @@ struct PlannedWrite {
 };
 
 // The file an object lives in: the byType placement, else the default placement, else the
-// canonical path, joined under the target path. InvalidArgument for unsafe identities.
+// canonical path, joined under the target path. InvalidArgument for unsafe identities, tagged
+// with its refusal reason (refusal.h RefusalReasonOf), as are RenderObject's and PlanEvent's.
 absl::StatusOr<std::string> ObjectPath(const TargetSettings& settings,
                                        const reverser::v1::ObjectBody& object);
 
 // The YAML written for an object. Sensitive objects are SOPS-encrypted to the target's age
 // recipients (libs/sops); without recipients they are refused (FailedPrecondition), never
-// written in plaintext.
+// written in plaintext. Refused as well (LIMIT_EXCEEDED): what the index could not read back —
+// nesting or nodes beyond limits.yaml, a body or file larger than limits.max_file_bytes.
 absl::StatusOr<std::string> RenderObject(const TargetSettings& settings,
-                                         const reverser::v1::ObjectBody& object);
+                                         const reverser::v1::ObjectBody& object,
+                                         const WriterLimits& limits = {});
 
 // The identity an object's document states: group, kind (from the GVK, else the body),
 // namespace, name.
@@ -72,7 +93,8 @@ DocumentKey KeyOf(const reverser::v1::ObjectBody& object);
 
 // A live event as one file change (upsert or delete).
 absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
-                                       const reverser::v1::LiveEvent& event);
+                                       const reverser::v1::LiveEvent& event,
+                                       const WriterLimits& limits = {});
 
 // A resync's desired set rendered once (kept for replays after a push conflict).
 struct PreparedResync {
@@ -84,8 +106,14 @@ struct PreparedResync {
   std::vector<Upsert> upserts;
   // Desired objects that could not be rendered (e.g. sensitive): never swept.
   std::set<DocumentKey> protected_keys;
-  std::vector<std::string> rejected;  // one reason per object that could not be written
-  core::GroupVersionResource gvr;     // the swept type
+  // One per desired object that can never be written (an empty subject: the resync itself).
+  struct Refused {
+    RefusedSubject subject;
+    reverser::v1::RefusalReason reason;
+    std::string message;
+  };
+  std::vector<Refused> refused;
+  core::GroupVersionResource gvr;  // the swept type
   std::string kind;
   std::optional<std::string> namespace_;  // set when the claim is namespaced
   bool sweep = true;  // false when the type is unknown: never guess what to delete
@@ -93,8 +121,8 @@ struct PreparedResync {
 };
 // Renders the snapshot's desired objects, releasing each one once it is rendered: a large
 // snapshot and its rendered files are never both held in full.
-PreparedResync PrepareResync(const TargetSettings& settings,
-                             reverser::v1::ClusterSnapshot snapshot);
+PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::ClusterSnapshot snapshot,
+                             const WriterLimits& limits = {});
 
 // The full change set of a resync against the target path's documents (`index`): every desired
 // object written where its document lives (else at its placement path), plus a delete for every
@@ -105,6 +133,8 @@ struct ResyncChanges {
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;  // written path → object
   std::vector<std::string> swept;           // paths deleted by the sweep
+  // Desired objects whose file is refused (index.refused_files()): not written, never swept.
+  std::vector<std::pair<DocumentKey, std::string>> refused;
 };
 ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
 

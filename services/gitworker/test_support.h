@@ -1,14 +1,21 @@
 #pragma once
 
-// Builders for delivery messages and a recording feedback sink, shared by the gitworker tests.
+// Builders for delivery messages, a recording feedback sink and a Deliver client, shared by the
+// gitworker tests.
 
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/work_item.h"
 
@@ -124,17 +131,32 @@ class RecordingSink : public FeedbackSink {
     std::lock_guard lock(mu_);
     acks_.push_back(ack);
   }
-  void Rejected(const std::string& reason) override {
+  void Refused(const reverser::v1::Refusal& refusal) override {
     std::lock_guard lock(mu_);
-    rejected_.push_back(reason);
+    refusals_.push_back(refusal);
+  }
+  void RefusedFiles(const reverser::v1::RefusedFiles& files) override {
+    std::lock_guard lock(mu_);
+    refused_files_.push_back(files);
   }
   std::vector<reverser::v1::DeliveryAck> acks() const {
     std::lock_guard lock(mu_);
     return acks_;
   }
+  std::vector<reverser::v1::Refusal> refusals() const {
+    std::lock_guard lock(mu_);
+    return refusals_;
+  }
+  // The refusals' messages, in order.
   std::vector<std::string> rejected() const {
     std::lock_guard lock(mu_);
-    return rejected_;
+    std::vector<std::string> out;
+    for (const auto& refusal : refusals_) out.push_back(refusal.message());
+    return out;
+  }
+  std::vector<reverser::v1::RefusedFiles> refused_files() const {
+    std::lock_guard lock(mu_);
+    return refused_files_;
   }
   std::vector<uint64_t> accepted() const {
     std::lock_guard lock(mu_);
@@ -155,7 +177,109 @@ class RecordingSink : public FeedbackSink {
   mutable std::mutex mu_;
   std::vector<uint64_t> accepted_;
   std::vector<reverser::v1::DeliveryAck> acks_;
-  std::vector<std::string> rejected_;
+  std::vector<reverser::v1::Refusal> refusals_;
+  std::vector<reverser::v1::RefusedFiles> refused_files_;
+};
+
+// A splicer's side of one Deliver stream: sends messages with increasing sequences and collects
+// every feedback message on a reader thread.
+class DeliveryClient {
+ public:
+  explicit DeliveryClient(const std::string& target) {
+    channel_ = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    stub_ = reverser::v1::GitWorker::NewStub(channel_);
+    stream_ = stub_->Deliver(&context_);
+    reader_ = std::thread([this] {
+      reverser::v1::DeliveryFeedback feedback;
+      while (stream_->Read(&feedback)) {
+        std::lock_guard lock(mu_);
+        feedback_.push_back(feedback);
+      }
+    });
+  }
+  ~DeliveryClient() {
+    context_.TryCancel();
+    reader_.join();
+  }
+
+  uint64_t SendConfig(const reverser::v1::GitTargetConfig& config) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_target_config() = config;
+    return Send(message);
+  }
+  uint64_t SendResync(const reverser::v1::ClusterSnapshot& snapshot) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_resync() = snapshot;
+    return Send(message);
+  }
+  uint64_t SendEvent(const reverser::v1::LiveEvent& event) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_event() = event;
+    return Send(message);
+  }
+  uint64_t Send(reverser::v1::DeliveryMessage message) {
+    message.set_sequence(++sequence_);
+    if (!stream_->Write(message)) ++failed_writes_;
+    return sequence_;
+  }
+  void Close() { stream_->WritesDone(); }
+  // Messages the stream did not take (it was broken).
+  int failed_writes() const { return failed_writes_; }
+
+  std::vector<reverser::v1::DeliveryFeedback> Feedback() {
+    std::lock_guard lock(mu_);
+    return feedback_;
+  }
+  // The highest rv acked for a claim (of GitTarget `target` when given; 0 when none).
+  uint64_t AckedRv(const reverser::v1::Claim& claim, const std::string& target = "") {
+    uint64_t rv = 0;
+    for (const auto& f : Feedback()) {
+      if (!target.empty() && f.has_ack() && f.ack().target().name() != target) continue;
+      if (f.has_ack() && ClaimKey(f.ack().claim()) == ClaimKey(claim)) {
+        rv = std::max<uint64_t>(rv, f.ack().position().rv());
+      }
+    }
+    return rv;
+  }
+  std::vector<uint64_t> Accepted() {
+    std::vector<uint64_t> out;
+    for (const auto& f : Feedback()) {
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kAcceptedSequence) {
+        out.push_back(f.accepted_sequence());
+      }
+    }
+    return out;
+  }
+  std::vector<reverser::v1::Refusal> Refusals() {
+    std::vector<reverser::v1::Refusal> out;
+    for (const auto& f : Feedback()) {
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRefusal) out.push_back(f.refusal());
+    }
+    return out;
+  }
+  // The latest complete report of refused files per GitTarget name.
+  std::map<std::string, reverser::v1::RefusedFiles> RefusedFiles() {
+    std::map<std::string, reverser::v1::RefusedFiles> out;
+    for (const auto& f : Feedback()) {
+      if (f.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles) {
+        out[f.refused_files().target().name()] = f.refused_files();
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<reverser::v1::GitWorker::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<
+      grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>>
+      stream_;
+  std::thread reader_;
+  std::mutex mu_;
+  std::vector<reverser::v1::DeliveryFeedback> feedback_;
+  uint64_t sequence_ = 0;
+  int failed_writes_ = 0;
 };
 
 }  // namespace reverser::gitworker::testsupport

@@ -34,6 +34,8 @@ Coverage CoverageOf(const WorkItem& item, std::shared_ptr<FeedbackSink> sink) {
     cover.claim = item.event.claim();
     cover.position = core::FromProto(item.event.position());
     cover.observed_at = ObservedAt(item.event);
+    cover.object = item.event.object().ref();
+    cover.kind = item.event.object().gvk().kind();
   } else {
     cover.target = item.resync.target();
     cover.claim = item.resync.claim();

@@ -26,8 +26,10 @@ class FeedbackSink {
   // Everything for (target, claim) up to ack.position is pushed. Implementations drop acks that
   // do not advance the position already acked for that (target, claim).
   virtual void Ack(const reverser::v1::DeliveryAck& ack) = 0;
-  // A message that can never be applied.
-  virtual void Rejected(const std::string& reason) = 0;
+  // Something that can never be applied (refusal.h's Refuse is the only caller).
+  virtual void Refused(const reverser::v1::Refusal& refusal) = 0;
+  // The complete set of refused files under a target's path (replaces earlier reports).
+  virtual void RefusedFiles(const reverser::v1::RefusedFiles& files) = 0;
 };
 
 // One stream position an item covers, acked once the item's content is pushed.
@@ -36,6 +38,9 @@ struct Coverage {
   reverser::v1::Claim claim;
   core::StreamPosition position;
   std::optional<absl::Time> observed_at;  // live events: when the change entered the stream
+  // Live events: the object (ref and kind) the position is a change of, named if it is refused.
+  reverser::v1::ResourceRef object;
+  std::string kind;
   std::shared_ptr<FeedbackSink> sink;
 };
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "libs/core/refusal_text.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::splicer {
@@ -45,9 +46,9 @@ void DeliveryClient::Unsubscribe(const std::string& key) {
 
 bool DeliveryClient::WaitConnected(absl::Duration timeout) {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
-                      [&] { return connected_.load() || stopping_.load(); }) &&
-         connected_.load();
+  return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] {
+    return connected_.load() || stopping_.load();
+  }) && connected_.load();
 }
 
 absl::Status DeliveryClient::Send(reverser::v1::DeliveryMessage message, absl::Duration timeout) {
@@ -66,8 +67,8 @@ absl::Status DeliveryClient::Send(reverser::v1::DeliveryMessage message, absl::D
   return absl::OkStatus();
 }
 
-void DeliveryClient::Reader(
-    grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>* stream) {
+void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessage,
+                                                     reverser::v1::DeliveryFeedback>* stream) {
   reverser::v1::DeliveryFeedback feedback;
   while (stream->Read(&feedback)) {
     if (feedback.has_ack()) {
@@ -82,8 +83,17 @@ void DeliveryClient::Reader(
       std::lock_guard lock(mu_);
       accepted_sequence_ = std::max(accepted_sequence_, feedback.accepted_sequence());
       cv_.notify_all();
-    } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRejected) {
-      runtime::LogError("gitworker rejected a delivery", {{"reason", feedback.rejected()}});
+    } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusal) {
+      const auto& refusal = feedback.refusal();
+      runtime::LogWarning(
+          "gitworker refused",
+          {{"target", absl::StrCat(refusal.target().namespace_(), "/", refusal.target().name())},
+           {"subject", core::RefusedSubjectText(refusal)},
+           {"reason", core::RefusalReasonName(refusal.reason())},
+           {"message", refusal.message()}});
+      if (on_refusal_) on_refusal_(feedback);
+    } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles) {
+      if (on_refusal_) on_refusal_(feedback);
     }
   }
 }

@@ -40,6 +40,11 @@ class DeliveryClient {
   // Called (on the connection thread) each time a stream is established, before anything else
   // is sent on it: re-send target configs here.
   void SetOnConnected(std::function<void()> on_connected) { on_connected_ = std::move(on_connected); }
+  // Called (on the reader thread) with every `refusal` and `refused_files` feedback. Set before
+  // Start().
+  void SetOnRefusal(std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal) {
+    on_refusal_ = std::move(on_refusal);
+  }
 
   void Start();
   void Stop();
@@ -66,6 +71,7 @@ class DeliveryClient {
   std::string address_;
   size_t max_in_flight_;
   std::function<void()> on_connected_;
+  std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> connected_{false};

@@ -126,6 +126,9 @@ class App final : public runtime::ServiceApp {
     TargetManager* manager = manager_.get();
     runtime::ServiceHost* h = &host;
     DeliveryClient* delivery = delivery_.get();
+    delivery_->SetOnRefusal([manager](const reverser::v1::DeliveryFeedback& feedback) {
+      manager->OnRefusal(feedback);
+    });
     delivery_->SetOnConnected([manager, h] {
       h->SetComponent("gitworker", true, "delivery stream open", /*gating=*/false);
       manager->SendConfigs();

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "libs/core/proto_convert.h"
+#include "libs/core/stream_position.h"
 #include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "services/splicer/target_manager.h"
@@ -58,6 +59,9 @@ class RespliceTest : public ::testing::Test {
     manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &metrics_);
     TargetManager* manager = manager_.get();
     delivery_->SetOnConnected([manager] { manager->SendConfigs(); });
+    delivery_->SetOnRefusal([manager](const reverser::v1::DeliveryFeedback& feedback) {
+      manager->OnRefusal(feedback);
+    });
     delivery_->Start();
   }
 
@@ -171,6 +175,62 @@ TEST_F(RespliceTest, ResplicingAnInSyncTargetCommitsNothingAndTailingGoesOn) {
   EXPECT_EQ(stream.reason(), "AllStreamsReady");
   EXPECT_FALSE(absl::StrContains(stream.message(), "|")) << stream.message();
   EXPECT_TRUE(absl::StrContains(stream.message(), "resync")) << stream.message();
+}
+
+// The real gitworker refuses an object it can never write ("..": no file can carry it); the
+// refusal stands through re-deliveries, rolls up in the target's summary naming the object, and
+// clears once a resync no longer carries the object.
+TEST_F(RespliceTest, ARefusedObjectIsReportedUntilAResyncNoLongerRefusesIt) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", testutil::ConfigMapJson("team", "a", "1", 5)},
+                                       {"team/..", testutil::ConfigMapJson("team", "..", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  manager_->Apply(Tables());
+  auto refused = [&]() -> std::optional<reverser::v1::StreamSummary> {
+    auto summaries = manager_->Summaries();
+    if (summaries.size() != 1 || summaries[0].refused_objects() == 0) return std::nullopt;
+    return summaries[0];
+  };
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Cursor() == "5-18446744073709551615"; }, absl::Seconds(20)))
+      << Cursor() << "\n"
+      << gitworker_->Logs();
+  auto summary = refused();
+  ASSERT_TRUE(summary.has_value()) << gitworker_->Logs();
+  EXPECT_EQ(summary->refused_objects(), 1u);
+  ASSERT_EQ(summary->refusals_size(), 1);
+  const auto& refusal = summary->refusals(0);
+  EXPECT_EQ(refusal.object().name(), "..");
+  EXPECT_EQ(refusal.object().namespace_(), "team");
+  EXPECT_EQ(refusal.object().gvr().resource(), "configmaps");
+  EXPECT_EQ(refusal.kind(), "ConfigMap");
+  EXPECT_EQ(refusal.reason(), reverser::v1::REFUSAL_REASON_UNSAFE_IDENTITY);
+  EXPECT_EQ(refusal.target().uid(), "target-uid");
+  EXPECT_TRUE(absl::StrContains(gitworker_->Logs(), "\"name\":\"..\"")) << "logged by name";
+  EXPECT_TRUE(
+      testing::Git(remote_, {"cat-file", "-e", "main:clusters/a/team/configmaps/a.yaml"}).ok())
+      << "the rest is mirrored";
+
+  // An update of it is refused again: still one object.
+  ASSERT_TRUE(store_->Append(Entry("..", "2", 6)).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "6-0"; }, absl::Seconds(20))) << Cursor();
+  summary = refused();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->refused_objects(), 1u);
+  EXPECT_EQ(summary->refusals(0).position().rv(), 6u);
+
+  // It goes from the cluster (its delete cannot be written either); the next resync no longer
+  // carries it and clears it.
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", testutil::ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(7))
+                  .ok());
+  reverser::v1::GitTargetRef by_uid;
+  by_uid.set_uid("target-uid");
+  ASSERT_TRUE(manager_->Resplice(by_uid, nullptr).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return !refused().has_value(); }, absl::Seconds(20)))
+      << manager_->Summaries()[0].DebugString();
 }
 
 TEST_F(RespliceTest, UnknownTargetOrTypeIsNotFoundAndNamesWhatExists) {

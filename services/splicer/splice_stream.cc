@@ -126,6 +126,7 @@ void SpliceStream::OnAck(const reverser::v1::DeliveryAck& ack) {
     if (front == position) break;
   }
   cursor_dirty_ = true;
+  if (options_.refusals != nullptr) options_.refusals->OnAck(ack);
 }
 
 void SpliceStream::MarkDone(core::StreamPosition position) {
@@ -292,6 +293,9 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
       tracked_[*head] = false;
       sent_order_.push_back(*head);
     }
+    if (options_.refusals != nullptr) {
+      options_.refusals->OnResyncSent(options_.target, options_.claim, *head);
+    }
     size_t desired = message.resync().desired_size();
     if (absl::Status s = delivery_->Send(std::move(message)); !s.ok()) return s;
     // Events read before and still waiting (for their author) are older than the resync: sent
@@ -423,6 +427,10 @@ absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
       std::lock_guard lock(mu_);
       sent_order_.push_back(it->position);
     }
+    if (options_.refusals != nullptr) {
+      options_.refusals->OnEventSent(options_.target, options_.claim, it->position,
+                                     event->object());
+    }
     if (absl::Status s = delivery_->Send(std::move(message)); !s.ok()) return s;
     {
       std::lock_guard lock(mu_);
@@ -452,6 +460,7 @@ absl::Status SpliceStream::Session() {
   redisstore::MaterializationStore store(redis_.get(), options_.prefix, gvr, scope);
   pending_.clear();
   dedup_.clear();
+  if (options_.refusals != nullptr) options_.refusals->ResetStream(options_.target, options_.claim);
   {
     std::lock_guard lock(mu_);
     tracked_.clear();

@@ -44,6 +44,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/runtime/metrics.h"
 #include "services/splicer/delivery_client.h"
+#include "services/splicer/refusal_book.h"
 #include "services/splicer/splice.h"
 
 namespace reverser::splicer {
@@ -62,6 +63,8 @@ struct SpliceStreamOptions {
   absl::Duration attribution_poll = redisstore::kAttributionPollInterval;
   bool attribution = true;
   size_t read_batch = 500;
+  // Told what is sent and acked, so refusals of re-delivered objects clear (may be null).
+  RefusalBook* refusals = nullptr;
 };
 
 struct SpliceStreamStatus {

@@ -67,8 +67,18 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
   std::vector<reverser::v1::GitTargetConfig> changed_configs;
   {
     std::lock_guard lock(mu_);
-    if (update.full()) tables_.clear();
-    for (const auto& removed : update.removed()) tables_.erase(removed.uid());
+    if (update.full()) {
+      for (const auto& [uid, table] : tables_) {
+        bool kept = false;
+        for (const auto& upserted : update.upserted()) kept |= upserted.target().uid() == uid;
+        if (!kept) refusals_.ForgetTarget(uid);
+      }
+      tables_.clear();
+    }
+    for (const auto& removed : update.removed()) {
+      tables_.erase(removed.uid());
+      refusals_.ForgetTarget(removed.uid());
+    }
     for (const auto& table : update.upserted()) {
       auto& slot = tables_[table.target().uid()];
       if (!table.config().SerializeAsString().empty() &&
@@ -86,6 +96,11 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
   }
   std::lock_guard lock(mu_);
   Reconcile();
+}
+
+void TargetManager::OnRefusal(const reverser::v1::DeliveryFeedback& feedback) {
+  if (feedback.has_refusal()) refusals_.OnRefusal(feedback.refusal());
+  if (feedback.has_refused_files()) refusals_.OnRefusedFiles(feedback.refused_files());
 }
 
 void TargetManager::SendConfigs() {
@@ -118,6 +133,7 @@ void TargetManager::Reconcile() {
       bool sensitive = IsSensitive(type.type().gvr());
       auto add = [&](const reverser::v1::WatchScope& source, const TargetScope& scope) {
         SpliceStreamOptions o = options_.stream_defaults;
+        o.refusals = &refusals_;
         o.target = table.target();
         *o.claim.mutable_type() = type.type();
         *o.claim.mutable_scope() = source;
@@ -211,6 +227,7 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
     summary.set_reason(summary.total() == 0                 ? "NoResolvedTypes"
                        : summary.ready() == summary.total() ? "AllStreamsReady"
                                                             : "Replaying");
+    refusals_.Fill(&summary);
     out.push_back(std::move(summary));
   }
   return out;

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "services/splicer/delivery_client.h"
+#include "services/splicer/refusal_book.h"
 #include "services/splicer/splice_stream.h"
 
 namespace reverser::splicer {
@@ -33,12 +34,16 @@ class TargetManager {
 
   // Applies a table update (full replacement when update.full()).
   void Apply(const reverser::v1::TableUpdate& update);
+  // A `refusal` or `refused_files` from the gitworker (DeliveryClient::SetOnRefusal): rolled up
+  // per target into Summaries().
+  void OnRefusal(const reverser::v1::DeliveryFeedback& feedback);
   // Sends every known target config (after a (re)connect).
   void SendConfigs();
   void StopAll();
 
   // Per-target readiness roll-up (reasons as the reference: AllStreamsReady, Replaying,
-  // NoResolvedTypes), with each stream's claim, own state, reason and message.
+  // NoResolvedTypes), with each stream's claim, own state, reason and message, and the
+  // target's standing refusals (refusal_book.h).
   std::vector<reverser::v1::StreamSummary> Summaries() const;
   // Makes the streams of `target` (by uid, else namespace/name) splice again and send a fresh
   // resync; with `claim` (its type's group/version/resource, and its scope when set) only the
@@ -53,6 +58,7 @@ class TargetManager {
   void Reconcile();  // holds mu_
 
   TargetManagerOptions options_;
+  RefusalBook refusals_;
   DeliveryClient* delivery_;
   runtime::MetricsRegistry* metrics_;
   mutable std::mutex mu_;
