@@ -42,6 +42,7 @@ absl::Status FrameDecoder::Feed(absl::string_view chunk, const FrameCallback& on
                          absl::Hex(static_cast<unsigned char>(c)))));
       }
       depth_ = 1;
+      frame_depth_ = 1;
       frame_start = i;
       continue;
     }
@@ -71,7 +72,7 @@ absl::Status FrameDecoder::Feed(absl::string_view chunk, const FrameCallback& on
         break;
       case '{':
       case '[':
-        ++depth_;
+        if (++depth_ > frame_depth_) frame_depth_ = depth_;
         break;
       case '}':
       case ']':
