@@ -157,6 +157,12 @@ class EventList {
   const AuditEvent& operator[](size_t i) const { return events_[i]; }
   std::vector<AuditEvent>::const_iterator begin() const { return events_.begin(); }
   std::vector<AuditEvent>::const_iterator end() const { return events_.end(); }
+  // The bytes of text the events view into (what holding the list costs).
+  size_t text_bytes() const {
+    size_t bytes = 0;
+    for (const auto& text : texts_) bytes += text->size();
+    return bytes;
+  }
 
  private:
   friend class EventDecoder;
