@@ -78,24 +78,12 @@ AuditIntake::Request::~Request() = default;
 bool AuditIntake::Request::Feed(absl::string_view piece) {
   if (stopped_) return false;
   framing_ = reader_.Feed(piece, [this](audit::EventList item) { OnItem(std::move(item)); });
-  if (!framing_.ok()) {
-    stopped_ = true;
-    return false;
-  }
-  // A long list is written as it goes, once it is known to be an EventList (kube-apiserver
-  // sends kind and apiVersion first; a body that does not is held to its end).
-  const AuditIntakeOptions& options = intake_.options_;
-  if (reader_.looks_like_event_list() &&
-      (facts_.size() >= options.write_round_facts || held_bytes_ >= options.write_round_bytes)) {
-    if (!WriteRound()) {
-      stopped_ = true;
-      return false;
-    }
-  }
-  return true;
+  if (!framing_.ok()) stopped_ = true;
+  return !stopped_;
 }
 
 void AuditIntake::Request::OnItem(audit::EventList item) {
+  if (stopped_) return;  // a write failed: the answer is 500, the rest is not read
   ++items_;
   for (const audit::RefusedEvent& refused : item.refused()) Refuse(refused);
   if (item.empty()) return;
@@ -120,10 +108,19 @@ void AuditIntake::Request::OnItem(audit::EventList item) {
   }
   unwritten_.push_back(series);
   audit::AppendFacts(event, facts_);
-  if (intake_.streams_ == nullptr) return;  // facts only: the event's text goes now
-  held_bytes_ += item.text_bytes();
-  held_.push_back(std::move(item));
-  accepted_.push_back(&held_.back()[0]);  // moving a list keeps its events in place
+  if (intake_.streams_ != nullptr) {
+    held_bytes_ += item.text_bytes();
+    held_.push_back(std::move(item));
+    accepted_.push_back(&held_.back()[0]);  // moving a list keeps its events in place
+  }                                         // else: facts only, the event's text goes now
+  // A long list is written as it goes, once it is known to be an EventList (kube-apiserver
+  // sends kind and apiVersion first; a body that does not is held to its end).
+  const AuditIntakeOptions& options = intake_.options_;
+  if (reader_.looks_like_event_list() &&
+      (facts_.size() >= options.write_round_facts || held_bytes_ >= options.write_round_bytes) &&
+      !WriteRound()) {
+    stopped_ = true;
+  }
 }
 
 void AuditIntake::Request::Refuse(const audit::RefusedEvent& refused) {
