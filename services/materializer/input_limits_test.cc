@@ -134,6 +134,30 @@ class InputLimitsTest : public ::testing::Test {
     return metrics.ok() ? metrics->second : "";
   }
 
+  // A CRD whose objects may hold anything (kube-sim stores them as a real API server would,
+  // far below its 10,000 levels; the materializer is run with a low --json_max_depth).
+  void CreateWidgetType() {
+    const json crd = {
+        {"apiVersion", "apiextensions.k8s.io/v1"},
+        {"kind", "CustomResourceDefinition"},
+        {"metadata", {{"name", "widgets.example.com"}}},
+        {"spec",
+         {{"group", "example.com"},
+          {"scope", "Namespaced"},
+          {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
+          {"versions",
+           {{{"name", "v1"},
+             {"served", true},
+             {"storage", true},
+             {"schema",
+              {{"openAPIV3Schema",
+                {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+    ASSERT_EQ(
+        sim_->Call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd.dump())
+            .status,
+        201);
+  }
+
   void PutWidget(const std::string& name, const std::string& spec) {
     const std::string path = "/apis/example.com/v1/namespaces/team/widgets/" + name;
     const std::string body =
@@ -234,27 +258,7 @@ TEST_F(InputLimitsTest, AnEventOverItsLimitIsSkippedAndABodyOverItsLimitIsAnswer
 }
 
 TEST_F(InputLimitsTest, AWatchObjectTooDeepIsSkippedCountedReportedAndTheWatchGoesOn) {
-  const json crd = {
-      {"apiVersion", "apiextensions.k8s.io/v1"},
-      {"kind", "CustomResourceDefinition"},
-      {"metadata", {{"name", "widgets.example.com"}}},
-      {"spec",
-       {{"group", "example.com"},
-        {"scope", "Namespaced"},
-        {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
-        {"versions",
-         {{{"name", "v1"},
-           {"served", true},
-           {"storage", true},
-           {"schema",
-            {{"openAPIV3Schema",
-              {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
-  ASSERT_EQ(
-      sim_->Call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd.dump())
-          .status,
-      201);
-  // kube-sim stores what a real API server would (these are far below its 10,000 levels); the
-  // materializer is run with a low limit so they are over it.
+  CreateWidgetType();
   const std::string deep = Nested(40);  // the Widget is 41 levels deep
   PutWidget("before-deep", deep);
   PutWidget("good-1", R"({"size":1})");
@@ -322,6 +326,40 @@ TEST_F(InputLimitsTest, AWatchObjectTooDeepIsSkippedCountedReportedAndTheWatchGo
   EXPECT_EQ(watches, 1);
   EXPECT_EQ(Metric(metrics, "reverser_materializer_watch_restarts_total"), -1) << metrics;
   EXPECT_EQ(service_->HttpGet("/healthz")->first, 200);
+}
+
+TEST_F(InputLimitsTest, AnObjectThatBecameTooDeepKeepsItsLastBodyThroughARelist) {
+  CreateWidgetType();
+  PutWidget("good-1", R"({"size":1})");
+  const std::string good_1_rv = ClusterRv("good-1");
+  StartMaterializer("example.com/v1/widgets@team", {"--json_max_depth=32"});
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Materialized()["good-1"] == good_1_rv; }, absl::Seconds(20)));
+  PutWidget("good-1", Nested(40));
+  PutWidget("marker", R"({"size":2})");
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Materialized().count("marker") == 1; }, absl::Seconds(20)));
+  // The materializer restarts after the API server has forgotten the history it would resume
+  // from: it lists again and rebuilds the checkpoint, meeting good-1 too deep once more.
+  auto stopped = service_->process().Terminate();
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  service_.reset();
+  PutWidget("marker", R"({"size":3})");
+  const std::string marker_rv = ClusterRv("marker");
+  sim_->Compact();
+  StartMaterializer("example.com/v1/widgets@team", {"--json_max_depth=32"});
+  const std::string replays =
+      "reverser_materializer_replays_total{group=\"example.com\",version=\"v1\","
+      "resource=\"widgets\",scope=\"ns:team\"}";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return Metric(Metrics(), replays) == 1 && Materialized()["marker"] == marker_rv; },
+      absl::Seconds(20)))
+      << service_->Logs();
+  // It is still there with the body last stored: not dropped from the new checkpoint.
+  EXPECT_EQ(Materialized()["good-1"], good_1_rv);
+  EXPECT_EQ(Materialized().count("marker"), 1u);
+  EXPECT_EQ(Metric(Metrics(), "reverser_materializer_refused_objects_total"), 1);  // this process
+  EXPECT_TRUE(absl::StrContains(service_->Logs(), "\"name\":\"good-1\"")) << service_->Logs();
 }
 
 }  // namespace
