@@ -31,7 +31,9 @@ enum class FullParse { kMalformed, kObject, kOtherValue };
 FullParse ParseFully(absl::string_view text) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) {
+  // As deep as an accepted event may be (simdjson's default stops at 1,024 levels).
+  if (parser.allocate(text.size(), core::kApiObjectMaxDepth + 3) ||
+      parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) {
     return FullParse::kMalformed;
   }
   return root.is_object() ? FullParse::kObject : FullParse::kOtherValue;

@@ -186,7 +186,8 @@ inline constexpr size_t kBodyPadding = 64;
 absl::StatusOr<EventList> ParseEventList(std::string body, const DecodeLimits& limits = {});
 
 // Decodes a webhook body that arrives in pieces, under the rules of ParseEventList, holding only
-// the element in progress (at most max_event_bytes of it).
+// the element in progress (at most max_event_bytes of it). The one difference: a rejected body
+// is not at hand to be validated in full, so its message names the first fault found.
 class EventListReader {
  public:
   explicit EventListReader(const DecodeLimits& limits = {});

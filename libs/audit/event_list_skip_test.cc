@@ -177,10 +177,11 @@ TEST(EventListSkipTest, AMalformedEventIsSkippedTheOthersDecode) {
 }
 
 TEST(EventListSkipTest, WrongTypesAndNonObjectsAreEventsNotRefusals) {
-  Decoded d = DecodeEveryWay(
-      Body({R"({"auditID":"a-1","verb":7,"objectRef":"x"})", "null", "5", R"("text")", "[1,[2]]"}));
+  const std::string deep_array = std::string(2000, '[') + std::string(2000, ']');  // within limits
+  Decoded d = DecodeEveryWay(Body({R"({"auditID":"a-1","verb":7,"objectRef":"x"})", "null", "5",
+                                   R"("text")", "[1,[2]]", deep_array}));
   ASSERT_EQ(d.code, absl::StatusCode::kOk);
-  EXPECT_EQ(d.ids.size(), 5u);
+  EXPECT_EQ(d.ids.size(), 6u);
   EXPECT_TRUE(d.refused.empty());
 }
 

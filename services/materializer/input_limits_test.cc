@@ -362,5 +362,21 @@ TEST_F(InputLimitsTest, AnObjectThatBecameTooDeepKeepsItsLastBodyThroughARelist)
   EXPECT_TRUE(absl::StrContains(service_->Logs(), "\"name\":\"good-1\"")) << service_->Logs();
 }
 
+TEST(InputLimitFlagsTest, LimitsOutsideTheirRangeAreRejectedAtStart) {
+  const std::string binary = testing::RunfilePath("services/materializer/materializer");
+  for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--json_max_depth=10001", "--json_max_depth must be within 1..10000"},
+           {"--json_max_depth=0", "--json_max_depth must be within 1..10000"},
+           {"--audit_max_event_bytes=10", "--audit_max_event_bytes must be at least 1024"},
+           {"--audit_max_body_bytes=2048", "at least --audit_max_event_bytes"}}) {
+    auto run =
+        testing::RunCommand({binary, flag, "--static_claims=v1/configmaps",
+                             "--redis_address=127.0.0.1:1", "--grpc_port=0", "--http_port=0"});
+    ASSERT_TRUE(run.ok());
+    EXPECT_NE(run->exit_code, 0) << flag;
+    EXPECT_TRUE(absl::StrContains(run->err, message)) << flag << ": " << run->err;
+  }
+}
+
 }  // namespace
 }  // namespace reverser::materializer
