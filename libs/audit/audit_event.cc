@@ -277,34 +277,14 @@ absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body, const Decod
 }
 
 absl::StatusOr<EventList> EventDecoder::DecodeOne(std::string body) {
+  // One element without limits: an event, or why its text is not JSON.
   EventList list;
-  od::parser parser;
-  od::document doc;
-  EventDecoder decoder(list);
-  auto decode = [&]() -> error_code {
-    const std::string& text = AdoptPadded(list.texts_, std::move(body));
-    SIMDJSON_TRY(
-        parser.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()))
-            .get(doc));
-    AuditEvent& event = list.events_.emplace_back();
-    error_code error;
-    if (!TypeIs(doc, od::json_type::object, error)) {
-      // Not an object: nothing to read, but the text must still be JSON.
-      if (error) return error;
-      return ParseFully(text) == FullParse::kOtherValue ? simdjson::SUCCESS : simdjson::TAPE_ERROR;
-    }
-    od::object object;
-    SIMDJSON_TRY(doc.get_object().get(object));
-    SIMDJSON_TRY(decoder.ReadEvent(object, event));
-    const char* trailing = nullptr;
-    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS)
-      return simdjson::TAPE_ERROR;
-    return simdjson::SUCCESS;
-  };
-  if (error_code error = decode()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("event is not valid JSON: ", simdjson::error_message(error)));
-  }
+  const std::string& text = AdoptPadded(list.texts_, std::move(body));
+  Element element;
+  element.text = text;
+  element.bytes = text.size();
+  DecodeItem(list, element, text.capacity(), DecodeLimits{});
+  if (!list.refused_.empty()) return absl::InvalidArgumentError(list.refused_[0].message);
   return list;
 }
 

@@ -19,11 +19,11 @@
 #include "gtest/gtest.h"
 #include "libs/audit/audit_event.h"
 #include "libs/redisstore/author_fact_store.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/temp_dir.h"
 #include "yaml-cpp/yaml.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::audit {
 namespace {

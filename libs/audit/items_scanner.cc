@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/json_depth.h"
 #include "simdjson.h"
 
 namespace reverser::audit::internal {
@@ -18,13 +19,7 @@ bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\
 
 // The index of the first '"' or '\\' in p[from, n), or n.
 size_t NextQuoteOrBackslash(const char* p, size_t from, size_t n) {
-  const char* begin = p + from;
-  const size_t length = n - from;
-  const void* quote = std::memchr(begin, '"', length);
-  const size_t quote_at = quote ? static_cast<const char*>(quote) - begin : length;
-  const void* backslash = std::memchr(begin, '\\', quote_at);
-  const size_t at = backslash ? static_cast<const char*>(backslash) - begin : quote_at;
-  return from + at;
+  return core::NextQuoteOrBackslash(absl::string_view(p, n), from);
 }
 
 // The text of a JSON string's raw content (between its quotes) with its escapes resolved.

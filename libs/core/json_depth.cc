@@ -4,6 +4,16 @@
 
 namespace reverser::core {
 
+size_t NextQuoteOrBackslash(absl::string_view text, size_t from) {
+  const char* begin = text.data() + from;
+  const size_t length = text.size() - from;
+  const void* quote = std::memchr(begin, '"', length);
+  const size_t quote_at = quote ? static_cast<const char*>(quote) - begin : length;
+  const void* backslash = std::memchr(begin, '\\', quote_at);
+  const size_t at = backslash ? static_cast<const char*>(backslash) - begin : quote_at;
+  return from + at;
+}
+
 int64_t JsonNestingDepth(absl::string_view text, int64_t stop_above) {
   const char* p = text.data();
   const char* const end = p + text.size();

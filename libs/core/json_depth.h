@@ -8,6 +8,7 @@
 // and refuses (skips, counts, reports) anything deeper. Objects below the limit still reach
 // recursive code (nlohmann's dump), which handles 10,000 levels on a default 8 MiB thread stack.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
@@ -15,6 +16,10 @@
 namespace reverser::core {
 
 inline constexpr int64_t kApiObjectMaxDepth = 10000;
+
+// The index of the first '"' or '\\' in text[from, end), or text.size(): where the plain run of
+// a JSON string's content ends (found with memchr, which is vectorised).
+size_t NextQuoteOrBackslash(absl::string_view text, size_t from);
 
 // The deepest nesting of `{}` and `[]` in `text`, outside strings. Not a validator: brackets
 // are only counted. Stops early and returns `stop_above + 1` once the depth passes `stop_above`.
