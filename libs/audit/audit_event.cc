@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "libs/audit/items_scanner.h"
+#include "libs/core/status.h"
 #include "simdjson.h"
 
 namespace reverser::audit {
@@ -26,10 +28,12 @@ constexpr size_t kReusedParserMaxBytes = 4 << 20;
 // On-Demand finds errors only in the parts it reads. A body about to be rejected is validated in
 // full (DOM) so the answer says "not valid JSON" exactly when the text is malformed.
 enum class FullParse { kMalformed, kObject, kOtherValue };
-FullParse ParseFully(const std::string& text) {
+FullParse ParseFully(absl::string_view text) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) {
+  // As deep as an accepted event may be (simdjson's default stops at 1,024 levels).
+  if (parser.allocate(text.size(), core::kApiObjectMaxDepth + 3) ||
+      parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root)) {
     return FullParse::kMalformed;
   }
   return root.is_object() ? FullParse::kObject : FullParse::kOtherValue;
@@ -78,29 +82,47 @@ error_code ForEachMember(od::value value, Visit&& visit) {
   return ForEachMember(object, visit);
 }
 
+// Takes over `body` into `texts` and pads it for simdjson (a copy only when it has no room).
+const std::string& AdoptPadded(std::vector<std::unique_ptr<std::string>>& texts, std::string body) {
+  texts.push_back(std::make_unique<std::string>(std::move(body)));
+  std::string& text = *texts.back();
+  if (text.capacity() - text.size() < kBodyPadding) text.reserve(text.size() + kBodyPadding);
+  return text;
+}
+
 }  // namespace
 
-// Decodes into an EventList: every string field is a view into the body when it holds no escape
-// (the common case), else into a copy the list keeps. Each Read* assigns its output afresh, so a
-// repeated key ends with the last value, as a JSON object map would.
+// Decodes into an EventList: every string field is a view into the element's text when it holds
+// no escape (the common case), else into a copy the list keeps. Each Read* assigns its output
+// afresh, so a repeated key ends with the last value, as a JSON object map would.
 class EventDecoder {
  public:
-  static absl::StatusOr<EventList> DecodeList(std::string body);
+  using Element = internal::ItemsScanner::Element;
+
+  static absl::StatusOr<EventList> DecodeList(std::string body, const DecodeLimits& limits);
   static absl::StatusOr<EventList> DecodeOne(std::string body);
+  // One element of `items` into `list`: one more event or one more refusal. `readable`: the
+  // bytes readable from element.text.data() (its size plus simdjson's padding); unused for an
+  // element too large to decode.
+  static void DecodeItem(EventList& list, const Element& element, size_t readable,
+                         const DecodeLimits& limits);
+  // The answer for a body whose framing scan ended with `framing`: OK for an EventList, else the
+  // reason. `whole_body`, when at hand, is validated in full before a rejection.
+  static absl::Status Verdict(const internal::ItemsScanner& scanner, const absl::Status& framing,
+                              bool malformed_element, const std::string* whole_body);
 
  private:
   explicit EventDecoder(EventList& list) : list_(list) {}
 
-  // Pads the list's copy of `body` and starts iterating it.
-  static error_code Start(EventList& list, std::string body, od::parser& parser, od::document& doc);
   static od::parser& ThreadParser() {
     thread_local od::parser parser;
     return parser;
   }
+  // What can be read of a refused element's auditID, verb and objectRef, up to the first error.
+  static void ReadRefusedIdentity(absl::string_view text, size_t readable, RefusedEvent& refused);
 
   error_code ReadString(od::value value, absl::string_view& out);
   error_code ReadEvent(od::object object, AuditEvent& event);
-  error_code ReadEventItem(od::value value, AuditEvent& event);
   error_code ReadObjectRef(od::value value, ObjectReference& ref);
   error_code ReadResponseCode(od::value value, int& code);
   error_code ReadUser(od::value value, UserInfo& user);
@@ -111,115 +133,158 @@ class EventDecoder {
   EventList& list_;
 };
 
-error_code EventDecoder::Start(EventList& list, std::string body, od::parser& parser,
-                               od::document& doc) {
-  list.text_ = std::make_unique<std::string>(std::move(body));
-  std::string& text = *list.text_;
-  const size_t size = text.size();
-  // Reallocates (one copy) only when the caller left no room for simdjson's padding.
-  if (text.capacity() - size < kBodyPadding) text.reserve(size + kBodyPadding);
-  return parser.iterate(simdjson::padded_string_view(text.data(), size, text.capacity())).get(doc);
-}
-
-absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body) {
-  EventList list;
-  od::parser local_parser;
-  od::parser& parser = body.size() <= kReusedParserMaxBytes ? ThreadParser() : local_parser;
-  od::document doc;
-  EventDecoder decoder(list);
-  absl::string_view kind;
-  absl::string_view api_version;
-  bool items_is_list = true;
-  auto decode = [&]() -> error_code {
-    SIMDJSON_TRY(Start(list, std::move(body), parser, doc));
-    od::json_type root_type;
-    SIMDJSON_TRY(doc.type().get(root_type));
-    if (root_type != od::json_type::object) return simdjson::INCORRECT_TYPE;
-    od::object root;
-    SIMDJSON_TRY(doc.get_object().get(root));
-    for (auto member : root) {
-      od::field field;
-      SIMDJSON_TRY(std::move(member).get(field));
-      std::string_view key;
-      SIMDJSON_TRY(Key(field, key));
-      if (key == "kind") {
-        SIMDJSON_TRY(decoder.ReadString(field.value(), kind));
-      } else if (key == "apiVersion") {
-        SIMDJSON_TRY(decoder.ReadString(field.value(), api_version));
-      } else if (key == "items") {
-        list.events_.clear();
-        od::value items = field.value();
-        error_code error;
-        if (TypeIs(items, od::json_type::null, error)) {
-          items_is_list = true;
-          continue;
-        }
-        SIMDJSON_TRY(error);
-        items_is_list = TypeIs(items, od::json_type::array, error);
-        SIMDJSON_TRY(error);
-        if (!items_is_list) continue;
-        od::array array;
-        SIMDJSON_TRY(items.get_array().get(array));
-        for (auto element : array) {
-          od::value item;
-          SIMDJSON_TRY(std::move(element).get(item));
-          SIMDJSON_TRY(decoder.ReadEventItem(item, list.events_.emplace_back()));
-        }
-      }
-    }
-    // Anything after the root object makes the body malformed.
-    const char* trailing = nullptr;
-    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS)
-      return simdjson::TAPE_ERROR;
-    return simdjson::SUCCESS;
+void EventDecoder::DecodeItem(EventList& list, const Element& element, size_t readable,
+                              const DecodeLimits& limits) {
+  auto refuse = [&](Refusal reason, std::string message) -> RefusedEvent& {
+    RefusedEvent& refused = list.refused_.emplace_back();
+    refused.reason = reason;
+    refused.index = element.index;
+    refused.bytes = element.bytes;
+    refused.message = std::move(message);
+    return refused;
   };
-  if (decode() != simdjson::SUCCESS) {
-    // Malformed, or beyond On-Demand (nesting deeper than 1,024), or well-formed but no object.
-    const bool other_value = list.text_ && ParseFully(*list.text_) == FullParse::kOtherValue;
-    return absl::InvalidArgumentError(other_value ? kNotObject : kNotJson);
+  if (element.too_large) {
+    RefusedEvent& refused =
+        refuse(Refusal::kTooLarge,
+               absl::StrCat("event of ", element.bytes, " bytes is larger than the limit of ",
+                            limits.max_event_bytes, " bytes"));
+    // Its first complete members, closed, still name it (auditID and objectRef come early).
+    if (element.last_member_end != internal::ValueScanner::kNone) {
+      std::string head;
+      head.reserve(element.last_member_end + 1 + kBodyPadding);
+      head.append(element.text.data(), element.last_member_end);
+      head.push_back('}');
+      ReadRefusedIdentity(head, head.capacity(), refused);
+    }
+    return;
   }
-  // A rejected body is checked in full first, so malformed text is reported as such wherever the
-  // fault is (the reader above skipped what it did not need).
-  const bool rejected = kind != "EventList" || api_version != "audit.k8s.io/v1" || !items_is_list;
-  if (rejected && ParseFully(*list.text_) == FullParse::kMalformed) {
-    return absl::InvalidArgumentError(kNotJson);
+  if (element.too_deep) {
+    RefusedEvent& refused = refuse(
+        Refusal::kTooDeep,
+        absl::StrCat("event nested deeper than ", limits.max_object_depth + 1,
+                     " levels (an embedded object deeper than ", limits.max_object_depth, ")"));
+    ReadRefusedIdentity(element.text, readable, refused);  // On-Demand skips the deep parts
+    return;
   }
-  if (kind != "EventList" || api_version != "audit.k8s.io/v1") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected an audit.k8s.io/v1 EventList, got apiVersion=\"", api_version,
-                     "\" kind=\"", kind, "\""));
-  }
-  if (!items_is_list) return absl::InvalidArgumentError("EventList items is not a list");
-  return list;
-}
-
-absl::StatusOr<EventList> EventDecoder::DecodeOne(std::string body) {
-  EventList list;
-  od::parser parser;
+  const absl::string_view text = element.text;
+  od::parser local_parser;
+  od::parser& parser = text.size() <= kReusedParserMaxBytes ? ThreadParser() : local_parser;
   od::document doc;
   EventDecoder decoder(list);
+  AuditEvent event;
   auto decode = [&]() -> error_code {
-    SIMDJSON_TRY(Start(list, std::move(body), parser, doc));
-    AuditEvent& event = list.events_.emplace_back();
+    SIMDJSON_TRY(
+        parser.iterate(simdjson::padded_string_view(text.data(), text.size(), readable)).get(doc));
     error_code error;
     if (!TypeIs(doc, od::json_type::object, error)) {
-      // Not an object: nothing to read, but the text must still be JSON.
+      // Not an object: an event with nothing to read (nil_event), if the text is still JSON.
       if (error) return error;
-      return ParseFully(*list.text_) == FullParse::kOtherValue ? simdjson::SUCCESS
-                                                               : simdjson::TAPE_ERROR;
+      return ParseFully(text) == FullParse::kOtherValue ? simdjson::SUCCESS : simdjson::TAPE_ERROR;
     }
     od::object object;
     SIMDJSON_TRY(doc.get_object().get(object));
     SIMDJSON_TRY(decoder.ReadEvent(object, event));
     const char* trailing = nullptr;
-    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS)
+    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) {
       return simdjson::TAPE_ERROR;
+    }
     return simdjson::SUCCESS;
   };
   if (error_code error = decode()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("event is not valid JSON: ", simdjson::error_message(error)));
+    RefusedEvent& refused =
+        refuse(Refusal::kMalformed,
+               absl::StrCat("event is not valid JSON: ", simdjson::error_message(error)));
+    ReadRefusedIdentity(text, readable, refused);
+    return;
   }
+  list.events_.push_back(std::move(event));
+}
+
+void EventDecoder::ReadRefusedIdentity(absl::string_view text, size_t readable,
+                                       RefusedEvent& refused) {
+  EventList scratch;  // holds unescaped strings while they are copied out
+  EventDecoder reader(scratch);
+  od::parser parser;
+  od::document doc;
+  od::object object;
+  if (parser.iterate(simdjson::padded_string_view(text.data(), text.size(), readable)).get(doc) ||
+      doc.get_object().get(object)) {
+    return;
+  }
+  auto copy = [](absl::string_view from, std::string& to) { to.assign(from.data(), from.size()); };
+  (void)ForEachMember(object, [&](std::string_view key, od::value value) -> error_code {
+    absl::string_view text_value;
+    if (key == "auditID" || key == "verb") {
+      SIMDJSON_TRY(reader.ReadString(value, text_value));
+      copy(text_value, key == "verb" ? refused.verb : refused.audit_id);
+    } else if (key == "objectRef") {
+      ObjectReference ref;
+      SIMDJSON_TRY(reader.ReadObjectRef(value, ref));
+      copy(ref.resource, refused.resource);
+      copy(ref.api_group, refused.api_group);
+      copy(ref.api_version, refused.api_version);
+      copy(ref.namespace_, refused.namespace_);
+      copy(ref.name, refused.name);
+    }
+    return simdjson::SUCCESS;
+  });
+}
+
+absl::Status EventDecoder::Verdict(const internal::ItemsScanner& scanner,
+                                   const absl::Status& framing, bool malformed_element,
+                                   const std::string* whole_body) {
+  if (scanner.root_is_other_value()) {
+    // Not an object: say which of "not JSON" and "another JSON value" it is, if it is short
+    // enough to tell.
+    const bool other_value = scanner.other_root_truncated() ||
+                             ParseFully(scanner.other_root_text()) == FullParse::kOtherValue;
+    return absl::InvalidArgumentError(other_value ? kNotObject : kNotJson);
+  }
+  if (!framing.ok()) return absl::InvalidArgumentError(kNotJson);
+  const bool is_event_list =
+      scanner.kind() == "EventList" && scanner.api_version() == "audit.k8s.io/v1";
+  if (is_event_list && scanner.items_is_list()) return absl::OkStatus();
+  // Rejected: malformed text is reported as such wherever the fault is.
+  if (malformed_element ||
+      (whole_body != nullptr && ParseFully(*whole_body) == FullParse::kMalformed)) {
+    return absl::InvalidArgumentError(kNotJson);
+  }
+  if (!is_event_list) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected an audit.k8s.io/v1 EventList, got apiVersion=\"",
+                     scanner.api_version(), "\" kind=\"", scanner.kind(), "\""));
+  }
+  return absl::InvalidArgumentError("EventList items is not a list");
+}
+
+absl::StatusOr<EventList> EventDecoder::DecodeList(std::string body, const DecodeLimits& limits) {
+  EventList list;
+  const std::string& text = AdoptPadded(list.texts_, std::move(body));
+  const char* const readable_end = text.data() + text.capacity();
+  internal::ItemsScanner scanner(limits.max_event_bytes, limits.max_object_depth + 1);
+  bool malformed_element = false;
+  // The whole body is one piece: every element is a view into it, decoded in place.
+  absl::Status framing = scanner.Feed(text, [&](Element& element) {
+    const size_t refused = list.refused_.size();
+    DecodeItem(list, element, static_cast<size_t>(readable_end - element.text.data()), limits);
+    if (list.refused_.size() > refused && list.refused_.back().reason == Refusal::kMalformed) {
+      malformed_element = true;
+    }
+  });
+  if (framing.ok()) framing = scanner.Finish();
+  RETURN_IF_ERROR(Verdict(scanner, framing, malformed_element, &text));
+  return list;
+}
+
+absl::StatusOr<EventList> EventDecoder::DecodeOne(std::string body) {
+  // One element without limits: an event, or why its text is not JSON.
+  EventList list;
+  const std::string& text = AdoptPadded(list.texts_, std::move(body));
+  Element element;
+  element.text = text;
+  element.bytes = text.size();
+  DecodeItem(list, element, text.capacity(), DecodeLimits{});
+  if (!list.refused_.empty()) return absl::InvalidArgumentError(list.refused_[0].message);
   return list;
 }
 
@@ -239,15 +304,6 @@ error_code EventDecoder::ReadString(od::value value, absl::string_view& out) {
     out = *list_.unescaped_.back();
   }
   return simdjson::SUCCESS;
-}
-
-error_code EventDecoder::ReadEventItem(od::value value, AuditEvent& event) {
-  event = AuditEvent{};
-  error_code error;
-  if (!TypeIs(value, od::json_type::object, error)) return error;  // nil_event
-  od::object object;
-  SIMDJSON_TRY(value.get_object().get(object));
-  return ReadEvent(object, event);
 }
 
 error_code EventDecoder::ReadEvent(od::object object, AuditEvent& event) {
@@ -404,9 +460,60 @@ error_code EventDecoder::ReadEmbedded(od::value value, EmbeddedObject& embedded)
   return simdjson::SUCCESS;
 }
 
-absl::StatusOr<EventList> ParseEventList(std::string body) {
-  return EventDecoder::DecodeList(std::move(body));
+absl::StatusOr<EventList> ParseEventList(std::string body, const DecodeLimits& limits) {
+  return EventDecoder::DecodeList(std::move(body), limits);
 }
+
+absl::string_view RefusalLabel(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::kTooLarge:
+      return "too_large";
+    case Refusal::kTooDeep:
+      return "too_deep";
+    case Refusal::kMalformed:
+      return "malformed";
+  }
+  return "malformed";
+}
+
+EventListReader::EventListReader(const DecodeLimits& limits)
+    : limits_(limits),
+      scanner_(std::make_unique<internal::ItemsScanner>(limits.max_event_bytes,
+                                                        limits.max_object_depth + 1)) {}
+
+EventListReader::~EventListReader() = default;
+
+absl::Status EventListReader::Feed(absl::string_view piece, const ItemCallback& on_item) {
+  return scanner_->Feed(piece, [&](internal::ItemsScanner::Element& element) {
+    EventList item;
+    if (element.too_large) {
+      EventDecoder::DecodeItem(item, element, 0, limits_);  // reads only a copy of its head
+    } else {
+      // The element's own padded copy (taken over when the scanner had to gather it).
+      std::string text =
+          element.buffer != nullptr ? std::move(*element.buffer) : std::string(element.text);
+      const std::string& own = AdoptPadded(item.texts_, std::move(text));
+      internal::ItemsScanner::Element in_place = element;
+      in_place.text = own;
+      in_place.buffer = nullptr;
+      EventDecoder::DecodeItem(item, in_place, own.capacity(), limits_);
+    }
+    if (!item.refused_.empty() && item.refused_.back().reason == Refusal::kMalformed) {
+      malformed_element_ = true;
+    }
+    on_item(std::move(item));
+  });
+}
+
+absl::Status EventListReader::Finish() {
+  return EventDecoder::Verdict(*scanner_, scanner_->Finish(), malformed_element_, nullptr);
+}
+
+bool EventListReader::looks_like_event_list() const {
+  return scanner_->kind() == "EventList" && scanner_->api_version() == "audit.k8s.io/v1";
+}
+
+size_t EventListReader::buffered_bytes() const { return scanner_->buffered_bytes(); }
 
 absl::StatusOr<EventList> ParseEvent(std::string event_json) {
   return EventDecoder::DecodeOne(std::move(event_json));

@@ -3,22 +3,12 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/json_depth.h"
 
 namespace reverser::kube {
 namespace {
 
 bool IsJsonWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// The index of the first '"' or '\\' at or after `from`, or text.size().
-size_t NextQuoteOrBackslash(absl::string_view text, size_t from) {
-  const char* begin = text.data() + from;
-  const size_t length = text.size() - from;
-  const void* quote = std::memchr(begin, '"', length);
-  const size_t quote_at = quote ? static_cast<const char*>(quote) - begin : length;
-  const void* backslash = std::memchr(begin, '\\', quote_at);
-  const size_t at = backslash ? static_cast<const char*>(backslash) - begin : quote_at;
-  return from + at;
-}
 
 }  // namespace
 
@@ -42,6 +32,7 @@ absl::Status FrameDecoder::Feed(absl::string_view chunk, const FrameCallback& on
                          absl::Hex(static_cast<unsigned char>(c)))));
       }
       depth_ = 1;
+      frame_depth_ = 1;
       frame_start = i;
       continue;
     }
@@ -52,7 +43,7 @@ absl::Status FrameDecoder::Feed(absl::string_view chunk, const FrameCallback& on
       }
       // Most of a watch body is string content: jump to the next quote or backslash (memchr
       // is vectorised) rather than looking at every byte.
-      const size_t end = NextQuoteOrBackslash(chunk, i);
+      const size_t end = core::NextQuoteOrBackslash(chunk, i);
       if (end == chunk.size()) {
         i = end - 1;  // the string goes on in the next chunk
         continue;
@@ -71,7 +62,7 @@ absl::Status FrameDecoder::Feed(absl::string_view chunk, const FrameCallback& on
         break;
       case '{':
       case '[':
-        ++depth_;
+        if (++depth_ > frame_depth_) frame_depth_ = depth_;
         break;
       case '}':
       case ']':

@@ -37,12 +37,17 @@ class FrameDecoder {
   // Bytes held for the unfinished frame (what the decoder buffers at most is one frame).
   size_t buffered_bytes() const { return pending_.size(); }
 
+  // The deepest nesting of the frame being delivered (valid inside a FrameCallback): the same
+  // count core::JsonNestingDepth gives, measured on the way, so decoders need not scan again.
+  int frame_depth() const { return frame_depth_; }
+
  private:
   absl::Status Fail(absl::Status status);
 
   size_t max_frame_bytes_;
   std::string pending_;  // bytes of the current, unfinished frame
   int depth_ = 0;        // nesting depth of {} and [] inside the frame
+  int frame_depth_ = 0;  // the deepest depth_ of the current frame
   bool in_string_ = false;
   bool escaped_ = false;
   absl::Status failed_;

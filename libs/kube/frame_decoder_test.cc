@@ -157,10 +157,15 @@ TEST(WatchEventDecoderTest, RawObjectsKeepTheServersBytesAndRejectWhatParseWatch
   EXPECT_EQ(event->object_json, object);
   EXPECT_EQ(event->resource_version, "7");
   for (absl::string_view frame : {
-           R"({"type":ADDED,})", R"({})", R"({"type":"SNAPSHOT","object":{}})",
-           R"({"type":"ADDED","object":"str"})", R"({"type":1,"object":{}})",
+           R"({"type":ADDED,})",
+           R"({})",
+           R"({"type":"SNAPSHOT","object":{}})",
+           R"({"type":"ADDED","object":"str"})",
+           R"({"type":1,"object":{}})",
            R"({"type":"ADDED","object":{"metadata":{"resourceVersion":5}}})",
-           "{\"type\":\"ADDED\",\"object\":{\"a\":\"\xff\"}}", R"([1,2])", R"({"type":"ADDED")",
+           "{\"type\":\"ADDED\",\"object\":{\"a\":\"\xff\"}}",
+           R"([1,2])",
+           R"({"type":"ADDED")",
            R"({"type":"DELETED","object":{},"extra":[1,{"x":null}]})",
            // The RV is read inside the object pass; members before and after must not disturb it.
            R"({"object":{"data":{"a":[1,{"b":2}]},"metadata":{"name":"x","resourceVersion":"9"}},)"
@@ -259,6 +264,82 @@ TEST(WatchEventTest, ParsesBookmarksAndTheInitialEventsEndMarker) {
   auto error = ParseWatchEvent(ReadTestdata("k8s/handmade/watch/watch-error-410-expired.ndjson"));
   ASSERT_TRUE(error.ok());
   EXPECT_EQ(error->type, WatchEventType::kError);
+}
+
+}  // namespace
+}  // namespace reverser::kube
+
+namespace reverser::kube {
+namespace {
+
+// A watch frame whose object nests `depth` levels (the object itself is level 1).
+std::string DeepFrame(const std::string& type, int depth) {
+  std::string spec;
+  for (int i = 2; i < depth; ++i) spec += R"({"a":)";
+  spec += "{}";
+  spec.append(depth > 2 ? depth - 2 : 0, '}');
+  return absl::StrCat(R"({"type":")", type, R"(","object":{"kind":"Widget","apiVersion":"x/v1",)",
+                      R"("metadata":{"name":"w","namespace":"team","uid":"u-1",)",
+                      R"("resourceVersion":"42"},"spec":)", spec, "}}");
+}
+
+TEST(WatchEventDecoderTest, AnObjectDeeperThanTheApiServerAllowsIsRefusedNotAnError) {
+  const std::string deepest = DeepFrame("MODIFIED", core::kApiObjectMaxDepth);
+  const std::string too_deep = DeepFrame("MODIFIED", core::kApiObjectMaxDepth + 1);
+  ASSERT_EQ(core::JsonNestingDepth(deepest), core::kApiObjectMaxDepth + 1);  // the frame adds one
+  for (bool raw_objects : {true, false}) {
+    WatchEventDecoder decoder(raw_objects);
+    absl::StatusOr<WatchEvent> accepted = decoder.Decode(deepest);
+    ASSERT_TRUE(accepted.ok()) << accepted.status();
+    EXPECT_FALSE(accepted->refused.has_value());
+    EXPECT_EQ(accepted->resource_version, "42");
+    EXPECT_TRUE(raw_objects ? !accepted->object_json.empty() : accepted->object.is_object());
+
+    absl::StatusOr<WatchEvent> refused = decoder.Decode(too_deep);
+    ASSERT_TRUE(refused.ok()) << refused.status();
+    ASSERT_TRUE(refused->refused.has_value());
+    EXPECT_EQ(refused->type, WatchEventType::kModified);
+    EXPECT_EQ(refused->resource_version, "42");  // the watch can move past it
+    EXPECT_TRUE(refused->object.is_null());
+    EXPECT_TRUE(refused->object_json.empty());
+    const RefusedObject& object = *refused->refused;
+    EXPECT_EQ(object.reason, "too_deep");
+    EXPECT_EQ(object.kind, "Widget");
+    EXPECT_EQ(object.api_version, "x/v1");
+    EXPECT_EQ(object.namespace_, "team");
+    EXPECT_EQ(object.name, "w");
+    EXPECT_EQ(object.uid, "u-1");
+    EXPECT_NE(object.message.find("deeper than 10000 levels"), std::string::npos);
+  }
+  // ParseWatchEvent applies the same limit.
+  EXPECT_FALSE(ParseWatchEvent(deepest)->refused.has_value());
+  EXPECT_TRUE(ParseWatchEvent(too_deep)->refused.has_value());
+}
+
+TEST(WatchEventDecoderTest, TheLimitIsConfigurableAndTheFrameDecodersDepthIsTheSame) {
+  WatchEventDecoder decoder(/*raw_objects=*/true, /*max_object_depth=*/8);
+  FrameDecoder frames;
+  std::vector<bool> refused;
+  const std::string body = DeepFrame("ADDED", 8) + "\n" + DeepFrame("ADDED", 9) + "\n";
+  ASSERT_TRUE(frames
+                  .Feed(body,
+                        [&](absl::string_view frame) {
+                          EXPECT_EQ(frames.frame_depth(), core::JsonNestingDepth(frame));
+                          absl::StatusOr<WatchEvent> event =
+                              decoder.Decode(frame, frames.frame_depth());
+                          EXPECT_TRUE(event.ok()) << event.status();
+                          if (event.ok()) refused.push_back(event->refused.has_value());
+                          return absl::OkStatus();
+                        })
+                  .ok());
+  EXPECT_EQ(refused, (std::vector<bool>{false, true}));
+}
+
+TEST(WatchEventDecoderTest, ADeepFrameWithoutAKnownTypeIsAnError) {
+  WatchEventDecoder decoder(/*raw_objects=*/true, /*max_object_depth=*/4);
+  std::string frame = DeepFrame("SNAPSHOT", 9);
+  EXPECT_FALSE(decoder.Decode(frame).ok());
+  EXPECT_FALSE(decoder.Decode(R"({"object":{"a":[[[[[[[1]]]]]]]}})").ok());
 }
 
 }  // namespace

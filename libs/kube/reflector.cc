@@ -165,7 +165,26 @@ absl::Status Reflector::OpenWatch(const WatchOptions& options,
   return client_.Watch(options_.gvr, options_.namespace_, options, on_event, &stop_);
 }
 
+void Reflector::Refuse(WatchEventType type, const RefusedObject& object, bool initial) {
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.refused;
+  }
+  progressed_ = true;
+  handler_.OnRefused(LiveType(type), object, initial);
+}
+
 absl::Status Reflector::HandleLiveEvent(WatchEvent event) {
+  if (event.refused) {
+    if (event.type == WatchEventType::kError) {
+      return absl::DataLossError(absl::StrCat("watch ERROR event: ", event.refused->message));
+    }
+    // The RV moves past it either way: a re-watch does not replay what was refused.
+    SetResourceVersion(event.resource_version);
+    if (event.type == WatchEventType::kBookmark) return absl::OkStatus();
+    Refuse(event.type, *event.refused, /*initial=*/false);
+    return absl::OkStatus();
+  }
   if (event.type == WatchEventType::kError) return ErrorEventStatus(event);
   ReflectorEvent out;
   out.type = LiveType(event.type);
@@ -194,8 +213,20 @@ absl::Status Reflector::SyncWithWatchList() {
   };
   absl::Status status = OpenWatch(options, [&](WatchEvent event) -> absl::Status {
     if (initial_done) return HandleLiveEvent(std::move(event));
-    if (event.type == WatchEventType::kError) return ErrorEventStatus(event);
+    if (event.type == WatchEventType::kError) {
+      if (event.refused) {
+        return absl::DataLossError(absl::StrCat("watch ERROR event: ", event.refused->message));
+      }
+      return ErrorEventStatus(event);
+    }
     start();
+    if (event.refused) {
+      // A refused bookmark cannot be the end marker (its annotations were not read).
+      if (event.type != WatchEventType::kBookmark) {
+        Refuse(event.type, *event.refused, /*initial=*/true);
+      }
+      return absl::OkStatus();
+    }
     if (IsInitialEventsEndBookmark(event)) {
       initial_done = true;
       std::string rv = event.resource_version;
@@ -248,6 +279,9 @@ absl::Status Reflector::SyncWithList() {
       Emit({.type = ReflectorEventType::kSyncStarted,
             .reason = sync_reason_,
             .method = SyncMethod::kList});
+    }
+    for (const RefusedObject& object : page->refused) {
+      Refuse(WatchEventType::kAdded, object, /*initial=*/true);
     }
     for (json& item : page->items) {
       SetTypeFromList(item, *page);

@@ -19,6 +19,10 @@
 // Initial sets are streamed, never gathered: a sync is SyncStarted, the objects as ADDED
 // (initial = true), then InitialEventsEnd. Wrap the handler in ReplacingHandler to get one
 // Replaced call with the whole set instead.
+//
+// An object the client refuses (nested deeper than RestClientOptions::max_object_depth) is not
+// an error: the handler's OnRefused hears of it, the resourceVersion moves past it and the watch
+// goes on, so one such object neither stops the type nor makes the reflector relist forever.
 
 #include <atomic>
 #include <cstdint>
@@ -69,6 +73,10 @@ class WatchHandler {
   virtual void OnEvent(const ReflectorEvent& event) = 0;
   // A failure the reflector is about to retry (informational).
   virtual void OnError(const absl::Status& status) {}
+  // An object the client refused (see RefusedObject), in place of the event that carried it:
+  // `type` is that event's (ADDED/MODIFIED/DELETED), `initial` whether it was part of a listing.
+  // The default ignores it; ReflectorStats::refused counts it either way.
+  virtual void OnRefused(ReflectorEventType type, const RefusedObject& object, bool initial) {}
 };
 
 // Adapter giving client-go's Replace semantics: the initial set arrives as one call.
@@ -113,6 +121,7 @@ struct ReflectorStats {
   int64_t watches = 0;           // watch requests opened (including WatchList ones)
   int64_t expired = 0;           // 410/too-large responses that forced a relist
   int64_t retries = 0;           // backoff or Retry-After waits
+  int64_t refused = 0;           // objects refused by the client (OnRefused)
 };
 
 class Reflector {
@@ -143,6 +152,8 @@ class Reflector {
                          const std::function<absl::Status(WatchEvent)>& on_event);
   WatchOptions BaseWatchOptions();
   void Emit(ReflectorEvent event);
+  // Reports a refused object (an event with WatchEvent::refused) and moves the RV past it.
+  void Refuse(WatchEventType type, const RefusedObject& object, bool initial);
   void SetResourceVersion(std::string rv);
   // Waits the backoff (or the server's Retry-After); false when stopped.
   bool WaitBeforeRetry(const absl::Status& failure);

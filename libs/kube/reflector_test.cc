@@ -53,6 +53,13 @@ class RecordingHandler : public WatchHandler {
     lines_.push_back(line);
     cv_.notify_all();
   }
+  void OnRefused(ReflectorEventType type, const RefusedObject& object, bool initial) override {
+    std::string line = absl::StrCat("REFUSED ", ReflectorEventTypeName(type), " ", object.name,
+                                    " @", object.resource_version, initial ? " initial" : "");
+    std::lock_guard lock(mu_);
+    lines_.push_back(line);
+    cv_.notify_all();
+  }
   std::vector<std::string> lines() {
     std::lock_guard lock(mu_);
     return lines_;
@@ -167,6 +174,21 @@ std::string List(const std::string& rv, const std::vector<std::string>& names,
   return list.dump();
 }
 
+// An object nested one level deeper than the API server allows (and than the client takes),
+// as text (a parsed copy of it would recurse once per level).
+std::string TooDeepObject(const std::string& name, const std::string& rv) {
+  std::string spec;
+  for (int64_t i = 2; i < core::kApiObjectMaxDepth + 1; ++i) spec += R"({"a":)";
+  spec += "{}";
+  spec.append(core::kApiObjectMaxDepth - 1, '}');
+  return absl::StrCat(R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":")", name,
+                      R"(","namespace":"default","resourceVersion":")", rv, R"("},"spec":)", spec,
+                      "}");
+}
+std::string TooDeepEvent(const std::string& type, const std::string& name, const std::string& rv) {
+  return absl::StrCat(R"({"type":")", type, R"(","object":)", TooDeepObject(name, rv), "}\n");
+}
+
 class ReflectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -228,6 +250,40 @@ TEST_F(ReflectorTest, WatchListThenResumesFromTheEndMarkerAndBookmarks) {
   EXPECT_EQ(reflector_->last_resource_version(), "26");
   EXPECT_TRUE(reflector_->watch_list_supported());
   EXPECT_EQ(reflector_->stats().watch_list_syncs, 1);
+}
+
+TEST_F(ReflectorTest, AnObjectTooDeepIsRefusedAndTheWatchMovesPastIt) {
+  collection_->AddStream(Event("ADDED", "a", "11") + TooDeepEvent("ADDED", "deep", "12") +
+                         Bookmark("20", true) + TooDeepEvent("MODIFIED", "deep", "21"));
+  // The next watch starts after the refused change: it is not read again.
+  collection_->AddStream(Event("DELETED", "a", "23"));
+  StartReflector();
+  ASSERT_TRUE(handler_.WaitForCount(6));
+  ASSERT_TRUE(collection_->WaitForRequests(3));
+  EXPECT_THAT(handler_.lines(), ElementsAre("SyncStarted watchlist initial-sync",
+                                            "ADDED a @11 initial", "REFUSED ADDED deep @12 initial",
+                                            "InitialEventsEnd @20 watchlist initial-sync",
+                                            "REFUSED MODIFIED deep @21", "DELETED a @23"));
+  EXPECT_THAT(collection_->targets(), ElementsAre(kWatchList, WatchFrom("21"), WatchFrom("23")));
+  EXPECT_EQ(reflector_->stats().refused, 2);
+  EXPECT_EQ(reflector_->stats().retries, 0);  // not an error: no backoff, no relist
+}
+
+TEST_F(ReflectorTest, AListItemTooDeepIsRefusedTheOthersAreListed) {
+  collection_->AddStatus(422,
+                         ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
+  std::string list = List("30", {"a", "b"});
+  list.replace(list.find(R"("items":[)"), 9,
+               absl::StrCat(R"("items":[)", TooDeepObject("deep", "5"), ","));
+  collection_->AddList(list);
+  StartReflector();
+  ASSERT_TRUE(handler_.WaitForCount(5));
+  // The page's refusals come first, then its items.
+  EXPECT_THAT(handler_.lines(),
+              ElementsAre("SyncStarted list initial-sync", "REFUSED ADDED deep @5 initial",
+                          "ADDED a @1 initial", "ADDED b @1 initial",
+                          "InitialEventsEnd @30 list initial-sync"));
+  EXPECT_EQ(reflector_->stats().refused, 1);
 }
 
 TEST_F(ReflectorTest, UnprocessableWatchListFallsBackToPagedListAndRemembersIt) {

@@ -44,7 +44,12 @@ class Query {
   std::string text_;
 };
 
-absl::StatusOr<json> ParseJsonBody(const HttpResponse& response) {
+// A response body as JSON. One nested deeper than `max_depth` is refused before parsing: nothing
+// deeper than the API server itself accepts enters the process (recursive code downstream).
+absl::StatusOr<json> ParseJsonBody(const HttpResponse& response, int64_t max_depth) {
+  if (core::JsonNestingDepth(response.body, max_depth) > max_depth) {
+    return absl::DataLossError(absl::StrCat("response nested deeper than ", max_depth, " levels"));
+  }
   json parsed = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return absl::DataLossError(
@@ -139,7 +144,7 @@ absl::StatusOr<HttpResponse> RestClient::Do(HttpRequest request, CancelToken* ca
 absl::StatusOr<json> RestClient::DoJson(HttpRequest request) {
   request.headers.emplace_back("Accept", kJson);
   ASSIGN_OR_RETURN(HttpResponse response, Do(std::move(request)));
-  return ParseJsonBody(response);
+  return ParseJsonBody(response, options_.max_object_depth);
 }
 
 absl::StatusOr<HttpResponse> RestClient::GetRaw(const std::string& path, HeaderList headers) {
@@ -168,7 +173,18 @@ absl::StatusOr<ListPage> RestClient::List(const core::GroupVersionResource& gvr,
   if (options.limit > 0) query.Add("limit", options.limit);
   HttpRequest request;
   request.path = ResourcePath(gvr, ns) + query.str();
-  ASSIGN_OR_RETURN(json list, DoJson(std::move(request)));
+  request.headers.emplace_back("Accept", kJson);
+  ASSIGN_OR_RETURN(HttpResponse response, Do(std::move(request)));
+  // The list and its items array add two levels. A deeper body holds items that are too deep
+  // (or is not a list at all): parsed without recursion, those items are refused one by one.
+  const int64_t max_object_depth = options_.max_object_depth;
+  const bool within_depth =
+      core::JsonNestingDepth(response.body, max_object_depth + 2) <= max_object_depth + 2;
+  json list = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded()) {
+    return absl::DataLossError(
+        absl::StrCat("response is not JSON: ", response.body.substr(0, 200)));
+  }
   if (!list.is_object()) return absl::DataLossError("list response is not an object");
   ListPage page;
   if (auto it = list.find("kind"); it != list.end() && it->is_string()) page.kind = *it;
@@ -189,9 +205,19 @@ absl::StatusOr<ListPage> RestClient::List(const core::GroupVersionResource& gvr,
   auto items = list.find("items");
   if (items != list.end() && items->is_array()) {
     page.items.reserve(items->size());
-    for (json& item : *items) page.items.push_back(std::move(item));
+    for (json& item : *items) {
+      if (!within_depth && NestingDepth(item, max_object_depth) > max_object_depth) {
+        page.refused.push_back(RefuseTooDeep(item, max_object_depth));
+        continue;
+      }
+      page.items.push_back(std::move(item));
+    }
   } else if (items != list.end() && !items->is_null()) {
     return absl::DataLossError("list \"items\" is not an array");
+  }
+  if (!within_depth && page.refused.empty()) {
+    return absl::DataLossError(
+        absl::StrCat("list response nested deeper than ", max_object_depth + 2, " levels"));
   }
   return page;
 }
@@ -199,7 +225,8 @@ absl::StatusOr<ListPage> RestClient::List(const core::GroupVersionResource& gvr,
 absl::StatusOr<std::string> RestClient::ListEach(const core::GroupVersionResource& gvr,
                                                  absl::string_view ns, const ListOptions& options,
                                                  const std::function<absl::Status(json)>& on_item,
-                                                 CancelToken* cancel) {
+                                                 CancelToken* cancel,
+                                                 std::vector<RefusedObject>* refused) {
   ListOptions page_options = options;
   std::string list_rv;
   for (bool first = true;; first = false) {
@@ -207,6 +234,9 @@ absl::StatusOr<std::string> RestClient::ListEach(const core::GroupVersionResourc
     ASSIGN_OR_RETURN(ListPage page, List(gvr, ns, page_options));
     // All pages share the first page's RV.
     if (first) list_rv = page.resource_version;
+    if (refused != nullptr) {
+      for (RefusedObject& object : page.refused) refused->push_back(std::move(object));
+    }
     for (json& item : page.items) RETURN_IF_ERROR(on_item(std::move(item)));
     if (page.continue_token.empty()) return list_rv;
     page_options.continue_token = page.continue_token;
@@ -219,10 +249,13 @@ absl::StatusOr<std::string> RestClient::ListEach(const core::GroupVersionResourc
 absl::StatusOr<ListPage> RestClient::ListAll(const core::GroupVersionResource& gvr,
                                              absl::string_view ns, ListOptions options) {
   ListPage all;
-  ASSIGN_OR_RETURN(all.resource_version, ListEach(gvr, ns, options, [&](json item) {
-                     all.items.push_back(std::move(item));
-                     return absl::OkStatus();
-                   }));
+  ASSIGN_OR_RETURN(all.resource_version, ListEach(
+                                             gvr, ns, options,
+                                             [&](json item) {
+                                               all.items.push_back(std::move(item));
+                                               return absl::OkStatus();
+                                             },
+                                             nullptr, &all.refused));
   return all;
 }
 
@@ -316,10 +349,10 @@ absl::Status RestClient::Watch(const core::GroupVersionResource& gvr, absl::stri
       options.timeout_seconds ? absl::Seconds(*options.timeout_seconds + 30) : absl::Minutes(61);
 
   FrameDecoder decoder;
-  WatchEventDecoder event_decoder(options.raw_objects);
+  WatchEventDecoder event_decoder(options.raw_objects, options_.max_object_depth);
   absl::Status consumer_status;
   auto on_frame = [&](absl::string_view frame) -> absl::Status {
-    ASSIGN_OR_RETURN(WatchEvent event, event_decoder.Decode(frame));
+    ASSIGN_OR_RETURN(WatchEvent event, event_decoder.Decode(frame, decoder.frame_depth()));
     return on_event(std::move(event));
   };
   absl::StatusOr<HttpResponse> response = transport_->Stream(

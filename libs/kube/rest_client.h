@@ -48,6 +48,9 @@ struct ListPage {
   std::optional<int64_t> remaining_item_count;
   std::string kind;         // e.g. "ConfigMapList"
   std::string api_version;  // e.g. "v1"
+  // Items left out of `items` because they are nested deeper than
+  // RestClientOptions::max_object_depth (named as far as their metadata can be read).
+  std::vector<RefusedObject> refused;
 };
 
 struct WriteOptions {
@@ -87,6 +90,10 @@ struct WatchOptions {
 
 struct RestClientOptions {
   int max_retries = 10;  // client-go's default for 429/Retry-After
+  // The deepest object nesting taken from the server (the API server's own limit by default).
+  // A deeper watch object or LIST item is refused (WatchEvent::refused, ListPage::refused) and
+  // the rest goes on; a deeper single-object response is a DataLoss error.
+  int64_t max_object_depth = core::kApiObjectMaxDepth;
   absl::Duration request_timeout = absl::Seconds(32);
   Sleeper* sleeper = nullptr;  // nullptr = Sleeper::Real()
 };
@@ -110,12 +117,13 @@ class RestClient {
                                 const ListOptions& options = {});
   // Every page, each item passed to `on_item` as it is read (one page in memory at a time).
   // Returns the list RV. A continue token that expires mid-way is an Expired error: the caller
-  // relists (the partial result is not consistent).
+  // relists (the partial result is not consistent). Refused items go to `refused` if given.
   absl::StatusOr<std::string> ListEach(const core::GroupVersionResource& gvr, absl::string_view ns,
                                        const ListOptions& options,
                                        const std::function<absl::Status(nlohmann::json)>& on_item,
-                                       CancelToken* cancel = nullptr);
-  // Every page, collected.
+                                       CancelToken* cancel = nullptr,
+                                       std::vector<RefusedObject>* refused = nullptr);
+  // Every page, collected (refused items in `refused`).
   absl::StatusOr<ListPage> ListAll(const core::GroupVersionResource& gvr, absl::string_view ns,
                                    ListOptions options = {});
 

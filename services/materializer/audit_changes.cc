@@ -106,8 +106,9 @@ AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event) {
     return out;
   }
 
-  // delete and deletecollection read the whole body: decoded now, for this event only.
-  const json response = json::parse(response_object.json, nullptr, /*allow_exceptions=*/false);
+  // delete and deletecollection read the whole body: decoded now, for this event only. Never
+  // copied (a copy recurses once per level; parsing and destroying do not).
+  json response = json::parse(response_object.json, nullptr, /*allow_exceptions=*/false);
   if (!response.is_object()) return skip(AuditSkip::kNoResponseBody);
 
   auto add = [&](ChangeOp op, const json& object) {
@@ -119,11 +120,12 @@ AuditChanges ChangesFromAuditEvent(const audit::AuditEvent& event) {
   };
 
   if (verb == "deletecollection") {
-    const json& items = Member(response, "items");
-    if (!items.is_array()) return skip(AuditSkip::kNoResponseBody);
+    auto found = response.find("items");
+    if (found == response.end() || !found->is_array()) return skip(AuditSkip::kNoResponseBody);
+    json& items = *found;
     const std::string list_kind = Str(response, "kind");
     const std::string list_api_version = Str(response, "apiVersion");
-    for (json item : items) {
+    for (json& item : items) {
       SetTypeFromList(item, list_kind, list_api_version);
       add(OnlyMarkedForDeletion(item) ? ChangeOp::kModified : ChangeOp::kDeleted, item);
     }

@@ -18,7 +18,8 @@ constexpr char kPath[] = "/audit-webhook";
 constexpr size_t kRequestsPerConnection = 10000;
 
 std::string StatusJson(int code, absl::string_view reason, absl::string_view message) {
-  nlohmann::json status = {{"kind", "Status"},        {"apiVersion", "v1"},
+  nlohmann::json status = {{"kind", "Status"},
+                           {"apiVersion", "v1"},
                            {"metadata", nlohmann::json::object()},
                            {"status", code < 300 ? "Success" : "Failure"},
                            {"reason", std::string(reason)},
@@ -29,116 +30,238 @@ std::string StatusJson(int code, absl::string_view reason, absl::string_view mes
 
 }  // namespace
 
-AuditIntake::AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams)
-    : sink_(sink), metrics_(metrics), streams_(streams) {}
+AuditIntake::AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams,
+                         AuditIntakeOptions options)
+    : sink_(sink), metrics_(metrics), streams_(streams), options_(options) {}
 
-AuditResponse AuditIntake::Handle(const std::string& method, const std::string& path,
-                                  std::string body) {
-  auto count_list = [&](absl::string_view outcome) {
-    metrics_
-        ->GetCounter("gitopsreverser_audit_eventlists_total", "Audit EventLists received.",
-                     {{"outcome", std::string(outcome)}})
-        .Increment();
-  };
+AuditIntake::~AuditIntake() = default;
+
+void AuditIntake::CountList(absl::string_view outcome) {
+  metrics_
+      ->GetCounter("gitopsreverser_audit_eventlists_total", "Audit EventLists received.",
+                   {{"outcome", std::string(outcome)}})
+      .Increment();
+}
+
+std::optional<AuditResponse> AuditIntake::Precheck(const std::string& method,
+                                                   const std::string& path) {
   if (path != kPath) {
-    count_list("decode_error");
-    return {400, StatusJson(400, "BadRequest",
-                            "the audit webhook path is exactly /audit-webhook and must not "
-                            "include a cluster ID or trailing segment")};
+    CountList("decode_error");
+    return AuditResponse{400, StatusJson(400, "BadRequest",
+                                         "the audit webhook path is exactly /audit-webhook and "
+                                         "must not include a cluster ID or trailing segment")};
   }
   if (method != "POST") {
-    return {405, StatusJson(405, "MethodNotAllowed", "the audit webhook accepts POST only")};
+    return AuditResponse{
+        405, StatusJson(405, "MethodNotAllowed", "the audit webhook accepts POST only")};
   }
-  absl::Time start = absl::Now();
-  auto items = audit::ParseEventList(std::move(body));
-  if (!items.ok()) {
-    count_list("decode_error");
-    runtime::LogWarning("audit eventlist rejected", {{"error", std::string(items.status().message())}});
-    return {400, StatusJson(400, "BadRequest", items.status().message())};
-  }
-  if (items->empty()) {
-    count_list("empty");
-    return {200, StatusJson(200, "", "no events")};
-  }
+  return std::nullopt;
+}
 
-  std::vector<redisstore::AuthorFact> facts;
-  facts.reserve(items->size());
-  std::vector<const audit::AuditEvent*> accepted;
-  accepted.reserve(items->size());
-  // Events counted per label set, then one counter update per set: the registry's lookup (a
-  // lock and a map of label strings) once per request, not once per event.
-  struct Series {
-    audit::Outcome outcome;
-    const audit::AuditEvent* example;  // its objectRef and verb are the other labels
-    int events;
-  };
-  std::vector<Series> series;
-  auto same_labels = [](const audit::AuditEvent& a, const audit::AuditEvent& b) {
-    return a.verb == b.verb && a.object_ref.resource == b.object_ref.resource &&
-           a.object_ref.api_group == b.object_ref.api_group &&
-           a.object_ref.api_version == b.object_ref.api_version;
-  };
-  for (const audit::AuditEvent& event : *items) {
-    audit::Outcome outcome = audit::Classify(event);
-    auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) {
-      return s.outcome == outcome && same_labels(*s.example, event);
-    });
-    if (it == series.end()) {
-      series.push_back({outcome, &event, 1});
-    } else {
-      ++it->events;
+std::unique_ptr<AuditIntake::Request> AuditIntake::Begin() {
+  return std::make_unique<Request>(*this);
+}
+
+AuditResponse AuditIntake::Handle(const std::string& method, const std::string& path,
+                                  absl::string_view body) {
+  if (std::optional<AuditResponse> decided = Precheck(method, path)) return *decided;
+  std::unique_ptr<Request> request = Begin();
+  request->Feed(body);
+  return request->Finish();
+}
+
+AuditIntake::Request::Request(AuditIntake& intake)
+    : intake_(intake), reader_(intake.options_.limits), start_(absl::Now()) {}
+
+AuditIntake::Request::~Request() = default;
+
+bool AuditIntake::Request::Feed(absl::string_view piece) {
+  if (stopped_) return false;
+  framing_ = reader_.Feed(piece, [this](audit::EventList item) { OnItem(std::move(item)); });
+  if (!framing_.ok()) stopped_ = true;
+  return !stopped_;
+}
+
+void AuditIntake::Request::OnItem(audit::EventList item) {
+  if (stopped_) return;  // a write failed: the answer is 500, the rest is not read
+  ++items_;
+  for (const audit::RefusedEvent& refused : item.refused()) Refuse(refused);
+  if (item.empty()) return;
+  const audit::AuditEvent& event = item[0];
+  const audit::Outcome outcome = audit::Classify(event);
+  const audit::ObjectReference& ref = event.object_ref;
+  // Events counted per label set, one counter update per set when the request ends: the
+  // registry's lookup (a lock and a map of label strings) once per request, not per event.
+  auto it = std::find_if(series_.begin(), series_.end(), [&](const Series& s) {
+    return s.outcome == outcome && s.verb == event.verb && s.resource == ref.resource &&
+           s.group == ref.api_group && s.version == ref.api_version;
+  });
+  if (it == series_.end()) {
+    it = series_.insert(series_.end(),
+                        Series{outcome, std::string(ref.api_group), std::string(ref.api_version),
+                               std::string(ref.resource), std::string(event.verb)});
+  }
+  const size_t series = static_cast<size_t>(it - series_.begin());
+  if (outcome != audit::Outcome::kQueued) {
+    ++series_[series].events;
+    return;
+  }
+  unwritten_.push_back(series);
+  audit::AppendFacts(event, facts_);
+  if (intake_.streams_ != nullptr) {
+    held_bytes_ += item.text_bytes();
+    held_.push_back(std::move(item));
+    accepted_.push_back(&held_.back()[0]);  // moving a list keeps its events in place
+  }                                         // else: facts only, the event's text goes now
+  // A long list is written as it goes, once it is known to be an EventList (kube-apiserver
+  // sends kind and apiVersion first; a body that does not is held to its end).
+  const AuditIntakeOptions& options = intake_.options_;
+  if (reader_.looks_like_event_list() &&
+      (facts_.size() >= options.write_round_facts || held_bytes_ >= options.write_round_bytes) &&
+      !WriteRound()) {
+    stopped_ = true;
+  }
+}
+
+void AuditIntake::Request::Refuse(const audit::RefusedEvent& refused) {
+  ++refused_;
+  intake_.metrics_
+      ->GetCounter("reverser_materializer_audit_events_refused_total",
+                   "Audit events skipped because they could not be decoded (the rest of their "
+                   "list is recorded), by reason: too_large, too_deep, malformed.",
+                   {{"reason", std::string(audit::RefusalLabel(refused.reason))}})
+      .Increment();
+  const std::string resource = refused.api_group.empty()
+                                   ? refused.resource
+                                   : absl::StrCat(refused.api_group, "/", refused.resource);
+  runtime::LogWarning("audit event refused; the rest of its list is recorded",
+                      {{"reason", audit::RefusalLabel(refused.reason)},
+                       {"error", refused.message},
+                       {"index", static_cast<long long>(refused.index)},
+                       {"bytes", static_cast<long long>(refused.bytes)},
+                       {"audit_id", refused.audit_id},
+                       {"verb", refused.verb},
+                       {"resource", resource},
+                       {"namespace", refused.namespace_},
+                       {"name", refused.name}});
+}
+
+bool AuditIntake::Request::WriteRound() {
+  absl::Status written = facts_.empty() ? absl::OkStatus() : intake_.sink_->Write(facts_);
+  if (written.ok() && intake_.streams_ != nullptr && !accepted_.empty()) {
+    written = intake_.streams_->Append(accepted_);
+  }
+  for (size_t series : unwritten_) {
+    ++(written.ok() ? series_[series].events : series_[series].write_errors);
+  }
+  if (written.ok()) {
+    for (const redisstore::AuthorFact& fact : facts_) {
+      ++(fact.verb == "deletecollection" ? expanded_written_ : facts_written_);
     }
-    if (outcome != audit::Outcome::kQueued) continue;
-    accepted.push_back(&event);
-    audit::AppendFacts(event, facts);
+  } else {
+    write_status_ = written;
+    runtime::LogError(
+        "audit events not stored; answering 500 so the API server retries",
+        {{"error", written.ToString()}, {"facts", static_cast<long long>(facts_.size())}});
   }
-  absl::Status written = facts.empty() ? absl::OkStatus() : sink_->Write(facts);
-  if (written.ok() && streams_ != nullptr && !accepted.empty()) {
-    written = streams_->Append(accepted);
+  unwritten_.clear();
+  facts_.clear();
+  accepted_.clear();
+  held_.clear();
+  held_bytes_ = 0;
+  return written.ok();
+}
+
+void AuditIntake::Request::CountSeries() {
+  runtime::MetricsRegistry& metrics = *intake_.metrics_;
+  auto count = [&](const Series& s, const std::string& outcome, const std::string& category,
+                   int64_t events) {
+    if (events == 0) return;
+    metrics
+        .GetCounter("gitopsreverser_audit_events_total", "Audit events by outcome.",
+                    {{"outcome", outcome},
+                     {"category", category},
+                     {"group", s.group},
+                     {"version", s.version},
+                     {"resource", s.resource},
+                     {"verb", s.verb}})
+        .Increment(static_cast<double>(events));
+  };
+  for (const Series& s : series_) {
+    count(s, std::string(audit::OutcomeLabel(s.outcome)),
+          std::string(audit::OutcomeCategory(s.outcome)), s.events);
+    count(s, "write_error", "error", s.write_errors);
   }
-  for (const Series& s : series) {
-    std::string label(audit::OutcomeLabel(s.outcome));
-    std::string category(audit::OutcomeCategory(s.outcome));
-    if (s.outcome == audit::Outcome::kQueued && !written.ok()) {
-      label = "write_error";
-      category = "error";
-    }
-    const audit::ObjectReference& ref = s.example->object_ref;
-    metrics_
-        ->GetCounter("gitopsreverser_audit_events_total", "Audit events by outcome.",
-                     {{"outcome", label},
-                      {"category", category},
-                      {"group", std::string(ref.api_group)},
-                      {"version", std::string(ref.api_version)},
-                      {"resource", std::string(ref.resource)},
-                      {"verb", std::string(s.example->verb)}})
-        .Increment(s.events);
+  metrics
+      .GetHistogram("gitopsreverser_audit_eventlist_duration_seconds",
+                    "Time to process one audit EventList.", {},
+                    {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300})
+      .Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+  if (facts_written_ > 0) {
+    metrics
+        .GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
+                    {{"op", "written"}})
+        .Increment(static_cast<double>(facts_written_));
   }
-  metrics_
-      ->GetHistogram("gitopsreverser_audit_eventlist_duration_seconds",
-                     "Time to process one audit EventList.", {},
-                     {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300})
-      .Observe(absl::ToDoubleSeconds(absl::Now() - start));
-  if (!written.ok()) {
-    count_list("process_error");
-    runtime::LogError("audit events not stored; answering 500 so the API server retries",
-                      {{"error", written.ToString()}, {"facts", static_cast<long long>(facts.size())}});
+  if (expanded_written_ > 0) {
+    metrics
+        .GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
+                    {{"op", "deletecollection_expanded"}})
+        .Increment(static_cast<double>(expanded_written_));
+  }
+}
+
+AuditResponse AuditIntake::Request::Finish() {
+  if (write_status_.ok() && framing_.ok()) framing_ = reader_.Finish();
+  if (write_status_.ok() && !framing_.ok()) {
+    // Nothing of a body refused as a whole is recorded (the API server resends it).
+    intake_.CountList("decode_error");
+    intake_.metrics_
+        ->GetCounter("reverser_materializer_audit_bodies_refused_total",
+                     "Audit webhook bodies refused as a whole, by reason: malformed (broken "
+                     "framing, or not an EventList), too_large.",
+                     {{"reason", "malformed"}})
+        .Increment();
+    runtime::LogWarning("audit eventlist rejected", {{"error", std::string(framing_.message())},
+                                                     {"events", static_cast<long long>(items_)}});
+    return {400, StatusJson(400, "BadRequest", framing_.message())};
+  }
+  if (write_status_.ok()) WriteRound();
+  CountSeries();
+  if (!write_status_.ok()) {
+    intake_.CountList("process_error");
     return {500, StatusJson(500, "InternalError", "audit events could not be stored")};
   }
-  count_list("processed");
-  size_t expanded = 0;
-  for (const auto& f : facts) expanded += f.verb == "deletecollection" ? 1 : 0;
-  metrics_
-      ->GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
-                   {{"op", "written"}})
-      .Increment(static_cast<double>(facts.size() - expanded));
-  if (expanded > 0) {
-    metrics_
-        ->GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
-                     {{"op", "deletecollection_expanded"}})
-        .Increment(static_cast<double>(expanded));
+  if (items_ == 0) {
+    intake_.CountList("empty");
+    return {200, StatusJson(200, "", "no events")};
   }
-  return {200, StatusJson(200, "", absl::StrCat(facts.size(), " fact(s) recorded"))};
+  intake_.CountList("processed");
+  std::string message = absl::StrCat(facts_written_ + expanded_written_, " fact(s) recorded");
+  if (refused_ > 0) absl::StrAppend(&message, "; ", refused_, " event(s) refused (see the log)");
+  return {200, StatusJson(200, "", message)};
+}
+
+AuditResponse AuditIntake::Request::RefuseTooLarge(size_t limit, size_t read) {
+  // What was read is recorded all the same (when it showed it is an EventList): those events
+  // would be lost when the API server gives up resending.
+  if (write_status_.ok() && framing_.ok() && reader_.looks_like_event_list()) WriteRound();
+  CountSeries();
+  intake_.CountList("decode_error");
+  intake_.metrics_
+      ->GetCounter("reverser_materializer_audit_bodies_refused_total",
+                   "Audit webhook bodies refused as a whole, by reason: malformed (broken "
+                   "framing, or not an EventList), too_large.",
+                   {{"reason", "too_large"}})
+      .Increment();
+  runtime::LogError(
+      "audit eventlist larger than --audit_max_body_bytes; answering 413",
+      {{"limit", static_cast<long long>(limit)},
+       {"read", static_cast<long long>(read)},
+       {"events_read", static_cast<long long>(items_)},
+       {"facts_recorded", static_cast<long long>(facts_written_ + expanded_written_)}});
+  return {413, StatusJson(413, "RequestEntityTooLarge",
+                          absl::StrCat("request body exceeds ", limit, " bytes"))};
 }
 
 AuditWebhookServer::AuditWebhookServer(AuditWebhookOptions options, AuditIntake* intake)
@@ -165,30 +288,25 @@ absl::StatusOr<int> AuditWebhookServer::Start() {
   const size_t limit = options_.max_body_bytes;
   auto handler = [this, limit](const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& reader) {
-    std::string body;
-    // Room for the whole body and the decoder's padding up front: no regrowth while reading,
-    // and the decoder works on it in place.
+    std::optional<AuditResponse> decided = intake_->Precheck(req.method, req.path);
+    std::unique_ptr<AuditIntake::Request> request = decided ? nullptr : intake_->Begin();
+    // A body announced over the limit is refused without reading it.
     size_t announced = 0;
-    if (absl::SimpleAtoi(req.get_header_value("Content-Length"), &announced) &&
-        announced <= limit) {
-      body.reserve(announced + audit::kBodyPadding);
-    }
-    bool too_large = false;
+    bool too_large =
+        absl::SimpleAtoi(req.get_header_value("Content-Length"), &announced) && announced > limit;
+    size_t read = 0;
+    // Decoded as it arrives: nothing but the event in progress is held.
     reader([&](const char* data, size_t length) {
-      if (body.size() + length > limit) {
+      if (too_large || read + length > limit) {
         too_large = true;
         return false;  // stop reading; the connection is closed after the answer
       }
-      body.append(data, length);
-      return true;
+      read += length;
+      return request == nullptr || request->Feed(absl::string_view(data, length));
     });
-    AuditResponse out;
-    if (too_large) {
-      out = {400, StatusJson(400, "BadRequest",
-                             absl::StrCat("request body exceeds ", limit, " bytes"))};
-    } else {
-      out = intake_->Handle(req.method, req.path, std::move(body));
-    }
+    AuditResponse out = decided     ? *decided
+                        : too_large ? request->RefuseTooLarge(limit, read)
+                                    : request->Finish();
     res.status = out.status;
     res.set_content(out.body, "application/json");
   };
@@ -200,8 +318,8 @@ absl::StatusOr<int> AuditWebhookServer::Start() {
     res.status = out.status;
     res.set_content(out.body, "application/json");
   });
-  // httplib's own limit is a backstop above ours (it answers 413 and closes).
-  routes.set_payload_max_length(limit * 2 + 1024);
+  // No payload limit of httplib's own: the handler above counts and answers (httplib would
+  // answer 413 itself, unseen, and first read the whole announced body to skip it).
   // httplib closes a keep-alive connection after 5 requests by default, so the API server paid
   // a full mTLS handshake every 5 batches. Idle connections still close after the keep-alive
   // timeout, which frees their worker thread.

@@ -3,12 +3,21 @@
 // The audit webhook intake: `POST /audit-webhook` with an audit.k8s.io/v1 EventList, on HTTPS
 // with client certificates (plain HTTP only behind --audit_insecure). Each event is classified
 // by the reference's filters and counted once; accepted events become author facts written to a
-// FactSink. A sink failure answers 500 for the whole list so the API server retries: nothing
-// accepted is lost. With a StreamSink (`--intake=audit`) the accepted events also become
-// stream entries, written after their facts (so a reader that sees an entry finds its author)
-// and under the same all-or-nothing rule.
+// FactSink. A sink failure answers 500 so the API server retries the whole list: nothing
+// accepted is lost (facts are keyed, stream repeats are diverted). With a StreamSink
+// (`--intake=audit`) the accepted events also become stream entries, written after their facts
+// (so a reader that sees an entry finds its author).
+//
+// The body is decoded as it is read, one event at a time (audit::EventListReader), so memory
+// stays bounded by the largest event whatever the list's size: facts and entries are written in
+// rounds (AuditIntakeOptions) once the body has shown it is an EventList. One event that cannot
+// be decoded (too large, nested too deeply, malformed) is skipped, counted and logged; the
+// others are recorded and the answer is 200. A body is refused as a whole only when its framing
+// is broken or it is no EventList (400), or when it is longer than max_body_bytes (413; what was
+// read before the limit is still recorded).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +45,25 @@ class StreamSink {
   virtual absl::Status Append(const std::vector<const audit::AuditEvent*>& accepted_events) = 0;
 };
 
+// Above any list a default kube-apiserver sends: 400 events (--audit-webhook-batch-max-size) of
+// a 3 MiB request body and a 1.5 MiB stored object each. Memory does not grow with it.
+inline constexpr size_t kDefaultMaxBodyBytes = size_t{2} << 30;
+
 struct AuditWebhookOptions {
   std::string listen_address = "0.0.0.0";
   int port = 9444;
-  size_t max_body_bytes = 10 * 1024 * 1024;
+  // A longer body is refused with 413 once this many bytes have been read.
+  size_t max_body_bytes = kDefaultMaxBodyBytes;
   runtime::TlsOptions tls;  // cert/key required unless insecure; client CA → mTLS
   bool insecure = false;    // plain HTTP, development only
+};
+
+struct AuditIntakeOptions {
+  audit::DecodeLimits limits;  // per event: size and depth (beyond them it is skipped)
+  // A long list is written in rounds of this many facts, or once the accepted events held for
+  // the stream sink reach this many bytes.
+  size_t write_round_facts = 1024;
+  size_t write_round_bytes = 16 << 20;
 };
 
 // Result of handling one webhook request, independent of HTTP (unit-testable).
@@ -52,16 +74,74 @@ struct AuditResponse {
 
 class AuditIntake {
  public:
+  class Request;
+
   // `streams` may be null (watch intake: facts only).
-  AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams = nullptr);
-  // Handles one request already read from the wire. The body is taken over: the decoded events
-  // view into it (give it audit::kBodyPadding spare capacity and it is never copied).
-  AuditResponse Handle(const std::string& method, const std::string& path, std::string body);
+  AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams = nullptr,
+              AuditIntakeOptions options = {});
+  ~AuditIntake();
+
+  // Handles one request whose body is at hand (tests, tools).
+  AuditResponse Handle(const std::string& method, const std::string& path, absl::string_view body);
+
+  // The answer when method and path alone decide it (not the webhook's path, not POST).
+  std::optional<AuditResponse> Precheck(const std::string& method, const std::string& path);
+  // Starts a POST whose body is then fed in pieces.
+  std::unique_ptr<Request> Begin();
 
  private:
+  friend class Request;
+  void CountList(absl::string_view outcome);
+
   FactSink* sink_;
   runtime::MetricsRegistry* metrics_;
   StreamSink* streams_;
+  AuditIntakeOptions options_;
+};
+
+// One POST being read. Not thread-safe (one HTTP thread reads one request).
+class AuditIntake::Request {
+ public:
+  explicit Request(AuditIntake& intake);
+  ~Request();
+
+  // Consumes the next piece of the body. False: stop reading, the answer is decided (broken
+  // framing, or a write failed).
+  bool Feed(absl::string_view piece);
+  // The answer once the whole body has been fed.
+  AuditResponse Finish();
+  // The answer when the body passed `limit` bytes: 413, after recording what was read.
+  AuditResponse RefuseTooLarge(size_t limit, size_t read);
+
+ private:
+  struct Series {
+    audit::Outcome outcome;
+    std::string group, version, resource, verb;
+    int64_t events = 0;        // counted under their outcome
+    int64_t write_errors = 0;  // accepted, but their write failed
+  };
+  void OnItem(audit::EventList item);
+  void Refuse(const audit::RefusedEvent& refused);
+  // Writes the facts and held events so far; false (and write_status_) when a sink failed.
+  bool WriteRound();
+  void CountSeries();
+
+  AuditIntake& intake_;
+  audit::EventListReader reader_;
+  absl::Time start_;
+  absl::Status framing_;
+  absl::Status write_status_;
+  bool stopped_ = false;
+  size_t items_ = 0;
+  size_t refused_ = 0;
+  std::vector<Series> series_;
+  std::vector<size_t> unwritten_;  // the series of each accepted event not written yet
+  std::vector<redisstore::AuthorFact> facts_;
+  std::vector<audit::EventList> held_;  // accepted events kept for the stream sink
+  std::vector<const audit::AuditEvent*> accepted_;
+  size_t held_bytes_ = 0;
+  size_t facts_written_ = 0;
+  size_t expanded_written_ = 0;
 };
 
 class AuditWebhookServer {

@@ -1,6 +1,10 @@
 #include "services/materializer/audit_webhook.h"
 
+#include <mutex>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/fixtures/certs.h"
@@ -12,13 +16,47 @@ namespace {
 class RecordingSink : public FactSink {
  public:
   absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) override {
-    if (fail) return absl::UnavailableError("redis down");
+    std::lock_guard lock(mu);
+    ++writes;
+    if (fail || (fail_from_write > 0 && writes >= fail_from_write)) {
+      return absl::UnavailableError("redis down");
+    }
     written.insert(written.end(), facts.begin(), facts.end());
     return absl::OkStatus();
   }
+  std::vector<std::string> Names() {
+    std::lock_guard lock(mu);
+    std::vector<std::string> names;
+    for (const auto& fact : written) names.push_back(fact.name);
+    return names;
+  }
+  std::mutex mu;
   bool fail = false;
+  int fail_from_write = 0;  // > 0: this write and every later one fail
+  int writes = 0;
   std::vector<redisstore::AuthorFact> written;
 };
+
+// An accepted update of ConfigMap `name` in team, with `request_object` as its request body.
+std::string Update(const std::string& id, const std::string& name,
+                   const std::string& request_object = R"({"kind":"ConfigMap"})") {
+  return absl::StrCat(
+      R"({"auditID":")", id,
+      R"(","stage":"ResponseComplete","verb":"update","user":{"username":"alice"},)",
+      R"("objectRef":{"resource":"configmaps","namespace":"team","name":")", name,
+      R"(","apiVersion":"v1","uid":"u-)", name,
+      R"("},"responseStatus":{"code":200},"requestObject":)", request_object,
+      R"(,"responseObject":{"kind":"ConfigMap","metadata":{"name":")", name, R"(","uid":"u-)", name,
+      R"(","resourceVersion":"42"}}})");
+}
+
+std::string Nested(int levels) {
+  std::string text;
+  for (int i = 1; i < levels; ++i) text += R"({"a":)";
+  text += "{}";
+  text.append(levels - 1, '}');
+  return text;
+}
 
 std::string EventList(const std::string& items) {
   return R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[)" + items +
@@ -37,7 +75,8 @@ TEST(AuditIntakeTest, RecordsAcceptedEventsAndCountsEveryEvent) {
   RecordingSink sink;
   runtime::MetricsRegistry metrics;
   AuditIntake intake(&sink, &metrics);
-  AuditResponse r = intake.Handle("POST", "/audit-webhook", EventList(std::string(kUpdate) + "," + kGet));
+  AuditResponse r =
+      intake.Handle("POST", "/audit-webhook", EventList(std::string(kUpdate) + "," + kGet));
   EXPECT_EQ(r.status, 200) << r.body;
   ASSERT_EQ(sink.written.size(), 1u);
   EXPECT_EQ(sink.written[0].name, "cm-a");
@@ -49,7 +88,8 @@ TEST(AuditIntakeTest, RecordsAcceptedEventsAndCountsEveryEvent) {
       "version=\"v1\",resource=\"configmaps\",verb=\"update\"} 1"))
       << text;
   EXPECT_TRUE(absl::StrContains(text, "outcome=\"read_only_or_unknown_verb\""));
-  EXPECT_TRUE(absl::StrContains(text, "gitopsreverser_audit_eventlists_total{outcome=\"processed\"} 1"));
+  EXPECT_TRUE(
+      absl::StrContains(text, "gitopsreverser_audit_eventlists_total{outcome=\"processed\"} 1"));
 }
 
 TEST(AuditIntakeTest, PathMethodAndBodyErrors) {
@@ -76,7 +116,8 @@ TEST(AuditIntakeTest, StoreFailureAnswers500SoTheApiServerRetries) {
   AuditIntake intake(&sink, &metrics);
   AuditResponse r = intake.Handle("POST", "/audit-webhook", EventList(kUpdate));
   EXPECT_EQ(r.status, 500);
-  EXPECT_TRUE(absl::StrContains(metrics.RenderText(), "outcome=\"write_error\",category=\"error\""));
+  EXPECT_TRUE(
+      absl::StrContains(metrics.RenderText(), "outcome=\"write_error\",category=\"error\""));
   // The retry, once the store is back, is accepted.
   sink.fail = false;
   EXPECT_EQ(intake.Handle("POST", "/audit-webhook", EventList(kUpdate)).status, 200);
@@ -119,12 +160,15 @@ TEST(AuditWebhookServerTest, MutualTlsAcceptsTheClientCertAndRefusesOthers) {
   EXPECT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(sink.written.size(), 1u);
 
-  // Oversized bodies get a clear 400 and the server keeps serving.
+  // Oversized bodies get a clear 413 (counted) and the server keeps serving.
   std::string huge = EventList(std::string(kUpdate) + std::string(70 * 1024, ' '));
   auto too_big = good.Post("/audit-webhook", huge, "application/json");
   if (too_big) {
-    EXPECT_EQ(too_big->status, 400);
+    EXPECT_EQ(too_big->status, 413);
   }
+  EXPECT_TRUE(absl::StrContains(
+      metrics.RenderText(),
+      "reverser_materializer_audit_bodies_refused_total{reason=\"too_large\"} 1"));
   auto after = good.Post("/audit-webhook", EventList(kUpdate), "application/json");
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
@@ -137,6 +181,117 @@ TEST(AuditWebhookServerTest, MutualTlsAcceptsTheClientCertAndRefusesOthers) {
   rogue.enable_server_certificate_verification(false);
   EXPECT_FALSE(rogue.Post("/audit-webhook", EventList(kUpdate), "application/json"));
   EXPECT_EQ(sink.written.size(), 2u);
+  server.Stop();
+}
+
+TEST(AuditIntakeTest, OneBadEventSkipsOnlyThatEvent) {
+  RecordingSink sink;
+  runtime::MetricsRegistry metrics;
+  AuditIntakeOptions options;
+  options.limits.max_object_depth = 4;
+  options.limits.max_event_bytes = 4096;
+  AuditIntake intake(&sink, &metrics, nullptr, options);
+  const std::string items = absl::StrJoin(
+      {Update("a-1", "one"), Update("a-2", "deep", Nested(5)),
+       Update("a-3", "big", absl::StrCat(R"({"data":")", std::string(8192, 'x'), R"("})")),
+       Update("a-4", "bad\xff"), Update("a-5", "five", Nested(4))},
+      ",");
+  AuditResponse r = intake.Handle("POST", "/audit-webhook", EventList(items));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(absl::StrContains(r.body, "3 event(s) refused")) << r.body;
+  EXPECT_EQ(sink.Names(), (std::vector<std::string>{"one", "five"}));
+  const std::string text = metrics.RenderText();
+  for (const char* reason : {"too_deep", "too_large", "malformed"}) {
+    EXPECT_TRUE(absl::StrContains(
+        text, absl::StrCat("reverser_materializer_audit_events_refused_total{reason=\"", reason,
+                           "\"} 1")))
+        << reason << "\n"
+        << text;
+  }
+  EXPECT_TRUE(absl::StrContains(text,
+                                "outcome=\"queued\",category=\"accepted\",group=\"\","
+                                "version=\"v1\",resource=\"configmaps\",verb=\"update\"} 2"))
+      << text;
+}
+
+TEST(AuditIntakeTest, ALongListIsWrittenInRoundsAndAFailedRoundAnswers500) {
+  AuditIntakeOptions options;
+  options.write_round_facts = 10;
+  std::vector<std::string> events;
+  for (int i = 0; i < 35; ++i)
+    events.push_back(Update(absl::StrCat("a-", i), absl::StrCat("cm-", i)));
+  const std::string body = EventList(absl::StrJoin(events, ","));
+  {
+    RecordingSink sink;
+    runtime::MetricsRegistry metrics;
+    AuditIntake intake(&sink, &metrics, nullptr, options);
+    AuditResponse r = intake.Handle("POST", "/audit-webhook", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(sink.written.size(), 35u);
+    EXPECT_EQ(sink.writes, 4);  // 10 + 10 + 10 + 5: memory holds one round, not the list
+  }
+  RecordingSink sink;
+  sink.fail_from_write = 2;
+  runtime::MetricsRegistry metrics;
+  AuditIntake intake(&sink, &metrics, nullptr, options);
+  AuditResponse r = intake.Handle("POST", "/audit-webhook", body);
+  EXPECT_EQ(r.status, 500);   // the API server resends; the first round's facts are keyed
+  EXPECT_EQ(sink.writes, 2);  // reading stopped at the failure
+  EXPECT_TRUE(absl::StrContains(metrics.RenderText(),
+                                "outcome=\"write_error\",category=\"error\",group=\"\","
+                                "version=\"v1\",resource=\"configmaps\",verb=\"update\"} 10"));
+}
+
+TEST(AuditIntakeTest, BrokenFramingRefusesTheListAndRecordsNothing) {
+  RecordingSink sink;
+  runtime::MetricsRegistry metrics;
+  AuditIntake intake(&sink, &metrics);
+  AuditResponse r = intake.Handle("POST", "/audit-webhook",
+                                  EventList(Update("a-1", "one") + " " + Update("a-2", "two")));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(sink.written.empty());
+  EXPECT_TRUE(absl::StrContains(
+      metrics.RenderText(),
+      "reverser_materializer_audit_bodies_refused_total{reason=\"malformed\"} 1"));
+}
+
+TEST(AuditWebhookServerTest, ABodyOverTheLimitRecordsWhatCameBeforeIt) {
+  RecordingSink sink;
+  runtime::MetricsRegistry metrics;
+  AuditIntake intake(&sink, &metrics);
+  AuditWebhookOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  options.insecure = true;
+  options.max_body_bytes = 64 * 1024;
+  AuditWebhookServer server(options, &intake);
+  auto port = server.Start();
+  ASSERT_TRUE(port.ok()) << port.status();
+  std::vector<std::string> events;
+  for (int i = 0; i < 400; ++i)
+    events.push_back(Update(absl::StrCat("a-", i), absl::StrCat("cm-", i)));
+  const std::string body = EventList(absl::StrJoin(events, ","));
+  ASSERT_GT(body.size(), 2 * options.max_body_bytes);
+  // Chunked: no length announced, so the limit is met while reading.
+  httplib::Client client("127.0.0.1", *port);
+  auto res = client.Post(
+      "/audit-webhook",
+      [&](size_t offset, httplib::DataSink& sink_out) {
+        if (offset >= body.size()) {
+          sink_out.done();
+          return true;
+        }
+        return sink_out.write(body.data() + offset, std::min<size_t>(4096, body.size() - offset));
+      },
+      "application/json");
+  if (res) EXPECT_EQ(res->status, 413);
+  // The events read before the limit are recorded; the rest is not.
+  const size_t recorded = sink.Names().size();
+  EXPECT_GT(recorded, 100u);
+  EXPECT_LT(recorded, 400u);
+  EXPECT_TRUE(absl::StrContains(
+      metrics.RenderText(),
+      "reverser_materializer_audit_bodies_refused_total{reason=\"too_large\"} 1"));
   server.Stop();
 }
 

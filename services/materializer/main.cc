@@ -4,6 +4,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "libs/audit/audit_event.h"
+#include "libs/core/json_depth.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/catalogclient/catalog_flags.h"
@@ -49,7 +51,23 @@ ABSL_FLAG(std::string, audit_client_ca, "",
           "CA bundle that signs the API server's client certificate (mTLS, required).");
 ABSL_FLAG(bool, audit_insecure, false,
           "Serve the audit webhook over plain HTTP without client certificates (development only).");
-ABSL_FLAG(int64_t, audit_max_body_bytes, 10 * 1024 * 1024, "Largest accepted audit request body.");
+ABSL_FLAG(int64_t, audit_max_body_bytes,
+          static_cast<int64_t>(reverser::materializer::kDefaultMaxBodyBytes),
+          "Longest audit request body read; a longer one is answered 413 (what was read before "
+          "the limit is recorded). Bodies are decoded one event at a time, so memory does not "
+          "grow with this; the default is above any list a default kube-apiserver sends (400 "
+          "events of a 3 MiB request and a 1.5 MiB object).");
+ABSL_FLAG(int64_t, audit_max_event_bytes,
+          static_cast<int64_t>(reverser::audit::kDefaultMaxEventBytes),
+          "Largest single audit event decoded; a larger one is skipped (counted in "
+          "reverser_materializer_audit_events_refused_total{reason=\"too_large\"}, logged with "
+          "its auditID) and the rest of its list is recorded. The most memory one request holds.");
+ABSL_FLAG(int64_t, json_max_depth, reverser::core::kApiObjectMaxDepth,
+          "Deepest object nesting accepted from the cluster, in watch objects, LIST items and "
+          "audit events (objects and arrays count one level each). A deeper object is skipped, "
+          "counted and reported; the watch and the rest of the list go on. The default is the "
+          "API server's own limit, so nothing a cluster holds is refused; higher values are "
+          "rejected (deeper objects would reach recursive code).");
 ABSL_FLAG(absl::Duration, author_fact_ttl, absl::Minutes(15), "TTL of author facts in Redis.");
 
 namespace reverser::materializer {
@@ -103,6 +121,29 @@ class AdminService final
   caf::actor* supervisor_;
 };
 
+// The input limits, checked before anything connects.
+absl::Status LimitsFromFlags(int64_t& max_depth, audit::DecodeLimits& limits, size_t& max_body) {
+  max_depth = absl::GetFlag(FLAGS_json_max_depth);
+  if (max_depth < 1 || max_depth > core::kApiObjectMaxDepth) {
+    return absl::InvalidArgumentError(absl::StrCat("--json_max_depth must be within 1..",
+                                                   core::kApiObjectMaxDepth,
+                                                   " (the API server's own limit)"));
+  }
+  const int64_t event_bytes = absl::GetFlag(FLAGS_audit_max_event_bytes);
+  const int64_t body_bytes = absl::GetFlag(FLAGS_audit_max_body_bytes);
+  if (event_bytes < 1024) {
+    return absl::InvalidArgumentError("--audit_max_event_bytes must be at least 1024");
+  }
+  if (body_bytes < event_bytes) {
+    return absl::InvalidArgumentError(
+        "--audit_max_body_bytes must be at least --audit_max_event_bytes");
+  }
+  limits.max_object_depth = max_depth;
+  limits.max_event_bytes = static_cast<size_t>(event_bytes);
+  max_body = static_cast<size_t>(body_bytes);
+  return absl::OkStatus();
+}
+
 // --intake and its settings, checked before anything connects.
 absl::Status IntakeFromFlags(TypeMaterializerOptions& base) {
   auto intake = ParseIntake(absl::GetFlag(FLAGS_intake));
@@ -134,6 +175,13 @@ class App final : public runtime::ServiceApp {
   absl::Status Setup(runtime::ServiceHost& host) override {
     TypeMaterializerOptions base;
     if (absl::Status s = IntakeFromFlags(base); !s.ok()) return s;
+    int64_t max_depth = 0;
+    AuditIntakeOptions intake_options;
+    size_t max_body_bytes = 0;
+    if (absl::Status s = LimitsFromFlags(max_depth, intake_options.limits, max_body_bytes);
+        !s.ok()) {
+      return s;
+    }
     auto settings = redisstore::RedisSettingsFromFlags();
     if (!settings.ok()) return settings.status();
     const redisstore::RedisOptions& redis = settings->options;
@@ -144,7 +192,10 @@ class App final : public runtime::ServiceApp {
     const std::string& catalog = *catalog_address;
     auto cluster = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig));
     if (!cluster.ok()) return cluster.status();
-    auto kube_client = kube::NewHttplibRestClient(*cluster, "reverser-materializer/0.1");
+    kube::RestClientOptions client_options;
+    client_options.max_object_depth = max_depth;
+    auto kube_client =
+        kube::NewHttplibRestClient(*cluster, "reverser-materializer/0.1", client_options);
     if (!kube_client.ok()) return kube_client.status();
     client_ = *kube_client;
 
@@ -201,11 +252,11 @@ class App final : public runtime::ServiceApp {
                                                              &host.metrics());
       }
       intake_ = std::make_unique<AuditIntake>(fact_sink_.get(), &host.metrics(),
-                                              stream_writer_.get());
+                                              stream_writer_.get(), intake_options);
       AuditWebhookOptions audit;
       audit.listen_address = host.options().listen_address;
       audit.port = absl::GetFlag(FLAGS_audit_port);
-      audit.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_audit_max_body_bytes));
+      audit.max_body_bytes = max_body_bytes;
       audit.tls = {absl::GetFlag(FLAGS_audit_tls_cert), absl::GetFlag(FLAGS_audit_tls_key),
                    absl::GetFlag(FLAGS_audit_client_ca)};
       audit.insecure = absl::GetFlag(FLAGS_audit_insecure);

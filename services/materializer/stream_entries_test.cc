@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "libs/core/json_depth.h"
 #include "libs/sanitize/sanitize.h"
 
 namespace reverser::materializer {
@@ -73,6 +76,23 @@ TEST(StoreObjectJsonTest, InvalidJsonIsAnError) {
   for (const char* text : {"", "{", "{\"a\":tru}", "{\"a\":\"\xff\"}"}) {
     EXPECT_TRUE(absl::IsInvalidArgument(StoreObjectJson(text).status())) << text;
   }
+}
+
+TEST(StoreObjectJsonTest, TheDeepestObjectTheApiServerAcceptsIsStored) {
+  // 10,000 levels: past the fast writer's depth, so nlohmann's recursive dump takes it. On a
+  // worker thread's default stack, as in the service.
+  std::string text = R"({"metadata":{"name":"deep","uid":"u","resourceVersion":"3"},"spec":)";
+  for (int64_t i = 2; i < core::kApiObjectMaxDepth; ++i) text += R"({"a":)";
+  text += "{}";
+  text.append(core::kApiObjectMaxDepth - 2, '}');
+  text += "}";
+  ASSERT_EQ(core::JsonNestingDepth(text), core::kApiObjectMaxDepth);
+  absl::StatusOr<StoredObject> stored = absl::UnknownError("not run");
+  std::thread worker([&] { stored = StoreObjectJson(text); });
+  worker.join();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->name, "deep");
+  EXPECT_EQ(core::JsonNestingDepth(stored->json), core::kApiObjectMaxDepth);
 }
 
 }  // namespace

@@ -75,6 +75,8 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           auto position = core::StreamPosition::Parse(status.checkpoint);
           if (position.ok()) m->set_checkpoint_revision(position->rv());
           m->set_replays(status.replays);
+          m->set_refused_objects(static_cast<uint64_t>(status.refused_objects));
+          m->set_last_refused(status.last_refused);
           // From Redis when it answers (right in audit mode and across restarts); else what
           // this process has counted.
           absl::StatusOr<TypeMaterializer::StoredFacts> stored = worker->ReadStoredFacts();

@@ -355,10 +355,15 @@ absl::Status TypeMaterializer::Relist(bool rebuild) {
   kube::ListOptions list_options;
   list_options.limit = options_.list_page_size;
   std::string list_rv;
+  std::vector<std::string> refused;  // identities of the items the client refused
   // Pages of one LIST share its snapshot; an expired continue token restarts it (Expired error).
   do {
     ASSIGN_OR_RETURN(kube::ListPage page, client_->List(options_.gvr, ns, list_options));
     if (list_rv.empty()) list_rv = page.resource_version;
+    for (const kube::RefusedObject& object : page.refused) {
+      std::string identity = RecordRefusal(object, "LIST");
+      if (!identity.empty()) refused.push_back(std::move(identity));
+    }
     for (nlohmann::json& item : page.items) {
       SetTypeFromList(item, page.kind, page.api_version);
       items[redisstore::ObjectIdentity(ObjectMetadata(item, "namespace"),
@@ -384,10 +389,12 @@ absl::Status TypeMaterializer::Relist(bool rebuild) {
   } else if (view->checkpoint && *view->checkpoint > covered) {
     outcome = "superseded";  // a newer checkpoint (a compaction past R) is in place
   } else if (view->checkpoint) {
+    const redisstore::ObjectMap folded = view->Fold(covered);
+    KeepLastStored(folded, refused, items);
     // Differences healed only once the stream has not moved for that object for heal_settle.
     const absl::Time now = absl::Now();
     std::map<std::string, UnhealedDifference> still;
-    for (auto& [identity, materialized] : Differences(view->Fold(covered), items)) {
+    for (auto& [identity, materialized] : Differences(folded, items)) {
       auto seen = unhealed_.find(identity);
       if (seen != unhealed_.end() && seen->second.materialized == materialized) {
         if (now - seen->second.first_seen >= options_.heal_settle) ++lasting;
@@ -466,6 +473,7 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
       FlushAppends();  // the live changes before the relist land before its checkpoint
       collecting_ = true;
       pending_checkpoint_.clear();
+      refused_in_sync_.clear();
       SetPhase("Replaying", event.reason == kube::SyncReason::kExpired ? "ExpiredResourceVersion"
                             : event.reason == kube::SyncReason::kRetry ? "ResumeReplay"
                                                                        : "InitialReplay");
@@ -478,6 +486,14 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
       if (!rv.ok()) {
         SetPhase("Blocked", "WatchError");
         return;
+      }
+      if (!refused_in_sync_.empty()) {
+        // The listing left out objects it refused; they keep their last stored bodies rather
+        // than vanish from the materialization (and from Git) while they still exist.
+        auto view = WithRetry("load materialization", [&] { return store_->Load(); });
+        if (!view.ok()) return;  // stopping
+        KeepLastStored(view->Fold(), refused_in_sync_, pending_checkpoint_);
+        refused_in_sync_.clear();
       }
       auto swap = WithRetry("replace checkpoint", [&] {
         return store_->ReplaceCheckpoint(pending_checkpoint_, core::StreamPosition::EndOf(*rv));
@@ -713,6 +729,75 @@ absl::StatusOr<TypeMaterializer::StoredFacts> TypeMaterializer::ReadStoredFacts(
   ASSIGN_OR_RETURN(facts.stream_length, length.AsInteger());
   for (const auto& [reason, n] : counts.diverted) facts.diverted += n;
   return facts;
+}
+
+std::string TypeMaterializer::RecordRefusal(const kube::RefusedObject& object,
+                                            absl::string_view event_type) {
+  runtime::Labels labels = labels_;
+  labels.emplace_back("reason", object.reason);
+  metrics_
+      ->GetCounter("reverser_materializer_refused_objects_total",
+                   "Objects the API server holds that could not be stored (nested deeper than "
+                   "--json_max_depth), by reason.",
+                   labels)
+      .Increment();
+  const std::string where =
+      object.namespace_.empty() ? object.name : absl::StrCat(object.namespace_, "/", object.name);
+  {
+    std::lock_guard lock(mu_);
+    ++status_.refused_objects;
+    status_.last_refused = absl::StrCat(object.kind.empty() ? "object" : object.kind, " ",
+                                        where.empty() ? "(unnamed)" : where, " rv ",
+                                        object.resource_version, ": ", object.message);
+  }
+  const std::string identity =
+      object.name.empty() ? "" : redisstore::ObjectIdentity(object.namespace_, object.name);
+  // Once per object version: a relist meets the same object again.
+  const std::string logged = absl::StrCat(identity, "@", object.resource_version);
+  if (logged_refusals_.size() >= 4096) logged_refusals_.clear();
+  if (logged_refusals_.insert(logged).second) {
+    runtime::LogError("object refused: not stored (it keeps its last stored body, if any)",
+                      {{"type", Name()},
+                       {"event", event_type},
+                       {"reason", object.reason},
+                       {"error", object.message},
+                       {"kind", object.kind},
+                       {"namespace", object.namespace_},
+                       {"name", object.name},
+                       {"uid", object.uid},
+                       {"resource_version", object.resource_version}});
+  }
+  return identity;
+}
+
+void TypeMaterializer::KeepLastStored(const redisstore::ObjectMap& materialized,
+                                      const std::vector<std::string>& refused,
+                                      redisstore::ObjectMap& items) {
+  for (const std::string& identity : refused) {
+    auto last = materialized.find(identity);
+    if (last != materialized.end()) items[identity] = last->second;
+  }
+}
+
+void TypeMaterializer::OnRefused(kube::ReflectorEventType type, const kube::RefusedObject& object,
+                                 bool initial) {
+  const std::string identity = RecordRefusal(object, kube::ReflectorEventTypeName(type));
+  if (identity.empty()) return;
+  if (initial && collecting_) {
+    refused_in_sync_.push_back(identity);
+    return;
+  }
+  if (type != kube::ReflectorEventType::kDeleted) return;  // the last stored body stays
+  // A deletion needs only the identity: it is recorded, so the object does not outlive itself.
+  nlohmann::json stub = {{"apiVersion", object.api_version},
+                         {"kind", object.kind},
+                         {"metadata",
+                          {{"name", object.name},
+                           {"namespace", object.namespace_},
+                           {"uid", object.uid},
+                           {"resourceVersion", object.resource_version}}}};
+  if (object.namespace_.empty()) stub["metadata"].erase("namespace");
+  QueueAppend(MakeStreamEntry(redisstore::ChangeOp::kDeleted, stub, ChangeSource::kWatch));
 }
 
 void TypeMaterializer::OnError(const absl::Status& status) {

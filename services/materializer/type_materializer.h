@@ -42,8 +42,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "libs/core/types.h"
 #include "libs/kube/reflector.h"
@@ -101,6 +103,9 @@ struct TypeMaterializerStatus {
   int64_t relists = 0;       // audit intake: LISTs completed
   int64_t state_losses = 0;  // lost Redis state detected (each rebuilt)
   std::string last_error;
+  // Objects the client refused (too deep to store), and the last one: "Kind ns/name: why".
+  int64_t refused_objects = 0;
+  std::string last_refused;
 };
 
 class TypeMaterializer : private kube::WatchHandler {
@@ -158,6 +163,15 @@ class TypeMaterializer : private kube::WatchHandler {
   absl::StatusOr<redisstore::MaterializationStore> AdminStore();
   void OnEvent(const kube::ReflectorEvent& event) override;
   void OnError(const absl::Status& status) override;
+  void OnRefused(kube::ReflectorEventType type, const kube::RefusedObject& object,
+                 bool initial) override;
+  // Counts, reports (status, and a log line once per object version) a refused object; returns
+  // its identity ("" without a name).
+  std::string RecordRefusal(const kube::RefusedObject& object, absl::string_view event_type);
+  // A refused object keeps what the materialization last stored for it: copied from
+  // `materialized` into `items` for each identity in `refused`.
+  void KeepLastStored(const redisstore::ObjectMap& materialized,
+                      const std::vector<std::string>& refused, redisstore::ObjectMap& items);
   // Retries `op` against Redis until it succeeds or the worker stops.
   template <typename Fn>
   auto WithRetry(const char* what, Fn op) -> decltype(op());
@@ -205,6 +219,8 @@ class TypeMaterializer : private kube::WatchHandler {
   // Reflector-thread state.
   bool collecting_ = false;
   redisstore::ObjectMap pending_checkpoint_;
+  std::vector<std::string> refused_in_sync_;  // identities refused in the listing under way
+  std::set<std::string> logged_refusals_;     // "identity@rv" already logged (bounded)
 
   // Append-writer state. store_ and redis_ belong to the writer while it writes a batch and to
   // the reflector thread otherwise (it flushes first).
