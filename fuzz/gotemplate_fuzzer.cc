@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -22,10 +23,17 @@ const std::vector<gotemplate::Value>& CommitData() {
     const ChangedResource config_map{"CREATE", {"", "v1", "configmaps"}, "prod", "web-config"};
     const ChangedResource role{
         "DELETE", {"rbac.authorization.k8s.io", "v1", "clusterroles"}, "", "system:controller:x"};
+    // A window as one `kubectl apply` of a small chart makes it: forty changes by one author.
+    std::vector<ChangedResource> window;
+    for (int i = 0; i < 10; ++i) {
+      for (ChangedResource r : {deployment, config_map, role, deployment}) {
+        r.name += "-" + std::to_string(i);
+        window.push_back(std::move(r));
+      }
+    }
     return new std::vector<gotemplate::Value>{
         commitmeta::EventMessageData{deployment, "alice@example.com", "prod-target"}.ToValue(),
-        commitmeta::GroupMessageData{
-            "alice@example.com", "prod-target", {deployment, config_map, role, deployment}}
+        commitmeta::GroupMessageData{"alice@example.com", "prod-target", std::move(window)}
             .ToValue(),
         commitmeta::ReconcileMessageData{12, "prod-target", deployment.gvr, "48213"}.ToValue(),
     };

@@ -4,21 +4,24 @@
 #   fuzz: PASS <target> (<runs> runs, <seconds> s)   or   fuzz: FAIL <target> (<why>) ...
 # and exits non-zero if the build failed or any fuzzer found a crash, leak, timeout or OOM.
 #
-# Usage: tools/fuzz.sh [--runs N] [--time S] [--junit FILE] [--explore S] [target...]
-#   --runs N      inputs per fuzzer in the bounded run (default 4000; fixed seed, so a run is
+# Usage: tools/fuzz.sh [--runs N] [--time S] [--junit FILE] [--explore S | --crashes] [target...]
+#   --runs N      inputs per fuzzer in the bounded run (default 8000; fixed seed, so a run is
 #                 repeatable: the same binary and corpus find the same thing)
-#   --time S      guard: stop a fuzzer after S seconds even if it has not done N runs (default 20)
+#   --time S      guard: stop a fuzzer after S seconds even if it has not done N runs (default 25)
 #   --junit FILE  also write the results as JUnit XML (tools/test.sh counts them)
 #   --explore S   explore instead: S seconds per fuzzer, random seed, corpus kept between runs in
 #                 the output base; findings are kept and listed at the end
+#   --crashes     run the known failing inputs of fuzz/crashes/<target>/ and say for each whether
+#                 it still fails (exit 1) or is fixed (move it to fuzz/corpus/<target>/ then)
 #   target        fuzzer names (default: all six)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-runs=4000
-guard=20
+runs=8000
+guard=25
 junit=
 explore=
+crashes=
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,7 +29,8 @@ while [ $# -gt 0 ]; do
     --time) guard=$2; shift 2 ;;
     --junit) junit=$2; shift 2 ;;
     --explore) explore=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --crashes) crashes=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -107,6 +111,38 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# What a failed run's log says it found.
+finding_in() {
+  for pattern in "libFuzzer: timeout" "libFuzzer: out-of-memory" "LeakSanitizer" \
+                 "AddressSanitizer" "runtime error" "FUZZ_CHECK failed" "libFuzzer: deadly signal"; do
+    if grep -q "$pattern" "$1"; then echo "$pattern"; return; fi
+  done
+  echo "exit $2"
+}
+
+limits=(-timeout=10 -rss_limit_mb=2048)
+
+if [ -n "$crashes" ]; then
+  still=0
+  for t in "${targets[@]}"; do
+    [ -d "fuzz/crashes/$t" ] || continue
+    for input in "fuzz/crashes/$t"/*; do
+      [ "$(basename "$input")" = README.md ] && continue
+      log=$work/$t.$(basename "$input").log
+      "$bin/$t" "${limits[@]}" "$input" >"$log" 2>&1
+      rc=$?
+      if [ $rc -eq 0 ]; then
+        echo "fuzz: FIXED $t $input (move it to fuzz/corpus/$t/)"
+      else
+        still=1
+        echo "fuzz: STILL FAILS $t $input ($(finding_in "$log" $rc)) log: $log"
+      fi
+    done
+  done
+  [ $still -eq 0 ] && rm -rf "$work"
+  exit $still
+fi
+
 run_one() {
   local t=$1 log=$work/$t.log
   local corpus=$work/corpus/$t artifacts=$work/artifacts/$t/
@@ -119,8 +155,9 @@ run_one() {
     mode=(-runs="$runs" -max_total_time="$guard" -seed=1)
   fi
   mkdir -p "$corpus" "$artifacts"
+  [ -f "fuzz/dict/$t.dict" ] && mode+=(-dict="fuzz/dict/$t.dict")
   # New inputs go to the first (scratch) corpus; the seeds in the repository stay untouched.
-  "$bin/$t" "${mode[@]}" -timeout=10 -rss_limit_mb=2048 -max_len="${max_len[$t]}" \
+  "$bin/$t" "${mode[@]}" "${limits[@]}" -max_len="${max_len[$t]}" \
     -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" "fuzz/corpus/$t" >"$log" 2>&1
   echo $? >"$work/$t.rc"
 }
@@ -147,11 +184,7 @@ for t in "${targets[@]}"; do
     continue
   fi
   failed=1
-  why="exit $rc"
-  for pattern in "libFuzzer: timeout" "libFuzzer: out-of-memory" "LeakSanitizer" \
-                 "AddressSanitizer" "runtime error" "FUZZ_CHECK failed" "libFuzzer: deadly signal"; do
-    if grep -q "$pattern" "$log"; then why=$pattern; break; fi
-  done
+  why=$(finding_in "$log" "$rc")
   artifact=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | sed 's/Test unit written to //')
   echo "fuzz: FAIL $t ($why) input: ${artifact:-none} log: $log"
   grep -E "FUZZ_CHECK|ERROR:|runtime error|SUMMARY" "$log" | head -5 | sed 's/^/fuzz:   /'
