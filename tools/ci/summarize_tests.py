@@ -60,7 +60,8 @@ def main():
             extra.append(args[1])
         args = args[2:]
     if not args:
-        print("usage: summarize_tests.py --bazel-exit N <bazel-testlogs> <targets...>", file=sys.stderr)
+        print("usage: summarize_tests.py --bazel-exit N [--extra-junit FILE]... <bazel-testlogs> <targets...>",
+              file=sys.stderr)
         return 2
     logs = args[0]
     passed = failed = skipped = 0
