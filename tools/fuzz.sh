@@ -80,6 +80,8 @@ for i in range(0, len(rows), 4):
             tail = "".join(open(log, errors="replace").readlines()[-60:]) if log else ""
         except OSError:
             tail = ""
+        # XML 1.0 has no room for other control characters (a log may echo input bytes).
+        tail = "".join(c if c >= " " or c in "\t\n\r" else "?" for c in tail)
         body = f"<failure message={quoteattr(why)}>{escape(tail)}</failure>"
     cases.append(f'  <testcase classname="fuzz" name={quoteattr(name)}>{body}</testcase>')
 with open(path, "w") as out:
