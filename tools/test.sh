@@ -20,7 +20,14 @@ bazel test --keep_going --nocache_test_results "$@" //... 2>&1 | tee /tmp/revers
   grep -E '^(//|FAIL|ERROR|INFO: (Elapsed|Build))' || true
 bazel_rc=${PIPESTATUS[0]}
 
-python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" "$(bazel info bazel-testlogs 2>/dev/null)" $targets
+# Fuzzing: each libFuzzer target of //fuzz for a bounded number of inputs (clang build in its own
+# output base); one result per fuzzer, counted in the closing line (no results: one failure).
+fuzz_xml=/tmp/reverser-fuzz.xml
+rm -f "$fuzz_xml"
+bash tools/fuzz.sh --junit "$fuzz_xml" 2>&1 | tee /tmp/reverser-fuzz.log | grep -E '^fuzz: ' || true
+
+python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
+  "$(bazel info bazel-testlogs 2>/dev/null)" $targets
 summary_rc=$?
 if [ $bazel_rc -ne 0 ] || [ $summary_rc -ne 0 ]; then exit 1; fi
 exit 0

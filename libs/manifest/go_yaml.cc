@@ -368,6 +368,9 @@ bool NeedsQuoting(absl::string_view s) {
 }
 
 std::string FormatFloat(double f, int bits) {
+  // strconv narrows to float32 first, so a double beyond its range (a map key `1e39`) is
+  // infinite here too; found by //fuzz:yaml_reader_fuzzer.
+  if (bits == 32) f = static_cast<float>(f);
   if (std::isnan(f)) return ".nan";
   if (std::isinf(f)) return f > 0 ? ".inf" : "-.inf";
   char buf[64];

@@ -65,6 +65,8 @@ TEST(GoYamlTest, FormatsFloatsLikeStrconv) {
   EXPECT_EQ(FormatFloat(0.00001), "1e-05");
   EXPECT_EQ(FormatFloat(0.1, 32), "0.1");
   EXPECT_EQ(FormatFloat(1.0 / 0.0), ".inf");
+  EXPECT_EQ(FormatFloat(1e39, 32), ".inf");
+  EXPECT_EQ(FormatFloat(-1e39, 32), "-.inf");
   EXPECT_EQ(FormatJsonFloat(2.0), "2");
   EXPECT_EQ(FormatJsonFloat(123456789.0), "123456789");
   EXPECT_EQ(FormatJsonFloat(1e20), "1e+20");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -211,7 +212,15 @@ absl::StatusOr<nlohmann::json> DecryptSecretYaml(
     absl::string_view text, const std::vector<age::X25519Identity>& identities) {
   ASSIGN_OR_RETURN(DecryptedDocument decrypted, DecryptYaml(text, identities));
   std::fill(decrypted.data_key.begin(), decrypted.data_key.end(), '\0');
-  return nlohmann::json::parse(decrypted.plaintext.dump());
+  // A value may decrypt to any bytes (whoever holds a recipient's public key can write a file
+  // that verifies); JSON holds only UTF-8. The error must not echo the plaintext.
+  std::string plaintext_json;
+  try {
+    plaintext_json = decrypted.plaintext.dump();
+  } catch (const nlohmann::json::exception&) {
+    return absl::InvalidArgumentError("sops file: a decrypted value is not valid UTF-8");
+  }
+  return nlohmann::json::parse(plaintext_json);
 }
 
 absl::StatusOr<std::string> BootstrapSopsConfig(const std::vector<std::string>& age_recipients) {

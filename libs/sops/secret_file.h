@@ -81,7 +81,8 @@ bool LooksLikeSopsYaml(absl::string_view text);
 // `identities` (e.g. parsed from `*.agekey` entries), decrypts and verifies the MAC, and returns
 // the object without the `sops` block. Lets a caller that holds a key compare Git with the
 // cluster instead of re-encrypting. Errors as DecryptTree (NotFound: no identity fits;
-// DataLoss: MAC mismatch or tampering).
+// DataLoss: MAC mismatch or tampering), and InvalidArgument for a value that decrypts to bytes
+// that are not UTF-8.
 absl::StatusOr<nlohmann::json> DecryptSecretYaml(
     absl::string_view text, const std::vector<age::X25519Identity>& identities);
 

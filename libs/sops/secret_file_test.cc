@@ -185,6 +185,21 @@ TEST_F(SecretFileTest, ReadsBackWhatItWroteWhenAKeyIsAvailable) {
   EXPECT_EQ((*real_object)["stringData"]["key"], "global-value");
 }
 
+// Found by //fuzz:sops_file_fuzzer's seed made this way: whoever holds a recipient's public key can
+// write a file that verifies and whose value is any bytes. Reading it is refused, not a crash.
+TEST_F(SecretFileTest, RefusesAValueThatDecryptsToBytesThatAreNotUtf8) {
+  Tree plaintext = Tree::parse(R"({"apiVersion": "v1", "kind": "Secret",
+                                   "metadata": {"name": "s", "namespace": "prod"}})");
+  plaintext["data"]["k"] = std::string("\xff\xfe");
+  EncryptOptions encrypt;
+  encrypt.random = &random_;
+  auto text = EncryptYaml(plaintext, {identity_.Recipient()}, encrypt);
+  ASSERT_TRUE(text.ok()) << text.status();
+  auto object = DecryptSecretYaml(*text, {identity_});
+  EXPECT_EQ(object.status().code(), absl::StatusCode::kInvalidArgument) << object.status();
+  EXPECT_FALSE(absl::StrContains(object.status().message(), "\xff"));
+}
+
 TEST(BootstrapSopsConfigTest, RendersTheReferenceTemplate) {
   const std::string a = "age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29";
   const std::string b = "age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph";

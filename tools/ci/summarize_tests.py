@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Counts test cases from Bazel's test.xml files and prints `N passed, N failed`.
 
-Usage: summarize_tests.py --bazel-exit N <bazel-testlogs dir> <test target>...
+Usage: summarize_tests.py --bazel-exit N [--extra-junit FILE]... <bazel-testlogs dir> <test target>...
 A target without a test.xml (it did not build or did not run) counts as one failure, and so does
-a failed build (Bazel exit 1) of anything, test or not.
+a failed build (Bazel exit 1) of anything, test or not. Each --extra-junit file (results of runs
+outside `bazel test`, e.g. tools/fuzz.sh) adds its test cases; a missing or unreadable one counts
+as one failure.
 Exit status 1 when anything failed.
 """
 import os
@@ -50,11 +52,16 @@ def result_files(target_dir):
 def main():
     args = sys.argv[1:]
     bazel_exit = 0
-    if len(args) >= 2 and args[0] == "--bazel-exit":
-        bazel_exit = int(args[1])
+    extra = []
+    while len(args) >= 2 and args[0] in ("--bazel-exit", "--extra-junit"):
+        if args[0] == "--bazel-exit":
+            bazel_exit = int(args[1])
+        else:
+            extra.append(args[1])
         args = args[2:]
     if not args:
-        print("usage: summarize_tests.py --bazel-exit N <bazel-testlogs> <targets...>", file=sys.stderr)
+        print("usage: summarize_tests.py --bazel-exit N [--extra-junit FILE]... <bazel-testlogs> <targets...>",
+              file=sys.stderr)
         return 2
     logs = args[0]
     passed = failed = skipped = 0
@@ -79,6 +86,18 @@ def main():
             continue
         if f:
             print(f"FAILED: {target} ({f} failing case(s))", file=sys.stderr)
+        passed += p
+        failed += f
+        skipped += s
+    for xml_path in extra:
+        try:
+            p, f, s = count(xml_path)
+        except (OSError, ET.ParseError) as e:
+            print(f"no result in {xml_path}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        if f:
+            print(f"FAILED: {xml_path} ({f} failing case(s))", file=sys.stderr)
         passed += p
         failed += f
         skipped += s
