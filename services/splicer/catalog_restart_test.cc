@@ -15,7 +15,6 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/test_redis.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
-#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
@@ -23,22 +22,6 @@
 
 namespace reverser::splicer {
 namespace {
-
-class AckingGitWorker final : public reverser::v1::GitWorker::Service {
- public:
-  grpc::Status Deliver(grpc::ServerContext* /*context*/,
-                       grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback,
-                                                reverser::v1::DeliveryMessage>* stream) override {
-    reverser::v1::DeliveryMessage message;
-    while (stream->Read(&message)) {
-      reverser::v1::DeliveryFeedback accepted;
-      accepted.set_accepted_sequence(message.sequence());
-      stream->Write(accepted);
-      if (auto pushed = testutil::PushedAck(message)) stream->Write(*pushed);
-    }
-    return grpc::Status::OK;
-  }
-};
 
 // Streams its table updates, in order, to every WatchTables caller until it is shut down.
 class TableCatalog final : public reverser::v1::Catalog::Service {
@@ -75,25 +58,8 @@ class TableCatalog final : public reverser::v1::Catalog::Service {
   std::vector<reverser::v1::TableUpdate> updates_;
 };
 
-reverser::v1::WatchedTypeTable Table(const std::string& uid) {
-  reverser::v1::WatchedTypeTable table;
-  table.mutable_target()->set_namespace_("team");
-  table.mutable_target()->set_name("mirror-" + uid);
-  table.mutable_target()->set_uid(uid);
-  auto* type = table.add_types();
-  type->mutable_type()->mutable_gvr()->set_version("v1");
-  type->mutable_type()->mutable_gvr()->set_resource("configmaps");
-  type->mutable_type()->set_scope(reverser::v1::RESOURCE_SCOPE_NAMESPACED);
-  (*type->mutable_namespaces())["team"].set_all(true);
-  return table;
-}
-
 reverser::v1::TableUpdate Full(uint64_t generation, const std::vector<std::string>& uids) {
-  reverser::v1::TableUpdate update;
-  update.set_generation(generation);
-  update.set_full(true);
-  for (const auto& uid : uids) *update.add_upserted() = Table(uid);
-  return update;
+  return testutil::FullConfigMapTables(generation, uids, "team");
 }
 
 class SplicerCatalogRestartTest : public ::testing::Test {
@@ -167,7 +133,7 @@ class SplicerCatalogRestartTest : public ::testing::Test {
 
   std::unique_ptr<testing::RedisServer> redis_;
   std::unique_ptr<redisstore::RedisConnection> conn_;
-  AckingGitWorker gitworker_;
+  testutil::AckingGitWorker gitworker_;
   int gitworker_port_ = 0;
   std::unique_ptr<grpc::Server> gitworker_server_;
   std::unique_ptr<TableCatalog> catalog_;
@@ -206,7 +172,7 @@ TEST_F(SplicerCatalogRestartTest, ListedTargetsKeepTheirCursorsARemovedOneLosesT
   // The GitTarget is deleted: the catalog's delta removes it, and its cursors go.
   reverser::v1::TableUpdate removal;
   removal.set_generation(2'000'001);
-  *removal.add_removed() = Table("tb").target();
+  *removal.add_removed() = testutil::ConfigMapTable("tb", "team").target();
   catalog_->Push(removal);
   EXPECT_TRUE(testing::WaitFor([&] { return !Exists(AckedKey("tb")) && !Exists(WatchKey("tb")); },
                                absl::Seconds(10)))

@@ -13,7 +13,6 @@
 #include "gtest/gtest.h"
 #include "libs/core/proto_convert.h"
 #include "libs/redisstore/test_redis.h"
-#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
@@ -21,42 +20,8 @@
 namespace reverser::splicer {
 namespace {
 
-// Acks every resync and event as pushed the moment it arrives.
-class AckingGitWorker final : public reverser::v1::GitWorker::Service {
- public:
-  grpc::Status Deliver(grpc::ServerContext* /*context*/,
-                       grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback,
-                                                reverser::v1::DeliveryMessage>* stream) override {
-    reverser::v1::DeliveryMessage message;
-    while (stream->Read(&message)) {
-      reverser::v1::DeliveryFeedback accepted;
-      accepted.set_accepted_sequence(message.sequence());
-      stream->Write(accepted);
-      if (auto pushed = testutil::PushedAck(message)) stream->Write(*pushed);
-    }
-    return grpc::Status::OK;
-  }
-};
-
-reverser::v1::WatchedTypeTable Table(const std::string& uid) {
-  reverser::v1::WatchedTypeTable table;
-  table.mutable_target()->set_namespace_("team");
-  table.mutable_target()->set_name("mirror-" + uid);
-  table.mutable_target()->set_uid(uid);
-  auto* type = table.add_types();
-  type->mutable_type()->mutable_gvr()->set_version("v1");
-  type->mutable_type()->mutable_gvr()->set_resource("configmaps");
-  type->mutable_type()->set_scope(reverser::v1::RESOURCE_SCOPE_NAMESPACED);
-  (*type->mutable_namespaces())["team"].set_all(true);
-  return table;
-}
-
 reverser::v1::TableUpdate Full(uint64_t generation, const std::vector<std::string>& uids) {
-  reverser::v1::TableUpdate update;
-  update.set_generation(generation);
-  update.set_full(true);
-  for (const auto& uid : uids) *update.add_upserted() = Table(uid);
-  return update;
+  return testutil::FullConfigMapTables(generation, uids, "team");
 }
 
 class TargetManagerTest : public ::testing::Test {
@@ -124,7 +89,7 @@ class TargetManagerTest : public ::testing::Test {
 
   std::unique_ptr<testing::RedisServer> redis_;
   std::unique_ptr<redisstore::RedisConnection> conn_;
-  AckingGitWorker peer_;
+  testutil::AckingGitWorker peer_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DeliveryClient> delivery_;
@@ -166,7 +131,7 @@ TEST_F(TargetManagerTest, ARemovedTargetLosesItsCursorsAReconnectOrCatalogRestar
   manager_->Apply(Full(1'700'000'000'000'001, {"tb", "ta"}));
   reverser::v1::TableUpdate delta;
   delta.set_generation(1'700'000'000'000'002);
-  *delta.add_upserted() = Table("tb");
+  *delta.add_upserted() = testutil::ConfigMapTable("tb", "team");
   manager_->Apply(delta);
   EXPECT_EQ(manager_->stream_count(), 2u);
   EXPECT_EQ(Deleted(), 0);
@@ -179,7 +144,7 @@ TEST_F(TargetManagerTest, ARemovedTargetLosesItsCursorsAReconnectOrCatalogRestar
   // Named in a delta's `removed`: its streams stop and both its cursors go; the other's stay.
   reverser::v1::TableUpdate removal;
   removal.set_generation(1'700'000'000'000'003);
-  *removal.add_removed() = Table("ta").target();
+  *removal.add_removed() = testutil::ConfigMapTable("ta", "team").target();
   manager_->Apply(removal);
   EXPECT_EQ(manager_->stream_count(), 1u);
   EXPECT_FALSE(Exists(AckedKey("ta")));
