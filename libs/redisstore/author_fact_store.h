@@ -1,7 +1,9 @@
 #pragma once
 
 // Author facts from the audit webhook, byte-compatible with gitops-reverser v0.36.0
-// (docs/behaviour.md, Author attribution):
+// (docs/behaviour.md, Author attribution). `P` here is the prefix's reference() (the
+// --reference_key_prefix); the wake-up stream `…:author:v1:recorded:<GR>` is reverser's own and
+// lives under its value():
 //   P:author:v1:audit:<GR>:object:<uid>:<rv>  exact fact        (uid and rv known)
 //   P:author:v1:audit:<GR>:object:<uid>:last  last-writer copy  (every uid-bearing fact)
 //   P:author:v1:audit:<GR>:rv:<rv>            rv-only hatch     (rv known, no uid)

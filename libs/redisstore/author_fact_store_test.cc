@@ -1,13 +1,14 @@
 #include "libs/redisstore/author_fact_store.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
-#include "libs/redisstore/test_redis.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -75,20 +76,31 @@ TEST_F(AuthorFactStoreTest, FactJsonUsesTheReferenceFieldNames) {
   // The same bytes nlohmann writes (and has always written) for the reference's fields.
   fact.author = "quote \" backslash \\ tab \t \x01 é";
   fact.is_service_account = true;
-  const nlohmann::json reference = {
-      {"groupResource", fact.group_resource}, {"namespace", fact.namespace_},
-      {"name", fact.name},                    {"uid", fact.uid},
-      {"author", fact.author},                {"displayName", fact.display_name},
-      {"email", fact.email},                  {"verb", fact.verb},
-      {"subresource", fact.subresource},      {"auditID", fact.audit_id},
-      {"resourceVersion", fact.resource_version}, {"stageTimestamp", fact.stage_timestamp},
-      {"isServiceAccount", fact.is_service_account}};
+  const nlohmann::json reference = {{"groupResource", fact.group_resource},
+                                    {"namespace", fact.namespace_},
+                                    {"name", fact.name},
+                                    {"uid", fact.uid},
+                                    {"author", fact.author},
+                                    {"displayName", fact.display_name},
+                                    {"email", fact.email},
+                                    {"verb", fact.verb},
+                                    {"subresource", fact.subresource},
+                                    {"auditID", fact.audit_id},
+                                    {"resourceVersion", fact.resource_version},
+                                    {"stageTimestamp", fact.stage_timestamp},
+                                    {"isServiceAccount", fact.is_service_account}};
   EXPECT_EQ(fact.ToJson(), reference.dump());
-  EXPECT_EQ(AuthorFact{}.ToJson(), nlohmann::json({{"groupResource", ""}, {"namespace", ""},
-                                                   {"name", ""}, {"uid", ""}, {"author", ""},
-                                                   {"displayName", ""}, {"email", ""},
-                                                   {"verb", ""}, {"subresource", ""},
-                                                   {"auditID", ""}, {"resourceVersion", ""},
+  EXPECT_EQ(AuthorFact{}.ToJson(), nlohmann::json({{"groupResource", ""},
+                                                   {"namespace", ""},
+                                                   {"name", ""},
+                                                   {"uid", ""},
+                                                   {"author", ""},
+                                                   {"displayName", ""},
+                                                   {"email", ""},
+                                                   {"verb", ""},
+                                                   {"subresource", ""},
+                                                   {"auditID", ""},
+                                                   {"resourceVersion", ""},
                                                    {"stageTimestamp", ""},
                                                    {"isServiceAccount", false}})
                                        .dump());
@@ -192,6 +204,67 @@ TEST_F(AuthorFactStoreTest, RecordAllWritesABatchAndSkipsUnkeyableFacts) {
   auto none = store_->RecordAll({Fact("dave", "", "")});
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, 0u);
+}
+
+// `--reference_key_prefix=gitops-reverser` with reverser's default `--redis_key_prefix`: the
+// fact and command-author keys in Redis are exactly the reference's (its v0.36.0 key schema:
+// `gitops-reverser:author:v1:audit:<GR>:object:<uid>:<rv>|last`, `…:<GR>:rv:<rv>`,
+// `gitops-reverser:author:v1:command:<uid>`, uid/rv escaped `%`->`%25`, `:`->`%3A`), found and
+// read back by lookups; only reverser's wake-up stream stays under `reverser`.
+TEST_F(AuthorFactStoreTest, TheReferencePrefixWritesTheReferencesKeysExactly) {
+  auto prefix = KeyPrefix::Parse(KeyPrefix::kDefault, KeyPrefix::kReferenceDefault);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  AuthorFactStore store(redis_.get(), *prefix, absl::Minutes(10));
+  AuthorFact deployment = Fact("erin", "d:1%", "77");
+  deployment.group_resource = "apps/deployments";
+  ASSERT_TRUE(store
+                  .RecordAll({Fact("alice", "3f1e2c4d-0000-4000-8000-00000000beef", "48213"),
+                              Fact("bob", "", "9:9"), deployment,
+                              Fact("carol", "u2", "", "deletecollection")})
+                  .ok());
+  ASSERT_TRUE(store.RecordCommandAuthor("cr-1", {"dave", "", "", "2026-11-29T10:00:00Z"}).ok());
+
+  auto keys = redis_->Command({"KEYS", "*"});
+  ASSERT_TRUE(keys.ok());
+  auto listed = keys->AsStringArray();
+  ASSERT_TRUE(listed.ok());
+  std::set<std::string> written(listed->begin(), listed->end());
+  const std::set<std::string> reference = {
+      "gitops-reverser:author:v1:audit:configmaps:object:3f1e2c4d-0000-4000-8000-00000000beef:"
+      "48213",
+      "gitops-reverser:author:v1:audit:configmaps:object:3f1e2c4d-0000-4000-8000-00000000beef:"
+      "last",
+      "gitops-reverser:author:v1:audit:configmaps:rv:9%3A9",
+      "gitops-reverser:author:v1:audit:apps/deployments:object:d%3A1%25:77",
+      "gitops-reverser:author:v1:audit:apps/deployments:object:d%3A1%25:last",
+      "gitops-reverser:author:v1:audit:configmaps:object:u2:last",
+      "gitops-reverser:author:v1:command:cr-1",
+  };
+  const std::set<std::string> ours = {"reverser:author:v1:recorded:configmaps",
+                                      "reverser:author:v1:recorded:apps/deployments"};
+  std::set<std::string> expected = reference;
+  expected.insert(ours.begin(), ours.end());
+  EXPECT_EQ(written, expected);
+  for (const std::string& key : reference) {
+    if (key.find(":command:") == std::string::npos) {
+      EXPECT_GT(Ttl(key), 500) << key;
+    }
+  }
+  EXPECT_GT(Ttl("gitops-reverser:author:v1:command:cr-1"), 3500);
+
+  auto count = store.CountFacts();
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 6);
+  auto exact = store.Lookup({"apps/deployments", "d:1%", "77", true});
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(exact->code, AuthorResolutionCode::kExactUser);
+  EXPECT_EQ(exact->fact->author, "erin");
+  auto signal = store.LatestSignal("apps/deployments");
+  ASSERT_TRUE(signal.ok());
+  EXPECT_NE(*signal, "0-0");
+  auto command = store.LookupCommandAuthor("cr-1");
+  ASSERT_TRUE(command.ok() && command->has_value());
+  EXPECT_EQ((*command)->author, "dave");
 }
 
 TEST_F(AuthorFactStoreTest, ExactMatchesNameUserOrServiceAccount) {

@@ -1,5 +1,6 @@
 #include "libs/redisstore/delivery_cursor_store.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,21 +10,29 @@
 namespace reverser::redisstore {
 namespace {
 
-// KEYS: acked. ARGV: offered position, its incarnation. Returns {1|0, stored value}.
+// KEYS: acked, then the reference watch cursors to write. ARGV: offered position, its
+// incarnation, the cursor TTL (ms), the watch cursor TTL (s). Returns {1|0, stored value}.
 const LuaScript& OfferScript() {
   static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
 local cur = redis.call('GET', KEYS[1])
+local value = nil
 if cur then
   local at = string.find(cur, '@', 1, true)
   local pos, inc = cur, ''
   if at then pos, inc = string.sub(cur, 1, at - 1), string.sub(cur, at + 1) end
   local valid = string.match(pos, '^%d+%-%d+$') or string.match(pos, '^%d+$')
-  if valid and inc == ARGV[2] and cmpid(ARGV[1], pos) <= 0 then return {0, cur} end
+  if valid and inc == ARGV[2] and cmpid(ARGV[1], pos) <= 0 then value = cur end
 end
-local value = ARGV[1]
-if ARGV[2] ~= '' then value = value .. '@' .. ARGV[2] end
-redis.call('SET', KEYS[1], value)
-return {1, value}
+local advanced = 0
+if not value then
+  advanced = 1
+  value = ARGV[1]
+  if ARGV[2] ~= '' then value = value .. '@' .. ARGV[2] end
+end
+redis.call('SET', KEYS[1], value, 'PX', ARGV[3])
+local rv = string.match(value, '^(%d+)')
+for i = 2, #KEYS do redis.call('SET', KEYS[i], rv, 'EX', ARGV[4]) end
+return {advanced, value}
 )lua"));
   return *script;
 }
@@ -42,21 +51,29 @@ absl::StatusOr<DeliveryCursor> ParseCursor(absl::string_view text) {
 
 }  // namespace
 
-DeliveryCursorStore::DeliveryCursorStore(RedisConnection* redis, KeyPrefix prefix)
-    : redis_(redis), prefix_(std::move(prefix)) {}
+DeliveryCursorStore::DeliveryCursorStore(RedisConnection* redis, KeyPrefix prefix,
+                                         absl::Duration ttl)
+    : redis_(redis),
+      prefix_(std::move(prefix)),
+      ttl_millis_(absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)))) {}
 
-absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(absl::string_view target_uid,
-                                                       const core::GroupVersionResource& gvr,
-                                                       const core::WatchScope& scope,
-                                                       core::StreamPosition position,
-                                                       absl::string_view incarnation) {
+absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(
+    absl::string_view target_uid, const core::GroupVersionResource& gvr,
+    const core::WatchScope& scope, core::StreamPosition position, absl::string_view incarnation,
+    const std::vector<core::WatchScope>& watch_cursor_scopes) {
   if (target_uid.empty()) return absl::InvalidArgumentError("delivery cursor: empty target uid");
   if (incarnation.find('@') != absl::string_view::npos) {
     return absl::InvalidArgumentError("delivery cursor: '@' in an incarnation");
   }
-  ASSIGN_OR_RETURN(RedisReply reply,
-                   redis_->Eval(OfferScript(), {SpliceAckedKey(prefix_, target_uid, gvr, scope)},
-                                {position.ToString(), std::string(incarnation)}));
+  std::vector<std::string> keys = {SpliceAckedKey(prefix_, target_uid, gvr, scope)};
+  for (const core::WatchScope& watch : watch_cursor_scopes) {
+    keys.push_back(WatchCursorKey(prefix_, target_uid, gvr, watch));
+  }
+  static const std::string kWatchCursorTtlSeconds =
+      absl::StrCat(absl::ToInt64Seconds(kWatchCursorTtl));
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Eval(OfferScript(), keys,
+                                                  {position.ToString(), std::string(incarnation),
+                                                   ttl_millis_, kWatchCursorTtlSeconds}));
   if (!reply.IsArray() || reply.elements().size() != 2) {
     return absl::InternalError(
         absl::StrCat("cursor offer: unexpected reply ", reply.DebugString()));
@@ -99,12 +116,17 @@ absl::Status DeliveryCursorStore::Delete(absl::string_view target_uid,
 
 absl::StatusOr<int64_t> DeliveryCursorStore::DeleteTarget(absl::string_view target_uid) {
   if (target_uid.empty()) return absl::InvalidArgumentError("delivery cursor: empty target uid");
-  const std::string pattern = SpliceAckedPattern(prefix_, target_uid);
+  ASSIGN_OR_RETURN(int64_t acked, DeleteMatching(SpliceAckedPattern(prefix_, target_uid)));
+  ASSIGN_OR_RETURN(int64_t watch, DeleteMatching(WatchCursorPattern(prefix_, target_uid)));
+  return acked + watch;
+}
+
+absl::StatusOr<int64_t> DeliveryCursorStore::DeleteMatching(const std::string& pattern) {
   int64_t deleted = 0;
   std::string cursor = "0";
   do {
     ASSIGN_OR_RETURN(RedisReply reply,
-                     redis_->Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "100"}));
+                     redis_->Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}));
     if (!reply.IsArray() || reply.elements().size() != 2) {
       return absl::InternalError(absl::StrCat("SCAN: unexpected reply ", reply.DebugString()));
     }

@@ -69,8 +69,97 @@ TEST_F(DeliveryCursorStoreTest, OffersOnlyMoveForwardByFullPosition) {
   auto stored = redis_->Command({"GET", "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked"});
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->str(), StreamPosition((1ull << 60) + 1, 0).ToString());
-  auto ttl = redis_->Command({"TTL", "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked"});
-  EXPECT_EQ(ttl->integer(), -1);  // no TTL
+}
+
+// PTTL of `key` in milliseconds (-2: no key, -1: no TTL).
+int64_t Pttl(RedisConnection& redis, const std::string& key) {
+  auto reply = redis.Command({"PTTL", key});
+  EXPECT_TRUE(reply.ok()) << reply.status();
+  return reply.ok() ? reply->integer() : -3;
+}
+
+TEST_F(DeliveryCursorStoreTest, EveryOfferSetsTheCursorTtlAgain) {
+  const std::string key = "reverser:splice:v1:t1:apps/deployments:ns:team-a:acked";
+  const int64_t week_ms = absl::ToInt64Milliseconds(kDefaultDeliveryCursorTtl);
+  EXPECT_TRUE(MustOffer(StreamPosition(9, 0)).advanced);
+  int64_t ttl = Pttl(*redis_, key);
+  EXPECT_GT(ttl, week_ms - 60'000);
+  EXPECT_LE(ttl, week_ms);
+
+  // A stale offer advances nothing but keeps the cursor alive: the idle refresh.
+  ASSERT_TRUE(redis_->Command({"PEXPIRE", key, "5000"}).ok());
+  EXPECT_FALSE(MustOffer(StreamPosition(9, 0)).advanced);
+  EXPECT_GT(Pttl(*redis_, key), week_ms - 60'000);
+  ASSERT_TRUE(redis_->Command({"PEXPIRE", key, "5000"}).ok());
+  EXPECT_FALSE(MustOffer(StreamPosition(3, 0)).advanced);
+  EXPECT_GT(Pttl(*redis_, key), week_ms - 60'000);
+  EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(9, 0));
+
+  // The TTL is the store's.
+  DeliveryCursorStore short_lived(redis_.get(), KeyPrefix::Default(), absl::Minutes(10));
+  ASSERT_TRUE(short_lived.Offer("t1", kDeployments, kTeamA, StreamPosition(10, 0)).ok());
+  ttl = Pttl(*redis_, key);
+  EXPECT_GT(ttl, 0);
+  EXPECT_LE(ttl, 600'000);
+}
+
+TEST_F(DeliveryCursorStoreTest, WritesTheReferenceWatchCursorWithTheStoredRv) {
+  const std::string ns_key =
+      "reverser:watch:v1:target:t1:apps/deployments:namespace:team-a:last-rv";
+  const std::string cluster_key = "reverser:watch:v1:target:t1:apps/deployments:cluster:last-rv";
+  const std::vector<core::WatchScope> both = {kTeamA, core::WatchScope::Cluster()};
+  auto offer = [&](StreamPosition p, const std::vector<core::WatchScope>& scopes) {
+    auto offered = store_->Offer("t1", kDeployments, kTeamA, p, "inc1", scopes);
+    EXPECT_TRUE(offered.ok()) << offered.status();
+  };
+  offer(StreamPosition(41, 3), both);
+  EXPECT_EQ(redis_->Command({"GET", ns_key})->str(), "41");
+  EXPECT_EQ(redis_->Command({"GET", cluster_key})->str(), "41");
+  for (const std::string& key : {ns_key, cluster_key}) {
+    auto ttl = redis_->Command({"TTL", key});
+    EXPECT_GT(ttl->integer(), 3600 - 60) << key;
+    EXPECT_LE(ttl->integer(), 3600) << key;
+  }
+  // A stale offer writes the stored position's RV (never an older one), refreshing the TTL.
+  ASSERT_TRUE(redis_->Command({"EXPIRE", ns_key, "5"}).ok());
+  offer(StreamPosition(12, 0), {kTeamA});
+  EXPECT_EQ(redis_->Command({"GET", ns_key})->str(), "41");
+  EXPECT_GT(redis_->Command({"TTL", ns_key})->integer(), 3600 - 60);
+  // A LIST checkpoint's position (all of R) is RV R.
+  offer(StreamPosition::EndOf(50), {kTeamA});
+  EXPECT_EQ(redis_->Command({"GET", ns_key})->str(), "50");
+  // No scopes: no watch cursor.
+  offer(StreamPosition(60, 0), {});
+  EXPECT_EQ(redis_->Command({"GET", ns_key})->str(), "50");
+  EXPECT_EQ(redis_->Command({"GET", cluster_key})->str(), "41");
+
+  // Under the reference prefix when one is set; the cursor itself stays under ours.
+  auto shared = KeyPrefix::Parse("reverser", "gitops-reverser");
+  ASSERT_TRUE(shared.ok());
+  DeliveryCursorStore store(redis_.get(), *shared);
+  ASSERT_TRUE(store
+                  .Offer("t2", kConfigMaps, core::WatchScope::Cluster(), StreamPosition(7, 0), "",
+                         {core::WatchScope::Namespace("web")})
+                  .ok());
+  EXPECT_EQ(
+      redis_
+          ->Command({"GET", "gitops-reverser:watch:v1:target:t2:configmaps:namespace:web:last-rv"})
+          ->str(),
+      "7");
+  EXPECT_EQ(redis_->Command({"GET", "reverser:splice:v1:t2:configmaps:cluster:acked"})->str(),
+            "7-0");
+
+  // Deleted with the target's cursors; another target's stay.
+  auto deleted = store_->DeleteTarget("t1");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 3);
+  EXPECT_EQ(Pttl(*redis_, ns_key), -2);
+  EXPECT_EQ(Pttl(*redis_, cluster_key), -2);
+  deleted = store.DeleteTarget("t2");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 2);
+  auto left = redis_->Command({"DBSIZE"});
+  EXPECT_EQ(left->integer(), 0);
 }
 
 TEST_F(DeliveryCursorStoreTest, CursorsAreKeyedByTargetTypeAndScope) {

@@ -1,8 +1,10 @@
 #include "libs/redisstore/keys.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "libs/core/status.h"
 
 namespace reverser::redisstore {
 namespace {
@@ -10,12 +12,10 @@ namespace {
 constexpr absl::string_view kGlobChars = "*?[]\\";
 
 std::string AuthorAuditBase(const KeyPrefix& prefix, absl::string_view group_resource) {
-  return absl::StrCat(prefix.value(), ":author:v1:audit:", group_resource);
+  return absl::StrCat(prefix.reference(), ":author:v1:audit:", group_resource);
 }
 
-}  // namespace
-
-absl::StatusOr<KeyPrefix> KeyPrefix::Parse(absl::string_view raw) {
+absl::StatusOr<std::string> ParseOwnPrefix(absl::string_view raw) {
   absl::string_view trimmed = raw;
   while (absl::ConsumeSuffix(&trimmed, ":")) {
   }
@@ -34,7 +34,32 @@ absl::StatusOr<KeyPrefix> KeyPrefix::Parse(absl::string_view raw) {
                                                      "\" contains whitespace or a control byte"));
     }
   }
-  return KeyPrefix(std::string(trimmed));
+  return std::string(trimmed);
+}
+
+}  // namespace
+
+absl::StatusOr<KeyPrefix> KeyPrefix::Parse(absl::string_view raw) { return Parse(raw, ""); }
+
+absl::StatusOr<KeyPrefix> KeyPrefix::Parse(absl::string_view raw, absl::string_view reference) {
+  ASSIGN_OR_RETURN(std::string own, ParseOwnPrefix(raw));
+  if (reference.empty()) return KeyPrefix(own, own);
+  ASSIGN_OR_RETURN(std::string shared, ParseOwnPrefix(reference));
+  // The reference's own rule for its prefix: a value it refuses names no reference keyspace.
+  if (shared.size() > kMaxReferenceLength) {
+    return absl::InvalidArgumentError(absl::StrCat("reference key prefix \"", reference,
+                                                   "\" is longer than ", kMaxReferenceLength,
+                                                   " characters"));
+  }
+  for (char c : shared) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' &&
+        c != ':') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reference key prefix \"", reference, "\" contains '", std::string(1, c),
+                       "': gitops-reverser allows only [A-Za-z0-9], '-', '_', '.' and ':'"));
+    }
+  }
+  return KeyPrefix(std::move(own), std::move(shared));
 }
 
 std::string EscapeKeySegment(absl::string_view segment) {
@@ -155,11 +180,12 @@ std::string AuthorFactSignalKey(const KeyPrefix& prefix, absl::string_view group
 }
 
 std::string AuthorFactPattern(const KeyPrefix& prefix) {
-  return absl::StrCat(prefix.value(), ":author:v1:audit:*");
+  return absl::StrCat(prefix.reference(), ":author:v1:audit:*");
 }
 
 std::string CommandAuthorKey(const KeyPrefix& prefix, absl::string_view commit_request_uid) {
-  return absl::StrCat(prefix.value(), ":author:v1:command:", EscapeKeySegment(commit_request_uid));
+  return absl::StrCat(prefix.reference(),
+                      ":author:v1:command:", EscapeKeySegment(commit_request_uid));
 }
 
 std::string WatchCursorKey(const KeyPrefix& prefix, absl::string_view target_uid,
@@ -167,8 +193,13 @@ std::string WatchCursorKey(const KeyPrefix& prefix, absl::string_view target_uid
   std::string scope_part = scope.IsCluster()
                                ? std::string("cluster")
                                : absl::StrCat("namespace:", EscapeKeySegment(scope.namespace_));
-  return absl::StrCat(prefix.value(), ":watch:v1:target:", EscapeKeySegment(target_uid), ":",
+  return absl::StrCat(prefix.reference(), ":watch:v1:target:", EscapeKeySegment(target_uid), ":",
                       GroupResourceSegment(gvr), ":", scope_part, ":last-rv");
+}
+
+std::string WatchCursorPattern(const KeyPrefix& prefix, absl::string_view target_uid) {
+  return absl::StrCat(prefix.reference(),
+                      ":watch:v1:target:", EscapeGlob(EscapeKeySegment(target_uid)), ":*:last-rv");
 }
 
 }  // namespace reverser::redisstore

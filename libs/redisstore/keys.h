@@ -3,9 +3,10 @@
 // Every Redis key name this project reads or writes, in one place (documented in
 // docs/redis-keys.md). `P` is the validated prefix; `GR` is `resource` for the core group and
 // `group/resource` otherwise (never `resource.group`); scope is `cluster` or `ns:<namespace>`.
-// The author-fact and watch-cursor families are byte-compatible with gitops-reverser v0.36.0
-// (docs/behaviour.md, Redis key schema of the reference): uid, rv and namespace segments are
-// escaped one-way (`%` -> `%25`, `:` -> `%3A`) so a segment can never forge a key boundary.
+// The author-fact, command-author and watch-cursor families are byte-compatible with
+// gitops-reverser v0.36.0 (docs/behaviour.md, Redis key schema of the reference) and are built
+// under `KeyPrefix::reference()`: uid, rv and namespace segments are escaped one-way (`%` ->
+// `%25`, `:` -> `%3A`) so a segment can never forge a key boundary.
 
 #include <optional>
 #include <string>
@@ -16,20 +17,35 @@
 
 namespace reverser::redisstore {
 
-// The key prefix (`--redis_key_prefix`). Trailing `:` are trimmed; glob characters (`*?[]\`)
-// and `%` are rejected, so a prefix can be used in SCAN MATCH patterns verbatim.
+// The key prefixes: `value()` (`--redis_key_prefix`) names reverser's own families, and
+// `reference()` (`--reference_key_prefix`, by default the same) the families shared with
+// gitops-reverser v0.36.0 — author facts, CommitRequest authors, watch cursors — so setting it to
+// the reference's prefix (`gitops-reverser`, its default) makes those keys byte-identical to the
+// reference's while reverser's own keys stay where they are. Trailing `:` are trimmed; glob
+// characters (`*?[]\`) and `%` are rejected, so a prefix can be used in SCAN MATCH patterns
+// verbatim; a reference prefix must also be one the reference accepts (`[A-Za-z0-9._:-]`, at
+// most 128 characters), or no reference install could share its keys.
 class KeyPrefix {
  public:
   static constexpr absl::string_view kDefault = "reverser";
+  // The reference's default prefix (the documented `--reference_key_prefix` value).
+  static constexpr absl::string_view kReferenceDefault = "gitops-reverser";
+  static constexpr size_t kMaxReferenceLength = 128;
 
+  // Both families under `raw`.
   static absl::StatusOr<KeyPrefix> Parse(absl::string_view raw);
-  static KeyPrefix Default() { return KeyPrefix(std::string(kDefault)); }
+  // Own families under `raw`, reference-compatible ones under `reference` ("" = `raw`).
+  static absl::StatusOr<KeyPrefix> Parse(absl::string_view raw, absl::string_view reference);
+  static KeyPrefix Default() { return KeyPrefix(std::string(kDefault), std::string(kDefault)); }
   const std::string& value() const { return value_; }
+  const std::string& reference() const { return reference_; }
   bool operator==(const KeyPrefix&) const = default;
 
  private:
-  explicit KeyPrefix(std::string value) : value_(std::move(value)) {}
+  KeyPrefix(std::string value, std::string reference)
+      : value_(std::move(value)), reference_(std::move(reference)) {}
   std::string value_;
+  std::string reference_;
 };
 
 // `%` -> `%25`, `:` -> `%3A` (reference escaping for uid, rv and namespace segments).
@@ -61,9 +77,9 @@ struct MaterializationKeys {
   // …:ckpt:meta HASH `incarnation` (the checkpoint lineage's id) and `items` (how many items
   // the swap installed): written with every checkpoint, so a lost or damaged one is noticed.
   std::string checkpoint_meta;
-  std::string state;             // …:state        STRING JSON
-  std::string counts;            // …:counts       HASH appended / diverted:<reason> counters
-  std::string index_member;      // <GR>:<scope>, the member of P:mat:v1:index
+  std::string state;         // …:state        STRING JSON
+  std::string counts;        // …:counts       HASH appended / diverted:<reason> counters
+  std::string index_member;  // <GR>:<scope>, the member of P:mat:v1:index
 
   // …:ckpt:items:next:<generation>: where a new checkpoint generation is written before the
   // swap (expires if the writer dies before swapping).
@@ -88,7 +104,7 @@ std::string SpliceAckedKey(const KeyPrefix& prefix, absl::string_view target_uid
 // SCAN MATCH pattern for every acked key of one target (GitTarget deletion).
 std::string SpliceAckedPattern(const KeyPrefix& prefix, absl::string_view target_uid);
 
-// ---- Reference-compatible families (gitops-reverser v0.36.0) ----
+// ---- Reference-compatible families (gitops-reverser v0.36.0), under prefix.reference() ----
 
 // P:author:v1:audit:<GR>:object:<uid>:<rv>
 std::string AuthorFactExactKey(const KeyPrefix& prefix, absl::string_view group_resource,
@@ -101,14 +117,16 @@ std::string AuthorFactRvKey(const KeyPrefix& prefix, absl::string_view group_res
                             absl::string_view rv);
 // P:author:v1:audit:* (the reference's telemetry SCAN pattern).
 std::string AuthorFactPattern(const KeyPrefix& prefix);
-// P:author:v1:recorded:<GR> — STREAM, one short entry per recorded fact (per type and batch
-// for RecordAll): a wake-up signal for readers waiting on a fact of that type (outside
-// `audit:*`, so the fact count ignores it).
+// P:author:v1:recorded:<GR> (reverser's own, under prefix.value()) — STREAM, one short entry per
+// recorded fact (per type and batch for RecordAll): a wake-up signal for readers waiting on a fact
+// of that type (outside `audit:*`, so the fact count ignores it).
 std::string AuthorFactSignalKey(const KeyPrefix& prefix, absl::string_view group_resource);
 // P:author:v1:command:<commitRequestUID>
 std::string CommandAuthorKey(const KeyPrefix& prefix, absl::string_view commit_request_uid);
 // P:watch:v1:target:<uid>:<GR>:namespace:<ns>:last-rv or …:<GR>:cluster:last-rv
 std::string WatchCursorKey(const KeyPrefix& prefix, absl::string_view target_uid,
                            const core::GroupVersionResource& gvr, const core::WatchScope& scope);
+// SCAN MATCH pattern for every watch cursor of one target (GitTarget deletion).
+std::string WatchCursorPattern(const KeyPrefix& prefix, absl::string_view target_uid);
 
 }  // namespace reverser::redisstore

@@ -1,5 +1,8 @@
 #include "libs/redisstore/keys.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace reverser::redisstore {
@@ -92,6 +95,76 @@ TEST(KeysTest, WatchCursorKeyMatchesTheReference) {
             "gitops-reverser:watch:v1:target:t-uid:apps/deployments:namespace:web:last-rv");
   EXPECT_EQ(WatchCursorKey(p, "t-uid", kConfigMaps, core::WatchScope::Cluster()),
             "gitops-reverser:watch:v1:target:t-uid:configmaps:cluster:last-rv");
+}
+
+TEST(KeyPrefixTest, AReferencePrefixMovesOnlyTheSharedFamilies) {
+  auto prefix = KeyPrefix::Parse("reverser", "gitops-reverser:");
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  EXPECT_EQ(prefix->value(), "reverser");
+  EXPECT_EQ(prefix->reference(), "gitops-reverser");
+  // Shared with the reference: author facts, command authors, watch cursors.
+  EXPECT_EQ(AuthorFactExactKey(*prefix, "configmaps", "u1", "5"),
+            "gitops-reverser:author:v1:audit:configmaps:object:u1:5");
+  EXPECT_EQ(AuthorFactPattern(*prefix), "gitops-reverser:author:v1:audit:*");
+  EXPECT_EQ(CommandAuthorKey(*prefix, "cr"), "gitops-reverser:author:v1:command:cr");
+  EXPECT_EQ(WatchCursorKey(*prefix, "t", kConfigMaps, core::WatchScope::Cluster()),
+            "gitops-reverser:watch:v1:target:t:configmaps:cluster:last-rv");
+  EXPECT_EQ(WatchCursorPattern(*prefix, "t*"), "gitops-reverser:watch:v1:target:t\\*:*:last-rv");
+  // reverser's own keys stay under --redis_key_prefix.
+  EXPECT_EQ(AuthorFactSignalKey(*prefix, "configmaps"), "reverser:author:v1:recorded:configmaps");
+  EXPECT_EQ(SpliceAckedKey(*prefix, "t", kConfigMaps, core::WatchScope::Cluster()),
+            "reverser:splice:v1:t:configmaps:cluster:acked");
+  EXPECT_EQ(MaterializationIndexKey(*prefix), "reverser:mat:v1:index");
+
+  // By default (and with an empty reference prefix) both are one.
+  auto same = KeyPrefix::Parse("team/a", "");
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->reference(), "team/a");
+  EXPECT_EQ(KeyPrefix::Default().reference(), "reverser");
+  EXPECT_FALSE(*same == *KeyPrefix::Parse("team/a", "gitops-reverser"));
+
+  // A reference prefix is one the reference accepts: [A-Za-z0-9._:-], at most 128 characters.
+  EXPECT_TRUE(KeyPrefix::Parse("reverser", "cell-a:tenant_7.x").ok());
+  EXPECT_TRUE(KeyPrefix::Parse("reverser", std::string(128, 'a')).ok());
+  for (const std::string& bad : {std::string("team/a"), std::string("a*"), std::string("x%y"),
+                                 std::string("ünï"), std::string(129, 'a'), std::string(":")}) {
+    EXPECT_EQ(KeyPrefix::Parse("reverser", bad).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+// The reference's key schema (v0.36.0), written down from its documented formats: prefix
+// `gitops-reverser`, `GR` = `resource` (core) or `group/resource`, uid/rv/namespace escaped
+// `%` -> `%25` then `:` -> `%3A`, GitTarget uid escaped the same way, GR never escaped.
+TEST(KeysTest, ReferencePrefixGivesTheReferencesKeysByteForByte) {
+  auto prefix = KeyPrefix::Parse(KeyPrefix::kDefault, KeyPrefix::kReferenceDefault);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  struct Case {
+    std::string ours;
+    std::string reference;
+  };
+  const std::vector<Case> cases = {
+      {AuthorFactExactKey(*prefix, "configmaps", "3f1e2c4d-0000-4000-8000-00000000beef", "48213"),
+       "gitops-reverser:author:v1:audit:configmaps:object:3f1e2c4d-0000-4000-8000-00000000beef:"
+       "48213"},
+      {AuthorFactExactKey(*prefix, "apps/deployments", "u:1%", "7:%9"),
+       "gitops-reverser:author:v1:audit:apps/deployments:object:u%3A1%25:7%3A%259"},
+      {AuthorFactLastKey(*prefix, "configbutler.ai/gittargets", "uid%3A"),
+       "gitops-reverser:author:v1:audit:configbutler.ai/gittargets:object:uid%253A:last"},
+      {AuthorFactRvKey(*prefix, "secrets", "100"),
+       "gitops-reverser:author:v1:audit:secrets:rv:100"},
+      {AuthorFactRvKey(*prefix, "secrets", "1:2"),
+       "gitops-reverser:author:v1:audit:secrets:rv:1%3A2"},
+      {AuthorFactPattern(*prefix), "gitops-reverser:author:v1:audit:*"},
+      {CommandAuthorKey(*prefix, "cr-uid"), "gitops-reverser:author:v1:command:cr-uid"},
+      {WatchCursorKey(*prefix, "tg:1", kDeployments, core::WatchScope::Namespace("team-a")),
+       "gitops-reverser:watch:v1:target:tg%3A1:apps/deployments:namespace:team-a:last-rv"},
+      {WatchCursorKey(*prefix, "tg", kConfigMaps, core::WatchScope::Namespace("odd:ns%")),
+       "gitops-reverser:watch:v1:target:tg:configmaps:namespace:odd%3Ans%25:last-rv"},
+      {WatchCursorKey(*prefix, "tg", kConfigMaps, core::WatchScope::Cluster()),
+       "gitops-reverser:watch:v1:target:tg:configmaps:cluster:last-rv"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(c.ours, c.reference);
 }
 
 }  // namespace

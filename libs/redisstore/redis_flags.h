@@ -1,7 +1,8 @@
 #pragma once
 
 // The Redis command-line flags every Redis-using service shares (--redis_address,
-// --redis_key_prefix), parsed once into connection options and a validated key prefix.
+// --redis_key_prefix, --reference_key_prefix), parsed once into connection options and a
+// validated key prefix (its reference() names the families shared with gitops-reverser).
 
 #include "absl/status/statusor.h"
 #include "libs/redisstore/keys.h"

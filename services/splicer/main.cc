@@ -32,6 +32,19 @@ ABSL_FLAG(std::string, additional_sensitive_resources, "",
 ABSL_FLAG(int64_t, max_in_flight, 1000, "Deliveries the gitworker may hold unaccepted.");
 ABSL_FLAG(absl::Duration, summary_interval, absl::Seconds(2),
           "How often stream readiness is reported to the catalog.");
+ABSL_FLAG(absl::Duration, delivery_cursor_ttl, reverser::redisstore::kDefaultDeliveryCursorTtl,
+          "TTL of a delivery cursor, set again on every write. A running stream refreshes it, so "
+          "it expires only when no splicer ran the stream that long (the stream then splices "
+          "again; nothing is lost).");
+ABSL_FLAG(absl::Duration, delivery_cursor_refresh, absl::Minutes(5),
+          "How often a stream whose cursor did not move writes it again (refreshing its TTL and "
+          "the reference watch cursors' 1 h TTL). At most half --delivery_cursor_ttl, and below "
+          "1 h while --reference_watch_cursors.");
+ABSL_FLAG(bool, reference_watch_cursors, true,
+          "Write gitops-reverser's per-watch resume cursors (P:watch:v1:target:<uid>:<GR>:"
+          "namespace:<ns>|cluster:last-rv, the acked RV, 1 h TTL) with each delivery cursor, so "
+          "the reference resumes from them if it takes the GitTarget over "
+          "(P: --reference_key_prefix).");
 
 namespace reverser::splicer {
 namespace {
@@ -84,6 +97,22 @@ class AdminService final : public runtime::AdminStatusService<reverser::v1::Spli
   TargetManager* manager_;
 };
 
+absl::Status ValidateCursorFlags(const SpliceStreamOptions& o) {
+  if (o.cursor_ttl < absl::Seconds(1)) {
+    return absl::InvalidArgumentError("--delivery_cursor_ttl must be at least 1s");
+  }
+  if (o.cursor_refresh <= absl::ZeroDuration() || o.cursor_refresh > o.cursor_ttl / 2) {
+    return absl::InvalidArgumentError(
+        "--delivery_cursor_refresh must be positive and at most half --delivery_cursor_ttl");
+  }
+  if (o.reference_watch_cursors && o.cursor_refresh >= redisstore::kWatchCursorTtl) {
+    return absl::InvalidArgumentError(
+        "--delivery_cursor_refresh must be below the reference watch cursors' 1h TTL while "
+        "--reference_watch_cursors");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<reverser::v1::TableUpdate> ReadTargetsFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read --targets_file ", path));
@@ -118,6 +147,10 @@ class App final : public runtime::ServiceApp {
     options.stream_defaults.prefix = prefix;
     options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
     options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
+    options.stream_defaults.cursor_ttl = absl::GetFlag(FLAGS_delivery_cursor_ttl);
+    options.stream_defaults.cursor_refresh = absl::GetFlag(FLAGS_delivery_cursor_refresh);
+    options.stream_defaults.reference_watch_cursors = absl::GetFlag(FLAGS_reference_watch_cursors);
+    if (absl::Status s = ValidateCursorFlags(options.stream_defaults); !s.ok()) return s;
     for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources),
                                               ',', absl::SkipWhitespace())) {
       options.additional_sensitive.insert(std::string(r));

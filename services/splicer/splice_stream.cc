@@ -29,6 +29,19 @@ reverser::v1::Author ToAuthor(const redisstore::AuthorResolution& resolution) {
   return author;
 }
 
+// The watches gitops-reverser would run for this target on the type, whose resume cursors are
+// written with ours: one cluster-wide watch when the target follows the type cluster-wide (or the
+// type is cluster-scoped), else one per namespace.
+std::vector<core::WatchScope> ReferenceWatchScopes(const TargetScope& scope,
+                                                   const reverser::v1::TypeIdentity& type) {
+  if (scope.namespaces.count("") || type.scope() == reverser::v1::RESOURCE_SCOPE_CLUSTER) {
+    return {core::WatchScope::Cluster()};
+  }
+  std::vector<core::WatchScope> scopes;
+  for (const auto& [ns, ops] : scope.namespaces) scopes.push_back(core::WatchScope::Namespace(ns));
+  return scopes;
+}
+
 }  // namespace
 
 SpliceStream::SpliceStream(SpliceStreamOptions options, DeliveryClient* delivery,
@@ -136,26 +149,34 @@ void SpliceStream::MarkDone(core::StreamPosition position) {
 }
 
 void SpliceStream::AdvanceCursor() {
+  const absl::Time now = absl::Now();
   core::StreamPosition target;
+  std::vector<core::WatchScope> watch_scopes;
   {
     std::lock_guard lock(mu_);
-    if (!cursor_dirty_) return;
+    if (!cursor_dirty_ && now < next_cursor_refresh_) return;
     cursor_dirty_ = false;
     while (!tracked_.empty() && tracked_.begin()->second) {
       cursor_ = std::max(cursor_, tracked_.begin()->first);
       tracked_.erase(tracked_.begin());
     }
     target = cursor_;
+    if (target.IsZero()) return;
+    if (options_.reference_watch_cursors) {
+      watch_scopes = ReferenceWatchScopes(options_.scope, options_.claim.type());
+    }
   }
-  if (target.IsZero()) return;
   const auto& claim = options_.claim;
-  auto offered = cursors_->Offer(options_.target.uid(), core::FromProto(claim.type().gvr()),
-                                 core::FromProto(claim.scope()), target, session_incarnation_);
+  // Unmoved (a due refresh), the offer changes nothing but the TTLs.
+  auto offered =
+      cursors_->Offer(options_.target.uid(), core::FromProto(claim.type().gvr()),
+                      core::FromProto(claim.scope()), target, session_incarnation_, watch_scopes);
   if (!offered.ok()) {
     std::lock_guard lock(mu_);
     cursor_dirty_ = true;  // try again next round
     return;
   }
+  next_cursor_refresh_ = now + options_.cursor_refresh;
   std::lock_guard lock(mu_);
   status_.cursor = offered->position.ToString();
   delivered_ = redisstore::DeliveryCursor{offered->position, offered->incarnation};
@@ -453,7 +474,8 @@ absl::Status SpliceStream::Session() {
     if (!redis.ok()) return redis.status();
     redis_ = std::move(*redis);
     facts_ = std::make_unique<redisstore::AuthorFactStore>(redis_.get(), options_.prefix);
-    cursors_ = std::make_unique<redisstore::DeliveryCursorStore>(redis_.get(), options_.prefix);
+    cursors_ = std::make_unique<redisstore::DeliveryCursorStore>(redis_.get(), options_.prefix,
+                                                                 options_.cursor_ttl);
   }
   const auto gvr = core::FromProto(options_.claim.type().gvr());
   const auto scope = core::FromProto(options_.claim.scope());

@@ -9,7 +9,10 @@
 //      `:last` only for removals; `rv:` hatch), polled every 150 ms up to the grace, then the
 //      committer. A wait holds back only later events of the same object.
 //   3. Acks from the gitworker advance the cursor to the highest position below which every
-//      entry is pushed (or needed nothing); it is persisted monotonically in Redis.
+//      entry is pushed (or needed nothing); it is persisted monotonically in Redis, with its TTL,
+//      and with it the reference's watch cursor of each watch the target has on the type (the
+//      RV, 1 h TTL; same script). An idle stream offers its cursor again every
+//      `cursor_refresh`, so neither expires while the GitTarget exists.
 //   4. When the gitworker stream breaks, start over at 1 from the persisted cursor.
 //   5. Resplice() (admin): start over at 1 and splice even though a cursor exists. The resync is
 //      acked at its coverage head, which covers everything delivered or pending before it, so
@@ -65,6 +68,12 @@ struct SpliceStreamOptions {
   size_t read_batch = 500;
   // Told what is sent and acked, so refusals of re-delivered objects clear (may be null).
   RefusalBook* refusals = nullptr;
+  // The delivery cursor's TTL, and how often a stream whose cursor did not move offers it again
+  // (keeping it, and the reference watch cursors, alive).
+  absl::Duration cursor_ttl = redisstore::kDefaultDeliveryCursorTtl;
+  absl::Duration cursor_refresh = absl::Minutes(5);
+  // Write the reference's watch cursors (`P:watch:v1:target:…:last-rv`) with the cursor.
+  bool reference_watch_cursors = true;
 };
 
 struct SpliceStreamStatus {
@@ -148,6 +157,7 @@ class SpliceStream : public DeliverySubscriber {
   void ResolveDue(absl::Time now);
   absl::Status EmitReady(bool force_all_due);
   void MarkDone(core::StreamPosition position);
+  // Persists the cursor when acks moved it, or when its refresh is due.
   void AdvanceCursor();
   void SetState(reverser::v1::StreamState state, const std::string& reason,
                 const std::string& message);
@@ -174,6 +184,7 @@ class SpliceStream : public DeliverySubscriber {
   redisstore::LineageTracker lineage_;
   std::string session_incarnation_;               // the lineage the session delivers from
   std::optional<redisstore::StateLoss> waiting_;  // a loss being waited out (counted once)
+  absl::Time next_cursor_refresh_ = absl::InfinitePast();
 
   mutable std::mutex mu_;
   // Every position read or sent and not yet folded into the cursor → done?

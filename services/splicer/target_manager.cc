@@ -67,6 +67,8 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
   std::vector<reverser::v1::GitTargetConfig> changed_configs;
   {
     std::lock_guard lock(mu_);
+    std::map<std::string, reverser::v1::GitTargetRef> before;
+    for (const auto& [uid, table] : tables_) before.emplace(uid, table.target());
     if (update.full()) {
       for (const auto& [uid, table] : tables_) {
         bool kept = false;
@@ -87,6 +89,10 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
       }
       slot = table;
     }
+    for (auto& [uid, target] : before) {
+      if (!tables_.count(uid)) cursors_to_delete_.emplace(uid, std::move(target));
+    }
+    for (const auto& [uid, table] : tables_) cursors_to_delete_.erase(uid);  // back again
   }
   // Configs before the streams that depend on them.
   for (auto& config : changed_configs) {
@@ -94,8 +100,54 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
     *message.mutable_target_config() = std::move(config);
     (void)delivery_->Send(std::move(message));  // on failure, on_connected re-sends all
   }
-  std::lock_guard lock(mu_);
-  Reconcile();
+  {
+    std::lock_guard lock(mu_);
+    Reconcile();
+  }
+  DeleteRemovedCursors();
+}
+
+void TargetManager::DeleteRemovedCursors() {
+  std::map<std::string, reverser::v1::GitTargetRef> removed;
+  {
+    std::lock_guard lock(mu_);
+    removed = cursors_to_delete_;
+  }
+  if (removed.empty()) return;
+  const SpliceStreamOptions& o = options_.stream_defaults;
+  if (!redis_) {
+    auto redis = redisstore::RedisConnection::Connect(o.redis);
+    if (!redis.ok()) {
+      runtime::LogWarning("cannot delete removed targets' cursors; retrying at the next update",
+                          {{"error", redis.status().ToString()}});
+      return;
+    }
+    redis_ = std::move(*redis);
+  }
+  redisstore::DeliveryCursorStore cursors(redis_.get(), o.prefix, o.cursor_ttl);
+  for (const auto& [uid, target] : removed) {
+    auto deleted = cursors.DeleteTarget(uid);
+    if (!deleted.ok()) {
+      runtime::LogWarning("cannot delete a removed target's cursors; retrying at the next update",
+                          {{"gittarget_namespace", target.namespace_()},
+                           {"gittarget_name", target.name()},
+                           {"uid", uid},
+                           {"error", deleted.status().ToString()}});
+      redis_.reset();  // reconnect next time
+      return;
+    }
+    runtime::LogInfo("GitTarget removed; its delivery cursors deleted",
+                     {{"gittarget_namespace", target.namespace_()},
+                      {"gittarget_name", target.name()},
+                      {"uid", uid},
+                      {"keys", static_cast<long long>(*deleted)}});
+    metrics_
+        ->GetCounter("reverser_splicer_cursors_deleted_total",
+                     "Delivery and reference watch cursor keys deleted with their GitTarget.")
+        .Increment(static_cast<double>(*deleted));
+    std::lock_guard lock(mu_);
+    cursors_to_delete_.erase(uid);
+  }
 }
 
 void TargetManager::OnRefusal(const reverser::v1::DeliveryFeedback& feedback) {

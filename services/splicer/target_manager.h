@@ -5,6 +5,13 @@
 // when any target follows it cluster-wide, else one per namespace — the catalog's claim rule),
 // one SpliceStream. Target configs go to the gitworker before any delivery, and again after
 // every reconnect. Stream readiness is rolled up per target for the catalog.
+//
+// A GitTarget that leaves the tables — named in `removed`, or missing from a full update (which
+// lists every target) — is removed: its streams stop, then its delivery cursors and reference
+// watch cursors are deleted (retried at the next update if Redis fails; their TTL is the last
+// resort). Nothing else deletes cursors: a reconnect to the catalog, or a restarted catalog,
+// sends a full update only once it is primed (every GitTarget listed), so the same targets come
+// back and keep their cursors; a type leaving a target's table keeps its cursor until the TTL.
 
 #include <map>
 #include <memory>
@@ -56,6 +63,8 @@ class TargetManager {
  private:
   bool IsSensitive(const reverser::v1::GroupVersionResource& gvr) const;
   void Reconcile();  // holds mu_
+  // Deletes the cursors of removed targets (after Reconcile stopped their streams).
+  void DeleteRemovedCursors();
 
   TargetManagerOptions options_;
   RefusalBook refusals_;
@@ -64,6 +73,9 @@ class TargetManager {
   mutable std::mutex mu_;
   std::map<std::string, reverser::v1::WatchedTypeTable> tables_;  // by target uid
   std::map<std::string, std::unique_ptr<SpliceStream>> streams_;  // by StreamKey
+  // Removed targets whose cursors are still to be deleted, by uid.
+  std::map<std::string, reverser::v1::GitTargetRef> cursors_to_delete_;
+  std::unique_ptr<redisstore::RedisConnection> redis_;  // Apply's thread only
 };
 
 }  // namespace reverser::splicer

@@ -51,4 +51,41 @@ std::optional<reverser::v1::DeliveryFeedback> PushedAck(
   return pushed;
 }
 
+grpc::Status AckingGitWorker::Deliver(
+    grpc::ServerContext* /*context*/,
+    grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback, reverser::v1::DeliveryMessage>*
+        stream) {
+  reverser::v1::DeliveryMessage message;
+  while (stream->Read(&message)) {
+    reverser::v1::DeliveryFeedback accepted;
+    accepted.set_accepted_sequence(message.sequence());
+    stream->Write(accepted);
+    if (auto pushed = PushedAck(message)) stream->Write(*pushed);
+  }
+  return grpc::Status::OK;
+}
+
+reverser::v1::WatchedTypeTable ConfigMapTable(const std::string& uid, const std::string& ns) {
+  reverser::v1::WatchedTypeTable table;
+  table.mutable_target()->set_namespace_(ns);
+  table.mutable_target()->set_name("mirror-" + uid);
+  table.mutable_target()->set_uid(uid);
+  auto* type = table.add_types();
+  type->mutable_type()->mutable_gvr()->set_version("v1");
+  type->mutable_type()->mutable_gvr()->set_resource("configmaps");
+  type->mutable_type()->set_scope(reverser::v1::RESOURCE_SCOPE_NAMESPACED);
+  (*type->mutable_namespaces())[ns].set_all(true);
+  return table;
+}
+
+reverser::v1::TableUpdate FullConfigMapTables(uint64_t generation,
+                                              const std::vector<std::string>& uids,
+                                              const std::string& ns) {
+  reverser::v1::TableUpdate update;
+  update.set_generation(generation);
+  update.set_full(true);
+  for (const auto& uid : uids) *update.add_upserted() = ConfigMapTable(uid, ns);
+  return update;
+}
+
 }  // namespace reverser::splicer::testutil

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "libs/redisstore/materialization_store.h"
-#include "proto/reverser/v1/gitworker.pb.h"
+#include "proto/reverser/v1/catalog.pb.h"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
 
 namespace reverser::splicer::testutil {
 
@@ -26,5 +28,21 @@ redisstore::StreamEntry ConfigMapEntry(absl::string_view ns, absl::string_view n
 // target, claim and position (a resync's coverage head). nullopt for a target config.
 std::optional<reverser::v1::DeliveryFeedback> PushedAck(
     const reverser::v1::DeliveryMessage& message);
+
+// A gitworker peer that accepts every delivery and acks it as pushed the moment it arrives.
+class AckingGitWorker final : public reverser::v1::GitWorker::Service {
+ public:
+  grpc::Status Deliver(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback,
+                                                reverser::v1::DeliveryMessage>* stream) override;
+};
+
+// The table of GitTarget `uid` (namespace `ns`, name `mirror-<uid>`) following every operation
+// on ConfigMaps in `ns`.
+reverser::v1::WatchedTypeTable ConfigMapTable(const std::string& uid, const std::string& ns);
+// A full table update of `generation` listing ConfigMapTable(uid, ns) for each of `uids`.
+reverser::v1::TableUpdate FullConfigMapTables(uint64_t generation,
+                                              const std::vector<std::string>& uids,
+                                              const std::string& ns);
 
 }  // namespace reverser::splicer::testutil

@@ -1,0 +1,168 @@
+// The target manager against a real Redis and a gitworker peer over real gRPC that acks every
+// delivery as pushed: delivery cursors (and the reference watch cursors written with them) carry
+// their TTLs, stay alive while the target exists, survive the full update a reconnect or a
+// restarted catalog sends, and are deleted with a GitTarget that leaves the tables.
+
+#include "services/splicer/target_manager.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+
+#include "absl/strings/ascii.h"
+#include "gtest/gtest.h"
+#include "libs/core/proto_convert.h"
+#include "libs/redisstore/test_redis.h"
+#include "services/splicer/test_support.h"
+#include "tests/fixtures/process.h"
+#include "tests/fixtures/redis_server.h"
+
+namespace reverser::splicer {
+namespace {
+
+reverser::v1::TableUpdate Full(uint64_t generation, const std::vector<std::string>& uids) {
+  return testutil::FullConfigMapTables(generation, uids, "team");
+}
+
+class TargetManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto redis = testing::RedisServer::Start();
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = std::move(*redis);
+    auto conn = redisstore::ConnectTo(*redis_);
+    ASSERT_TRUE(conn.ok());
+    conn_ = std::move(*conn);
+    redisstore::MaterializationStore store(conn_.get(), redisstore::KeyPrefix::Default(),
+                                           {"", "v1", "configmaps"},
+                                           core::WatchScope::Namespace("team"));
+    ASSERT_TRUE(store
+                    .ReplaceCheckpoint({{"team/a", testutil::ConfigMapJson("team", "a", "1", 5)}},
+                                       core::StreamPosition::EndOf(5))
+                    .ok());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&peer_);
+    server_ = builder.BuildAndStart();
+    delivery_ = std::make_unique<DeliveryClient>("127.0.0.1:" + std::to_string(port_), 100);
+    delivery_->Start();
+
+    TargetManagerOptions options;
+    options.stream_defaults.redis = redisstore::RedisOptionsFor(*redis_);
+    // Our keys under `reverser`, the reference's watch cursors under its default prefix.
+    auto prefix = redisstore::KeyPrefix::Parse("reverser", "gitops-reverser");
+    ASSERT_TRUE(prefix.ok());
+    options.stream_defaults.prefix = *prefix;
+    options.stream_defaults.attribution = false;
+    options.stream_defaults.cursor_ttl = absl::Hours(24);
+    options.stream_defaults.cursor_refresh = absl::Milliseconds(100);
+    manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &metrics_);
+  }
+  void TearDown() override {
+    manager_.reset();
+    delivery_->Stop();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  }
+
+  static std::string AckedKey(const std::string& uid) {
+    return "reverser:splice:v1:" + uid + ":configmaps:ns:team:acked";
+  }
+  static std::string WatchKey(const std::string& uid) {
+    return "gitops-reverser:watch:v1:target:" + uid + ":configmaps:namespace:team:last-rv";
+  }
+  std::string Get(const std::string& key) {
+    auto v = redis_->Cli({"GET", key});
+    return v.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*v)) : "<error>";
+  }
+  int64_t Pttl(const std::string& key) {
+    auto v = conn_->Command({"PTTL", key});
+    return v.ok() ? v->integer() : -3;
+  }
+  bool Exists(const std::string& key) { return Pttl(key) != -2; }
+  // Both cursors of `uid` written: the resync (coverage head 5-max) was acked.
+  bool Delivered(const std::string& uid) {
+    return Get(AckedKey(uid)).rfind("5-18446744073709551615@", 0) == 0 && Get(WatchKey(uid)) == "5";
+  }
+  double Deleted() {
+    return metrics_.GetCounter("reverser_splicer_cursors_deleted_total", "").Value();
+  }
+
+  std::unique_ptr<testing::RedisServer> redis_;
+  std::unique_ptr<redisstore::RedisConnection> conn_;
+  testutil::AckingGitWorker peer_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<DeliveryClient> delivery_;
+  runtime::MetricsRegistry metrics_;
+  std::unique_ptr<TargetManager> manager_;
+};
+
+TEST_F(TargetManagerTest, CursorsCarryTtlsAndStayAliveWhileTheTargetExists) {
+  manager_->Apply(Full(1, {"ta"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("ta"); }, absl::Seconds(10)))
+      << Get(AckedKey("ta")) << " / " << Get(WatchKey("ta"));
+  const int64_t day_ms = absl::ToInt64Milliseconds(absl::Hours(24));
+  EXPECT_GT(Pttl(AckedKey("ta")), day_ms - 60'000);
+  EXPECT_LE(Pttl(AckedKey("ta")), day_ms);
+  EXPECT_GT(Pttl(WatchKey("ta")), 3'540'000);
+  EXPECT_LE(Pttl(WatchKey("ta")), 3'600'000);
+
+  // Idle (nothing new in the stream): the stream writes both again, and their TTLs with them.
+  ASSERT_TRUE(conn_->Command({"PEXPIRE", AckedKey("ta"), "30000"}).ok());
+  ASSERT_TRUE(conn_->Command({"PEXPIRE", WatchKey("ta"), "30000"}).ok());
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return Pttl(AckedKey("ta")) > 60'000 && Pttl(WatchKey("ta")) > 60'000; },
+      absl::Seconds(10)))
+      << Pttl(AckedKey("ta")) << " / " << Pttl(WatchKey("ta"));
+  // A cursor the stream did not write (Redis lost it) comes back too.
+  ASSERT_TRUE(conn_->Command({"DEL", WatchKey("ta")}).ok());
+  EXPECT_TRUE(testing::WaitFor([&] { return Get(WatchKey("ta")) == "5"; }, absl::Seconds(10)));
+}
+
+TEST_F(TargetManagerTest, ARemovedTargetLosesItsCursorsAReconnectOrCatalogRestartDoesNot) {
+  manager_->Apply(Full(1, {"ta", "tb"}));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Delivered("ta") && Delivered("tb"); }, absl::Seconds(10)));
+  const std::string ta_cursor = Get(AckedKey("ta"));
+
+  // A reconnect (the same generation again) and a restarted catalog (a new epoch: a full update
+  // listing every GitTarget once it is primed) change nothing; nor does a delta without removals.
+  manager_->Apply(Full(1, {"ta", "tb"}));
+  manager_->Apply(Full(1'700'000'000'000'001, {"tb", "ta"}));
+  reverser::v1::TableUpdate delta;
+  delta.set_generation(1'700'000'000'000'002);
+  *delta.add_upserted() = testutil::ConfigMapTable("tb", "team");
+  manager_->Apply(delta);
+  EXPECT_EQ(manager_->stream_count(), 2u);
+  EXPECT_EQ(Deleted(), 0);
+  for (const std::string uid : {"ta", "tb"}) {
+    EXPECT_TRUE(Exists(AckedKey(uid))) << uid;
+    EXPECT_TRUE(Exists(WatchKey(uid))) << uid;
+  }
+  EXPECT_EQ(Get(AckedKey("ta")), ta_cursor);
+
+  // Named in a delta's `removed`: its streams stop and both its cursors go; the other's stay.
+  reverser::v1::TableUpdate removal;
+  removal.set_generation(1'700'000'000'000'003);
+  *removal.add_removed() = testutil::ConfigMapTable("ta", "team").target();
+  manager_->Apply(removal);
+  EXPECT_EQ(manager_->stream_count(), 1u);
+  EXPECT_FALSE(Exists(AckedKey("ta")));
+  EXPECT_FALSE(Exists(WatchKey("ta")));
+  EXPECT_TRUE(Exists(AckedKey("tb")));
+  EXPECT_EQ(Deleted(), 2);
+
+  // Missing from a full update (which lists every target): removed too. A new target meanwhile
+  // gets its cursors; the stopped stream never writes the removed one's again.
+  manager_->Apply(Full(1'700'000'000'000'004, {"tc"}));
+  EXPECT_FALSE(Exists(AckedKey("tb")));
+  EXPECT_FALSE(Exists(WatchKey("tb")));
+  EXPECT_EQ(Deleted(), 4);
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("tc"); }, absl::Seconds(10)));
+  EXPECT_FALSE(Exists(AckedKey("ta")));
+  EXPECT_FALSE(Exists(AckedKey("tb")));
+  EXPECT_FALSE(Exists(WatchKey("tb")));
+}
+
+}  // namespace
+}  // namespace reverser::splicer
