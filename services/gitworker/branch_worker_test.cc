@@ -714,6 +714,32 @@ TEST_F(BranchWorkerTest, EveryNameTheApiServerAcceptsIsMirroredAndFoundAgain) {
   ExpectFsckClean();
 }
 
+// A file the reader refuses is left alone: a resync neither overwrites nor sweeps it, and the
+// object whose file it is comes back as refused; files that merely do not parse are no refusal.
+TEST(ResyncPlanTest, RefusedFilesAreLeftAloneAndTheirObjectsRefused) {
+  IdentityIndex index;
+  const std::string refused = "clusters/a/default/configmaps/a.yaml";
+  index.RefuseFile(refused, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT, "too large"});
+  ASSERT_TRUE(index.IsRefused(refused));
+  PreparedResync prepared;
+  prepared.gvr = {"", "v1", "configmaps"};
+  prepared.kind = "ConfigMap";
+  prepared.upserts.push_back({{"", "ConfigMap", "default", "a"}, refused, "a: 1\n"});
+  prepared.upserts.push_back(
+      {{"", "ConfigMap", "default", "b"}, "clusters/a/default/configmaps/b.yaml", "b: 1\n"});
+  ResyncChanges changes = PlanResyncChanges(index, prepared);
+  EXPECT_EQ(changes.changes.count(refused), 0u);
+  EXPECT_EQ(changes.changes.count("clusters/a/default/configmaps/b.yaml"), 1u);
+  ASSERT_EQ(changes.refused.size(), 1u);
+  EXPECT_EQ(changes.refused[0].first.name, "a");
+  EXPECT_EQ(changes.refused[0].second, refused);
+  EXPECT_TRUE(changes.swept.empty());
+
+  auto unparsable = IdentityIndex::ReadKeyOfFile("key: [unclosed\n");
+  ASSERT_TRUE(unparsable.ok()) << "not refused: " << unparsable.status();
+  EXPECT_FALSE(unparsable->has_value());
+}
+
 TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);
