@@ -32,6 +32,9 @@ ABSL_FLAG(std::string, additional_sensitive_resources, "",
 ABSL_FLAG(int64_t, max_in_flight, 1000, "Deliveries the gitworker may hold unaccepted.");
 ABSL_FLAG(absl::Duration, summary_interval, absl::Seconds(2),
           "How often stream readiness is reported to the catalog.");
+ABSL_FLAG(int64_t, refusals_per_target, 1000,
+          "Standing refusals of the gitworker (objects it can never write) kept per GitTarget "
+          "for its status; beyond it the oldest are dropped (the newest 5 are shown).");
 
 namespace reverser::splicer {
 namespace {
@@ -118,6 +121,10 @@ class App final : public runtime::ServiceApp {
     options.stream_defaults.prefix = prefix;
     options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
     options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
+    if (absl::GetFlag(FLAGS_refusals_per_target) < 1) {
+      return absl::InvalidArgumentError("--refusals_per_target must be at least 1");
+    }
+    options.refusals.max_objects = static_cast<size_t>(absl::GetFlag(FLAGS_refusals_per_target));
     for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources),
                                               ',', absl::SkipWhitespace())) {
       options.additional_sensitive.insert(std::string(r));
