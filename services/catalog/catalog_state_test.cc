@@ -194,6 +194,49 @@ TEST_F(CatalogStateTest, ProviderSettingsChangeTheConfigButNotThePlan) {
   EXPECT_FALSE(changes.claims);
 }
 
+// A splicer's report of refusals reaches the GitTarget's status through CatalogState, and a
+// report without them makes it Ready again.
+TEST_F(CatalogStateTest, ReportedRefusalsAreRenderedOnTheTargetStatus) {
+  Prime({Provider("a", "repo")}, {Target("a", "t", "x")},
+        {Rule("a", "r", "t",
+              {{{"operations", {"*"}}, {"apiGroups", {""}}, {"resources", {"secrets"}}}})});
+  state_.Reconcile();
+  reverser::v1::StreamSummary summary;
+  summary.mutable_target()->set_namespace_("a");
+  summary.mutable_target()->set_name("t");
+  summary.mutable_target()->set_uid("a-t-uid");
+  summary.set_total(1);
+  summary.set_ready(1);
+  summary.set_reason("AllStreamsReady");
+  summary.set_refused_objects(1);
+  auto* refusal = summary.add_refusals();
+  refusal->set_kind("Secret");
+  refusal->mutable_object()->set_namespace_("a");
+  refusal->mutable_object()->set_name("db");
+  refusal->set_reason(reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE);
+  refusal->set_message("no age recipients configured");
+  state_.ApplySummary(summary);
+  CatalogChanges refused = state_.Reconcile();
+  const json* status = StatusWriteFor(refused, ObjectKind::kGitTarget, "t");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(Reason(*status, "Ready"), "ObjectRefused");
+  const json* stalled = FindCondition(NodeAt(*status, {"conditions"}), "Stalled");
+  ASSERT_NE(stalled, nullptr);
+  EXPECT_EQ(stalled->value("status", ""), "True");
+  EXPECT_EQ(
+      stalled->value("message", ""),
+      "1 object(s) refused: Secret a/db: EncryptionUnavailable: no age recipients configured");
+
+  summary.clear_refusals();
+  summary.set_refused_objects(0);
+  state_.ApplySummary(summary);
+  CatalogChanges cleared = state_.Reconcile();
+  status = StatusWriteFor(cleared, ObjectKind::kGitTarget, "t");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(Reason(*status, "Ready"), "Ready");
+  EXPECT_EQ(Reason(*status, "GitPathAccepted"), "GitPathAccepted");
+}
+
 TEST_F(CatalogStateTest, StatusIsWrittenOnceAndNotAgainWhenSteady) {
   Prime({Provider("a", "repo")}, {Target("a", "t", "x")}, {});
   CatalogChanges first = state_.Reconcile();

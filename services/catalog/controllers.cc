@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "libs/commitmeta/messages.h"
+#include "libs/core/refusal_text.h"
 #include "libs/gotemplate/template.h"
 #include "services/catalog/objects.h"
 
@@ -34,7 +35,42 @@ std::vector<std::string> StringList(const nlohmann::json& node) {
   return out;
 }
 
+// Causes in status messages are cut: the gitworker's messages can be long (and quote names).
+constexpr size_t kMaxCauseBytes = 300;
+
 }  // namespace
+
+std::string RefusedFilesMessage(const reverser::v1::StreamSummary& summary) {
+  if (summary.refused_files() == 0) return "";
+  for (const auto& refusal : summary.refusals()) {
+    if (refusal.file().empty()) continue;
+    std::string message =
+        absl::StrCat("Git path refused at ", core::EscapeAndAbbreviate(refusal.file(), 1024), ": ",
+                     core::EscapeAndAbbreviate(refusal.message(), kMaxCauseBytes));
+    if (summary.refused_files() > 1) {
+      absl::StrAppend(&message, " (and ", summary.refused_files() - 1, " more issue(s))");
+    }
+    return message;
+  }
+  return absl::StrCat(summary.refused_files(), " file(s) under the path refused");
+}
+
+std::string RefusedObjectsMessage(const reverser::v1::StreamSummary& summary) {
+  if (summary.refused_objects() == 0) return "";
+  std::vector<std::string> parts;
+  for (const auto& refusal : summary.refusals()) {
+    if (!refusal.file().empty()) continue;
+    parts.push_back(absl::StrCat(core::RefusedSubjectText(refusal), ": ",
+                                 core::RefusalReasonName(refusal.reason()), ": ",
+                                 core::EscapeAndAbbreviate(refusal.message(), kMaxCauseBytes)));
+  }
+  std::string message = absl::StrCat(summary.refused_objects(), " object(s) refused");
+  if (!parts.empty()) absl::StrAppend(&message, ": ", absl::StrJoin(parts, "; "));
+  if (summary.refused_objects() > parts.size()) {
+    absl::StrAppend(&message, " (and ", summary.refused_objects() - parts.size(), " more)");
+  }
+  return message;
+}
 
 std::optional<std::string> CheckCommitConfig(const nlohmann::json& provider) {
   const nlohmann::json& window = NodeAt(provider, {"spec", "push", "commitWindow"});
@@ -204,6 +240,7 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
     conds.push_back({"Validated", kFalse, validation.reason, validation.message});
     conds.push_back({"EncryptionConfigured", kUnknown, reason::kBlocked, "validation failed"});
     conds.push_back({"StreamsRunning", kUnknown, reason::kBlocked, "validation failed"});
+    conds.push_back({"GitPathAccepted", kUnknown, reason::kBlocked, "validation failed"});
     return WithConditions(target, conds, now);
   }
   EncryptionCheck encryption = CheckEncryption(target);
@@ -236,18 +273,35 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
     streams = {"StreamsRunning", all_ready ? kTrue : kFalse, why, msg};
   }
 
+  // What the gitworker refuses (rolled up by the splicer).
+  const std::string refused_files = summary != nullptr ? RefusedFilesMessage(*summary) : "";
+  const std::string refused_objects = summary != nullptr ? RefusedObjectsMessage(*summary) : "";
+  Condition path{"GitPathAccepted", kTrue, reason::kGitPathAccepted,
+                 "every file under the path is readable"};
+  if (!refused_files.empty()) {
+    path = {"GitPathAccepted", kFalse, reason::kUnsupportedContent, refused_files};
+  } else if (summary == nullptr) {
+    path = {"GitPathAccepted", kUnknown, reason::kInitialReplay,
+            "waiting for the splicer to report the gitworker's refusals"};
+  }
+
   if (!encryption.ok) {
     conds = Trio(Outcome::kStalled, reason::kEncryptionNotConfigured, encryption.message);
-  } else if (streams.status == kTrue) {
-    conds = Trio(Outcome::kReady, reason::kReady, streams.message);
   } else if (blocked > 0) {
     conds = Trio(Outcome::kStalled, streams.reason, streams.message);
+  } else if (!refused_files.empty()) {
+    conds = Trio(Outcome::kStalled, reason::kUnsupportedContent, refused_files);
+  } else if (!refused_objects.empty()) {
+    conds = Trio(Outcome::kStalled, reason::kObjectRefused, refused_objects);
+  } else if (streams.status == kTrue) {
+    conds = Trio(Outcome::kReady, reason::kReady, streams.message);
   } else {
     conds = Trio(Outcome::kPending, streams.reason, streams.message);
   }
   conds.push_back(validated);
   conds.push_back(enc);
   conds.push_back(streams);
+  conds.push_back(path);
   nlohmann::json status = WithConditions(target, conds, now);
   nlohmann::json s = {{"summary", absl::StrCat(ready, "/", total)},
                       {"total", total},

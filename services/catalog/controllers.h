@@ -42,6 +42,12 @@ inline constexpr char kEncryptionNotConfigured[] = "EncryptionNotConfigured";
 inline constexpr char kInitialReplay[] = "InitialReplay";
 inline constexpr char kNoResolvedTypes[] = "NoResolvedTypes";
 inline constexpr char kAllStreamsReady[] = "AllStreamsReady";
+// GitPathAccepted (reference §2A.15); the catalog sets UnsupportedContent for files the
+// gitworker refuses to read.
+inline constexpr char kGitPathAccepted[] = "GitPathAccepted";
+inline constexpr char kUnsupportedContent[] = "UnsupportedContent";
+// Not a reference reason: objects the gitworker can never write (Ready=False, Stalled=True).
+inline constexpr char kObjectRefused[] = "ObjectRefused";
 // WatchRule / ClusterWatchRule.
 inline constexpr char kResolved[] = "Resolved";
 inline constexpr char kUnresolvedResources[] = "UnresolvedResources";
@@ -100,10 +106,20 @@ struct EncryptionCheck {
 EncryptionCheck CheckEncryption(const nlohmann::json& target);
 
 // Status of a GitTarget. `table` is its watched-type table (null when it has none: invalid
-// targets), `summary` what a splicer last reported (null if nothing yet).
+// targets), `summary` what a splicer last reported (null if nothing yet). The summary's
+// refusals become GitPathAccepted (refused files: False, UnsupportedContent, "Git path refused
+// at <file>: <cause> (and N more issue(s))") and the trio (Stalled with UnsupportedContent for
+// refused files, else ObjectRefused for refused objects: "N object(s) refused: Kind ns/name:
+// Reason: cause; ..."). Order: validation, encryption, blocked streams, refused files, refused
+// objects, replaying streams, ready.
 nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation& validation,
                             const rules::WatchedTypeTable* table,
                             const reverser::v1::StreamSummary* summary, absl::Time now);
+
+// The two refusal messages of a summary (bounded: at most the summary's samples, each cause
+// cut): "" when nothing of that kind is refused.
+std::string RefusedFilesMessage(const reverser::v1::StreamSummary& summary);
+std::string RefusedObjectsMessage(const reverser::v1::StreamSummary& summary);
 
 // What a rule's status depends on besides the rule object itself.
 struct RuleContext {

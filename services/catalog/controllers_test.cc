@@ -137,5 +137,124 @@ TEST(ControllersTest, StreamSummaryDrivesTargetReadiness) {
             "WatchNotPermitted");
 }
 
+reverser::v1::Refusal ObjectRefusal(const std::string& kind, const std::string& ns,
+                                    const std::string& name, const std::string& message) {
+  reverser::v1::Refusal refusal;
+  refusal.set_kind(kind);
+  refusal.mutable_object()->set_namespace_(ns);
+  refusal.mutable_object()->set_name(name);
+  refusal.set_reason(reverser::v1::REFUSAL_REASON_ENCRYPTION_UNAVAILABLE);
+  refusal.set_message(message);
+  return refusal;
+}
+
+reverser::v1::StreamSummary AllReady() {
+  reverser::v1::StreamSummary summary;
+  summary.set_total(1);
+  summary.set_ready(1);
+  summary.set_reason("AllStreamsReady");
+  return summary;
+}
+
+std::string ConditionField(const json& status, const std::string& type, const std::string& field) {
+  const json* condition = FindCondition(status["conditions"], type);
+  return condition == nullptr ? "<none>" : condition->value(field, "");
+}
+
+TEST(ControllersTest, AFullyMirroredTargetAcceptsItsGitPath) {
+  rules::WatchedTypeTable table;
+  table.types[{"", "v1", "configmaps"}] = {};
+  reverser::v1::StreamSummary summary = AllReady();
+  json status =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "reason"), "GitPathAccepted");
+  EXPECT_EQ(ConditionField(status, "Ready", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "Stalled", "status"), "False");
+  // Before any report, acceptance is unknown (and validation failures block it).
+  json early =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, nullptr, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(early, "GitPathAccepted", "status"), "Unknown");
+  TargetValidation invalid{false, reason::kProviderNotFound, "GitProvider a/repo not found"};
+  json blocked = TargetStatus(Target("t", "x", ""), invalid, nullptr, nullptr, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(blocked, "GitPathAccepted", "status"), "Unknown");
+  EXPECT_EQ(ConditionField(blocked, "GitPathAccepted", "reason"), "Blocked");
+}
+
+TEST(ControllersTest, RefusedObjectsStallTheTargetNamingEachObject) {
+  rules::WatchedTypeTable table;
+  table.types[{"", "v1", "secrets"}] = {};
+  reverser::v1::StreamSummary summary = AllReady();
+  summary.set_refused_objects(7);
+  *summary.add_refusals() = ObjectRefusal("Secret", "demo", "db", "no age recipients configured");
+  *summary.add_refusals() = ObjectRefusal("ClusterRole", "", "evil\\role", "x");
+  json status =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(status, "Ready", "status"), "False");
+  EXPECT_EQ(ConditionField(status, "Stalled", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "Reconciling", "status"), "False");
+  EXPECT_EQ(ConditionField(status, "Ready", "reason"), "ObjectRefused");
+  EXPECT_EQ(ConditionField(status, "Ready", "message"),
+            "7 object(s) refused: Secret demo/db: EncryptionUnavailable: no age recipients "
+            "configured; ClusterRole evil\\\\role: EncryptionUnavailable: x (and 5 more)");
+  // Objects do not make the path unacceptable; streams still run.
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "StreamsRunning", "status"), "True");
+  // Once the refusals clear, the target is Ready again.
+  summary.clear_refusals();
+  summary.set_refused_objects(0);
+  json cleared =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(cleared, "Ready", "status"), "True");
+}
+
+TEST(ControllersTest, RefusedFilesRefuseTheGitPathAsUnsupportedContent) {
+  rules::WatchedTypeTable table;
+  table.types[{"", "v1", "configmaps"}] = {};
+  reverser::v1::StreamSummary summary = AllReady();
+  summary.set_refused_files(3);
+  summary.set_refused_objects(1);
+  *summary.add_refusals() = ObjectRefusal("ConfigMap", "demo", "x", "its file is refused");
+  reverser::v1::Refusal file;
+  file.set_file("x/demo/configmaps/big.yaml");
+  file.set_reason(reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT);
+  file.set_message(std::string(5000, 'm'));
+  *summary.add_refusals() = file;
+  json status =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "status"), "False");
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "reason"), "UnsupportedContent");
+  const std::string message = ConditionField(status, "GitPathAccepted", "message");
+  EXPECT_EQ(message.rfind("Git path refused at x/demo/configmaps/big.yaml: mmm", 0), 0u) << message;
+  EXPECT_NE(message.find("... (and 2 more issue(s))"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 500u) << "causes are cut";
+  // Refused files take precedence over refused objects in the trio.
+  EXPECT_EQ(ConditionField(status, "Stalled", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "Ready", "reason"), "UnsupportedContent");
+  EXPECT_EQ(ConditionField(status, "Ready", "message"), message);
+}
+
+TEST(ControllersTest, BlockedStreamsAndEncryptionComeBeforeRefusals) {
+  rules::WatchedTypeTable table;
+  table.types[{"", "v1", "configmaps"}] = {};
+  reverser::v1::StreamSummary summary = AllReady();
+  summary.set_total(2);
+  summary.set_blocked(1);
+  summary.set_reason("WatchNotPermitted");
+  summary.set_refused_objects(1);
+  *summary.add_refusals() = ObjectRefusal("ConfigMap", "demo", "x", "cause");
+  json status =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(status, "Ready", "reason"), "WatchNotPermitted");
+  // While a stream replays, a refusal already stalls the target (it will not heal by itself).
+  summary.set_blocked(0);
+  summary.set_replaying(1);
+  summary.set_reason("Replaying");
+  json replaying =
+      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(replaying, "Ready", "reason"), "ObjectRefused");
+  EXPECT_EQ(ConditionField(replaying, "StreamsRunning", "status"), "False");
+}
+
 }  // namespace
 }  // namespace reverser::catalog
