@@ -30,14 +30,6 @@ class HeldSecret {
   std::optional<nlohmann::json> secret_;
 };
 
-void LogGenerated(absl::string_view what, const std::string& secret, const std::string& entry,
-                  const sops::age::X25519Identity& identity) {
-  runtime::LogWarning(what, {{"secret", secret},
-                             {"secretDataKey", entry},
-                             {"recipient", identity.Recipient().String()},
-                             {"warningAnnotation", sops::kBackupWarningAnnotation}});
-}
-
 }  // namespace
 
 EncryptionSecretOutcome ReadEncryptionSecret(kube::RestClient& client,
@@ -58,35 +50,47 @@ EncryptionSecretOutcome ReadEncryptionSecret(kube::RestClient& client,
     result.message = std::move(message);
     return out;
   };
-  auto generate = [&]() -> absl::StatusOr<sops::age::X25519Identity> {
+  // Adds a generated key under today's entry name.
+  struct Generated {
+    std::string entry;
+    std::string recipient;
+  };
+  auto add_generated_key = [&](nlohmann::json& into) -> absl::StatusOr<Generated> {
     auto identity = sops::age::X25519Identity::Generate(random);
     if (!identity.ok()) {
       return absl::InternalError(
           absl::StrCat("failed to generate age identity for encryption secret ", where, ": ",
                        identity.status().message()));
     }
-    return identity;
+    Generated generated{sops::AgeKeyEntryName(clock.Now()), identity->Recipient().String()};
+    sops::AddGeneratedAgeKey(into, generated.entry, *identity);
+    return generated;
+  };
+  auto log_generated = [&](absl::string_view what, const Generated& generated) {
+    runtime::LogWarning(what, {{"secret", where},
+                               {"secretDataKey", generated.entry},
+                               {"recipient", generated.recipient},
+                               {"warningAnnotation", sops::kBackupWarningAnnotation}});
   };
 
   HeldSecret secret;
   auto read = client.Get(kSecrets, ns, name);
   if (read.ok()) secret.Hold(*std::move(read));
   if (!read.ok() && kube::IsApiNotFound(read.status()) && request.secret.generate_when_missing) {
-    auto identity = generate();
-    if (!identity.ok())
-      return fail(reason::kInvalidConfig, std::string(identity.status().message()));
-    const std::string entry = sops::AgeKeyEntryName(clock.Now());
     HeldSecret fresh;
     fresh.Hold(sops::NewAgeKeySecret(ns, name));
-    sops::AddGeneratedAgeKey(fresh.get(), entry, *identity);
+    auto generated = add_generated_key(fresh.get());
+    if (!generated.ok()) {
+      return fail(reason::kInvalidConfig, std::string(generated.status().message()));
+    }
     auto created = client.Create(kSecrets, ns, fresh.get());
     if (created.ok()) {
       secret.Hold(*std::move(created));
       out.action = EncryptionSecretAction::kCreated;
-      LogGenerated(
+      log_generated(
           "Generated missing encryption secret with age key. Back up the private key and remove "
           "warning annotation.",
-          where, entry, *identity);
+          *generated);
     } else if (kube::IsApiAlreadyExists(created.status())) {
       read = client.Get(kSecrets, ns, name);  // created meanwhile by someone else
       if (read.ok()) secret.Hold(*std::move(read));
@@ -102,12 +106,10 @@ EncryptionSecretOutcome ReadEncryptionSecret(kube::RestClient& client,
 
   if (request.secret.generate_when_missing && out.action == EncryptionSecretAction::kRead) {
     if (!sops::HasAgeKeyEntry(secret.get())) {
-      auto identity = generate();
-      if (!identity.ok()) {
-        return fail(reason::kInvalidConfig, std::string(identity.status().message()));
+      auto generated = add_generated_key(secret.get());
+      if (!generated.ok()) {
+        return fail(reason::kInvalidConfig, std::string(generated.status().message()));
       }
-      const std::string entry = sops::AgeKeyEntryName(clock.Now());
-      sops::AddGeneratedAgeKey(secret.get(), entry, *identity);
       auto updated = client.Update(kSecrets, ns, secret.get());
       if (!updated.ok()) {
         // A concurrent writer wins; the next read starts over from what it wrote.
@@ -116,10 +118,10 @@ EncryptionSecretOutcome ReadEncryptionSecret(kube::RestClient& client,
       }
       secret.Hold(*std::move(updated));
       out.action = EncryptionSecretAction::kCompleted;
-      LogGenerated(
+      log_generated(
           "Added missing .agekey entry to encryption secret. Back up the private key and remove "
           "warning annotation.",
-          where, entry, *identity);
+          *generated);
     } else if (sops::BackupWarningPresent(secret.get())) {
       runtime::LogWarning(
           "ENCRYPTION KEY BACKUP REQUIRED: remove annotation after backup is completed",
