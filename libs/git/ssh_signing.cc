@@ -288,6 +288,22 @@ std::string SshSigningKey::OpenSshPrivateKey(absl::string_view comment) const {
   return absl::StrCat(Armor(kOpenSshBegin, kOpenSshEnd, blob), "\n");
 }
 
+absl::StatusOr<std::string> SshSigningKey::EncryptedPkcs8PrivateKey(
+    absl::string_view passphrase) const {
+  if (passphrase.empty()) return absl::InvalidArgumentError("the passphrase is empty");
+  ASSIGN_OR_RETURN(Pkey key, PrivateKey(seed_));
+  std::unique_ptr<BIO, BioFree> bio(BIO_new(BIO_s_mem()));
+  std::string pass(passphrase);
+  if (!bio || PEM_write_bio_PKCS8PrivateKey(bio.get(), key.get(), EVP_aes_256_cbc(), pass.data(),
+                                            static_cast<int>(pass.size()), nullptr, nullptr) != 1) {
+    ERR_clear_error();
+    return absl::InternalError("cannot encrypt the private key");
+  }
+  char* data = nullptr;
+  long size = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
 absl::StatusOr<std::string> SshSigningKey::Sign(absl::string_view message,
                                                 absl::string_view signature_namespace) const {
   unsigned char digest[EVP_MAX_MD_SIZE];

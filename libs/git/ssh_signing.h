@@ -48,6 +48,10 @@ class SshSigningKey {
   // The key in the unencrypted OpenSSH private key format, as `ssh-keygen -N ""` writes it
   // (70-column base64, trailing newline).
   std::string OpenSshPrivateKey(absl::string_view comment = "") const;
+  // The key as PEM PKCS#8 encrypted with `passphrase` (AES-256-CBC, PBKDF2): how a generated
+  // key is stored when its Secret sets a passphrase, since encrypted OpenSSH keys are not
+  // supported.
+  absl::StatusOr<std::string> EncryptedPkcs8PrivateKey(absl::string_view passphrase) const;
 
   // An armored SSHSIG signature of `message` (SHA-512), without a trailing newline, ready for
   // a commit's gpgsig header. Ed25519 is deterministic: the same key and message give the same

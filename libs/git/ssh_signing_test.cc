@@ -40,8 +40,8 @@ class SshSigningTest : public ::testing::Test {
   std::string KeygenKey(const std::string& name, const std::string& passphrase = "",
                         const std::string& type = "ed25519") {
     const std::string path = Path(name);
-    std::vector<std::string> argv = {"ssh-keygen", "-q", "-t", type, "-N", passphrase,
-                                     "-C", "test@example.com", "-f", path};
+    std::vector<std::string> argv = {"ssh-keygen",       "-q", "-t", type, "-N", passphrase, "-C",
+                                     "test@example.com", "-f", path};
     if (type == "rsa") argv.insert(argv.end(), {"-b", "1024"});
     auto gen = Run(argv);
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
@@ -157,7 +157,8 @@ TEST_F(SshSigningTest, ReadsPkcs8PemKeysPlainAndEncrypted) {
   ASSERT_EQ(der.exit_code, 0);
   ASSERT_GE(der.out.size(), 32u);
   std::string blob;
-  for (const std::string& part : {std::string("ssh-ed25519"), der.out.substr(der.out.size() - 32)}) {
+  for (const std::string& part :
+       {std::string("ssh-ed25519"), der.out.substr(der.out.size() - 32)}) {
     const uint32_t n = part.size();
     blob += std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                         static_cast<char>(n >> 8), static_cast<char>(n)};
@@ -183,6 +184,19 @@ TEST_F(SshSigningTest, ReadsPkcs8PemKeysPlainAndEncrypted) {
   ASSERT_TRUE(signature.ok());
   EXPECT_EQ(Verify(expected, absl::StrCat(*signature, "\n"), "x").exit_code, 0);
 
+  // What we write for a passphrase: encrypted PKCS#8 that openssl and our parser read.
+  auto locked = plain->EncryptedPkcs8PrivateKey("pw2");
+  ASSERT_TRUE(locked.ok()) << locked.status();
+  EXPECT_TRUE(absl::StartsWith(*locked, "-----BEGIN ENCRYPTED PRIVATE KEY-----\n"));
+  Write(Path("locked.pem"), *locked);
+  auto pub_der = Run({"openssl", "pkey", "-in", Path("locked.pem"), "-passin", "pass:pw2",
+                      "-pubout", "-outform", "DER"});
+  ASSERT_EQ(pub_der.exit_code, 0) << pub_der.err;
+  EXPECT_EQ(pub_der.out, der.out);
+  auto reread = SshSigningKey::Parse(*locked, "pw2");
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  EXPECT_EQ(reread->AuthorizedKey(), expected);
+
   auto ec = Run({"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
                  "-out", Path("ec.pem")});
   ASSERT_EQ(ec.exit_code, 0);
@@ -201,8 +215,8 @@ TEST_F(SshSigningTest, RefusesMalformedEncryptedAndForeignKeys) {
   // Cut the body short: every truncation is a clear InvalidArgument, never a crash.
   const size_t body = text.find('\n') + 1;
   for (size_t keep : {size_t{0}, size_t{20}, size_t{100}, size_t{200}}) {
-    std::string cut = absl::StrCat(text.substr(0, body + keep),
-                                   "\n-----END OPENSSH PRIVATE KEY-----\n");
+    std::string cut =
+        absl::StrCat(text.substr(0, body + keep), "\n-----END OPENSSH PRIVATE KEY-----\n");
     auto parsed = SshSigningKey::Parse(cut);
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << keep;
   }
@@ -231,8 +245,8 @@ class SignedCommitTest : public SshSigningTest {
     Write(Path("git_allowed_signers"),
           absl::StrCat("noreply@configbutler.ai ", authorized_key, "\n"));
     return Run({"git", "-C", repo, "-c", "gpg.format=ssh", "-c",
-                "gpg.ssh.allowedSignersFile=" + Path("git_allowed_signers"), "verify-commit",
-                "-v", sha});
+                "gpg.ssh.allowedSignersFile=" + Path("git_allowed_signers"), "verify-commit", "-v",
+                sha});
   }
 };
 
@@ -279,8 +293,9 @@ TEST_F(SignedCommitTest, CommitsVerifyWithGitVerifyCommitLooseAndPacked) {
   // identities and message unchanged, and fsck accepts it.
   auto object = testing::Git(clone, {"cat-file", "commit", **loose});
   ASSERT_TRUE(object.ok());
-  EXPECT_TRUE(absl::StrContains(*object, "\ncommitter GitOps Reverser <noreply@configbutler.ai> "
-                                         "1700000100 +0000\ngpgsig -----BEGIN SSH SIGNATURE-----\n"))
+  EXPECT_TRUE(absl::StrContains(*object,
+                                "\ncommitter GitOps Reverser <noreply@configbutler.ai> "
+                                "1700000100 +0000\ngpgsig -----BEGIN SSH SIGNATURE-----\n"))
       << *object;
   EXPECT_TRUE(absl::StrContains(*object, " -----END SSH SIGNATURE-----\n\nsigned\n\nwith a body\n"))
       << *object;

@@ -46,8 +46,8 @@ absl::StatusOr<git_oid> ApplyChanges(git_repository* repo, const git_tree* base,
 
 // Applies `changes` on top of `parent` (hex id; std::nullopt: a first commit with no parent)
 // and writes a commit with `spec`'s identities and message, signed when `spec.signer` is set.
-// Moves no reference. Returns the new
-// commit id, or std::nullopt when the changes leave the tree as it was (nothing to commit).
+// Moves no reference. Returns the new commit id, or std::nullopt when the changes leave the
+// tree as it was (nothing to commit).
 absl::StatusOr<std::optional<std::string>> CreateCommit(git_repository* repo,
                                                         const std::optional<std::string>& parent,
                                                         const ChangeSet& changes,
