@@ -39,6 +39,15 @@ absl::StatusOr<git::SshSigningKey> AddGeneratedKey(std::map<std::string, std::st
   return key;
 }
 
+SigningKeyCheck Generated(const git::SshSigningKey& key, const std::string& provider,
+                          const std::string& secret) {
+  runtime::LogInfo("generated commit signing key", {{"kind", "GitProvider"},
+                                                    {"object", provider},
+                                                    {"secret", secret},
+                                                    {"public_key", key.AuthorizedKey()}});
+  return {true, true, "", "", key.AuthorizedKey(), true};
+}
+
 }  // namespace
 
 SigningKeyCheck EnsureSigningKey(kube::RestClient& client, const nlohmann::json& provider) {
@@ -88,11 +97,7 @@ SigningKeyCheck EnsureSigningKey(kube::RestClient& client, const nlohmann::json&
                       absl::StrCat("cannot create signing Secret ", secret_name, ": ",
                                    created.status().message()));
       }
-      runtime::LogInfo("generated commit signing key", {{"kind", "GitProvider"},
-                                                        {"object", provider_name},
-                                                        {"secret", secret_name},
-                                                        {"public_key", key->AuthorizedKey()}});
-      return {true, true, "", "", key->AuthorizedKey(), true};
+      return Generated(*key, provider_name, secret_name);
     }
 
     auto data = kube::DecodeSecretData(*secret);
@@ -122,11 +127,7 @@ SigningKeyCheck EnsureSigningKey(kube::RestClient& client, const nlohmann::json&
                       absl::StrCat("cannot update signing Secret ", secret_name, ": ",
                                    updated.status().message()));
       }
-      runtime::LogInfo("generated commit signing key", {{"kind", "GitProvider"},
-                                                        {"object", provider_name},
-                                                        {"secret", secret_name},
-                                                        {"public_key", key->AuthorizedKey()}});
-      return {true, true, "", "", key->AuthorizedKey(), true};
+      return Generated(*key, provider_name, secret_name);
     }
     auto key = git::SshSigningKey::FromSecretData(*data);
     if (!key.ok()) {

@@ -70,6 +70,7 @@ struct BranchRegistryOptions {
   std::string work_dir;
   absl::Duration push_cooldown = absl::Seconds(5);
   CredentialsResolver credentials;  // empty: anonymous
+  SigningKeyResolver signing_keys;  // empty: signing targets' commits wait (secret_source.h)
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };

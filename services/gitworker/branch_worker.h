@@ -8,6 +8,7 @@
 // thread and drives its timers. Time comes from an injectable clock.
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "libs/core/clock.h"
 #include "libs/git/credentials.h"
 #include "libs/git/repository.h"
+#include "libs/git/ssh_signing.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/target_writer.h"
@@ -47,6 +49,11 @@ enum class FinalizeReason {
 };
 absl::string_view FinalizeReasonName(FinalizeReason reason);
 
+// Resolves a signing Secret ("namespace/name") to its key. Called before each commit of a
+// signing target, so implementations cache; must be thread-safe (branch actors share one).
+using SigningKeyResolver = std::function<absl::StatusOr<std::shared_ptr<const git::SshSigningKey>>(
+    const std::string& secret)>;
+
 struct BranchWorkerOptions {
   BranchKey key;
   std::string remote_url;
@@ -58,6 +65,9 @@ struct BranchWorkerOptions {
   int max_push_attempts = 3;                        // per push cycle
   // Commits changing this many files or more (first mirror, big resyncs) write one pack.
   size_t pack_threshold = git::kDefaultPackThreshold;
+  // Keys for targets whose GitProvider signs (TargetSettings::signing_secret). Every commit of
+  // such a target is signed; without a key its writes wait (retried at the push cadence).
+  SigningKeyResolver signing_keys;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -133,7 +143,10 @@ class BranchWorker {
   absl::StatusOr<IdentityIndex*> IndexFor(const std::string& path,
                                           const std::optional<std::string>& tip);
   void CommitPending();
-  absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
+  // The key a unit's commit is signed with (null: its target does not sign).
+  absl::StatusOr<std::shared_ptr<const git::SshSigningKey>> SignerFor(const Unit& unit);
+  absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit,
+                                                        const git::SshSigningKey* signer);
   void RejectUnit(Unit& unit, const absl::Status& status);
   void Complete();
   void Reject(const std::vector<Coverage>& covers, const std::string& reason);
@@ -158,6 +171,7 @@ class BranchWorker {
   absl::Time next_push_allowed_ = absl::InfinitePast();
   std::optional<absl::Time> last_push_;
   std::string last_error_;
+  std::string signing_error_;  // the last signing key failure, logged once until it changes
 };
 
 }  // namespace reverser::gitworker
