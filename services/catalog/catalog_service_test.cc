@@ -20,10 +20,15 @@
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "gtest/gtest.h"
+#include <sys/stat.h>
+
+#include "absl/strings/match.h"
 #include "libs/core/clock.h"
+#include "libs/git/ssh_signing.h"
 #include "libs/kube/api_error.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/kube/rest_client.h"
+#include "libs/kube/secret_data.h"
 #include "libs/runtime/service_host.h"
 #include "libs/sops/age_key_secret.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
@@ -504,6 +509,125 @@ TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
   reverser::v1::ServiceStatus status;
   ASSERT_TRUE(admin_->Status(&context, {}, &status).ok());
   EXPECT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
+}
+
+TEST_F(CatalogServiceTest, SigningKeyIsGeneratedWhenMissingAndPublishedInStatus) {
+  const core::GroupVersionResource secrets{"", "v1", "secrets"};
+  auto signing_key_of = [&](const std::string& provider) {
+    return StringAt(Get(ObjectKind::kGitProvider, "team-a", provider),
+                    {"status", "signingPublicKey"});
+  };
+  CreateProvider(
+      "team-a", "signed",
+      {{"commit",
+        {{"signing", {{"secretRef", {{"name", "signing"}}}, {"generateWhenMissing", true}}}}}});
+  ASSERT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "signed", "Ready", kTrue, "Ready"));
+  ASSERT_TRUE(WaitFor([&] { return !signing_key_of("signed").empty(); }, kWait));
+  const std::string published = signing_key_of("signed");
+  EXPECT_TRUE(absl::StartsWith(published, "ssh-ed25519 AAAA")) << published;
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "signed", "Ready")
+                .find("commits signed with a generated ed25519 key"),
+            std::string::npos);
+
+  // The Secret holds an OpenSSH key that ssh-keygen reads back to the published public key.
+  auto secret = client_->Get(secrets, "team-a", "signing");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  EXPECT_FALSE(secret->at("metadata").contains("ownerReferences"));
+  auto data = kube::DecodeSecretData(*secret);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(data->at("signing.pub"), published + "\n");
+  reverser::testing::ScopedTempDir keys("keys");
+  const std::string key_file = keys.path() + "/signing.key";
+  ASSERT_TRUE(reverser::testing::WriteFile(key_file, data->at("signing.key")).ok());
+  ASSERT_EQ(chmod(key_file.c_str(), 0600), 0);
+  auto derived = reverser::testing::RunCommand({"ssh-keygen", "-y", "-f", key_file});
+  ASSERT_TRUE(derived.ok());
+  ASSERT_EQ(derived->exit_code, 0) << derived->err;
+  EXPECT_EQ(derived->out.substr(0, derived->out.find_last_not_of(" \n") + 1), published);
+
+  // A spec change probes again: the key is kept, not regenerated.
+  auto patched =
+      client_->Patch(GvrOf(ObjectKind::kGitProvider), "team-a", "signed", kube::PatchType::kMerge,
+                     {{"spec", {{"allowedBranches", {"main", "dev"}}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json p = Get(ObjectKind::kGitProvider, "team-a", "signed");
+        const json* ready = FindCondition(NodeAt(p, {"status", "conditions"}), "Ready");
+        return NodeAt(p, {"status", "observedGeneration"}) == 2 && ready != nullptr &&
+               ready->value("message", "").find("commits signed with the ed25519 key") !=
+                   std::string::npos;
+      },
+      kWait));
+  EXPECT_EQ(signing_key_of("signed"), published);
+
+  // A Secret without signing.key gets one; with a passphrase it is stored encrypted and the
+  // other data is kept.
+  ASSERT_TRUE(
+      client_
+          ->Create(secrets, "team-a",
+                   {{"metadata", {{"name", "locked"}}},
+                    {"data", kube::EncodeSecretData({{"passphrase", "pw"}, {"note", "x"}})}})
+          .ok());
+  CreateProvider(
+      "team-a", "locked",
+      {{"commit",
+        {{"signing", {{"secretRef", {{"name", "locked"}}}, {"generateWhenMissing", true}}}}}});
+  ASSERT_TRUE(WaitFor([&] { return !signing_key_of("locked").empty(); }, kWait));
+  auto locked = kube::DecodeSecretData(*client_->Get(secrets, "team-a", "locked"));
+  ASSERT_TRUE(locked.ok());
+  EXPECT_EQ(locked->at("note"), "x");
+  EXPECT_TRUE(absl::StartsWith(locked->at("signing.key"), "-----BEGIN ENCRYPTED PRIVATE KEY-----"));
+  auto reread = git::SshSigningKey::FromSecretData(*locked);
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  EXPECT_EQ(reread->AuthorizedKey(), signing_key_of("locked"));
+  EXPECT_NE(signing_key_of("locked"), published);
+
+  // Without generateWhenMissing a missing Secret is SecretNotFound and nothing is created; a key
+  // that does not parse is SecretMalformed; neither publishes a key.
+  CreateProvider("team-a", "absent",
+                 {{"commit", {{"signing", {{"secretRef", {{"name", "nope"}}}}}}}});
+  ASSERT_TRUE(client_
+                  ->Create(secrets, "team-a",
+                           {{"metadata", {{"name", "garbage"}}},
+                            {"data", kube::EncodeSecretData({{"signing.key", "not a key"}})}})
+                  .ok());
+  CreateProvider(
+      "team-a", "broken",
+      {{"commit",
+        {{"signing", {{"secretRef", {{"name", "garbage"}}}, {"generateWhenMissing", true}}}}}});
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "absent", "Ready", kFalse,
+                               "SecretNotFound"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "absent", "Ready")
+                .find("generateWhenMissing is false"),
+            std::string::npos);
+  EXPECT_TRUE(kube::IsApiNotFound(client_->Get(secrets, "team-a", "nope").status()));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "broken", "Stalled", kTrue,
+                               "SecretMalformed"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "broken", "Ready")
+                .find("team-a/garbage signing.key: not a private key"),
+            std::string::npos);
+  EXPECT_EQ(signing_key_of("broken"), "");
+
+  // The periodic probe picks up a repaired Secret.
+  json repaired = *client_->Get(secrets, "team-a", "garbage");
+  repaired["data"] = kube::EncodeSecretData({{"signing.key", data->at("signing.key")}});
+  ASSERT_TRUE(client_->Update(secrets, "team-a", repaired).ok());
+  clock_.Advance(absl::Minutes(5) + absl::Seconds(1));
+  service_->Tick();
+  ASSERT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "broken", "Ready", kTrue, "Ready"));
+  EXPECT_EQ(signing_key_of("broken"), published);
+
+  // Turning signing off removes the published key.
+  ASSERT_TRUE(client_
+                  ->Patch(GvrOf(ObjectKind::kGitProvider), "team-a", "signed",
+                          kube::PatchType::kMerge, {{"spec", {{"commit", {{"signing", nullptr}}}}}})
+                  .ok());
+  EXPECT_TRUE(WaitFor([&] { return signing_key_of("signed").empty(); }, kWait));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "signed", "Ready", kTrue, "Ready"));
 }
 
 TEST_F(CatalogServiceTest, AdminListsTypesWithTheReasonTheyAreNotFollowed) {

@@ -24,6 +24,8 @@ bool Covers(const nlohmann::json& existing, const nlohmann::json& desired) {
   if (!existing.is_object()) return false;
   for (auto it = desired.begin(); it != desired.end(); ++it) {
     auto found = existing.find(it.key());
+    // A null in the merge patch removes the field: covered when the field is already gone.
+    if (it.value().is_null() && (found == existing.end() || found->is_null())) continue;
     if (found == existing.end() || *found != it.value()) return false;
   }
   return true;
@@ -214,6 +216,12 @@ reverser::v1::GitTargetConfig CatalogState::ConfigFor(const nlohmann::json& targ
   if (!secret.empty()) {
     config.set_credentials_secret(absl::StrCat(table.target.destination.provider_namespace, "/",
                                                secret));
+  }
+  // Only the Secret's name travels: the gitworker reads the key itself.
+  std::string signing = StringAt(provider, {"spec", "commit", "signing", "secretRef", "name"});
+  if (!signing.empty()) {
+    config.set_signing_secret(
+        absl::StrCat(table.target.destination.provider_namespace, "/", signing));
   }
   auto or_default = [](std::string value, const char* fallback) {
     return value.empty() ? std::string(fallback) : value;

@@ -191,7 +191,17 @@ TEST_F(CatalogStateTest, ProviderSettingsChangeTheConfigButNotThePlan) {
   EXPECT_EQ(changes.tables->upserted(0).plan_hash(), plan);
   EXPECT_EQ(changes.tables->upserted(0).config().committer_name(), "Bot");
   EXPECT_EQ(changes.tables->upserted(0).config().commit_window_ms(), 0);
+  EXPECT_EQ(changes.tables->upserted(0).config().signing_secret(), "");
   EXPECT_FALSE(changes.claims);
+
+  // Signing names the Secret (in the provider's namespace), never the key.
+  provider["spec"]["commit"]["signing"] = {{"secretRef", {{"name", "signer"}}}};
+  state_.UpsertObject(ObjectKind::kGitProvider, provider);
+  CatalogChanges signing = state_.Reconcile();
+  ASSERT_TRUE(signing.tables);
+  ASSERT_EQ(signing.tables->upserted_size(), 1);
+  EXPECT_EQ(signing.tables->upserted(0).config().signing_secret(), "a/signer");
+  EXPECT_EQ(signing.tables->upserted(0).plan_hash(), plan);
 }
 
 // A splicer's report of refusals reaches the GitTarget's status through CatalogState, and a

@@ -93,22 +93,33 @@ std::optional<std::string> CheckCommitConfig(const nlohmann::json& provider) {
       return absl::StrCat("spec.commit.message.", field, ": ", parsed.status().message());
     }
   }
+  const nlohmann::json& signing = NodeAt(provider, {"spec", "commit", "signing"});
+  if (signing.is_object() && StringAt(signing, {"secretRef", "name"}).empty()) {
+    return std::string("spec.commit.signing.secretRef.name must be set when signing is enabled");
+  }
   return std::nullopt;
 }
 
 nlohmann::json ProviderStatus(const nlohmann::json& provider, const ProviderProbe* probe,
                               absl::Time now) {
   std::vector<Condition> conds;
+  // null removes the field (merge patch); absent leaves it as it is while a probe is pending.
+  std::optional<nlohmann::json> signing_public_key;
   if (auto invalid = CheckCommitConfig(provider)) {
     conds = Trio(Outcome::kStalled, reason::kCommitConfigInvalid, *invalid);
+    signing_public_key = nullptr;
   } else if (probe == nullptr) {
     conds = Trio(Outcome::kPending, reason::kChecking, "checking credentials and remote");
-  } else if (!probe->ok) {
-    conds = Trio(Outcome::kStalled, probe->reason, probe->message);
   } else {
-    conds = Trio(Outcome::kReady, reason::kReady, probe->message);
+    conds = probe->ok ? Trio(Outcome::kReady, reason::kReady, probe->message)
+                      : Trio(Outcome::kStalled, probe->reason, probe->message);
+    signing_public_key = probe->signing_public_key.has_value()
+                             ? nlohmann::json(*probe->signing_public_key)
+                             : nlohmann::json(nullptr);
   }
-  return WithConditions(provider, conds, now);
+  nlohmann::json status = WithConditions(provider, conds, now);
+  if (signing_public_key.has_value()) status["signingPublicKey"] = *signing_public_key;
+  return status;
 }
 
 absl::StatusOr<std::string> NormalizeTargetPath(absl::string_view path) {

@@ -71,10 +71,13 @@ struct ProviderProbe {
   std::string reason;  // SecretNotFound, SecretMalformed, ConnectionFailed when !ok
   std::string message;
   absl::Time at;
+  // status.signingPublicKey: the signing key's authorized_keys line; nullopt clears it
+  // (signing not configured, or its key unusable).
+  std::optional<std::string> signing_public_key;
 };
 
-// The spec checks that need no I/O: commit window duration and commit templates. Returns
-// the CommitConfigInvalid message, or nullopt.
+// The spec checks that need no I/O: commit window duration, commit templates and the signing
+// Secret's name. Returns the CommitConfigInvalid message, or nullopt.
 std::optional<std::string> CheckCommitConfig(const nlohmann::json& provider);
 
 // Status of a GitProvider. `probe` is null while the checks are pending.

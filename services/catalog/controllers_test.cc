@@ -196,6 +196,32 @@ TEST(ControllersTest, CommitConfigIsChecked) {
             "CommitConfigInvalid");
 }
 
+TEST(ControllersTest, SigningPublicKeyFollowsTheProbe) {
+  json p = kProvider;
+  // Pending: the field is left alone (not in the patch).
+  EXPECT_FALSE(ProviderStatus(p, nullptr, absl::UnixEpoch()).contains("signingPublicKey"));
+  ProviderProbe probe;
+  probe.signing_public_key = "ssh-ed25519 AAAAC3Nza";
+  EXPECT_EQ(ProviderStatus(p, &probe, absl::UnixEpoch())["signingPublicKey"],
+            "ssh-ed25519 AAAAC3Nza");
+  // Published even when a later check fails; cleared (null in the merge patch) without a key.
+  probe.ok = false;
+  probe.reason = "ConnectionFailed";
+  EXPECT_EQ(ProviderStatus(p, &probe, absl::UnixEpoch())["signingPublicKey"],
+            "ssh-ed25519 AAAAC3Nza");
+  probe.signing_public_key.reset();
+  json cleared = ProviderStatus(p, &probe, absl::UnixEpoch());
+  ASSERT_TRUE(cleared.contains("signingPublicKey"));
+  EXPECT_TRUE(cleared["signingPublicKey"].is_null());
+
+  // Signing without a Secret name is a commit config error.
+  p["spec"]["commit"] = {{"signing", {{"secretRef", json::object()}}}};
+  ASSERT_TRUE(CheckCommitConfig(p));
+  EXPECT_NE(CheckCommitConfig(p)->find("signing.secretRef.name"), std::string::npos);
+  p["spec"]["commit"]["signing"]["secretRef"]["name"] = "signing";
+  EXPECT_FALSE(CheckCommitConfig(p));
+}
+
 TEST(ControllersTest, TransitionTimeIsKeptWhileStatusIsUnchanged) {
   absl::Time t1 = absl::FromUnixSeconds(1'700'000'000);
   absl::Time t2 = t1 + absl::Hours(1);
