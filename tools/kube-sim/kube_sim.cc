@@ -152,9 +152,9 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   // A watch that starts with initial events (what a cut-watch fault cuts short); as StartWatch.
   const std::string rv_param = ctx->Param("resourceVersion");
   const bool initial_events =
-      info.verb == "watch" && (ctx->Has("sendInitialEvents")
-                                   ? QueryBool(ctx->params(), "sendInitialEvents")
-                                   : rv_param.empty() || rv_param == "0");
+      info.verb == "watch" &&
+      (ctx->Has("sendInitialEvents") ? QueryBool(ctx->params(), "sendInitialEvents")
+                                     : rv_param.empty() || rv_param == "0");
   if (auto fault = faults_.Match(info.verb, info.resource, req.path, initial_events)) {
     switch (fault->action) {
       case FaultRule::Action::kTooManyRequests: {
@@ -240,6 +240,10 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
 void KubeSim::Impl::Respond(Ctx& ctx, const Reply& reply, httplib::Response& res) {
   res.status = reply.code;
   for (const auto& [k, v] : reply.headers) res.set_header(k, v);
+  for (const auto& text : ctx.warnings) {
+    // Go's strconv.Quote-style text in a warn-code 299 header, as apiserver's warning recorder.
+    res.set_header("Warning", absl::StrCat("299 - ", Json(text).dump()));
+  }
   if (reply.code != 304) {  // a 304 has no body
     std::string body =
         !reply.raw.empty() ? reply.raw : (reply.object.is_null() ? "" : reply.object.dump());
@@ -528,12 +532,9 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
               {"compactedResourceVersion", std::to_string(store_.CompactedRv())}};
     if (audit_) {
       auto st = audit_->stats();
-      s["audit"] = {{"eventsSent", st.events_sent},
-                    {"batchesSent", st.batches_sent},
-                    {"failedAttempts", st.failed_attempts},
-                    {"eventsDropped", st.events_dropped},
-                    {"eventsQueued", st.events_queued},
-                    {"held", st.held}};
+      s["audit"] = {{"eventsSent", st.events_sent},         {"batchesSent", st.batches_sent},
+                    {"failedAttempts", st.failed_attempts}, {"eventsDropped", st.events_dropped},
+                    {"eventsQueued", st.events_queued},     {"held", st.held}};
     }
     return Reply::Of(200, s);
   }
