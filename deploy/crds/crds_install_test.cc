@@ -301,6 +301,21 @@ spec:
       << typo.err;
 }
 
+// The schemas reach kubectl explain (kube-sim publishes them in /openapi/v3, as a server does),
+// with reverser's own descriptions.
+TEST_F(CrdsInstallTest, KubectlExplainShowsTheFields) {
+  InstallCrds();
+  testing::CommandResult ref = Kubectl({"explain", "gittarget.spec.encryption.secretRef"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_TRUE(absl::StrContains(ref.out, "KIND:       GitTarget")) << ref.out;
+  EXPECT_TRUE(absl::StrContains(ref.out, "Secret holding age identities")) << ref.out;
+  EXPECT_TRUE(absl::StrContains(ref.out, "  kind\t<string>\n  enum: Secret\n")) << ref.out;
+  EXPECT_TRUE(absl::StrContains(ref.out, "  name\t<string> -required-\n")) << ref.out;
+  testing::CommandResult window = Kubectl({"explain", "gitprovider.spec.push.commitWindow"});
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  EXPECT_TRUE(absl::StrContains(window.out, "When\n    unset, 5s.")) << window.out;
+}
+
 // The reference's validations, as kubectl users see them.
 TEST_F(CrdsInstallTest, ReferenceValidationsRefuseWhatTheyRefuse) {
   InstallCrds();

@@ -382,8 +382,8 @@ current-context: local
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterWatchRule",
                  "metadata": {"name": "demo-cluster-objects"},
                  "spec": {"targetRef": {"name": "mirror", "namespace": "demo"}, "rules": cluster_rules}})
-        # kube-sim publishes no OpenAPI for custom resources, so client-side validation is off.
-        self.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(manifest))
+        # Strict field validation, as against a real API server (kube-sim validates CRs).
+        self.kubectl("apply", "-f", "-", input=json.dumps(manifest))
 
 
 DEMO_CRD = """apiVersion: apiextensions.k8s.io/v1

@@ -886,6 +886,14 @@ class KubeSimCrdSchemaTest : public KubeSimTest {
   }
 };
 
+TEST_F(KubeSimCrdSchemaTest, SchemaIsPublishedInOpenApiV3) {
+  Json doc = Body(client_->Get("/openapi/v3/apis/example.com/v1"));
+  const Json& schema = doc["components"]["schemas"]["com.example.v1.Gadget"];
+  EXPECT_EQ(schema["x-kubernetes-group-version-kind"],
+            Json::parse(R"([{"group":"example.com","version":"v1","kind":"Gadget"}])"));
+  EXPECT_EQ(schema["properties"]["spec"]["properties"]["url"]["minLength"], 1);
+}
+
 TEST_F(KubeSimCrdSchemaTest, UnknownFieldsByFieldValidation) {
   Json body = Gadget({{"url", "u"}, {"ref", {{"name", "s"}, {"bogus", 1}}}, {"extra", true}});
   auto strict = Post(std::string(kGadgets) + "?fieldValidation=Strict", body);

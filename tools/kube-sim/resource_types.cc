@@ -232,7 +232,10 @@ ApiOr<std::vector<ResourceType>> TypesFromCrd(const Json& crd) {
     const Json& schema = v.value("schema", Json::object());
     if (schema.is_object() && schema.contains("openAPIV3Schema")) {
       auto compiled = CrdSchema::Compile(schema["openAPIV3Schema"], "");
-      if (auto* ok = std::get_if<std::shared_ptr<const CrdSchema>>(&compiled)) t.schema = *ok;
+      if (auto* ok = std::get_if<std::shared_ptr<const CrdSchema>>(&compiled)) {
+        t.schema = *ok;
+        t.openapi_schema = schema["openAPIV3Schema"];
+      }
     }
     const Json sub = v.value("subresources", Json::object());
     if (sub.is_object() && sub.contains("status")) t.subresources.push_back(Status());

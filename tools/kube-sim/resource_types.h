@@ -44,6 +44,7 @@ struct ResourceType {
   std::string status_replicas_path;
   // A CRD version's structural schema: writes are pruned, defaulted and validated against it.
   std::shared_ptr<const CrdSchema> schema;
+  Json openapi_schema;  // the same schema as written, published in /openapi/v3 (kubectl explain)
 
   std::string ApiVersion() const;  // "v1", "apps/v1"
   std::string Key() const;         // "apps/deployments": store key, version-free
