@@ -601,14 +601,6 @@ std::string TypeName(const Json& v) {
   return "map";
 }
 
-int64_t CodePoints(const std::string& s) {
-  int64_t n = 0;
-  for (unsigned char c : s) {
-    if ((c & 0xC0) != 0x80) ++n;
-  }
-  return n;
-}
-
 class Evaluator {
  public:
   Evaluator(const Json& self, const Json* old_self) {
@@ -862,7 +854,7 @@ class Evaluator {
     }
     if (n.name == "size") {
       const Json& v = args[0];
-      if (v.is_string()) return Json(CodePoints(v.get<std::string>()));
+      if (v.is_string()) return Json(CodePointCount(v.get<std::string>()));
       if (v.is_array() || v.is_object()) return Json(static_cast<int64_t>(v.size()));
       return NoOverload();
     }
@@ -885,6 +877,14 @@ class Evaluator {
 };
 
 }  // namespace
+
+int64_t CodePointCount(absl::string_view text) {
+  int64_t n = 0;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
 
 Program::~Program() = default;
 

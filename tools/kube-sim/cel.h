@@ -13,6 +13,7 @@
 // Anything else is a compile error naming the construct, so an unsupported rule is refused when
 // the CRD is created rather than silently passing.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ namespace reverser::kubesim::cel {
 using Json = nlohmann::json;
 
 struct Node;
+
+// Unicode code points of UTF-8 text (CEL's size() of a string, OpenAPI's string length).
+int64_t CodePointCount(absl::string_view text);
 
 class Program {
  public:

@@ -350,14 +350,6 @@ std::string GoMapLiteral(const Json& keys) {
   return absl::StrCat("map[string]interface {}{", absl::StrJoin(parts, ", "), "}");
 }
 
-int64_t RuneCount(const std::string& s) {
-  int64_t n = 0;
-  for (unsigned char c : s) {
-    if ((c & 0xC0) != 0x80) ++n;
-  }
-  return n;
-}
-
 // The JSON type of `v` as OpenAPI names it.
 std::string JsonTypeName(const Json& v) {
   if (v.is_null()) return "null";
@@ -416,7 +408,7 @@ class Validator {
     Composition(v, node, path);
     if (v.is_string()) {
       const std::string& s = v.get_ref<const std::string&>();
-      int64_t runes = RuneCount(s);
+      int64_t runes = cel::CodePointCount(s);
       if (node.max_length && runes > *node.max_length) {
         causes.push_back(FieldTooLong(path, *node.max_length, options_.modern_messages));
       }
