@@ -32,7 +32,7 @@ struct FaultRule {
   int retry_after_seconds = 1;
   absl::Duration delay = absl::ZeroDuration();
   std::string message = "something went wrong";
-  int times = -1;        // number of requests to affect; -1 = until cleared
+  int times = -1;  // number of requests to affect; -1 = until cleared
   int after_events = 0;  // kCutWatch: initial events sent before the cut
 
   // JSON form used by the admin endpoint:

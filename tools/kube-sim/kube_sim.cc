@@ -152,9 +152,9 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   // A watch that starts with initial events (what a cut-watch fault cuts short); as StartWatch.
   const std::string rv_param = ctx->Param("resourceVersion");
   const bool initial_events =
-      info.verb == "watch" &&
-      (ctx->Has("sendInitialEvents") ? QueryBool(ctx->params(), "sendInitialEvents")
-                                     : rv_param.empty() || rv_param == "0");
+      info.verb == "watch" && (ctx->Has("sendInitialEvents")
+                                   ? QueryBool(ctx->params(), "sendInitialEvents")
+                                   : rv_param.empty() || rv_param == "0");
   if (auto fault = faults_.Match(info.verb, info.resource, req.path, initial_events)) {
     switch (fault->action) {
       case FaultRule::Action::kTooManyRequests: {
@@ -532,9 +532,12 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
               {"compactedResourceVersion", std::to_string(store_.CompactedRv())}};
     if (audit_) {
       auto st = audit_->stats();
-      s["audit"] = {{"eventsSent", st.events_sent},         {"batchesSent", st.batches_sent},
-                    {"failedAttempts", st.failed_attempts}, {"eventsDropped", st.events_dropped},
-                    {"eventsQueued", st.events_queued},     {"held", st.held}};
+      s["audit"] = {{"eventsSent", st.events_sent},
+                    {"batchesSent", st.batches_sent},
+                    {"failedAttempts", st.failed_attempts},
+                    {"eventsDropped", st.events_dropped},
+                    {"eventsQueued", st.events_queued},
+                    {"held", st.held}};
     }
     return Reply::Of(200, s);
   }
