@@ -419,7 +419,8 @@ current-context: local
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterWatchRule",
                  "metadata": {"name": "demo-cluster-objects"},
                  "spec": {"targetRef": {"name": "mirror", "namespace": "demo"}, "rules": cluster_rules}})
-        # kube-sim publishes no OpenAPI for custom resources, so client-side validation is off.
+        # kubectl validates a List's items through /openapi/v2, which kube-sim serves only in its
+        # legacy profile; the server still prunes, defaults and validates the custom resources.
         self.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(manifest))
 
 

@@ -455,7 +455,8 @@ TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
   CreateTarget("team-a", "bad-path", "repo", "main", "../escape");
   CreateTarget("team-a", "first", "repo", "main", "clusters");
   CreateTarget("team-a", "nested", "repo", "main", "clusters/prod");
-  CreateWatchRule("team-a", "invalid", "first", {{{"resources", {"deployments/status"}}}});
+  // The schema admits a wildcard suffix (a subresource it refuses itself); the parser does not.
+  CreateWatchRule("team-a", "invalid", "first", {{{"resources", {"config*"}}}});
   CreateWatchRule("team-a", "orphan", "nobody", {{{"resources", {"configmaps"}}}});
 
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "no-provider", "Validated", kFalse,
