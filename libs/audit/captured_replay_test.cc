@@ -18,13 +18,13 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "libs/audit/audit_event.h"
+#include "libs/manifest/yaml_reader.h"
 #include "libs/redisstore/author_fact_store.h"
 #include "libs/redisstore/test_redis.h"
 #include "nlohmann/json.hpp"
 #include "tests/fixtures/redis_server.h"
 #include "tests/fixtures/runfiles.h"
 #include "tests/fixtures/temp_dir.h"
-#include "yaml-cpp/yaml.h"
 
 namespace reverser::audit {
 namespace {
@@ -115,22 +115,22 @@ absl::Status SubstituteStrings(json& doc) {
 }
 
 // --- YAML → JSON (YAML 1.2 core schema: quoted scalars stay strings) ----------------------------
-json ToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Sequence: {
+json ToJson(const manifest::YamlNode& node) {
+  switch (node.kind) {
+    case manifest::YamlNode::Kind::kSequence: {
       json out = json::array();
-      for (const auto& item : node) out.push_back(ToJson(item));
+      for (const manifest::YamlNode& item : node.items) out.push_back(ToJson(item));
       return out;
     }
-    case YAML::NodeType::Map: {
+    case manifest::YamlNode::Kind::kMapping: {
       json out = json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = ToJson(kv.second);
+      for (const auto& entry : node.entries) out[entry.key.value] = ToJson(entry.value);
       return out;
     }
-    case YAML::NodeType::Scalar: {
-      const std::string& s = node.Scalar();
-      if (node.Tag() == "!") return s;  // quoted or block scalar
-      if (s == "null" || s == "~") return nullptr;
+    case manifest::YamlNode::Kind::kScalar: {
+      const std::string& s = node.value;
+      if (!node.is_untagged_plain()) return s;  // quoted or block scalar
+      if (s.empty() || s == "null" || s == "~") return nullptr;
       if (s == "true" || s == "false") return s == "true";
       const size_t digits = s.size() > 0 && s[0] == '-' ? 1 : 0;  // `-?[0-9]+`
       const bool integer =
@@ -139,9 +139,8 @@ json ToJson(const YAML::Node& node) {
       if (integer) return std::stoll(s);
       return s;
     }
-    default:
-      return nullptr;
   }
+  return nullptr;
 }
 
 // A payload file's document (one Event or an EventList), placeholders substituted; null on error.
@@ -150,14 +149,20 @@ json DocumentIn(const std::string& path) {
   EXPECT_TRUE(text.ok()) << text.status();
   if (!text.ok()) return nullptr;
   json doc;
-  try {
-    doc = fs::path(path).extension() == ".json" ? json::parse(*text) : ToJson(YAML::Load(*text));
-  } catch (const json::exception& e) {
-    ADD_FAILURE() << path << ": " << e.what();
-    return nullptr;
-  } catch (const YAML::Exception& e) {
-    ADD_FAILURE() << path << ": " << e.what();
-    return nullptr;
+  if (fs::path(path).extension() == ".json") {
+    try {
+      doc = json::parse(*text);
+    } catch (const json::exception& e) {
+      ADD_FAILURE() << path << ": " << e.what();
+      return nullptr;
+    }
+  } else {
+    auto documents = manifest::ParseYamlNodes(*text);
+    if (!documents.ok() || documents->size() != 1) {
+      ADD_FAILURE() << path << ": " << documents.status() << ", not one YAML document";
+      return nullptr;
+    }
+    doc = ToJson(documents->front());
   }
   // After typing: a substituted `<rv-1>` stays the string the API server sent, never a number.
   absl::Status substituted = SubstituteStrings(doc);

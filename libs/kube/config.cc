@@ -1,10 +1,9 @@
 #include "libs/kube/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/escaping.h"
@@ -14,13 +13,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "libs/core/status.h"
+#include "libs/manifest/yaml_reader.h"
 
 namespace reverser::kube {
 namespace {
 
+using manifest::YamlNode;
+
 // One named entry (cluster, user or context) and the folder of the file it came from.
 struct Entry {
-  YAML::Node node;
+  YamlNode node;  // a mapping
   std::string base_dir;
 };
 
@@ -44,21 +46,41 @@ std::string ResolvePath(absl::string_view path, absl::string_view base_dir) {
   return absl::StrCat(base_dir, "/", path);
 }
 
-std::string Scalar(const YAML::Node& node, const char* key) {
-  const YAML::Node value = node[key];
-  if (!value || !value.IsScalar()) return "";
-  return value.as<std::string>();
+// A null as YAML 1.1 writes it (kubeconfig files come from kubectl and client-go).
+bool IsNull(const YamlNode& node) {
+  return node.is_untagged_plain() &&
+         (node.value.empty() || node.value == "~" || node.value == "null" || node.value == "Null" ||
+          node.value == "NULL");
 }
 
-absl::Status AddNamedList(const YAML::Node& root, const char* list_key, const char* item_key,
+// The text of `key`'s value when it is a scalar and not null; "" otherwise.
+std::string Scalar(const YamlNode& node, const char* key) {
+  const YamlNode* value = node.Find(key);
+  if (value == nullptr || !value->is_scalar() || IsNull(*value)) return "";
+  return value->value;
+}
+
+// YAML 1.1 booleans, as client-go's YAML decoding reads them; nullopt for anything else.
+std::optional<bool> Bool(const YamlNode& node) {
+  static const auto* const kTrue = new std::set<std::string, std::less<>>{
+      "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
+  static const auto* const kFalse = new std::set<std::string, std::less<>>{
+      "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
+  if (!node.is_scalar()) return std::nullopt;
+  if (kTrue->count(node.value)) return true;
+  if (kFalse->count(node.value)) return false;
+  return std::nullopt;
+}
+
+absl::Status AddNamedList(const YamlNode& root, const char* list_key, const char* item_key,
                           const std::string& base_dir, std::map<std::string, Entry>& into) {
-  const YAML::Node list = root[list_key];
-  if (!list || list.IsNull()) return absl::OkStatus();
-  if (!list.IsSequence()) {
+  const YamlNode* list = root.Find(list_key);
+  if (list == nullptr || IsNull(*list)) return absl::OkStatus();
+  if (!list->is_sequence()) {
     return absl::InvalidArgumentError(absl::StrCat("kubeconfig: \"", list_key, "\" is not a list"));
   }
-  for (const YAML::Node& item : list) {
-    if (!item.IsMap()) {
+  for (const YamlNode& item : list->items) {
+    if (!item.is_mapping()) {
       return absl::InvalidArgumentError(
           absl::StrCat("kubeconfig: an entry of \"", list_key, "\" is not a map"));
     }
@@ -67,29 +89,35 @@ absl::Status AddNamedList(const YAML::Node& root, const char* list_key, const ch
       return absl::InvalidArgumentError(
           absl::StrCat("kubeconfig: an entry of \"", list_key, "\" has no name"));
     }
-    YAML::Node body = item[item_key];
-    if (body && !body.IsNull() && !body.IsMap()) {
+    const YamlNode* body = item.Find(item_key);
+    if (body != nullptr && !IsNull(*body) && !body->is_mapping()) {
       return absl::InvalidArgumentError(absl::StrCat("kubeconfig: ", list_key, " \"", name,
                                                      "\": \"", item_key, "\" is not a map"));
     }
+    YamlNode empty;
+    empty.kind = YamlNode::Kind::kMapping;
     // First definition wins, as in client-go's merge of $KUBECONFIG.
-    into.emplace(name, Entry{body ? body : YAML::Node(YAML::NodeType::Map), base_dir});
+    into.emplace(name, Entry{body != nullptr && body->is_mapping() ? *body : empty, base_dir});
   }
   return absl::OkStatus();
 }
 
 absl::Status MergeDocument(absl::string_view yaml, const std::string& base_dir, Merged& merged) {
-  try {
-    YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root || root.IsNull()) return absl::OkStatus();  // an empty file is an empty config
-    if (!root.IsMap()) return absl::InvalidArgumentError("kubeconfig: top level is not a map");
-    RETURN_IF_ERROR(AddNamedList(root, "clusters", "cluster", base_dir, merged.clusters));
-    RETURN_IF_ERROR(AddNamedList(root, "users", "user", base_dir, merged.users));
-    RETURN_IF_ERROR(AddNamedList(root, "contexts", "context", base_dir, merged.contexts));
-    if (merged.current_context.empty()) merged.current_context = Scalar(root, "current-context");
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("kubeconfig: invalid YAML: ", e.what()));
+  // The reader's default limits: a kubeconfig is a few KiB.
+  absl::StatusOr<std::vector<YamlNode>> documents = manifest::ParseYamlNodes(yaml);
+  if (!documents.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kubeconfig: invalid YAML: ", documents.status().message()));
   }
+  if (documents->empty() || IsNull(documents->front())) {
+    return absl::OkStatus();  // an empty file is an empty config
+  }
+  const YamlNode& root = documents->front();
+  if (!root.is_mapping()) return absl::InvalidArgumentError("kubeconfig: top level is not a map");
+  RETURN_IF_ERROR(AddNamedList(root, "clusters", "cluster", base_dir, merged.clusters));
+  RETURN_IF_ERROR(AddNamedList(root, "users", "user", base_dir, merged.users));
+  RETURN_IF_ERROR(AddNamedList(root, "contexts", "context", base_dir, merged.contexts));
+  if (merged.current_context.empty()) merged.current_context = Scalar(root, "current-context");
   return absl::OkStatus();
 }
 
@@ -111,63 +139,63 @@ absl::StatusOr<std::string> ReadPemField(const Entry& entry, const std::string& 
 }
 
 absl::StatusOr<ClusterConfig> Resolve(const Merged& merged, const KubeconfigOptions& options) {
-  try {
-    std::string context_name = options.context.empty() ? merged.current_context : options.context;
-    if (context_name.empty()) {
-      return absl::FailedPreconditionError("kubeconfig: no current-context and none requested");
-    }
-    auto context = merged.contexts.find(context_name);
-    if (context == merged.contexts.end()) {
-      return absl::NotFoundError(
-          absl::StrCat("kubeconfig: context \"", context_name, "\" not found"));
-    }
-    std::string cluster_name = Scalar(context->second.node, "cluster");
-    auto cluster = merged.clusters.find(cluster_name);
-    if (cluster == merged.clusters.end()) {
-      return absl::NotFoundError(absl::StrCat("kubeconfig: context \"", context_name,
-                                              "\" refers to unknown cluster \"", cluster_name,
-                                              "\""));
-    }
-    ClusterConfig config;
-    config.context = context_name;
-    config.namespace_ = Scalar(context->second.node, "namespace");
-    config.server = Scalar(cluster->second.node, "server");
-    if (config.server.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kubeconfig: cluster \"", cluster_name, "\" has no server"));
-    }
-    if (const YAML::Node skip = cluster->second.node["insecure-skip-tls-verify"]) {
-      config.insecure_skip_tls_verify = skip.as<bool>();
-    }
-    ASSIGN_OR_RETURN(config.ca_pem, ReadPemField(cluster->second, "certificate-authority"));
-
-    std::string user_name = Scalar(context->second.node, "user");
-    if (!user_name.empty()) {
-      auto user = merged.users.find(user_name);
-      if (user == merged.users.end()) {
-        return absl::NotFoundError(absl::StrCat("kubeconfig: context \"", context_name,
-                                                "\" refers to unknown user \"", user_name, "\""));
-      }
-      const Entry& u = user->second;
-      if (u.node["exec"] || u.node["auth-provider"]) {
-        return absl::UnimplementedError(
-            absl::StrCat("kubeconfig: user \"", user_name,
-                         "\" uses exec/auth-provider, which is not supported"));
-      }
-      ASSIGN_OR_RETURN(config.client_cert_pem, ReadPemField(u, "client-certificate"));
-      ASSIGN_OR_RETURN(config.client_key_pem, ReadPemField(u, "client-key"));
-      if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kubeconfig: user \"", user_name, "\" needs both a client certificate and a key"));
-      }
-      config.token = Scalar(u.node, "token");
-      std::string token_file = Scalar(u.node, "tokenFile");
-      if (!token_file.empty()) config.token_file = ResolvePath(token_file, u.base_dir);
-    }
-    return config;
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("kubeconfig: ", e.what()));
+  std::string context_name = options.context.empty() ? merged.current_context : options.context;
+  if (context_name.empty()) {
+    return absl::FailedPreconditionError("kubeconfig: no current-context and none requested");
   }
+  auto context = merged.contexts.find(context_name);
+  if (context == merged.contexts.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("kubeconfig: context \"", context_name, "\" not found"));
+  }
+  std::string cluster_name = Scalar(context->second.node, "cluster");
+  auto cluster = merged.clusters.find(cluster_name);
+  if (cluster == merged.clusters.end()) {
+    return absl::NotFoundError(absl::StrCat("kubeconfig: context \"", context_name,
+                                            "\" refers to unknown cluster \"", cluster_name, "\""));
+  }
+  ClusterConfig config;
+  config.context = context_name;
+  config.namespace_ = Scalar(context->second.node, "namespace");
+  config.server = Scalar(cluster->second.node, "server");
+  if (config.server.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kubeconfig: cluster \"", cluster_name, "\" has no server"));
+  }
+  if (const YamlNode* skip = cluster->second.node.Find("insecure-skip-tls-verify");
+      skip != nullptr && !IsNull(*skip)) {
+    const std::optional<bool> value = Bool(*skip);
+    if (!value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kubeconfig: cluster \"", cluster_name, "\": insecure-skip-tls-verify is not a boolean"));
+    }
+    config.insecure_skip_tls_verify = *value;
+  }
+  ASSIGN_OR_RETURN(config.ca_pem, ReadPemField(cluster->second, "certificate-authority"));
+
+  std::string user_name = Scalar(context->second.node, "user");
+  if (!user_name.empty()) {
+    auto user = merged.users.find(user_name);
+    if (user == merged.users.end()) {
+      return absl::NotFoundError(absl::StrCat("kubeconfig: context \"", context_name,
+                                              "\" refers to unknown user \"", user_name, "\""));
+    }
+    const Entry& u = user->second;
+    if (u.node.Find("exec") != nullptr || u.node.Find("auth-provider") != nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "kubeconfig: user \"", user_name, "\" uses exec/auth-provider, which is not supported"));
+    }
+    ASSIGN_OR_RETURN(config.client_cert_pem, ReadPemField(u, "client-certificate"));
+    ASSIGN_OR_RETURN(config.client_key_pem, ReadPemField(u, "client-key"));
+    if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kubeconfig: user \"", user_name, "\" needs both a client certificate and a key"));
+    }
+    config.token = Scalar(u.node, "token");
+    std::string token_file = Scalar(u.node, "tokenFile");
+    if (!token_file.empty()) config.token_file = ResolvePath(token_file, u.base_dir);
+  }
+  return config;
 }
 
 bool FileExists(const std::string& path) {

@@ -164,8 +164,8 @@ TEST_F(ConfigTest, BadInputGivesClearErrors) {
   EXPECT_EQ(ParseKubeconfig("clusters: 7\n", "").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseKubeconfig("", "").status().code(), absl::StatusCode::kFailedPrecondition);
-  // Inputs that make yaml-cpp 0.7 allocate without bound when a document is walked (found by
-  // libs/manifest's fuzzing) must fail cleanly here.
+  // Inputs that made yaml-cpp 0.7 (the reader before libyaml) allocate without bound (found by
+  // libs/manifest's fuzzing) fail cleanly.
   for (const char* text : {",|a", ",piVersion: v1\nk: Secret\n{etadata:\n  name> ,est@-se"}) {
     EXPECT_FALSE(ParseKubeconfig(text, "").ok()) << text;
   }

@@ -28,8 +28,8 @@ std::string ErrorOf(absl::string_view text) {
 
 TEST(YamlReaderTest, RoundTripsEveryRealObjectExactly) {
   int count = 0;
-  for (const fs::path& dir : {fs::path("libs/sanitize/testdata"),
-                             fs::path("libs/sanitize/testdata/expected")}) {
+  for (const fs::path& dir :
+       {fs::path("libs/sanitize/testdata"), fs::path("libs/sanitize/testdata/expected")}) {
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().extension() != ".json") continue;
       SCOPED_TRACE(entry.path().string());
@@ -50,14 +50,60 @@ TEST(YamlReaderTest, RoundTripsEveryRealObjectExactly) {
 TEST(YamlReaderTest, RoundTripsTrickyStrings) {
   json data = json::object();
   int i = 0;
-  for (const std::string& s : std::vector<std::string>{"", " ", "true", "yes", "No", "on", "null", "~", "0", "0123", "08", "0x1F", "1_000", "1.5",
-        ".5", "1e3", ".inf", "1:20", "2020-01-01", "- x", "a: b", "a #b", "#x", "*x", "&x", "!x",
-        "%x", "@x", "'q'", "\"dq\"", "|", ">", "[x]", "{x}", "x,y", " leading", "trailing ",
-        "tab\there", "bell\x07", "del\x7f", "nel\xC2\x85x", "\xE2\x80\xA8sep", "héllo ✓ 😀",
-        "line1\nline2", "line1\nline2\n", "x\n\n\n", "\nlead", "  indented\nline\n",
-        "trailing space \nx", "<<", std::string(300, 'y'),
-        "long words that keep going and going well past the eighty column folding limit of the "
-        "emitter without any line break"}) {
+  for (const std::string& s : std::vector<std::string>{
+           "",
+           " ",
+           "true",
+           "yes",
+           "No",
+           "on",
+           "null",
+           "~",
+           "0",
+           "0123",
+           "08",
+           "0x1F",
+           "1_000",
+           "1.5",
+           ".5",
+           "1e3",
+           ".inf",
+           "1:20",
+           "2020-01-01",
+           "- x",
+           "a: b",
+           "a #b",
+           "#x",
+           "*x",
+           "&x",
+           "!x",
+           "%x",
+           "@x",
+           "'q'",
+           "\"dq\"",
+           "|",
+           ">",
+           "[x]",
+           "{x}",
+           "x,y",
+           " leading",
+           "trailing ",
+           "tab\there",
+           "bell\x07",
+           "del\x7f",
+           "nel\xC2\x85x",
+           "\xE2\x80\xA8sep",
+           "héllo ✓ 😀",
+           "line1\nline2",
+           "line1\nline2\n",
+           "x\n\n\n",
+           "\nlead",
+           "  indented\nline\n",
+           "trailing space \nx",
+           "<<",
+           std::string(300, 'y'),
+           "long words that keep going and going well past the eighty column folding limit of the "
+           "emitter without any line break"}) {
     data["k" + std::to_string(i++)] = s;
     data[s.empty() ? std::string("empty-key") : s] = s;  // as a key too
   }
@@ -112,7 +158,8 @@ TEST(YamlReaderTest, RefusesWhatHasNoFaithfulJsonMeaning) {
   EXPECT_EQ(ErrorOf("a: !custom x\n"), "YAML line 1, column 4: unsupported tag !custom");
   EXPECT_EQ(ErrorOf("? [a, b]\n: 1\n"), "YAML line 1, column 3: map keys must be scalars");
   EXPECT_EQ(ErrorOf("~: 1\n"), "YAML line 1, column 1: null map keys are not supported");
-  EXPECT_EQ(ErrorOf("a: !!int x\n"), "YAML line 1, column 4: cannot decode \"x\" as tag:yaml.org,2002:int");
+  EXPECT_EQ(ErrorOf("a: !!int x\n"),
+            "YAML line 1, column 4: cannot decode \"x\" as tag:yaml.org,2002:int");
   const std::string syntax = ErrorOf("a: [1, 2\nb: 3\n");
   EXPECT_NE(syntax.find("YAML line"), std::string::npos) << syntax;
   const std::string bad_indent = ErrorOf("a:\n  b: 1\n c: 2\n");
@@ -199,6 +246,79 @@ TEST(YamlReaderTest, AliasesCannotNestDeeperThanTheLimit) {
   YamlReadLimits limits;
   limits.max_depth = 700;
   EXPECT_TRUE(ParseYaml(text, limits).ok());
+}
+
+TEST(YamlReaderTest, NodesKeepOrderTextStylesTagsAndPositions) {
+  auto docs = ParseYamlNodes(
+      "zeta: 017\nalpha: 'q'\nmid: \"d\\tq\"\nlit: |\n  a\n  b\nfold: >\n  a\n  b\n"
+      "tagged: !!str 5\nbare: ! x\ncustom: !thing {k: v}\nseq: [1, ~]\nzeta: again\n");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  ASSERT_EQ(docs->size(), 1u);
+  const YamlNode& root = docs->front();
+  ASSERT_TRUE(root.is_mapping());
+  std::vector<std::string> keys;
+  for (const YamlNode::Entry& entry : root.entries) keys.push_back(entry.key.value);
+  EXPECT_EQ(keys, (std::vector<std::string>{"zeta", "alpha", "mid", "lit", "fold", "tagged", "bare",
+                                            "custom", "seq", "zeta"}));
+  const YamlNode& zeta = root.entries[0].value;
+  EXPECT_TRUE(zeta.is_untagged_plain());
+  EXPECT_EQ(zeta.value, "017");  // not resolved
+  EXPECT_EQ(zeta.line, 1);
+  EXPECT_EQ(zeta.column, 7);
+  EXPECT_EQ(root.Find("zeta"), &zeta);  // the first of duplicates
+  EXPECT_EQ(root.Find("alpha")->style, YamlNode::Style::kSingleQuoted);
+  EXPECT_EQ(root.Find("mid")->style, YamlNode::Style::kDoubleQuoted);
+  EXPECT_EQ(root.Find("mid")->value, "d\tq");
+  EXPECT_EQ(root.Find("lit")->style, YamlNode::Style::kLiteral);
+  EXPECT_EQ(root.Find("lit")->value, "a\nb\n");
+  EXPECT_EQ(root.Find("fold")->style, YamlNode::Style::kFolded);
+  EXPECT_EQ(root.Find("fold")->value, "a b\n");
+  EXPECT_EQ(root.Find("tagged")->tag, "tag:yaml.org,2002:str");
+  EXPECT_FALSE(root.Find("tagged")->is_untagged_plain());
+  EXPECT_EQ(root.Find("bare")->tag, "!");
+  EXPECT_EQ(root.Find("custom")->tag, "!thing");
+  EXPECT_EQ(root.Find("custom")->Find("k")->value, "v");
+  const YamlNode& seq = *root.Find("seq");
+  ASSERT_TRUE(seq.is_sequence());
+  ASSERT_EQ(seq.items.size(), 2u);
+  EXPECT_EQ(seq.items[1].value, "~");
+  EXPECT_EQ(root.Find("missing"), nullptr);
+}
+
+TEST(YamlReaderTest, NodesExpandAliasesUnderTheSameLimits) {
+  auto docs = ParseYamlNodes("a: &x [1, {b: 2}]\nc: *x\n");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  const YamlNode* c = docs->front().Find("c");
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->is_sequence());
+  EXPECT_EQ(c->items[1].Find("b")->value, "2");
+
+  auto bomb = ParseYamlNodes(AliasBomb('h'));
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(ExceededYamlLimit(bomb.status()), YamlLimit::kAliasNodes) << bomb.status();
+  YamlReadLimits limits;
+  limits.max_alias_nodes = SIZE_MAX;
+  limits.max_nodes = 50'000;
+  bomb = ParseYamlNodes(AliasBomb('h'), limits);
+  EXPECT_EQ(ExceededYamlLimit(bomb.status()), YamlLimit::kNodes) << bomb.status();
+  auto deep = ParseYamlNodes(std::string(100000, '['));
+  EXPECT_EQ(ExceededYamlLimit(deep.status()), YamlLimit::kDepth) << deep.status();
+  EXPECT_EQ(ExceededYamlLimit(ParseYaml(std::string(600, '[')).status()), YamlLimit::kDepth);
+  // An alias inside its own anchor names an anchor not defined yet.
+  auto cycle = ParseYamlNodes("a: &x [1, *x]\n");
+  EXPECT_EQ(cycle.status().code(), absl::StatusCode::kInvalidArgument) << cycle.status();
+  EXPECT_EQ(ExceededYamlLimit(cycle.status()), std::nullopt);
+  // The inputs that made yaml-cpp allocate without bound.
+  for (const char* text : {",|a", ",piVersion: v1\nk: Secret\n{etadata:\n  name> ,est@-se"}) {
+    EXPECT_FALSE(ParseYamlNodes(text).ok()) << text;
+  }
+  // Keys may be collections here; the schema decides.
+  auto complex_key = ParseYamlNodes("? [a, b]\n: 1\n");
+  ASSERT_TRUE(complex_key.ok()) << complex_key.status();
+  EXPECT_TRUE(complex_key->front().entries[0].key.is_sequence());
+  auto empty = ParseYamlNodes("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
 }
 
 }  // namespace

@@ -55,10 +55,6 @@ const KindSpecDrops kKindSpecDrops[] = {
     {"PersistentVolumeClaim", {"volumeName", "volumeMode"}},
 };
 
-// Deeper values cannot be rendered to YAML (libs/manifest stops at the same depth), and
-// bounding it here keeps every later recursive walk bounded too.
-constexpr int kMaxDepth = 512;
-
 bool NestedDeeperThan(const json& value, int limit) {
   if (!value.is_structured()) return false;
   if (limit == 0) return true;

@@ -30,6 +30,10 @@ namespace reverser::sanitize {
 // than 512 levels (the YAML writer's limit).
 absl::StatusOr<nlohmann::json> Sanitize(const nlohmann::json& object);
 
+// The deepest object Sanitize takes (`{}` is 1 level, as the API server counts): what the YAML
+// writer can render, and a bound on every later recursive walk.
+inline constexpr int kMaxDepth = 512;
+
 // True for controller-bookkeeping labels that never reach Git: prefixes
 // `kustomize.toolkit.fluxcd.io/`, `kro.run/`, `applyset.kubernetes.io/`.
 // (`app.kubernetes.io/instance` is deliberately kept.)

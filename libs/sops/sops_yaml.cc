@@ -1,7 +1,6 @@
 #include "libs/sops/sops_yaml.h"
 
-#include <yaml-cpp/yaml.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -23,7 +23,6 @@
 namespace reverser::sops {
 namespace {
 
-constexpr int kMaxNodes = 1'000'000;
 constexpr int kIndent = 4;
 
 // strconv.ParseInt / ParseUint with base 0: optional sign (ParseInt only), 0x/0o/0b prefixes,
@@ -102,23 +101,26 @@ bool LooksLikeTimestamp(absl::string_view s) {
 
 std::string RemoveUnderscores(absl::string_view s) { return absl::StrReplaceAll(s, {{"_", ""}}); }
 
-absl::Status ParseError(const YAML::Node& node, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("SOPS YAML line ", node.Mark().line + 1,
-                                                 " column ", node.Mark().column + 1, ": ", what));
+absl::Status ParseError(const manifest::YamlNode& node, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("SOPS YAML line ", node.line, " column ", node.column, ": ", what));
 }
 
-struct Converter {
-  int nodes = 0;
-
-  absl::StatusOr<Tree> Scalar(const YAML::Node& node) {
-    const std::string& tag = node.Tag();
-    const std::string& value = node.Scalar();
-    if (tag == "!" || tag == "tag:yaml.org,2002:str") return Tree(value);  // quoted or block
-    if (tag != "?") return ParseError(node, absl::StrCat("unsupported tag ", tag));
-    const PlainScalar resolved = ResolvePlain(value);
+// Converts the reader's nodes with yaml.v3's typing. The reader has bounded nodes and depth (to
+// kMaxNestingDepth), so the recursion here is bounded too.
+class Converter {
+ public:
+  absl::StatusOr<Tree> Scalar(const manifest::YamlNode& node) {
+    const std::string& tag = node.tag;
+    if (tag == "!" || tag == "tag:yaml.org,2002:str" ||
+        (tag.empty() && !node.is_untagged_plain())) {
+      return Tree(node.value);  // quoted, block or explicitly a string
+    }
+    if (!tag.empty()) return ParseError(node, absl::StrCat("unsupported tag ", tag));
+    const PlainScalar resolved = ResolvePlain(node.value);
     switch (resolved.kind) {
       case PlainKind::kString:
-        return Tree(value);
+        return Tree(node.value);
       case PlainKind::kNull:
         return Tree(nullptr);
       case PlainKind::kBool:
@@ -139,35 +141,34 @@ struct Converter {
     return ParseError(node, "unknown scalar");
   }
 
-  absl::StatusOr<Tree> Convert(const YAML::Node& node, int depth) {
-    if (++nodes > kMaxNodes) return ParseError(node, "too many nodes");
-    if (depth > kMaxNestingDepth) return ParseError(node, "nesting too deep");
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        if (node.Tag() == "!") return Tree("");  // a quoted empty string
-        return Tree(nullptr);
-      case YAML::NodeType::Scalar:
+  // Collection tags (`!!map`, custom ones) are ignored, as sops ignores them.
+  absl::StatusOr<Tree> Convert(const manifest::YamlNode& node) {
+    switch (node.kind) {
+      case manifest::YamlNode::Kind::kScalar:
         return Scalar(node);
-      case YAML::NodeType::Sequence: {
+      case manifest::YamlNode::Kind::kSequence: {
         Tree out = Tree::array();
-        for (const YAML::Node& item : node) {
-          ASSIGN_OR_RETURN(Tree value, Convert(item, depth + 1));
+        for (const manifest::YamlNode& item : node.items) {
+          ASSIGN_OR_RETURN(Tree value, Convert(item));
           out.push_back(std::move(value));
         }
         return out;
       }
-      case YAML::NodeType::Map: {
+      case manifest::YamlNode::Kind::kMapping: {
         Tree out = Tree::object();
-        for (const auto& item : node) {
-          const YAML::Node& key = item.first;
-          if (!key.IsScalar()) return ParseError(key, "non-string key");
-          ASSIGN_OR_RETURN(Tree key_value, Scalar(key));
-          if (!key_value.is_string()) return ParseError(key, "non-string key (quote it)");
-          const std::string name = key_value.get<std::string>();
-          if (out.contains(name)) return ParseError(key, absl::StrCat("duplicate key ", name));
-          ASSIGN_OR_RETURN(Tree value, Convert(item.second, depth + 1));
-          out[name] = std::move(value);
+        // ordered_json looks keys up linearly: duplicates are found in a set instead, and
+        // entries are appended without a lookup.
+        absl::flat_hash_set<absl::string_view> seen;
+        Tree::object_t& entries = out.get_ref<Tree::object_t&>();
+        for (const manifest::YamlNode::Entry& entry : node.entries) {
+          if (!entry.key.is_scalar()) return ParseError(entry.key, "non-string key");
+          ASSIGN_OR_RETURN(Tree key, Scalar(entry.key));
+          if (!key.is_string()) return ParseError(entry.key, "non-string key (quote it)");
+          if (!seen.insert(entry.key.value).second) {
+            return ParseError(entry.key, absl::StrCat("duplicate key ", entry.key.value));
+          }
+          ASSIGN_OR_RETURN(Tree value, Convert(entry.value));
+          entries.emplace_back(key.get<std::string>(), std::move(value));
         }
         return out;
       }
@@ -429,24 +430,19 @@ PlainScalar ResolvePlain(absl::string_view in) {
   return r;
 }
 
-absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text) {
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("SOPS YAML: ", e.what()));
-  }
-  if (documents.empty()) return absl::InvalidArgumentError("SOPS YAML: empty file");
-  if (documents.size() > 1)
+absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text, const manifest::YamlReadLimits& limits) {
+  manifest::YamlReadLimits bounded = limits;
+  bounded.max_depth = std::min(bounded.max_depth, kMaxNestingDepth);
+  absl::StatusOr<std::vector<manifest::YamlNode>> documents =
+      manifest::ParseYamlNodes(text, bounded);
+  if (!documents.ok()) return core::Annotate(documents.status(), "SOPS");
+  if (documents->empty()) return absl::InvalidArgumentError("SOPS YAML: empty file");
+  if (documents->size() > 1)
     return absl::UnimplementedError("SOPS YAML: multi-document files are not supported");
-  if (!documents[0].IsMap())
+  if (!documents->front().is_mapping())
     return absl::InvalidArgumentError("SOPS YAML: the document must be a mapping");
-  try {
-    Converter converter;
-    return converter.Convert(documents[0], 0);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("SOPS YAML: ", e.what()));
-  }
+  Converter converter;
+  return converter.Convert(documents->front());
 }
 
 absl::StatusOr<std::string> EmitSopsYaml(const Tree& document) {

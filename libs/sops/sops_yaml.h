@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "libs/manifest/yaml_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::sops {
@@ -50,13 +51,15 @@ struct PlainScalar {
 };
 PlainScalar ResolvePlain(absl::string_view plain);
 
-// Parses one YAML document into a Tree with yaml.v3 typing. Refused with InvalidArgument (or
-// Unimplemented for valid YAML sops cannot hash): several documents, non-mapping top level,
-// non-string or duplicate keys, timestamps and integers beyond int64 (sops <= 3.9 cannot walk
-// them), merge keys, custom tags, nesting deeper than kMaxNestingDepth or more than 1,000,000
-// nodes.
+// Parses one YAML document into a Tree with yaml.v3 typing, reading with libs/manifest's libyaml
+// reader under `limits` (nodes and alias copies over the whole text; depth at most
+// kMaxNestingDepth). Refused with InvalidArgument (or Unimplemented for valid YAML sops cannot
+// hash): several documents, non-mapping top level, non-string or duplicate keys, timestamps and
+// integers beyond int64 (sops <= 3.9 cannot walk them), merge keys, custom scalar tags; with
+// ResourceExhausted beyond the limits (manifest::ExceededYamlLimit says which).
 // Comments are dropped (sops never puts them in the MAC).
-absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text);
+absl::StatusOr<Tree> ParseSopsYaml(absl::string_view text,
+                                   const manifest::YamlReadLimits& limits = {});
 
 // Emits a mapping as sops does: 4-space indentation, sequences indented under their key. A string
 // is written plain only when both yaml.v3 (sops) and YAML 1.1 readers (kubectl, Flux) would read

@@ -2,13 +2,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/runtime/log.h"
+#include "libs/runtime/metrics.h"
 #include "libs/typeset/kube_scan.h"
 
 namespace reverser::catalog {
 namespace {
 
-const core::GroupVersionResource kCrdGvr{"apiextensions.k8s.io", "v1",
-                                         "customresourcedefinitions"};
+const core::GroupVersionResource kCrdGvr{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
 
 }  // namespace
 
@@ -95,7 +95,7 @@ void DiscoveryLoop::Loop() {
 struct ObjectWatches::Watch : kube::ReplacingHandler {
   Watch(kube::RestClient& client, CatalogInbox& inbox, std::optional<ObjectKind> kind,
         core::GroupVersionResource gvr, std::function<void()> on_change)
-      : inbox(inbox), kind(kind), on_change(std::move(on_change)) {
+      : inbox(inbox), kind(kind), gvr(gvr), on_change(std::move(on_change)) {
     kube::ReflectorOptions options;
     options.gvr = std::move(gvr);
     reflector = std::make_unique<kube::Reflector>(client, options, *this);
@@ -121,6 +121,25 @@ struct ObjectWatches::Watch : kube::ReplacingHandler {
     inbox.Post(EventInput{*kind, event.type == kube::ReflectorEventType::kDeleted, event.object});
   }
 
+  // Nested deeper than --max_object_depth: the catalog never sees it (its copies and walks of
+  // objects recurse per level).
+  void OnRefused(kube::ReflectorEventType /*type*/, const kube::RefusedObject& object,
+                 bool /*initial*/) override {
+    runtime::MetricsRegistry::Global()
+        .GetCounter("reverser_catalog_objects_refused_total",
+                    "Objects the catalog's watches refused, by reason.",
+                    {{"group", gvr.group},
+                     {"version", gvr.version},
+                     {"resource", gvr.resource},
+                     {"reason", object.reason}})
+        .Increment();
+    runtime::LogWarning("object refused", {{"kind", object.kind},
+                                           {"namespace", object.namespace_},
+                                           {"name", object.name},
+                                           {"reason", object.reason},
+                                           {"message", object.message}});
+  }
+
   void OnError(const absl::Status& status) override {
     unhealthy = true;
     if (kind) inbox.Post(WatchHealthInput{*kind, status});
@@ -135,6 +154,7 @@ struct ObjectWatches::Watch : kube::ReplacingHandler {
 
   CatalogInbox& inbox;
   std::optional<ObjectKind> kind;  // nullopt: the CRD trigger
+  core::GroupVersionResource gvr;
   std::function<void()> on_change;
   bool unhealthy = false;
   std::unique_ptr<kube::Reflector> reflector;

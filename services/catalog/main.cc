@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "libs/core/json_depth.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/runtime/log.h"
@@ -24,6 +25,11 @@ ABSL_FLAG(std::vector<std::string>, additional_sensitive_resources, {},
           "\"group/resource\" otherwise); core secrets are always sensitive.");
 ABSL_FLAG(absl::Duration, discovery_refresh_period, absl::Seconds(30),
           "How often API discovery is re-read (CRD changes trigger a pass at once).");
+ABSL_FLAG(int64_t, max_object_depth, 1000,
+          "Deepest object (JSON nesting; {} is 1) the catalog reads from the API server "
+          "(GitProviders, GitTargets, rules, CRDs): deeper ones are refused, counted in "
+          "reverser_catalog_objects_refused_total and logged. At most 10000 (the API server's "
+          "limit); the catalog copies objects recursively, so it stays well below that.");
 
 namespace reverser::catalog {
 namespace {
@@ -38,7 +44,14 @@ class App final : public runtime::ServiceApp {
       return absl::FailedPreconditionError(
           absl::StrCat("no Kubernetes API configuration: ", config.status().message()));
     }
-    auto client = kube::NewHttplibRestClient(*config, "reverser-catalog/0.1");
+    const int64_t max_depth = absl::GetFlag(FLAGS_max_object_depth);
+    if (max_depth < 1 || max_depth > core::kApiObjectMaxDepth) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max_object_depth must be within 1..", core::kApiObjectMaxDepth));
+    }
+    kube::RestClientOptions client_options;
+    client_options.max_object_depth = max_depth;
+    auto client = kube::NewHttplibRestClient(*config, "reverser-catalog/0.1", client_options);
     if (!client.ok()) return client.status();
 
     std::vector<std::string> sensitive;
@@ -47,8 +60,8 @@ class App final : public runtime::ServiceApp {
     }
     auto sensitive_policy = typeset::SensitivePolicy::Create(sensitive);
     if (!sensitive_policy.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--additional_sensitive_resources: ",
-                                                     sensitive_policy.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--additional_sensitive_resources: ", sensitive_policy.status().message()));
     }
     absl::Duration period = absl::GetFlag(FLAGS_discovery_refresh_period);
     if (period < absl::Seconds(1)) {

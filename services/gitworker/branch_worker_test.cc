@@ -615,6 +615,38 @@ TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {
   ExpectFsckClean();
 }
 
+// Objects the splicer cannot deliver (too deep) come as identities in `refused`: their files
+// stay through a resync, and a deletion with an identity-only body removes them.
+TEST_F(BranchWorkerTest, ResyncKeepsTheFilesOfObjectsTheSplicerRefused) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "1"),
+                                           Object(ConfigMaps(), "default", "deep", "2"),
+                                           Object(ConfigMaps(), "default", "gone", "3")},
+                                          10)));
+  worker->PushIfDue();
+  reverser::v1::ObjectBody deep = Object(ConfigMaps(), "default", "deep", "");
+  deep.clear_sanitized_json();
+  auto snapshot = Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 20);
+  *snapshot.add_refused() = deep;
+  worker->Add(ResyncItem(config, snapshot));
+  worker->PushIfDue();
+  auto files = Files();
+  EXPECT_THAT(files, Contains("clusters/a/default/configmaps/deep.yaml"));
+  EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/gone.yaml")));
+  EXPECT_TRUE(sink_->rejected().empty());
+
+  auto removal =
+      Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "deep", "", 30);
+  *removal.mutable_object() = deep;
+  worker->Add(EventItem(config, removal));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/deep.yaml")));
+  EXPECT_EQ(Subjects().front(), "[DELETE] v1/configmaps/deep");
+  ExpectFsckClean();
+}
+
 TEST_F(BranchWorkerTest, ResyncWithoutATypeNeverSweeps) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);

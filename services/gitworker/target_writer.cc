@@ -339,6 +339,8 @@ PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::Clust
   if (snapshot.claim().scope().scope_case() == reverser::v1::WatchScope::kNamespace) {
     prepared.namespace_ = snapshot.claim().scope().namespace_();
   }
+  // Objects the splicer could not deliver still exist: their files stay.
+  for (const auto& refused : snapshot.refused()) prepared.protected_keys.insert(KeyOf(refused));
   prepared.desired_count = snapshot.desired_size();
   prepared.upserts.reserve(snapshot.desired_size());
   for (auto& object : *snapshot.mutable_desired()) {

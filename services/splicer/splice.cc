@@ -1,5 +1,6 @@
 #include "services/splicer/splice.h"
 
+#include "libs/core/json_depth.h"
 #include "libs/core/proto_convert.h"
 #include "libs/sanitize/sanitize.h"
 #include "nlohmann/json.hpp"
@@ -72,6 +73,26 @@ std::string DedupKey(const reverser::v1::ObjectBody& body) {
 
 }  // namespace
 
+bool TooDeepToDeliver(absl::string_view object_json) {
+  return core::JsonNestingDepth(object_json, sanitize::kMaxDepth) > sanitize::kMaxDepth;
+}
+
+reverser::v1::ObjectBody IdentityBody(const reverser::v1::GroupVersionResource& gvr,
+                                      const std::string& kind, const std::string& ns,
+                                      const std::string& name, const std::string& uid,
+                                      bool sensitive) {
+  reverser::v1::ObjectBody body;
+  *body.mutable_ref()->mutable_gvr() = gvr;
+  body.mutable_ref()->set_namespace_(ns);
+  body.mutable_ref()->set_name(name);
+  body.mutable_ref()->set_uid(uid);
+  body.mutable_gvk()->set_group(gvr.group());
+  body.mutable_gvk()->set_version(gvr.version());
+  body.mutable_gvk()->set_kind(kind);
+  body.set_sensitive(sensitive);
+  return body;
+}
+
 bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op) {
   if (set.all() || set.operations_size() == 0) return true;
   for (int o : set.operations()) {
@@ -114,6 +135,14 @@ absl::StatusOr<reverser::v1::ClusterSnapshot> BuildSnapshot(
              .has_value()) {
       continue;
     }
+    if (TooDeepToDeliver(*body_json)) {
+      // Unparsed: its identity is all the gitworker needs to keep its file.
+      *snapshot.add_refused() = IdentityBody(
+          claim.type().gvr(), claim.type().gvk().kind(),
+          slash == std::string::npos ? std::string() : identity.substr(0, slash),
+          slash == std::string::npos ? identity : identity.substr(slash + 1), "", scope.sensitive);
+      continue;
+    }
     json object = json::parse(*body_json, nullptr, false);
     if (object.is_discarded() || !object.is_object()) continue;
     if (!scope.OperationsFor(Meta(object, "namespace")).has_value()) continue;
@@ -140,16 +169,41 @@ const char* SkipReasonName(SkipReason reason) {
       return "unchanged";
     case SkipReason::kMalformed:
       return "malformed";
+    case SkipReason::kTooDeep:
+      return "too_deep";
   }
   return "unknown";
 }
 
 Derivation DeriveEvent(const redisstore::StreamEntry& entry, const TargetScope& scope,
-                       const reverser::v1::GroupVersionResource& gvr, DedupCache& dedup) {
+                       const reverser::v1::GroupVersionResource& gvr, DedupCache& dedup,
+                       const std::string& kind) {
   Derivation out;
   auto ops = scope.OperationsFor(entry.namespace_);
   if (!ops) {
     out.skipped = SkipReason::kOutOfScope;
+    return out;
+  }
+  if (TooDeepToDeliver(entry.object_json)) {
+    const std::string uid = entry.uid.empty() ? entry.Identity() : entry.uid;
+    // Whatever version is deliverable next is sent, even one equal to what Git last got.
+    dedup.erase(uid);
+    if (entry.op != redisstore::ChangeOp::kDeleted) {
+      out.skipped = SkipReason::kTooDeep;
+      return out;
+    }
+    // A deletion needs only the identity.
+    if (!Contains(*ops, reverser::v1::OPERATION_DELETE)) {
+      out.skipped = SkipReason::kOperationFiltered;
+      return out;
+    }
+    DerivedEvent event;
+    event.removal = true;
+    event.operation = reverser::v1::OPERATION_DELETE;
+    event.object =
+        IdentityBody(gvr, kind, entry.namespace_, entry.name, entry.uid, scope.sensitive);
+    event.object.set_resource_version(entry.resource_version);
+    out.event = std::move(event);
     return out;
   }
   json object = json::parse(entry.object_json, nullptr, false);

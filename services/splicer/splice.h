@@ -9,6 +9,10 @@
 //   * DeriveEvent: one stream entry → the live event the target must see, or nothing:
 //     namespace scope, deletion-as-intent (deletionTimestamp ⇒ DELETE), the operation filter,
 //     sanitization, and the no-op dedup by content hash per (target, type, uid).
+// Objects nested deeper than the sanitizer takes (sanitize::kMaxDepth; the materializer stores
+// up to the API server's 10,000 levels) are measured on their stored text and never parsed or
+// walked: a snapshot lists them in `refused` (identity only), a live change of one is skipped
+// (kTooDeep), and its deletion goes out with an identity-only body.
 
 #include <map>
 #include <optional>
@@ -16,6 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "libs/redisstore/materialization_store.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "proto/reverser/v1/splicer.pb.h"
@@ -37,6 +42,16 @@ bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op)
 // Per (target, type): uid → content hash of the last routed object.
 using DedupCache = std::map<std::string, std::string>;
 
+// Whether a stored object nests deeper than can be delivered (sanitize::kMaxDepth), measured on
+// its JSON text without parsing it.
+bool TooDeepToDeliver(absl::string_view object_json);
+
+// The body of an object whose JSON is not delivered: identity and kind only.
+reverser::v1::ObjectBody IdentityBody(const reverser::v1::GroupVersionResource& gvr,
+                                      const std::string& kind, const std::string& ns,
+                                      const std::string& name, const std::string& uid,
+                                      bool sensitive);
+
 // Builds the snapshot from a loaded view. FailedPrecondition when there is no checkpoint.
 // With `dedup`, also seeds it with what the snapshot holds (as SeedDedup would, without parsing
 // every desired body a second time).
@@ -52,7 +67,14 @@ struct DerivedEvent {
 };
 
 // Why an entry produced no event (for metrics).
-enum class SkipReason { kNone, kOutOfScope, kOperationFiltered, kUnchanged, kMalformed };
+enum class SkipReason {
+  kNone,
+  kOutOfScope,
+  kOperationFiltered,
+  kUnchanged,
+  kMalformed,
+  kTooDeep,  // TooDeepToDeliver: refused (the caller reports it)
+};
 const char* SkipReasonName(SkipReason reason);
 
 struct Derivation {
@@ -60,8 +82,10 @@ struct Derivation {
   SkipReason skipped = SkipReason::kNone;
 };
 
+// `kind` (the claim's) names the object in an identity-only body.
 Derivation DeriveEvent(const redisstore::StreamEntry& entry, const TargetScope& scope,
-                       const reverser::v1::GroupVersionResource& gvr, DedupCache& dedup);
+                       const reverser::v1::GroupVersionResource& gvr, DedupCache& dedup,
+                       const std::string& kind = "");
 
 // Seeds the dedup cache from a snapshot (what the target now holds). Parses every body: prefer
 // BuildSnapshot's `dedup` when the snapshot is built here.

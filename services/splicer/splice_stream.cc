@@ -7,6 +7,7 @@
 #include "libs/core/proto_convert.h"
 #include "libs/redisstore/keys.h"
 #include "libs/runtime/log.h"
+#include "libs/sanitize/sanitize.h"
 
 namespace reverser::splicer {
 namespace {
@@ -59,6 +60,58 @@ SpliceStream::SpliceStream(SpliceStreamOptions options, DeliveryClient* delivery
 }
 
 SpliceStream::~SpliceStream() { Stop(); }
+
+void SpliceStream::NoteTooDeep(const std::string& ns, const std::string& name,
+                               const std::string& uid, core::StreamPosition position) {
+  const std::string& kind = options_.claim.type().gvk().kind();
+  const std::string message = absl::StrCat(
+      "object nested deeper than ", sanitize::kMaxDepth,
+      " levels (what can be sanitized and written as YAML): not delivered, its file is kept");
+  runtime::Labels labels = labels_;
+  labels.emplace_back("reason", "too_deep");
+  metrics_
+      ->GetCounter("reverser_splicer_objects_refused_total",
+                   "Objects the splicer does not deliver, by reason (each time they are read).",
+                   labels)
+      .Increment();
+  if (too_deep_logged_.insert(redisstore::ObjectIdentity(ns, name)).second) {
+    runtime::LogWarning("object refused", {{"stream", key_},
+                                           {"kind", kind},
+                                           {"namespace", ns},
+                                           {"name", name},
+                                           {"reason", "too_deep"},
+                                           {"message", message}});
+  }
+  if (options_.refusals != nullptr) {
+    reverser::v1::Refusal refusal;
+    *refusal.mutable_target() = options_.target;
+    *refusal.mutable_claim() = options_.claim;
+    *refusal.mutable_position() = core::ToProto(position);
+    *refusal.mutable_object()->mutable_gvr() = options_.claim.type().gvr();
+    refusal.mutable_object()->set_namespace_(ns);
+    refusal.mutable_object()->set_name(name);
+    refusal.mutable_object()->set_uid(uid);
+    refusal.set_kind(kind);
+    refusal.set_reason(reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
+    refusal.set_message(message);
+    options_.refusals->OnRefusal(refusal);
+  }
+}
+
+void SpliceStream::NoteTooDeepInResync(const reverser::v1::ClusterSnapshot& snapshot,
+                                       core::StreamPosition head) {
+  std::set<std::string> still;
+  for (const reverser::v1::ObjectBody& object : snapshot.refused()) {
+    still.insert(redisstore::ObjectIdentity(object.ref().namespace_(), object.ref().name()));
+  }
+  // What the snapshot no longer refuses is deliverable (or gone): a new refusal logs again.
+  for (auto it = too_deep_logged_.begin(); it != too_deep_logged_.end();) {
+    it = still.count(*it) ? std::next(it) : too_deep_logged_.erase(it);
+  }
+  for (const reverser::v1::ObjectBody& object : snapshot.refused()) {
+    NoteTooDeep(object.ref().namespace_(), object.ref().name(), object.ref().uid(), head);
+  }
+}
 
 void SpliceStream::Start() {
   delivery_->Subscribe(key_, this);
@@ -317,6 +370,8 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     if (options_.refusals != nullptr) {
       options_.refusals->OnResyncSent(options_.target, options_.claim, *head);
     }
+    // After OnResyncSent: the resync's ack settles what came before it, not these.
+    NoteTooDeepInResync(message.resync(), *head);
     size_t desired = message.resync().desired_size();
     if (absl::Status s = delivery_->Send(std::move(message)); !s.ok()) return s;
     // Events read before and still waiting (for their author) are older than the resync: sent
@@ -591,7 +646,13 @@ absl::Status SpliceStream::Session() {
         std::lock_guard lock(mu_);
         tracked_[entry.position] = false;
       }
-      Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_);
+      Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_,
+                                       options_.claim.type().gvk().kind());
+      if (derived.skipped == SkipReason::kTooDeep) {
+        NoteTooDeep(entry.namespace_, entry.name, entry.uid, entry.position);
+      } else if (derived.event) {
+        too_deep_logged_.erase(entry.Identity());  // deliverable again: a new refusal logs
+      }
       if (!derived.event) {
         metrics_
             ->GetCounter("reverser_splicer_entries_skipped_total",

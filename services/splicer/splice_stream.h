@@ -31,6 +31,11 @@
 //   * the delivery cursor vanished or went backwards while the lineage is the same: the cursor
 //     this process acked is put back and tailing goes on from it.
 // Each detection is counted (reverser_splicer_state_lost_total{reason}) and logged once.
+//
+// An object too deep to deliver (splice.h, TooDeepToDeliver) is refused without stopping the
+// stream: counted (reverser_splicer_objects_refused_total{reason="too_deep"}, each time it is
+// read), logged once until it is deliverable again, and reported on the GitTarget's status
+// (RefusalBook, LIMIT_EXCEEDED). A resync lists it in `refused`, so its file is kept.
 
 #include <atomic>
 #include <deque>
@@ -38,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -149,6 +155,12 @@ class SpliceStream : public DeliverySubscriber {
   void NoteLoss(redisstore::StateLoss loss);
   void NoteUsableAgain();
   void CountLoss(redisstore::StateLoss loss);
+  // An object too deep to deliver (TooDeepToDeliver), read at `position`: counted, logged once
+  // per object until it is deliverable again, and reported to the GitTarget's status.
+  void NoteTooDeep(const std::string& ns, const std::string& name, const std::string& uid,
+                   core::StreamPosition position);
+  void NoteTooDeepInResync(const reverser::v1::ClusterSnapshot& snapshot,
+                           core::StreamPosition head);
   void Resolve(Pending& pending, bool final_attempt);
   // How long the stream read may block before a waiting event's next fact lookup is due.
   absl::Duration NextLookupIn(absl::Time now) const;
@@ -185,6 +197,7 @@ class SpliceStream : public DeliverySubscriber {
   std::string session_incarnation_;               // the lineage the session delivers from
   std::optional<redisstore::StateLoss> waiting_;  // a loss being waited out (counted once)
   absl::Time next_cursor_refresh_ = absl::InfinitePast();
+  std::set<std::string> too_deep_logged_;  // identities whose refusal is logged (stream thread)
 
   mutable std::mutex mu_;
   // Every position read or sent and not yet folded into the cursor → done?

@@ -132,12 +132,15 @@ class SpliceStreamTest : public ::testing::Test {
     o.target.set_name("mirror");
     o.target.set_uid("target-uid");
     *o.claim.mutable_type()->mutable_gvr() = core::ToProto(gvr_);
+    o.claim.mutable_type()->mutable_gvk()->set_version("v1");
+    o.claim.mutable_type()->mutable_gvk()->set_kind("ConfigMap");
     o.claim.mutable_scope()->set_namespace_("team");
     reverser::v1::OperationSet all;
     all.set_all(true);
     o.scope.namespaces["team"] = all;
     o.redis = options_;
     o.attribution_grace = grace;
+    o.refusals = &refusals_;
     stream_ = std::make_unique<SpliceStream>(o, delivery_.get(), &metrics_);
     stream_->Start();
   }
@@ -217,6 +220,7 @@ class SpliceStreamTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DeliveryClient> delivery_;
   runtime::MetricsRegistry metrics_;
+  RefusalBook refusals_;
   std::unique_ptr<SpliceStream> stream_;
 };
 
@@ -593,6 +597,82 @@ TEST_F(SpliceStreamTest, AVanishedFactIndexFallsBackToTheCommitterWithinTheGrace
   auto again = peer_.Next();
   ASSERT_TRUE(again && again->has_event());
   EXPECT_EQ(again->event().author().username(), "carol");
+}
+
+// ConfigMapJson with an `extra` field nested `levels` deep, as text (nlohmann would copy it
+// recursively). The materializer stores objects up to the API server's 10,000 levels.
+std::string DeepConfigMapJson(const std::string& name, int rv, int levels) {
+  std::string text = ConfigMapJson("team", name, "deep", rv);
+  text.pop_back();
+  return text + ",\"extra\":" + std::string(levels, '[') + std::string(levels, ']') + "}";
+}
+
+// Too deep to sanitize and write: refused without stalling the stream or losing the others,
+// counted, reported on the target's status, listed in the resync (so the gitworker keeps its
+// file), and its deletion still delivered.
+TEST_F(SpliceStreamTest, DeepObjectsAreRefusedVisiblyAndTheRestFlows) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)},
+                                       {"team/deep", DeepConfigMapJson("deep", 5, 10000)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  StartStream(absl::ZeroDuration());
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  ASSERT_EQ(resync->resync().desired_size(), 1);
+  EXPECT_EQ(resync->resync().desired(0).ref().name(), "a");
+  ASSERT_EQ(resync->resync().refused_size(), 1);
+  EXPECT_EQ(resync->resync().refused(0).ref().name(), "deep");
+  EXPECT_EQ(resync->resync().refused(0).gvk().kind(), "ConfigMap");
+  peer_.Ack(*resync);
+
+  // `a` turns deep: refused; `b` behind it flows and the cursor passes both.
+  redisstore::StreamEntry deep_a = Entry("a", "", 7);
+  deep_a.object_json = DeepConfigMapJson("a", 7, 10000);
+  ASSERT_TRUE(store_->Append(deep_a).ok());
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 8, redisstore::ChangeOp::kAdded)).ok());
+  auto event = peer_.Next();
+  ASSERT_TRUE(event && event->has_event());
+  EXPECT_EQ(event->event().object().ref().name(), "b");
+  peer_.Ack(*event);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "8-0"; }, absl::Seconds(10))) << Cursor();
+
+  runtime::Labels refused = {{"gittarget_namespace", "team"},
+                             {"gittarget_name", "mirror"},
+                             {"group", ""},
+                             {"version", "v1"},
+                             {"resource", "configmaps"},
+                             {"reason", "too_deep"}};
+  EXPECT_EQ(metrics_.GetCounter("reverser_splicer_objects_refused_total", "", refused).Value(), 2);
+  EXPECT_EQ(metrics_.GetCounter("reverser_splicer_entries_skipped_total", "", refused).Value(), 1);
+  reverser::v1::StreamSummary summary;
+  summary.mutable_target()->set_uid("target-uid");
+  refusals_.Fill(&summary);
+  EXPECT_EQ(summary.refused_objects(), 2u);
+  std::set<std::string> names;
+  for (const auto& refusal : summary.refusals()) {
+    names.insert(refusal.object().name());
+    EXPECT_EQ(refusal.reason(), reverser::v1::REFUSAL_REASON_LIMIT_EXCEEDED);
+    EXPECT_EQ(refusal.kind(), "ConfigMap");
+    EXPECT_TRUE(absl::StrContains(refusal.message(), "deeper than 512 levels"))
+        << refusal.message();
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"a", "deep"}));
+
+  // Deleting the deep object goes out by identity; once pushed, its refusal clears.
+  redisstore::StreamEntry gone = Entry("deep", "", 9, redisstore::ChangeOp::kDeleted);
+  gone.object_json = DeepConfigMapJson("deep", 9, 10000);
+  ASSERT_TRUE(store_->Append(gone).ok());
+  auto deletion = peer_.Next();
+  ASSERT_TRUE(deletion && deletion->has_event());
+  EXPECT_EQ(deletion->event().operation(), reverser::v1::OPERATION_DELETE);
+  EXPECT_EQ(deletion->event().object().ref().name(), "deep");
+  EXPECT_EQ(deletion->event().object().ref().uid(), "uid-deep");
+  EXPECT_EQ(deletion->event().object().gvk().kind(), "ConfigMap");
+  peer_.Ack(*deletion);
+  ASSERT_TRUE(testing::WaitFor([&] { return Cursor() == "9-0"; }, absl::Seconds(10))) << Cursor();
+  refusals_.Fill(&summary);
+  EXPECT_EQ(summary.refused_objects(), 1u);
 }
 
 }  // namespace

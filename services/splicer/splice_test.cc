@@ -131,6 +131,81 @@ TEST(DeriveEventTest, DeletionIntentFilterAndDedup) {
             SkipReason::kOperationFiltered);
 }
 
+// Entry() with `extra` nested `levels` deep (10,000 is what the API server and the materializer
+// accept), as text: building it with nlohmann would copy it recursively.
+redisstore::StreamEntry DeepEntry(redisstore::ChangeOp op, const std::string& ns,
+                                  const std::string& name, int rv, int levels) {
+  redisstore::StreamEntry e = Entry(op, ns, name, rv, "deep");
+  e.object_json.pop_back();  // the closing brace
+  e.object_json += ",\"extra\":" + std::string(levels, '[') + std::string(levels, ']') + "}";
+  return e;
+}
+
+TEST(DeepObjectTest, RefusedByTextWithoutParsing) {
+  EXPECT_FALSE(TooDeepToDeliver(Entry(redisstore::ChangeOp::kAdded, "a", "x", 1, "1").object_json));
+  // `{}` is one level: the object itself plus 511 nested arrays is 512, the most that fits.
+  EXPECT_FALSE(
+      TooDeepToDeliver(DeepEntry(redisstore::ChangeOp::kAdded, "a", "x", 1, 511).object_json));
+  EXPECT_TRUE(
+      TooDeepToDeliver(DeepEntry(redisstore::ChangeOp::kAdded, "a", "x", 1, 512).object_json));
+  EXPECT_TRUE(
+      TooDeepToDeliver(DeepEntry(redisstore::ChangeOp::kAdded, "a", "x", 1, 10000).object_json));
+}
+
+TEST(DeepObjectTest, SnapshotListsItAsRefusedAndKeepsTheOthers) {
+  redisstore::MaterializationView view;
+  view.checkpoint = core::StreamPosition::EndOf(10);
+  view.checkpoint_items["a/one"] =
+      Entry(redisstore::ChangeOp::kAdded, "a", "one", 5, "1").object_json;
+  view.checkpoint_items["a/deep"] =
+      DeepEntry(redisstore::ChangeOp::kAdded, "a", "deep", 6, 10000).object_json;
+  auto later = DeepEntry(redisstore::ChangeOp::kModified, "a", "one-later", 11, 10000);
+  later.position = {11, 0};
+  view.tail = {later};
+  reverser::v1::Claim claim = ConfigMapClaim();
+  claim.mutable_type()->mutable_gvk()->set_kind("ConfigMap");
+  DedupCache dedup;
+  auto snapshot = BuildSnapshot(view, Namespaces({"a"}), {}, claim, &dedup);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  ASSERT_EQ(snapshot->desired_size(), 1);
+  EXPECT_EQ(snapshot->desired(0).ref().name(), "one");
+  ASSERT_EQ(snapshot->refused_size(), 2);
+  EXPECT_EQ(snapshot->refused(0).ref().namespace_(), "a");
+  EXPECT_EQ(snapshot->refused(0).ref().name(), "deep");
+  EXPECT_EQ(snapshot->refused(0).gvk().kind(), "ConfigMap");
+  EXPECT_EQ(snapshot->refused(0).ref().gvr().resource(), "configmaps");
+  EXPECT_TRUE(snapshot->refused(0).sanitized_json().empty());
+  EXPECT_EQ(snapshot->refused(1).ref().name(), "one-later");
+  EXPECT_EQ(dedup.size(), 1u);
+}
+
+TEST(DeepObjectTest, ChangesAreSkippedAndDeletionsGoOutByIdentity) {
+  DedupCache dedup;
+  TargetScope scope = Namespaces({"a"});
+  auto gvr = ConfigMapClaim().type().gvr();
+  ASSERT_TRUE(
+      DeriveEvent(Entry(redisstore::ChangeOp::kAdded, "a", "x", 1, "1"), scope, gvr, dedup).event);
+  auto deep = DeriveEvent(DeepEntry(redisstore::ChangeOp::kModified, "a", "x", 2, 10000), scope,
+                          gvr, dedup, "ConfigMap");
+  EXPECT_FALSE(deep.event);
+  EXPECT_EQ(deep.skipped, SkipReason::kTooDeep);
+  EXPECT_STREQ(SkipReasonName(deep.skipped), "too_deep");
+  // Back to what Git last got: delivered again (the refusal left Git unchanged, not the dedup).
+  auto back =
+      DeriveEvent(Entry(redisstore::ChangeOp::kModified, "a", "x", 3, "1"), scope, gvr, dedup);
+  ASSERT_TRUE(back.event);
+  EXPECT_EQ(back.event->operation, reverser::v1::OPERATION_UPDATE);
+  auto deleted = DeriveEvent(DeepEntry(redisstore::ChangeOp::kDeleted, "a", "x", 4, 10000), scope,
+                             gvr, dedup, "ConfigMap");
+  ASSERT_TRUE(deleted.event);
+  EXPECT_EQ(deleted.event->operation, reverser::v1::OPERATION_DELETE);
+  EXPECT_TRUE(deleted.event->removal);
+  EXPECT_EQ(deleted.event->object.ref().name(), "x");
+  EXPECT_EQ(deleted.event->object.ref().uid(), "uid-a-x");
+  EXPECT_EQ(deleted.event->object.gvk().kind(), "ConfigMap");
+  EXPECT_TRUE(deleted.event->object.sanitized_json().empty());
+}
+
 // The model: namespace/name -> value, as the cluster has it.
 using Model = std::map<std::string, std::string>;
 

@@ -168,13 +168,19 @@ TEST(YamlJsonTest, PlainScalarsAreTypedByTheirShape) {
   }
 }
 
-// An alias inside its own anchor is a cycle in yaml-cpp's node graph, and aliases multiply a
-// small document: both are a 400, as deep nesting is.
+// An alias inside its own anchor names an anchor not defined yet, and aliases multiply a small
+// document: both are a 400, as deep nesting and the inputs that broke yaml-cpp 0.7 are.
 TEST(YamlJsonTest, AliasCyclesBombsAndDeepNestingAreBadRequests) {
   ApiOr<Json> cycle = ParseYamlOrJson("a: &x [1, *x]\n");
   ASSERT_FALSE(cycle.ok());
   EXPECT_EQ(cycle.error().code, 400);
-  EXPECT_THAT(cycle.error().message, ::testing::HasSubstr("exceeded max depth"));
+  EXPECT_THAT(cycle.error().message, ::testing::HasSubstr("unknown anchor"));
+  for (const char* text :
+       {"  ,   ey: ENCglo[baA", ",|a", ",piVersion: v1\nk: Secret\n{etadata:\n  name> ,est@-se"}) {
+    ApiOr<Json> broken = ParseYamlOrJson(text);
+    ASSERT_FALSE(broken.ok()) << text;
+    EXPECT_EQ(broken.error().code, 400);
+  }
   std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 0; i < 8; ++i) {
     const std::string name(1, static_cast<char>('b' + i));
@@ -189,6 +195,7 @@ TEST(YamlJsonTest, AliasCyclesBombsAndDeepNestingAreBadRequests) {
   ApiOr<Json> deep = ParseYamlOrJson("a: " + std::string(100000, '['));
   ASSERT_FALSE(deep.ok());
   EXPECT_EQ(deep.error().code, 400);
+  EXPECT_THAT(deep.error().message, ::testing::HasSubstr("exceeded max depth of"));
   std::string nested;
   for (int i = 0; i < 3000; ++i) nested += std::string(i, ' ') + "a:\n";
   EXPECT_FALSE(ParseYamlOrJson(nested).ok());

@@ -3,15 +3,15 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "yaml-cpp/yaml.h"
+#include "libs/manifest/yaml_reader.h"
 
 namespace reverser::kubesim {
 namespace {
 
-// yaml-cpp stops plain nesting itself (DeepRecursion), but an alias inside its own anchor
-// (`a: &x [*x]`) is a cycle in its node graph, and aliases can multiply a small document:
-// the conversion caps both. Without aliases every value takes at least one byte of text, so the
-// node cap (a base plus one per byte) never refuses an alias-free document.
+// Read with libs/manifest's libyaml reader (yaml-cpp 0.7 allocates without bound on some
+// malformed input), which caps depth and nodes, alias copies included. Without aliases every
+// value takes at least one byte of text, so the node cap (a base plus one per byte) never
+// refuses an alias-free document.
 constexpr int kMaxYamlDepth = 1000;
 constexpr size_t kBaseYamlNodes = 100'000;
 
@@ -55,9 +55,14 @@ bool IsFloat(absl::string_view s) {
   return i == s.size();
 }
 
-Json ScalarToJson(const YAML::Node& node) {
-  const std::string& s = node.Scalar();
-  if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return s;  // quoted
+using manifest::YamlNode;
+
+Json ScalarToJson(const YamlNode& node) {
+  const std::string& s = node.value;
+  if (node.tag == "!" || node.tag == "tag:yaml.org,2002:str" ||
+      (node.tag.empty() && node.style != YamlNode::Style::kPlain)) {
+    return s;  // quoted
+  }
   if (s == "null" || s == "Null" || s == "NULL" || s == "~" || s.empty()) return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
@@ -72,45 +77,36 @@ Json ScalarToJson(const YAML::Node& node) {
   return s;
 }
 
-struct YamlToJson {
-  size_t max_nodes = kBaseYamlNodes;
-  size_t nodes = 0;
-
-  ApiOr<Json> Convert(const YAML::Node& node, int depth) {
-    if (depth > kMaxYamlDepth)
-      return BadRequest(absl::StrCat("error converting YAML to JSON: yaml: exceeded max depth of ",
-                                     kMaxYamlDepth));
-    if (++nodes > max_nodes)
-      return BadRequest(
-          "error converting YAML to JSON: yaml: document contains excessive aliasing");
-    switch (node.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        return Json(nullptr);
-      case YAML::NodeType::Scalar:
-        return ScalarToJson(node);
-      case YAML::NodeType::Sequence: {
-        Json a = Json::array();
-        for (const auto& e : node) {
-          ApiOr<Json> item = Convert(e, depth + 1);
-          if (!item.ok()) return item;
-          a.push_back(std::move(*item));
-        }
-        return a;
+// The reader bounds the depth (kMaxYamlDepth), so this recursion is bounded too.
+ApiOr<Json> NodeToJson(const YamlNode& node) {
+  switch (node.kind) {
+    case YamlNode::Kind::kScalar:
+      return ScalarToJson(node);
+    case YamlNode::Kind::kSequence: {
+      Json a = Json::array();
+      for (const YamlNode& e : node.items) {
+        ApiOr<Json> item = NodeToJson(e);
+        if (!item.ok()) return item;
+        a.push_back(std::move(*item));
       }
-      case YAML::NodeType::Map: {
-        Json o = Json::object();
-        for (const auto& kv : node) {
-          ApiOr<Json> value = Convert(kv.second, depth + 1);
-          if (!value.ok()) return value;
-          o[kv.first.as<std::string>()] = std::move(*value);
-        }
-        return o;
-      }
+      return a;
     }
-    return Json(nullptr);
+    case YamlNode::Kind::kMapping: {
+      Json o = Json::object();
+      for (const YamlNode::Entry& entry : node.entries) {
+        if (!entry.key.is_scalar()) {
+          return BadRequest(absl::StrCat("error converting YAML to JSON: yaml: line ",
+                                         entry.key.line, ": map keys must be scalars"));
+        }
+        ApiOr<Json> value = NodeToJson(entry.value);
+        if (!value.ok()) return value;
+        o[entry.key.value] = std::move(*value);
+      }
+      return o;
+    }
   }
-};
+  return Json(nullptr);
+}
 
 }  // namespace
 
@@ -158,13 +154,28 @@ ApiOr<Json> ParseYamlOrJson(const std::string& text) {
   }
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_discarded()) return j;
-  try {
-    YamlToJson converter;
-    converter.max_nodes = kBaseYamlNodes + text.size();
-    return converter.Convert(YAML::Load(text), 0);
-  } catch (const std::exception& e) {
-    return BadRequest(absl::StrCat("error converting YAML to JSON: ", e.what()));
+  manifest::YamlReadLimits limits;
+  limits.max_depth = kMaxYamlDepth;
+  limits.max_nodes = kBaseYamlNodes + text.size();
+  limits.max_alias_nodes = limits.max_nodes;
+  absl::StatusOr<std::vector<YamlNode>> documents = manifest::ParseYamlNodes(text, limits);
+  if (!documents.ok()) {
+    const std::optional<manifest::YamlLimit> limit =
+        manifest::ExceededYamlLimit(documents.status());
+    if (limit == manifest::YamlLimit::kDepth) {
+      return BadRequest(absl::StrCat("error converting YAML to JSON: yaml: exceeded max depth of ",
+                                     kMaxYamlDepth));
+    }
+    if (limit) {
+      return BadRequest(
+          "error converting YAML to JSON: yaml: document contains excessive aliasing");
+    }
+    return BadRequest(
+        absl::StrCat("error converting YAML to JSON: ", documents.status().message()));
   }
+  // The first document, as sigs.k8s.io/yaml reads a body; an empty text is null.
+  if (documents->empty()) return Json(nullptr);
+  return NodeToJson(documents->front());
 }
 
 }  // namespace reverser::kubesim

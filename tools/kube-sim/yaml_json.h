@@ -27,8 +27,9 @@ Json ParseJson(const std::string& text);
 std::string JsonParseError(const std::string& text);
 
 // Parses a JSON or YAML document (JSON is tried first). Plain scalars become numbers/bools/null
-// as YAML 1.2's core schema says; quoted scalars stay strings. Malformed YAML, nesting beyond
-// yaml-cpp's limit, alias cycles and alias expansion far beyond the text's size are 400s.
+// as YAML 1.2's core schema says; quoted scalars stay strings; of several documents the first
+// counts. Malformed YAML, nesting beyond 1000 levels, unknown anchors and alias expansion far
+// beyond the text's size are 400s.
 ApiOr<Json> ParseYamlOrJson(const std::string& text);
 
 }  // namespace reverser::kubesim
