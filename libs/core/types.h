@@ -70,7 +70,10 @@ struct ResourceRef {
 };
 
 // Validates a Kubernetes object name or namespace as a DNS-1123 subdomain (names) or label
-// (namespaces): the rules the API server enforces, re-checked before names become Git paths.
+// (namespaces): the rules the API server enforces for namespaces and for most names. Not every
+// kind: RBAC names (Role, ClusterRole, RoleBinding, ClusterRoleBinding) are path segments — any
+// character but `/` and `%`, not `.`/`..`, no length limit — so Git paths never rely on
+// ValidateObjectName; libs/manifest/paths.h turns every accepted name into a file name.
 absl::Status ValidateObjectName(absl::string_view name);
 absl::Status ValidateNamespaceName(absl::string_view ns);
 

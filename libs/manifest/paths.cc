@@ -1,5 +1,7 @@
 #include "libs/manifest/paths.h"
 
+#include <openssl/sha.h>
+
 #include <algorithm>
 #include <map>
 
@@ -24,7 +26,7 @@ bool HasControl(absl::string_view s) {
   return false;
 }
 
-// One path segment taken from an object's identity.
+// One path segment taken from an object's identity (other than its name).
 absl::Status ValidateSegment(absl::string_view what, absl::string_view value) {
   if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " must not be empty"));
   if (value == "." || value == "..") {
@@ -44,22 +46,66 @@ absl::Status ValidateSegment(absl::string_view what, absl::string_view value) {
   return absl::OkStatus();
 }
 
-// A template variable's value as one segment: `/`, `\` and `%` percent-encoded, so a value can
-// never split into directories or fold two objects onto one path.
+void AppendEscape(std::string* out, unsigned char byte) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  out->push_back('%');
+  out->push_back(kHex[byte >> 4]);
+  out->push_back(kHex[byte & 0xF]);
+}
+
+bool IsEscapedByte(unsigned char byte) {
+  return byte == '%' || byte == '/' || byte == '\\' || byte < 0x20 || byte == 0x7F;
+}
+
+// A template variable's value as one segment: `%`, `/`, `\` and control bytes percent-encoded,
+// so a value can never split into directories or fold two objects onto one path.
 std::string EncodeSegment(absl::string_view value) {
   std::string out;
   for (char c : value) {
-    if (c == '%') {
-      out += "%25";
-    } else if (c == '/') {
-      out += "%2F";
-    } else if (c == '\\') {
-      out += "%5C";
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (IsEscapedByte(byte)) {
+      AppendEscape(&out, byte);
     } else {
       out.push_back(c);
     }
   }
   return out;
+}
+
+// The longest prefix of `text` of at most `max_bytes` that ends neither inside a UTF-8
+// sequence nor inside a `%XX` escape.
+absl::string_view SafePrefix(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  if (cut >= 1 && text[cut - 1] == '%') {
+    cut -= 1;
+  } else if (cut >= 2 && text[cut - 2] == '%') {
+    cut -= 2;
+  }
+  return text.substr(0, cut);
+}
+
+std::string Sha256Hex16(absl::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xF]);
+  }
+  return out;
+}
+
+// `stem` + `extension` as one segment of at most 255 bytes (see FileStem in paths.h).
+std::string FitSegment(absl::string_view stem, absl::string_view extension) {
+  if (stem.size() + extension.size() <= kMaxSegmentBytes) {
+    return absl::StrCat(stem, extension);
+  }
+  const size_t budget =
+      kMaxSegmentBytes - extension.size() - std::string_view(kShortenedMarker).size() - 16;
+  return absl::StrCat(SafePrefix(stem, budget), kShortenedMarker, Sha256Hex16(stem), extension);
 }
 
 std::string CollapseEmptySegments(absl::string_view path) {
@@ -68,6 +114,30 @@ std::string CollapseEmptySegments(absl::string_view path) {
     if (!part.empty()) kept.push_back(part);
   }
   return absl::StrJoin(kept, "/");
+}
+
+// Every segment of a rendered template over 255 bytes shortened (the file name keeps its
+// extension).
+std::string FitSegments(absl::string_view path, bool sensitive) {
+  std::vector<std::string> segments = absl::StrSplit(path, '/');
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::string& segment = segments[i];
+    if (segment.size() <= kMaxSegmentBytes) continue;
+    absl::string_view extension;
+    if (i + 1 == segments.size()) {
+      for (absl::string_view candidate :
+           {sensitive ? kSensitiveSuffix : kPlainSuffix, ".yaml", ".yml"}) {
+        if (absl::EndsWith(segment, candidate)) {
+          extension = candidate;
+          break;
+        }
+      }
+    }
+    absl::string_view stem(segment);
+    stem.remove_suffix(extension.size());
+    segment = FitSegment(stem, extension);
+  }
+  return absl::StrJoin(segments, "/");
 }
 
 std::map<std::string, std::string> Variables(const ObjectIdentity& id) {
@@ -82,7 +152,7 @@ std::map<std::string, std::string> Variables(const ObjectIdentity& id) {
       {"scope", cluster ? "cluster" : "namespaced"},
       {"namespace", cluster ? "" : id.namespace_},
       {"namespaceOrCluster", cluster ? kClusterScopeSegment : id.namespace_},
-      {"name", id.name},
+      {"name", FileStem(id.name, id.sensitive)},
       {"sensitiveSuffix", id.sensitive ? kSensitiveSuffix : kPlainSuffix},
   };
 }
@@ -208,8 +278,26 @@ absl::StatusOr<std::string> JoinTargetPath(absl::string_view target_path,
   return joined;
 }
 
+std::string FileStem(absl::string_view name, bool sensitive) {
+  std::string stem = EncodeSegment(name);
+  if (!sensitive && absl::EndsWith(stem, ".sops")) {
+    // "x.sops.yaml" would read as encrypted (and match .sops.yaml's creation rule).
+    stem = absl::StrCat(stem.substr(0, stem.size() - 5), "%2Esops");
+  } else if (!sensitive && stem == "kustomization") {
+    stem = "%6Bustomization";  // kustomization.yaml is kustomize's entry point
+  }
+  return stem;
+}
+
+std::string FileName(absl::string_view name, bool sensitive) {
+  return FitSegment(FileStem(name, sensitive), sensitive ? kSensitiveSuffix : kPlainSuffix);
+}
+
 absl::Status ValidateIdentity(const ObjectIdentity& id) {
-  RETURN_IF_ERROR(ValidateSegment("name", id.name));
+  if (id.name.empty()) return absl::InvalidArgumentError("name must not be empty");
+  if (id.name == "." || id.name == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("name \"", id.name, "\" is not a file name"));
+  }
   if (id.scope == core::Scope::kCluster) {
     if (!id.namespace_.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -248,7 +336,7 @@ absl::StatusOr<std::string> CanonicalPath(absl::string_view target_path, const O
                                                     : absl::string_view(id.namespace_));
   if (!id.gvr.group.empty()) parts.push_back(id.gvr.group);
   parts.push_back(id.gvr.resource);
-  const std::string file = absl::StrCat(id.name, id.sensitive ? kSensitiveSuffix : kPlainSuffix);
+  const std::string file = FileName(id.name, id.sensitive);
   parts.push_back(file);
   return JoinTargetPath(target_path, absl::StrJoin(parts, "/"));
 }
@@ -264,18 +352,20 @@ absl::StatusOr<std::string> RenderPlacementTemplate(absl::string_view tmpl,
   const size_t max_rendered = kMaxPathBytes + std::count(tmpl.begin(), tmpl.end(), '/');
   std::string rendered;
   for (const Piece& piece : pieces) {
-    // sensitiveSuffix is a file-name suffix, never a segment of its own; everything else is an
-    // identity value and is encoded so it stays inside one segment.
-    rendered += !piece.variable                  ? piece.text
-                : piece.text == "sensitiveSuffix" ? vars.at(piece.text)
-                                                  : EncodeSegment(vars.at(piece.text));
+    // sensitiveSuffix is a file-name suffix, never a segment of its own, and name is already a
+    // FileStem; everything else is an identity value and is encoded so it stays inside one
+    // segment.
+    const bool verbatim = piece.text == "sensitiveSuffix" || piece.text == "name";
+    rendered += !piece.variable ? piece.text
+                : verbatim      ? vars.at(piece.text)
+                                : EncodeSegment(vars.at(piece.text));
     if (rendered.size() > max_rendered) {
       return absl::InvalidArgumentError(absl::StrCat("placement template renders more than ",
                                                      kMaxPathBytes, " bytes for ",
                                                      id.gvr.ToString(), " ", id.name));
     }
   }
-  const std::string path = CollapseEmptySegments(rendered);
+  const std::string path = FitSegments(CollapseEmptySegments(rendered), id.sensitive);
   if (absl::Status status = ValidateRelativePath(path); !status.ok()) {
     return core::Annotate(status, absl::StrCat("placement template \"", tmpl, "\" for ",
                                                id.gvr.ToString(), " ", id.name));

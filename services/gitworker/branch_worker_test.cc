@@ -716,6 +716,116 @@ TEST_F(BranchWorkerTest, ResyncWithoutATypeNeverSweeps) {
   EXPECT_NE(sink_->rejected()[0].find("no sweep"), std::string::npos);
 }
 
+// Every name the API server accepts gets a file (libs/manifest/paths.h): long names are
+// shortened, RBAC names with backslashes or control characters escaped, names that would pass
+// for our own file kinds escaped. The documents carry the full names, so updates, deletes and
+// resync sweeps find the files again by identity.
+TEST_F(BranchWorkerTest, EveryNameTheApiServerAcceptsIsMirroredAndFoundAgain) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  const auto roles = Claim("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole");
+  const std::string longest_dns(253, 'l');
+  const std::string huge(5000, 'h');
+  const std::vector<std::pair<reverser::v1::Claim, std::string>> objects = {
+      {ConfigMaps(), longest_dns},
+      {ConfigMaps(), "x.sops"},
+      {ConfigMaps(), "kustomization"},
+      {roles, "back\\slash"},
+      {roles, "ctl\x01\nx"},
+      {roles, ".sops"},
+      {roles, huge}};
+  auto ns_of = [&](const reverser::v1::Claim& claim) {
+    return claim.type().gvr().resource() == "configmaps" ? "default" : "";
+  };
+  uint64_t rv = 100;
+  for (const auto& [claim, name] : objects) {
+    worker->Add(EventItem(config, Event(config, claim, reverser::v1::OPERATION_CREATE, ns_of(claim),
+                                        name, "v1", ++rv)));
+  }
+  worker->PushIfDue();
+  EXPECT_TRUE(sink_->refusals().empty()) << sink_->rejected()[0];
+  const std::string cm = "clusters/a/default/configmaps/";
+  const std::string cr = "clusters/a/_cluster/rbac.authorization.k8s.io/clusterroles/";
+  const std::vector<std::string> expected_files = {
+      cm + std::string(232, 'l') + "%-" + "453a73f66fc484aa.yaml",
+      cm + "x%2Esops.yaml",
+      cm + "%6Bustomization.yaml",
+      cr + "back%5Cslash.yaml",
+      cr + "ctl%01%0Ax.yaml",
+      cr + "%2Esops.yaml",
+      cr + std::string(232, 'h') + "%-" + "6d03fd352879726b.yaml"};
+  auto files = Files();
+  for (const std::string& file : expected_files) EXPECT_THAT(files, Contains(file));
+  // The document holds the full name.
+  auto role = testing::ShowFile(remote_, "main", cr + "ctl%01%0Ax.yaml");
+  ASSERT_TRUE(role.ok()) << role.status();
+  EXPECT_NE(role->find("name: \"ctl\\x01\\nx\""), std::string::npos) << *role;
+  auto long_file = testing::ShowFile(remote_, "main", expected_files.back());
+  ASSERT_TRUE(long_file.ok());
+  EXPECT_NE(long_file->find(huge), std::string::npos);
+
+  // Updates land in the same files (found by identity), nothing new appears.
+  const size_t file_count = files.size();
+  for (const auto& [claim, name] : objects) {
+    worker->Add(EventItem(config, Event(config, claim, reverser::v1::OPERATION_UPDATE, ns_of(claim),
+                                        name, "v2", ++rv)));
+  }
+  worker->PushIfDue();
+  EXPECT_EQ(Files().size(), file_count);
+  auto updated = testing::ShowFile(remote_, "main", cm + "x%2Esops.yaml");
+  ASSERT_TRUE(updated.ok());
+  EXPECT_NE(updated->find("key: v2"), std::string::npos) << *updated;
+
+  // A delete finds its file; a resync sweeps the ones no longer desired and keeps the others.
+  worker->Add(
+      EventItem(config, Event(config, roles, reverser::v1::OPERATION_DELETE, "", huge, "", ++rv)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains(expected_files.back())));
+  worker->Add(ResyncItem(
+      config,
+      Snapshot(config, roles,
+               {Object(roles, "", "back\\slash", "v2"), Object(roles, "", ".sops", "v2")}, ++rv)));
+  worker->Add(ResyncItem(
+      config,
+      Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", longest_dns, "v2")}, ++rv)));
+  worker->PushIfDue();
+  files = Files();
+  EXPECT_THAT(files, Contains(cr + "back%5Cslash.yaml"));
+  EXPECT_THAT(files, Contains(cr + "%2Esops.yaml"));
+  EXPECT_THAT(files, Not(Contains(cr + "ctl%01%0Ax.yaml")));
+  EXPECT_THAT(files, Contains(expected_files[0]));
+  EXPECT_THAT(files, Not(Contains(cm + "x%2Esops.yaml")));
+  EXPECT_THAT(files, Not(Contains(cm + "%6Bustomization.yaml"))) << "swept like any document";
+  EXPECT_TRUE(sink_->refusals().empty());
+  ExpectFsckClean();
+}
+
+// A file the reader refuses is left alone: a resync neither overwrites nor sweeps it, and the
+// object whose file it is comes back as refused; files that merely do not parse are no refusal.
+TEST(ResyncPlanTest, RefusedFilesAreLeftAloneAndTheirObjectsRefused) {
+  IdentityIndex index;
+  const std::string refused = "clusters/a/default/configmaps/a.yaml";
+  index.RefuseFile(refused, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT, "too large"});
+  ASSERT_TRUE(index.IsRefused(refused));
+  PreparedResync prepared;
+  prepared.gvr = {"", "v1", "configmaps"};
+  prepared.kind = "ConfigMap";
+  prepared.upserts.push_back({{"", "ConfigMap", "default", "a"}, refused, "a: 1\n"});
+  prepared.upserts.push_back(
+      {{"", "ConfigMap", "default", "b"}, "clusters/a/default/configmaps/b.yaml", "b: 1\n"});
+  ResyncChanges changes = PlanResyncChanges(index, prepared);
+  EXPECT_EQ(changes.changes.count(refused), 0u);
+  EXPECT_EQ(changes.changes.count("clusters/a/default/configmaps/b.yaml"), 1u);
+  ASSERT_EQ(changes.refused.size(), 1u);
+  EXPECT_EQ(changes.refused[0].first.name, "a");
+  EXPECT_EQ(changes.refused[0].second, refused);
+  EXPECT_TRUE(changes.swept.empty());
+
+  auto unparsable = IdentityIndex::ReadKeyOfFile("key: [unclosed\n");
+  ASSERT_TRUE(unparsable.ok()) << "not refused: " << unparsable.status();
+  EXPECT_FALSE(unparsable->has_value());
+}
+
 TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);

@@ -16,6 +16,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
+#include "nlohmann/json.hpp"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/work_item.h"
 
@@ -74,13 +75,15 @@ inline reverser::v1::ObjectBody Object(const reverser::v1::Claim& claim, const s
   *object.mutable_gvk() = claim.type().gvk();
   const std::string api_version =
       gvr.group().empty() ? gvr.version() : absl::StrCat(gvr.group(), "/", gvr.version());
+  // Names may hold anything the API server accepts (backslashes, control characters).
+  auto quoted = [](const std::string& text) { return nlohmann::json(text).dump(); };
   std::string metadata =
-      absl::StrCat("{\"name\":\"", name, "\"",
-                   ns.empty() ? "" : absl::StrCat(",\"namespace\":\"", ns, "\""), "}");
+      absl::StrCat("{\"name\":", quoted(name),
+                   ns.empty() ? "" : absl::StrCat(",\"namespace\":", quoted(ns)), "}");
   std::string body =
       claim.type().gvk().kind() == "ConfigMap" || claim.type().gvk().kind() == "Secret"
-          ? absl::StrCat("\"data\":{\"key\":\"", value, "\"}")
-          : absl::StrCat("\"spec\":{\"image\":\"", value, "\"}");
+          ? absl::StrCat("\"data\":{\"key\":", quoted(value), "}")
+          : absl::StrCat("\"spec\":{\"image\":", quoted(value), "}");
   object.set_sanitized_json(absl::StrCat("{\"apiVersion\":\"", api_version, "\",\"kind\":\"",
                                          claim.type().gvk().kind(), "\",\"metadata\":", metadata,
                                          ",", body, "}"));

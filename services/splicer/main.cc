@@ -45,6 +45,9 @@ ABSL_FLAG(bool, reference_watch_cursors, true,
           "namespace:<ns>|cluster:last-rv, the acked RV, 1 h TTL) with each delivery cursor, so "
           "the reference resumes from them if it takes the GitTarget over "
           "(P: --reference_key_prefix).");
+ABSL_FLAG(int64_t, refusals_per_target, 1000,
+          "Standing refusals of the gitworker (objects it can never write) kept per GitTarget "
+          "for its status; beyond it the oldest are dropped (the newest 5 are shown).");
 
 namespace reverser::splicer {
 namespace {
@@ -151,6 +154,10 @@ class App final : public runtime::ServiceApp {
     options.stream_defaults.cursor_refresh = absl::GetFlag(FLAGS_delivery_cursor_refresh);
     options.stream_defaults.reference_watch_cursors = absl::GetFlag(FLAGS_reference_watch_cursors);
     if (absl::Status s = ValidateCursorFlags(options.stream_defaults); !s.ok()) return s;
+    if (absl::GetFlag(FLAGS_refusals_per_target) < 1) {
+      return absl::InvalidArgumentError("--refusals_per_target must be at least 1");
+    }
+    options.refusals.max_objects = static_cast<size_t>(absl::GetFlag(FLAGS_refusals_per_target));
     for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources),
                                               ',', absl::SkipWhitespace())) {
       options.additional_sensitive.insert(std::string(r));

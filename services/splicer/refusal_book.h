@@ -12,7 +12,8 @@
 //   - files: replaced by each RefusedFiles the gitworker sends (its complete set).
 // "Later" is the order the splicer saw things in: a delivery clears only refusals received
 // before it was sent, so a refusal of that very delivery (always received before its ack)
-// stands. Thread-safe.
+// stands. In memory only: a restarted splicer learns of a refusal again when the object is
+// next delivered (its next change, or a resync). Thread-safe.
 
 #include <cstdint>
 #include <deque>

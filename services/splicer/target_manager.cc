@@ -52,7 +52,10 @@ bool ClaimMatches(const reverser::v1::Claim& want, const reverser::v1::Claim& ha
 
 TargetManager::TargetManager(TargetManagerOptions options, DeliveryClient* delivery,
                              runtime::MetricsRegistry* metrics)
-    : options_(std::move(options)), delivery_(delivery), metrics_(metrics) {}
+    : options_(std::move(options)),
+      refusals_(options_.refusals),
+      delivery_(delivery),
+      metrics_(metrics) {}
 
 TargetManager::~TargetManager() { StopAll(); }
 

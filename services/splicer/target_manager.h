@@ -31,6 +31,7 @@ struct TargetManagerOptions {
   SpliceStreamOptions stream_defaults;  // redis, prefix, attribution settings
   // `resource` or `group/resource` entries treated as sensitive besides core secrets.
   std::set<std::string> additional_sensitive;
+  RefusalBookOptions refusals;  // how many standing refusals are kept and reported per target
 };
 
 class TargetManager {

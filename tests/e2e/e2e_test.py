@@ -485,6 +485,95 @@ class E2E(unittest.TestCase):
                          ["alice@example.com|[CREATE] v1/configmaps/marker-25"])
         self.assertEqual(self.stack.git("log", "--format=%H|%an|%cn|%s", "main", "--", path).splitlines(), shipped)
 
+    def target_condition(self, name, kind):
+        """The condition `kind` of GitTarget demo/`name` ({} until it is written)."""
+        out = self.stack.kubectl("get", "gittarget", name, "-n", "demo", "-o", "json", check=False)
+        if out.returncode != 0:
+            return {}
+        for condition in json.loads(out.stdout).get("status", {}).get("conditions", []):
+            if condition.get("type") == kind:
+                return condition
+        return {}
+
+    def test_28_every_accepted_name_is_mirrored_and_unwritable_objects_are_reported(self):
+        import hashlib
+        import yaml
+        # RBAC names may hold any character but "/" and "%", at any length: a backslash, a control
+        # character, a name that would pass for an encrypted file, one longer than a file name.
+        base = f"{PATH}/_cluster/rbac.authorization.k8s.io/clusterroles"
+        long_name = "e2e-long-" + "x" * 291
+        files = {"e2e\\back": f"{base}/e2e%5Cback.yaml",
+                 "e2e\tctl": f"{base}/e2e%09ctl.yaml",
+                 "e2e.sops": f"{base}/e2e%2Esops.yaml",
+                 long_name: f"{base}/{long_name[:232]}%-{hashlib.sha256(long_name.encode()).hexdigest()[:16]}.yaml"}
+
+        def role(name, verbs):
+            return json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                               "metadata": {"name": name},
+                               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}]})
+
+        def named(name, verb=None):
+            def check(text):
+                document = yaml.safe_load(text)
+                return document["metadata"]["name"] == name and (verb is None or verb in document["rules"][0]["verbs"])
+            return check
+
+        for name in files:
+            self.stack.kubectl("apply", "-f", "-", user="alice", input=role(name, ["get"]))
+        for name, path in files.items():
+            self.stack.wait_for_file(path, named(name))
+        # Found again by identity: an update edits the same file, a delete removes it.
+        self.stack.kubectl("apply", "-f", "-", user="bob", input=role(long_name, ["get", "list"]))
+        self.stack.wait_for_file(files[long_name], named(long_name, "list"))
+        self.stack.kubectl("delete", "clusterrole", "e2e\tctl", user="bob")
+        self.stack.wait_for_absent(files["e2e\tctl"])
+        present = set(self.stack.files())
+        self.assertEqual({name for name, path in files.items() if path in present},
+                         {"e2e\\back", "e2e.sops", long_name})
+
+        # A second target without encryption follows Secrets: they can never be written there.
+        plain = [
+            {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
+             "metadata": {"name": "plain", "namespace": "demo"},
+             "spec": {"providerRef": {"name": "local"}, "branch": "main", "path": "clusters/e2e-plain"}},
+            {"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
+             "metadata": {"name": "plain-secrets", "namespace": "demo"},
+             "spec": {"targetRef": {"name": "plain"},
+                      "rules": [{"operations": ["*"], "apiGroups": [""], "resources": ["secrets"]}]}}]
+        self.stack.kubectl("apply", "--validate=false", "-f", "-",
+                           input=json.dumps({"apiVersion": "v1", "kind": "List", "items": plain}))
+        try:
+            self.stack.kubectl("apply", "-f", "-", user="alice", input=json.dumps(
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain-secret", "namespace": "demo"},
+                 "data": {"k": base64.b64encode(b"never-in-git").decode()}}))
+            local_stack.wait_until(lambda: "Secret demo/plain-secret: EncryptionUnavailable" in
+                                   self.target_condition("plain", "Stalled").get("message", ""),
+                                   60, "the refusal on GitTarget plain's status", poll=0.2)
+            stalled = self.target_condition("plain", "Stalled")
+            self.assertEqual((stalled["status"], stalled["reason"]), ("True", "ObjectRefused"), stalled)
+            self.assertEqual(self.target_condition("plain", "Ready")["status"], "False")
+            self.assertEqual(self.target_condition("plain", "GitPathAccepted")["status"], "True")
+            self.assertRegex(stalled["message"], r"^\d+ object\(s\) refused: ")
+            self.assertFalse([f for f in self.stack.files() if f.startswith("clusters/e2e-plain/")])
+            self.assertNotIn("never-in-git", self.stack.git("log", "-p", "--all"))
+            # The refusal is logged naming the object, and counted.
+            self.assertTrue(any('"msg":"refused"' in line and '"name":"plain-secret"' in line
+                                and '"reason":"EncryptionUnavailable"' in line
+                                for line in self.stack.logs("gitworker").splitlines()))
+            self.assertGreaterEqual(metric_sum(self.stack.metrics("gitworker"), "reverser_gitworker_refusals_total",
+                                               reason="EncryptionUnavailable"), 1)
+            # The encrypted target mirrors the same Secret and stays clear of refusals.
+            self.stack.wait_for_file(f"{PATH}/demo/secrets/plain-secret.sops.yaml")
+            self.assertNotEqual(self.target_condition("mirror", "Ready").get("reason"), "ObjectRefused")
+            # Once the object is gone, its refusal clears.
+            self.stack.kubectl("delete", "secret", "plain-secret", "-n", "demo", user="alice")
+            local_stack.wait_until(lambda: self.target_condition("plain", "Ready").get("status") == "True" or
+                                   "plain-secret" not in self.target_condition("plain", "Ready").get("message", ""),
+                                   60, "the refusal to clear", poll=0.2)
+        finally:
+            self.stack.kubectl("delete", "watchrule", "plain-secrets", "-n", "demo", check=False)
+            self.stack.kubectl("delete", "gittarget", "plain", "-n", "demo", check=False)
+
     def test_zz_every_service_exposes_the_reference_metrics(self):
         expected = {
             "catalog": ["gitopsreverser_api_catalog_resources", "gitopsreverser_api_catalog_group_versions",
