@@ -62,7 +62,8 @@ struct GroupMessageData {
   gotemplate::Value ToValue() const;
 };
 
-// Reconcile template variables: Count, GitTarget, Group, Version, Resource, APIVersion, Revision
+// Reconcile template variables: Count (the documents the resync created, updated or deleted —
+// not the size of the desired set), GitTarget, Group, Version, Resource, APIVersion, Revision
 // (the resourceVersion the resync was pinned to; empty for a pure sweep). Without a type scope
 // the type variables are empty strings.
 struct ReconcileMessageData {

@@ -17,22 +17,24 @@ namespace reverser::manifest {
 absl::StatusOr<std::string> MarshalYaml(const nlohmann::json& value);
 
 enum class MetadataOrder {
-  // name, namespace, labels, annotations — the order the reference documents
-  // (docs/behaviour.md, YAML rendering).
-  kIdentityFirst,
-  // annotations, labels, name, namespace — what v0.36.0 actually emits (its metadata is a Go
-  // map, which go-yaml sorts); choose this for byte-identical files.
+  // annotations, labels, name, namespace — what v0.36.0 emits (its metadata is a Go map, which
+  // go-yaml sorts): new files are byte-identical to the reference's, so a mirror taken over
+  // from it is not rewritten.
   kSorted,
+  // name, namespace, labels, annotations — the order the reference's documentation claims
+  // (docs/behaviour.md, Known traps).
+  kIdentityFirst,
 };
 
 struct RenderOptions {
-  MetadataOrder metadata_order = MetadataOrder::kIdentityFirst;
+  MetadataOrder metadata_order = MetadataOrder::kSorted;
 };
 
-// The ordered document for a sanitized object: `apiVersion`, `kind`, `metadata` (only non-empty
-// name/namespace/labels/annotations; `metadata: {}` when none), then every other top-level key
-// except `status`, sorted. Nested maps are in go-yaml's key order. InvalidArgument if `object`
-// is not a map with string `apiVersion` and `kind`, or metadata fields have the wrong type.
+// The ordered document for a sanitized object, as the reference's ordered marshal writes it:
+// `apiVersion`, `kind`, `metadata` (only non-empty name/namespace/labels/annotations;
+// `metadata: {}` when none), then every other top-level key except `status`, sorted. Nested
+// maps are in go-yaml's key order. InvalidArgument if `object` is not a map with string
+// `apiVersion` and `kind`, or metadata fields have the wrong type.
 absl::StatusOr<std::string> RenderManifest(const nlohmann::json& object,
                                            const RenderOptions& options = {});
 

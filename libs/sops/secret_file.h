@@ -29,14 +29,15 @@ inline constexpr absl::string_view kSopsFileSuffix = ".sops.yaml";
 struct SecretFileOptions {
   std::string encrypted_regex = std::string(kDefaultEncryptedRegex);
   std::string sops_version = std::string(kDefaultSopsVersion);
-  // Metadata key order, as for plaintext manifests (libs/manifest).
-  manifest::MetadataOrder metadata_order = manifest::MetadataOrder::kIdentityFirst;
+  // Metadata key order, as for plaintext manifests (libs/manifest): sorted, as the reference
+  // encrypts its ordered marshal.
+  manifest::MetadataOrder metadata_order = manifest::MetadataOrder::kSorted;
   const core::Clock* clock = &core::Clock::Real();   // -> sops.lastmodified
   crypto::Random* random = &crypto::SystemRandom();  // inject for deterministic tests
 };
 
-// The file content for a sanitized object: `apiVersion`, `kind`, `metadata` (name, namespace,
-// labels, annotations, then any other field), then every other top-level key except `status`
+// The file content for a sanitized object: `apiVersion`, `kind`, `metadata` (its keys in
+// options.metadata_order), then every other top-level key except `status`
 // (go-yaml order, as are nested maps), then `sops:` last. Values under keys matching
 // `encrypted_regex` (at any depth) are encrypted; everything else stays readable but is covered
 // by the MAC. Before returning, the text is parsed back, decrypted and compared with the input

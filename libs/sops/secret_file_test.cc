@@ -69,9 +69,9 @@ TEST_F(SecretFileTest, WritesOrderedSopsFileThatDecryptsToTheObject) {
   EXPECT_EQ(top, (std::vector<std::string>{"apiVersion", "kind", "metadata", "data", "immutable",
                                            "stringData", "type", "sops"}));
   EXPECT_TRUE(absl::StartsWith(*text,
-                               "apiVersion: v1\nkind: Secret\nmetadata:\n    name: db\n"
-                               "    namespace: prod\n    labels:\n        app: db\n"
-                               "    annotations:\n        example.com/revision: \"017\"\n"
+                               "apiVersion: v1\nkind: Secret\nmetadata:\n    annotations:\n"
+                               "        example.com/revision: \"017\"\n    labels:\n"
+                               "        app: db\n    name: db\n    namespace: prod\n"
                                "data:\n    \"123\": ENC[AES256_GCM,data:"));
   EXPECT_TRUE(absl::StrContains(*text, "\n    lastmodified: \"2026-01-02T02:50:45Z\"\n"));
   for (const char* clear : {"aHVudGVyMg==", "YWRtaW4=", "MTIz", "s3cr3t-t0ken", "ignored"}) {

@@ -25,6 +25,25 @@ git::Identity IdentityAt(const commitmeta::Signature& signature, absl::Time when
   return {signature.name, signature.email, when, 0};
 }
 
+// How many files of `changes` differ from `tip` (a write of other bytes, a new file, a delete of
+// an existing one), compared by blob id: nothing a person pushed is loaded. A path that cannot be
+// probed counts as changed.
+int64_t CountEffectiveChanges(git::Repository& repo, const std::optional<std::string>& tip,
+                              const git::ChangeSet& changes) {
+  int64_t effective = 0;
+  for (const auto& [path, content] : changes) {
+    std::optional<std::string> current;
+    if (tip.has_value()) {
+      auto id = repo.FileBlobId(*tip, path);
+      if (id.ok()) current = *id;
+    }
+    const std::optional<std::string> next =
+        content.has_value() ? std::optional<std::string>(git::BlobIdOf(*content)) : std::nullopt;
+    if (current != next) ++effective;
+  }
+  return effective;
+}
+
 }  // namespace
 
 BranchKey BranchKey::Of(const TargetSettings& settings) {
@@ -359,7 +378,8 @@ void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
 }
 
 std::string BranchWorker::MessageFor(const Unit& unit,
-                                     const std::vector<commitmeta::ChangedResource>& changes) {
+                                     const std::vector<commitmeta::ChangedResource>& changes,
+                                     int64_t changed_documents) {
   const TargetSettings& settings = *unit.settings;
   if (unit.message_override.has_value()) return *unit.message_override;
   absl::StatusOr<std::string> message;
@@ -377,7 +397,7 @@ std::string BranchWorker::MessageFor(const Unit& unit,
     message.status().IgnoreError();
     ReportTemplate(unit, kind, text, failed);
   } else {
-    data.count = unit.resync.desired_count;
+    data.count = changed_documents;
     data.git_target = settings.target.name();
     data.scope = unit.resync.gvr;
     data.revision = unit.revision;
@@ -445,7 +465,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
   const IdentityIndex* index = &cached->index;
   git::ChangeSet changes;
   std::map<std::string, DocumentKey> keys;
-  std::string message;
+  std::vector<commitmeta::ChangedResource> resources;  // of a window
   std::vector<std::string> swept;
   // A refused file is left alone: the object that would land in it is refused instead.
   auto refuse_overwrite = [&](const DocumentKey& key, const std::string& path,
@@ -465,7 +485,6 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
            options_.metrics);
   };
   if (unit.kind == Kind::kWindow) {
-    std::vector<commitmeta::ChangedResource> resources;
     for (const PlannedWrite& write : unit.writes) {
       // Match-first: an existing document is edited (or deleted) in the file it lives in.
       const std::string path = index->Find(write.key).value_or(write.path);
@@ -486,7 +505,6 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
       resources.push_back(write.change);
     }
     if (resources.empty() && !unit.writes.empty()) return std::optional<std::string>();
-    message = MessageFor(unit, resources);
   } else {
     ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
     for (const auto& [key, path] : resync.refused) {
@@ -495,44 +513,22 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
     changes = std::move(resync.changes);
     keys = std::move(resync.keys);
     swept = std::move(resync.swept);
-    message = MessageFor(unit, {});
   }
 
-  // Bootstrap files come with the first effective write into a never-bootstrapped path.
-  // Files are compared and probed by blob id: nothing a person pushed is loaded here.
-  bool writes_content = false;
-  for (const auto& [path, content] : changes) writes_content |= content.has_value();
-  if (writes_content) {
-    std::optional<std::string> marker;
-    if (tip.has_value()) {
-      ASSIGN_OR_RETURN(marker, repo_->FileBlobId(*tip, BootstrapMarkerPath(settings)));
-    }
-    if (!marker.has_value()) {
-      bool effective = false;
-      for (const auto& [path, content] : changes) {
-        std::optional<std::string> current;
-        if (tip.has_value()) {
-          auto id = repo_->FileBlobId(*tip, path);
-          if (id.ok()) current = *id;
-        }
-        const std::optional<std::string> next =
-            content.has_value() ? std::optional<std::string>(git::BlobIdOf(*content))
-                                : std::nullopt;
-        if (current != next) {
-          effective = true;
-          break;
-        }
-      }
-      if (effective) {
-        for (const auto& [path, content] : BootstrapFiles(settings)) {
-          if (changes.count(path)) continue;
-          std::optional<std::string> existing;
-          if (tip.has_value()) {
-            ASSIGN_OR_RETURN(existing, repo_->FileBlobId(*tip, path));
-          }
-          if (!existing.has_value()) changes[path] = content;
-        }
-      }
+  // The documents this commit really creates, updates or deletes: a resync's subject counts
+  // them (unchanged desired objects are not), and only a commit that has some carries the
+  // bootstrap files, so re-delivering unchanged content still commits nothing.
+  const int64_t effective = CountEffectiveChanges(*repo_, tip, changes);
+  const std::string message = MessageFor(unit, resources, effective);
+  // Each bootstrap file missing under the target path is (re-)added by every such commit — also
+  // a `.sops.yaml` once age recipients are configured later. Existing files are never replaced;
+  // a path that cannot be probed (say, a directory of that name) is left alone.
+  if (effective > 0) {
+    for (const auto& [path, content] : BootstrapFiles(settings)) {
+      if (changes.count(path)) continue;
+      absl::StatusOr<std::optional<std::string>> existing = std::optional<std::string>();
+      if (tip.has_value()) existing = repo_->FileBlobId(*tip, path);
+      if (existing.ok() && !existing->has_value()) changes[path] = content;
     }
   }
 

@@ -162,9 +162,11 @@ class BranchWorker {
   void CommitPending();
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit,
                                                         const git::SshSigningKey* signer);
-  // The commit message of a unit; a template that fails (its limits, an error on real data)
+  // The commit message of a unit: a window's from its `changes`, a resync's reconcile message
+  // counting `changed_documents`. A template that fails (its limits, an error on real data)
   // falls back to the default template's message, refused once per target and template.
-  std::string MessageFor(const Unit& unit, const std::vector<commitmeta::ChangedResource>& changes);
+  std::string MessageFor(const Unit& unit, const std::vector<commitmeta::ChangedResource>& changes,
+                         int64_t changed_documents);
   void ReportTemplate(const Unit& unit, const std::string& kind, const std::string& text,
                       const absl::Status& status);
   // The key a unit's commit is signed with (null: its target does not sign).

@@ -142,6 +142,92 @@ TEST_F(BranchWorkerTest, ResyncWritesCanonicalPathsWithBootstrapAndReconcileMess
   ExpectFsckClean();
 }
 
+TEST_F(BranchWorkerTest, ReconcileSubjectCountsTheDocumentsTheResyncChanged) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  auto resync = [&](std::vector<reverser::v1::ObjectBody> desired, uint64_t rv) {
+    worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(), std::move(desired), rv)));
+    worker->PushIfDue();
+  };
+  resync({Object(ConfigMaps(), "default", "a", "1"), Object(ConfigMaps(), "default", "b", "2"),
+          Object(ConfigMaps(), "default", "c", "3")},
+         100);
+  EXPECT_EQ(Subjects().front(), "reconciled 3 configmaps (last resourceVersion: 100)");
+  // Three desired, one of them changed: one document written, the other two are not counted.
+  resync(
+      {Object(ConfigMaps(), "default", "a", "1"), Object(ConfigMaps(), "default", "b", "changed"),
+       Object(ConfigMaps(), "default", "c", "3")},
+      110);
+  EXPECT_EQ(Subjects().front(), "reconciled 1 configmaps (last resourceVersion: 110)");
+  auto diff = Git(remote_, {"show", "--name-status", "--format=", "main"});
+  ASSERT_TRUE(diff.ok());
+  EXPECT_THAT(Lines(*diff), ElementsAre("M\tclusters/a/default/configmaps/b.yaml"));
+  // One new, one swept, one unchanged: two.
+  resync(
+      {Object(ConfigMaps(), "default", "a", "1"), Object(ConfigMaps(), "default", "b", "changed"),
+       Object(ConfigMaps(), "default", "d", "4")},
+      120);
+  EXPECT_EQ(Subjects().front(), "reconciled 2 configmaps (last resourceVersion: 120)");
+  // Nothing changed: no commit at all.
+  const size_t commits = Subjects().size();
+  resync(
+      {Object(ConfigMaps(), "default", "a", "1"), Object(ConfigMaps(), "default", "b", "changed"),
+       Object(ConfigMaps(), "default", "d", "4")},
+      130);
+  EXPECT_EQ(Subjects().size(), commits);
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 130u);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, EveryEffectiveWriteAddsTheBootstrapFilesThatAreMissing) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  auto create = [&](const reverser::v1::GitTargetConfig& with, const std::string& name,
+                    const std::string& value, uint64_t rv) {
+    worker->Add(EventItem(with, Event(with, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default",
+                                      name, value, rv)));
+    worker->PushIfDue();
+  };
+  create(config, "a", "1", 10);
+  EXPECT_THAT(Files(), Contains("clusters/a/README.md"));
+  EXPECT_THAT(Files(), Contains("clusters/a/.gittargetignore"));
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/.sops.yaml"))) << "no recipients yet";
+
+  // Encryption is enabled later: the next write brings the .sops.yaml.
+  auto encrypted = config;
+  encrypted.add_age_recipients(Identity().Recipient().String());
+  create(encrypted, "b", "2", 11);
+  EXPECT_THAT(Files(), Contains("clusters/a/.sops.yaml"));
+  auto sops = testing::ShowFile(remote_, "main", "clusters/a/.sops.yaml");
+  ASSERT_TRUE(sops.ok());
+  EXPECT_NE(sops->find(Identity().Recipient().String()), std::string::npos);
+  auto diff = Git(remote_, {"show", "--name-status", "--format=", "main"});
+  ASSERT_TRUE(diff.ok());
+  EXPECT_THAT(Lines(*diff),
+              ElementsAre("A\tclusters/a/.sops.yaml", "A\tclusters/a/default/configmaps/b.yaml"));
+
+  // A person deletes the README and edits the ignore file: a re-delivery that changes nothing
+  // commits nothing (the README stays away), the next real change brings the README back and
+  // leaves the edited ignore file as it is.
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  ASSERT_EQ(std::remove((*clone + "/clusters/a/README.md").c_str()), 0);
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/.gittargetignore", "notes.txt\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "hand edits").ok());
+  const size_t commits = Subjects().size();
+  create(encrypted, "b", "2", 12);
+  worker->PushIfDue(/*force=*/true);
+  EXPECT_EQ(Subjects().size(), commits);
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/README.md")));
+  create(encrypted, "c", "3", 13);
+  EXPECT_EQ(Subjects().size(), commits + 1);
+  EXPECT_THAT(Files(), Contains("clusters/a/README.md"));
+  EXPECT_EQ(testing::ShowFile(remote_, "main", "clusters/a/.gittargetignore").value_or(""),
+            "notes.txt\n");
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 13u);
+  ExpectFsckClean();
+}
+
 TEST_F(BranchWorkerTest, WindowZeroCommitsEachEventWithTheEventTemplateAndAuthor) {
   auto worker = MakeWorker();
   auto config = Config(remote_, 0);

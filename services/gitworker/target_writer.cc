@@ -17,23 +17,41 @@
 namespace reverser::gitworker {
 namespace {
 
+// The bootstrap texts mean what the reference's bootstrap templates say (docs/behaviour.md,
+// Bootstrap files), in our own words.
 constexpr char kReadme[] =
-    "# GitOps Reverser\n\n"
-    "This path was initialized by GitOps Reverser. The operator mirrors Kubernetes resources\n"
-    "into this directory: every change in the cluster becomes a commit here.\n\n"
-    "Files are written as `{namespace}/[{group}/]{resource}/{name}.yaml` (`_cluster` for\n"
-    "cluster-scoped resources) unless a placement template says otherwise. Secrets and other\n"
-    "sensitive resources are only ever written SOPS-encrypted (`.sops.yaml`).\n";
+    "# GitOps Reverser bootstrap files\n"
+    "\n"
+    "GitOps Reverser set up this path when it started mirroring into it.\n"
+    "\n"
+    "Secret encryption with SOPS needs the `.sops.yaml` file. Removing or editing these\n"
+    "bootstrap files can stop Secrets from being mirrored.\n";
 
 constexpr char kGitTargetIgnore[] =
-    "# .gittargetignore — files under this path the operator must never read (gitignore syntax).\n"
+    "# .gittargetignore — how to keep files of your own under this GitOps Reverser path.\n"
     "#\n"
-    "# Whole-tree patterns (*, **, /, *.yaml, *.yml) are rejected, and a pattern that shadows a\n"
-    "# path the operator writes refuses the write.\n"
+    "# This subtree belongs to the operator alone: GitOps Reverser mirrors API state here and\n"
+    "# refuses content it does not manage (stray files, scripts, binaries, symlinks). A pattern\n"
+    "# below names files the operator must never read, YAML included, so that chosen unmanaged\n"
+    "# files can live beside the mirror. The syntax is that of .gitignore.\n"
     "#\n"
-    "# Examples:\n"
-    "# docs/\n"
-    "# *.md\n";
+    "# Every line ships commented out: nothing is ignored until you opt a file out on purpose,\n"
+    "# so the strict default holds. Uncomment or add patterns as you need them.\n"
+    "#\n"
+    "# WARNING — never ignore a file the operator writes (a mirrored manifest). It could no\n"
+    "# longer see its own file, neither update nor delete it, and would write it again and\n"
+    "# again. A write whose path a pattern here hides is refused, and patterns that cover the\n"
+    "# whole tree (*, **, /, *.yaml, *.yml) are rejected outright: either fails this GitTarget\n"
+    "# instead of quietly damaging the mirror.\n"
+    "#\n"
+    "# Examples (uncomment what you need):\n"
+    "#\n"
+    "# LICENSE                 # a licence file kept beside the mirror\n"
+    "# .gitignore              # a git ignore file maintained by hand\n"
+    "# .gitattributes\n"
+    "# docs/                   # documentation kept by hand, left alone by the operator\n"
+    "# *.md                    # loose Markdown notes\n"
+    "# legacy/old-config.yaml  # a YAML file kept in the repository but not managed\n";
 
 // Auxiliary files a sweep never deletes, whatever they contain.
 // Every SOPS encryption yields new bytes. To keep re-delivery of an unchanged sensitive object a
@@ -341,7 +359,6 @@ PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::Clust
   }
   // Objects the splicer could not deliver still exist: their files stay.
   for (const auto& refused : snapshot.refused()) prepared.protected_keys.insert(KeyOf(refused));
-  prepared.desired_count = snapshot.desired_size();
   prepared.upserts.reserve(snapshot.desired_size());
   for (auto& object : *snapshot.mutable_desired()) {
     // Swapped out and destroyed at the end of the iteration (Clear() would keep its buffers).
@@ -389,11 +406,6 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
     out.swept.push_back(path);
   }
   return out;
-}
-
-std::string BootstrapMarkerPath(const TargetSettings& settings) {
-  return settings.path.empty() ? ".gittargetignore"
-                               : absl::StrCat(settings.path, "/.gittargetignore");
 }
 
 std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings) {

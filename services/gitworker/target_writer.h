@@ -118,7 +118,6 @@ struct PreparedResync {
   std::string kind;
   std::optional<std::string> namespace_;  // set when the claim is namespaced
   bool sweep = true;  // false when the type is unknown: never guess what to delete
-  int64_t desired_count = 0;
 };
 // Renders the snapshot's desired objects, releasing each one once it is rendered: a large
 // snapshot and its rendered files are never both held in full.
@@ -141,10 +140,7 @@ ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync
 
 // The bootstrap files of a target path (docs/behaviour.md, Bootstrap files): README.md,
 // .gittargetignore (fully commented), and .sops.yaml when age recipients are configured. Keys
-// are full repo paths.
+// are full repo paths. Every commit that changes a document adds those that are missing.
 std::map<std::string, std::string> BootstrapFiles(const TargetSettings& settings);
-
-// The marker whose absence means the target path was never bootstrapped.
-std::string BootstrapMarkerPath(const TargetSettings& settings);
 
 }  // namespace reverser::gitworker
