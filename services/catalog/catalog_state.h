@@ -60,6 +60,9 @@ struct CatalogStateOptions {
   // the start time); subscribers compare generations for equality only.
   uint64_t generation_epoch = 0;
   absl::Duration probe_interval = absl::Minutes(5);
+  // A GitTarget's status (with lastReconcileTime) is written again once the reconcile time it
+  // shows is this old, even when nothing else changed: the reference's steady requeue.
+  absl::Duration status_refresh = absl::Minutes(5);
 };
 
 class CatalogState {
@@ -87,7 +90,8 @@ class CatalogState {
   bool synced(ObjectKind kind) const { return synced_.count(kind) > 0; }
   const typeset::Registry& registry() const { return registry_; }
   const typeset::ApiResourceCatalog& catalog() const { return catalog_; }
-  // When a Tick() may change something (registry deadlines, the end of the startup settle).
+  // When a Tick() may change something (registry deadlines, the end of the startup settle, a
+  // GitTarget's status refresh).
   std::optional<absl::Time> NextDeadline() const;
 
   reverser::v1::ClaimSet Claims() const;
@@ -113,8 +117,16 @@ class CatalogState {
   void Validate();
   void CollectStatus(CatalogChanges& changes);
   void CollectProbes(CatalogChanges& changes);
+  // Queues a status write unless the object already shows `status` (or the same write is in
+  // flight). `stamp_reconcile_time`: the write carries lastReconcileTime = now, and is also
+  // made once the shown one is older than status_refresh.
   void EmitStatus(const ObjectKey& key, const nlohmann::json& object, nlohmann::json status,
-                  CatalogChanges& changes);
+                  CatalogChanges& changes, bool stamp_reconcile_time = false);
+  // One StreamReadiness per (type, namespace) `rule` selects in `table`: the reported state of
+  // the splice stream that serves it (rules::ServingScope), else InitialReplay.
+  std::vector<reverser::v1::StreamReadiness> RuleStreams(
+      const rules::WatchedTypeTable& table, const rules::RuleKey& rule,
+      const reverser::v1::StreamSummary* summary) const;
 
   const core::Clock& clock_;
   CatalogStateOptions options_;
@@ -139,6 +151,8 @@ class CatalogState {
   // The last status emitted per object: a write in flight is not repeated while the watch has
   // not yet delivered the written object back.
   std::map<ObjectKey, nlohmann::json> emitted_status_;
+  // The earliest lastReconcileTime refresh due (NextDeadline).
+  std::optional<absl::Time> next_status_refresh_;
 
   std::map<rules::TargetKey, std::string> published_tables_;  // serialized proto per target
   std::map<rules::TargetKey, reverser::v1::WatchedTypeTable> table_protos_;
