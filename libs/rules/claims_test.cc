@@ -88,8 +88,8 @@ TEST_F(ClaimsTest, AnotherTargetsClusterRuleNeverWidensANamespacedRule) {
 // that type too (as the reference's per-target watch set collapses them).
 TEST_F(ClaimsTest, ATargetsOwnClusterRuleServesItsNamespacedRules) {
   store_.UpsertTarget(Target("team-a", "both"));
-  store_.UpsertRule(Must(ParseWatchRule(
-      WatchRuleJson("team-a", "ns-rule", "both", {RuleJson({"configmaps"}, {{"apiGroups", {""}}})}))));
+  store_.UpsertRule(Must(ParseWatchRule(WatchRuleJson(
+      "team-a", "ns-rule", "both", {RuleJson({"configmaps"}, {{"apiGroups", {""}}})}))));
   store_.UpsertRule(Must(ParseClusterWatchRule(ClusterWatchRuleJson(
       "wide", "team-a", "both",
       {RuleJson({"configmaps"}, {{"apiGroups", {""}}, {"scope", "Namespaced"}})}))));
@@ -111,8 +111,8 @@ TEST(ServingScopeTest, NamespacedTypesAreServedPerNamespaceClusterScopedOnesClus
   namespaced.namespaces["a"] = OperationSet::All();
   namespaced.namespaces["b"] = OperationSet::All();
   EXPECT_FALSE(ReadsClusterWide(namespaced));
-  EXPECT_EQ(ServingScopes(namespaced), (std::vector<core::WatchScope>{
-                                           core::WatchScope::Namespace("a"),
+  EXPECT_EQ(ServingScopes(namespaced),
+            (std::vector<core::WatchScope>{core::WatchScope::Namespace("a"),
                                            core::WatchScope::Namespace("b")}));
   EXPECT_EQ(ServingScope(namespaced, "b"), core::WatchScope::Namespace("b"));
   WatchedType cluster_scoped;

@@ -29,8 +29,8 @@ TypeKey KeyOf(const reverser::v1::GroupVersionResource& gvr) {
 
 // "N/M streams running; K <label> (a, b)", names cut at the sample limit.
 std::string Message(const StreamRollup& r, const char* label, std::vector<std::string> names) {
-  std::string out = absl::StrCat(r.ready, "/", r.total, " streams running; ", r.total - r.ready,
-                                 " ", label);
+  std::string out =
+      absl::StrCat(r.ready, "/", r.total, " streams running; ", r.total - r.ready, " ", label);
   if (names.empty()) return out;
   if (names.size() > kPendingSampleLimit) names.resize(kPendingSampleLimit);
   return absl::StrCat(out, " (", absl::StrJoin(names, ", "), ")");

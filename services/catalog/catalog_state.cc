@@ -289,7 +289,8 @@ void CatalogState::EmitStatus(const ObjectKey& key, const nlohmann::json& object
   bool current = Covers(NodeAt(object, {"status"}), status);
   if (current && stamp_reconcile_time) {
     // Also rewritten once the reconcile time shown is older than the refresh period.
-    std::optional<absl::Time> shown = ParseKubeTime(StringAt(object, {"status", "lastReconcileTime"}));
+    std::optional<absl::Time> shown =
+        ParseKubeTime(StringAt(object, {"status", "lastReconcileTime"}));
     current = shown && now - *shown < options_.status_refresh;
   }
   if (current) {

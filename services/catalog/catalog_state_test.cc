@@ -338,10 +338,11 @@ TEST_F(CatalogStateTest, DeletedTargetOrProviderRemovesTablesAndClaims) {
 
 json ClusterRule(const std::string& name, const std::string& target_ns, const std::string& target,
                  json rules) {
-  return {{"apiVersion", "configbutler.ai/v1alpha3"},
-          {"kind", "ClusterWatchRule"},
-          {"metadata", Meta("", name)},
-          {"spec", {{"targetRef", {{"name", target}, {"namespace", target_ns}}}, {"rules", rules}}}};
+  return {
+      {"apiVersion", "configbutler.ai/v1alpha3"},
+      {"kind", "ClusterWatchRule"},
+      {"metadata", Meta("", name)},
+      {"spec", {{"targetRef", {{"name", target}, {"namespace", target_ns}}}, {"rules", rules}}}};
 }
 
 reverser::v1::StreamReadiness Readiness(const std::string& resource, const std::string& ns,
@@ -379,11 +380,11 @@ reverser::v1::StreamSummary SummaryOf(const std::string& ns, const std::string& 
 TEST_F(CatalogStateTest, ANamespacedRuleKeepsItsOwnWatchBesideAForbiddenClusterWatch) {
   Prime({Provider("a", "repo")}, {Target("a", "ns-target", "one"), Target("a", "wide", "two")},
         {Rule("a", "local", "ns-target", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}})});
-  state_.ReplaceObjects(ObjectKind::kClusterWatchRule,
-                        {ClusterRule("everywhere", "a", "wide",
-                                     {{{"apiGroups", {""}},
-                                       {"resources", {"configmaps"}},
-                                       {"scope", "Namespaced"}}})});
+  state_.ReplaceObjects(
+      ObjectKind::kClusterWatchRule,
+      {ClusterRule(
+          "everywhere", "a", "wide",
+          {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"scope", "Namespaced"}}})});
   CatalogChanges first = state_.Reconcile();
   ASSERT_TRUE(first.claims);
   EXPECT_TRUE(Claimed(*first.claims, "configmaps", "a"));
@@ -432,13 +433,14 @@ TEST_F(CatalogStateTest, ANamespacedRuleKeepsItsOwnWatchBesideAForbiddenClusterW
 // A WatchRule of a target that also follows the type cluster-wide is served by that target's
 // cluster-wide stream.
 TEST_F(CatalogStateTest, ARulesStreamIsTheOneItsTargetReadsTheTypeFrom) {
-  Prime({Provider("a", "repo")}, {Target("a", "t", "x")},
-        {Rule("a", "local", "t", {{{"apiGroups", {""}}, {"resources", {"configmaps", "secrets"}}}})});
-  state_.ReplaceObjects(ObjectKind::kClusterWatchRule,
-                        {ClusterRule("wide", "a", "t",
-                                     {{{"apiGroups", {""}},
-                                       {"resources", {"configmaps"}},
-                                       {"scope", "Namespaced"}}})});
+  Prime(
+      {Provider("a", "repo")}, {Target("a", "t", "x")},
+      {Rule("a", "local", "t", {{{"apiGroups", {""}}, {"resources", {"configmaps", "secrets"}}}})});
+  state_.ReplaceObjects(
+      ObjectKind::kClusterWatchRule,
+      {ClusterRule(
+          "wide", "a", "t",
+          {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"scope", "Namespaced"}}})});
   CatalogChanges first = state_.Reconcile();
   EXPECT_FALSE(Claimed(*first.claims, "configmaps", "a"));
   EXPECT_TRUE(Claimed(*first.claims, "configmaps", ""));

@@ -255,8 +255,7 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
   Condition streams{"StreamsRunning", kFalse, reason::kInitialReplay,
                     "waiting for the splicer to report stream readiness"};
   if (table != nullptr && table->types.empty()) {
-    streams = {"StreamsRunning", kFalse, reason::kNoResolvedTypes,
-               rules::kNoResolvedTypesMessage};
+    streams = {"StreamsRunning", kFalse, reason::kNoResolvedTypes, rules::kNoResolvedTypesMessage};
   } else if (summary != nullptr) {
     total = summary->total();
     ready = summary->ready();
@@ -315,8 +314,7 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
   // The latest push the splicer saw acked; never moved back by an older report.
   if (summary != nullptr && summary->has_last_push_time()) {
     absl::Time pushed = absl::FromUnixSeconds(summary->last_push_time().seconds());
-    std::optional<absl::Time> shown =
-        ParseKubeTime(StringAt(target, {"status", "lastPushTime"}));
+    std::optional<absl::Time> shown = ParseKubeTime(StringAt(target, {"status", "lastPushTime"}));
     status["lastPushTime"] = FormatKubeTime(shown && *shown > pushed ? *shown : pushed);
   }
   return status;
@@ -334,9 +332,9 @@ Condition GitTargetReadyOf(const RuleContext& context, bool* stalled) {
     return {"GitTargetReady", kFalse, reason::kGitTargetNotFound,
             absl::StrCat("Referenced GitTarget ", name, " not found")};
   }
-  const nlohmann::json& conditions =
-      context.target_status != nullptr ? NodeAt(*context.target_status, {"conditions"})
-                                       : NodeAt(*context.target, {"status", "conditions"});
+  const nlohmann::json& conditions = context.target_status != nullptr
+                                         ? NodeAt(*context.target_status, {"conditions"})
+                                         : NodeAt(*context.target, {"status", "conditions"});
   auto value = [](const nlohmann::json* c, const char* field, const std::string& fallback) {
     std::string v = c->value(field, "");
     return v.empty() ? fallback : v;

@@ -277,8 +277,9 @@ TEST(ControllersTest, TargetStreamsShowTheSplicersRollUpAndTheLastPush) {
   EXPECT_EQ(status["lastPushTime"], "2023-11-14T22:13:20Z");
   // A report of an older push never moves the time shown back.
   t["status"]["lastPushTime"] = "2024-01-01T00:00:00Z";
-  EXPECT_EQ(TargetStatus(t, TargetValidation(), &table, &summary, absl::UnixEpoch())["lastPushTime"],
-            "2024-01-01T00:00:00Z");
+  EXPECT_EQ(
+      TargetStatus(t, TargetValidation(), &table, &summary, absl::UnixEpoch())["lastPushTime"],
+      "2024-01-01T00:00:00Z");
   // No push seen by the splicer: the field is left as it is.
   summary.clear_last_push_time();
   EXPECT_FALSE(TargetStatus(t, TargetValidation(), &table, &summary, absl::UnixEpoch())
@@ -311,10 +312,11 @@ json RuleObject() {
 
 json TargetWithReady(const std::string& status, const std::string& reason, bool stalled) {
   json t = Target("t", "x", "");
-  t["status"]["conditions"] = RenderConditions(
-      Trio(status == "True" ? Outcome::kReady : stalled ? Outcome::kStalled : Outcome::kPending,
-           reason, "target says " + reason),
-      json(), 1, absl::UnixEpoch());
+  t["status"]["conditions"] = RenderConditions(Trio(status == "True" ? Outcome::kReady
+                                                    : stalled        ? Outcome::kStalled
+                                                                     : Outcome::kPending,
+                                                    reason, "target says " + reason),
+                                               json(), 1, absl::UnixEpoch());
   return t;
 }
 
@@ -338,14 +340,13 @@ TEST(ControllersTest, RuleStatusMirrorsItsTargetAndRollsUpItsOwnStreams) {
   EXPECT_EQ(ConditionField(status, "Ready", "status"), "True");
   EXPECT_EQ(ConditionField(status, "Ready", "message"),
             "ClusterWatchRule is ready and monitoring resources via GitTarget 'a/t'");
-  EXPECT_EQ(status["streams"],
-            json({{"summary", "1/1"},
-                  {"total", 1},
-                  {"ready", 1},
-                  {"replaying", 0},
-                  {"blocked", 0},
-                  {"pendingSample", json::array()},
-                  {"observedTime", "2023-11-14T22:13:20Z"}}));
+  EXPECT_EQ(status["streams"], json({{"summary", "1/1"},
+                                     {"total", 1},
+                                     {"ready", 1},
+                                     {"replaying", 0},
+                                     {"blocked", 0},
+                                     {"pendingSample", json::array()},
+                                     {"observedTime", "2023-11-14T22:13:20Z"}}));
 
   // A forbidden stream of the rule's: Stalled with WatchNotPermitted, blocked types first.
   context.streams->push_back(

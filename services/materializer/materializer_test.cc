@@ -187,8 +187,8 @@ TEST_F(MaterializerTest, ForbiddenListWatchIsBlockedWithWatchNotPermittedUntilAl
                                 .api_groups = {""},
                                 .resources = {"configmaps"},
                                 .namespaces = {"team"}});
-    ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().phase == "Streaming"; },
-                                 absl::Seconds(20)));
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
     EXPECT_EQ(MaterializedState(), (std::map<std::string, std::string>{{"a", "1"}}));
     EXPECT_EQ(state()->reason, "AllStreamsReady");
     worker.Stop();
@@ -220,8 +220,8 @@ TEST_F(MaterializerTest, ForbiddenListWatchIsBlockedWithWatchNotPermittedUntilAl
                               .namespaces = {"team"}});
   ASSERT_TRUE(testing::WaitFor([&] { return sim_->ActiveWatches() > 0; }, absl::Seconds(20)));
   PutConfigMap("a", "2");
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return resumed.Status().phase == "Streaming" && Converged(); }, absl::Seconds(20)));
+  ASSERT_TRUE(testing::WaitFor([&] { return resumed.Status().phase == "Streaming" && Converged(); },
+                               absl::Seconds(20)));
   EXPECT_EQ(resumed.Status().reason, "ResumedFromCursor");
   EXPECT_EQ(resumed.Status().replays, 0) << "a resume over the checkpoint does not replay";
   resumed.Stop();

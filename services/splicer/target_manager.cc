@@ -266,8 +266,8 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
   }
   std::vector<reverser::v1::StreamSummary> out;
   for (auto& [uid, summary] : by_target) {
-    rules::FillSummary(
-        rules::RollUpStreams({summary.streams().begin(), summary.streams().end()}), &summary);
+    rules::FillSummary(rules::RollUpStreams({summary.streams().begin(), summary.streams().end()}),
+                       &summary);
     if (auto it = last_push.find(uid); it != last_push.end()) {
       *summary.mutable_last_push_time() =
           google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(it->second));

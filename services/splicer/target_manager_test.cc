@@ -194,8 +194,7 @@ TEST_F(TargetManagerTest, EachTargetReadsItsOwnScopeAndABlockedMaterializationBl
   *update.add_upserted() = wide;
   manager_->Apply(update);
   ASSERT_TRUE(testing::WaitFor([&] { return Delivered("ns"); }, absl::Seconds(10)));
-  ASSERT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").blocked() == 1; },
-                               absl::Seconds(10)))
+  ASSERT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").blocked() == 1; }, absl::Seconds(10)))
       << SummaryOf("wide").DebugString();
 
   reverser::v1::StreamSummary ns = SummaryOf("ns");
@@ -223,8 +222,8 @@ TEST_F(TargetManagerTest, EachTargetReadsItsOwnScopeAndABlockedMaterializationBl
   ASSERT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").reason() == "AllStreamsReady"; },
                                absl::Seconds(10)))
       << SummaryOf("wide").DebugString();
-  EXPECT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").has_last_push_time(); },
-                               absl::Seconds(10)));
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return SummaryOf("wide").has_last_push_time(); }, absl::Seconds(10)));
 
   // Forbidden again while the stream tails (a resumed watch refused): blocked again, then back.
   state.phase = "Blocked";
