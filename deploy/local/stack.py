@@ -24,7 +24,11 @@ USERS = {
     "alice-token": ("alice@example.com", "system:authenticated"),
     "bob-token": ("bob@example.com", "system:authenticated"),
     "ci-token": ("system:serviceaccount:ci:deployer", "system:serviceaccounts,system:authenticated"),
+    # The materializer's own identity when the stack restricts it (Stack(materializer_rbac=...)).
+    "materializer-token": ("system:serviceaccount:reverser:materializer",
+                           "system:serviceaccounts,system:authenticated"),
 }
+MATERIALIZER_USER = USERS["materializer-token"][0]
 
 
 def free_port():
@@ -66,11 +70,14 @@ def run(cmd, check=True, **kw):
 
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
-                 attribution_grace="3s", log=print, profile="modern"):
+                 attribution_grace="3s", log=print, profile="modern", materializer_rbac=None):
         """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
         push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
         an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
-        "legacy" (1.27-1.33: sendInitialEvents rejected with 422, clients fall back to LIST)."""
+        "legacy" (1.27-1.33: sendInitialEvents rejected with 422, clients fall back to LIST);
+        materializer_rbac: kube-sim allow rules ({verbs, apiGroups, resources, namespaces}) for
+        the materializer, which then runs as its own user (MATERIALIZER_USER) instead of admin —
+        RBAC is on, so alice, bob and ci may do nothing either (admin is system:masters)."""
         self.bin = bin_dir
         self.root = repo_root
         self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
@@ -78,6 +85,7 @@ class Stack:
         self.push_cooldown = push_cooldown
         self.attribution_grace = attribution_grace
         self.profile = profile
+        self.materializer_rbac = materializer_rbac
         self.log = log
         self.procs = {}
         self.ports = {}
@@ -185,8 +193,14 @@ class Stack:
                 f.write(f'{token},{user},uid-{i},"{groups}"\n')
         policy = os.path.join(self.root, "deploy", "local", "audit-policy.yaml")
         port_file = os.path.join(self.dir, "kube-sim.port")
+        rbac_args = []
+        if self.materializer_rbac is not None:
+            rbac = os.path.join(self.dir, "rbac.json")
+            with open(rbac, "w") as f:
+                json.dump([{**rule, "users": [MATERIALIZER_USER]} for rule in self.materializer_rbac], f)
+            rbac_args = [f"--rbac_file={rbac}"]
         # HTTPS, as a real API server: kubectl sends bearer tokens only over TLS.
-        self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}",
+        self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}", *rbac_args,
                                  f"--tls_cert_file={pki}/kube.crt", f"--tls_key_file={pki}/kube.key",
                                  f"--tokens_file={tokens}", f"--audit_policy_file={policy}",
                                  f"--profile={self.profile}",
@@ -205,25 +219,11 @@ class Stack:
         self.ports["kube"] = int(port_written())
         self.server = f"https://127.0.0.1:{self.ports['kube']}"
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
-        with open(self.kubeconfig, "w") as f:
-            f.write(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: {self.server}
-    certificate-authority: {pki}/ca.crt
-users:
-- name: reverser
-  user:
-    token: admin-token
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: reverser
-current-context: local
-""")
+        self.materializer_kubeconfig = self.kubeconfig
+        if self.materializer_rbac is not None:
+            self.materializer_kubeconfig = os.path.join(self.dir, "kubeconfig-materializer")
+            self._write_kubeconfig(self.materializer_kubeconfig, "materializer-token")
+        self._write_kubeconfig(self.kubeconfig, "admin-token")
         self.log(f"==> kube-sim           {self.server} (profile {self.profile})")
 
         # The CRDs and the demo namespace.
@@ -241,6 +241,27 @@ current-context: local
         self.start_service("splicer")
         for name in ("catalog", "materializer", "splicer", "gitworker"):
             self.log(f"==> {name:<18} grpc {self.grpc(name)}  http {self.http(name)}")
+
+    def _write_kubeconfig(self, path, token):
+        with open(path, "w") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: {self.server}
+    certificate-authority: {self.pki}/ca.crt
+users:
+- name: reverser
+  user:
+    token: {token}
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: reverser
+current-context: local
+""")
 
     def _start_redis(self):
         # No persistence, as in the stack's deployment: a restart comes back empty.
@@ -269,7 +290,7 @@ current-context: local
         if name == "catalog":
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s"]
         if name == "materializer":
-            return [f"--kubeconfig={self.kubeconfig}", f"--redis_address={self.redis}",
+            return [f"--kubeconfig={self.materializer_kubeconfig}", f"--redis_address={self.redis}",
                     f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",
                     f"--audit_tls_cert={self.pki}/webhook.crt", f"--audit_tls_key={self.pki}/webhook.key",
                     f"--audit_client_ca={self.pki}/ca.crt"]

@@ -209,6 +209,7 @@ std::string MaterializationState::ToJson() const {
       {"checkpoint", checkpoint},
       {"updatedAt", absl::FormatTime(absl::RFC3339_full, updated_at, absl::UTCTimeZone())},
       {"message", message},
+      {"reason", reason},
   };
   return j.dump();
 }
@@ -243,6 +244,7 @@ absl::StatusOr<MaterializationState> MaterializationState::FromJson(absl::string
         absl::StrCat("materialization state updatedAt \"", updated, "\": ", error));
   }
   state.message = text("message");
+  state.reason = text("reason");
   return state;
 }
 

@@ -112,6 +112,9 @@ struct MaterializationState {
   std::string checkpoint;  // position string, "" if none
   absl::Time updated_at = absl::UnixEpoch();
   std::string message;
+  // Why it is in that phase (the materializer's reason: InitialReplay, WatchNotPermitted, ...);
+  // read by splice streams, which show a blocked materialization as their own state.
+  std::string reason;
 
   std::string ToJson() const;
   static absl::StatusOr<MaterializationState> FromJson(absl::string_view json);

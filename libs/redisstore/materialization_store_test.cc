@@ -761,6 +761,8 @@ TEST_F(MaterializationStoreTest, StateIndexAndRelease) {
   state.object_count = 3;
   state.checkpoint = "9-0";
   state.updated_at = absl::FromUnixMillis(1'700'000'000'123);
+  state.reason = "WatchNotPermitted";
+  state.message = "forbidden";
   ASSERT_TRUE(store_->WriteState(state).ok());
   auto read = store_->ReadState();
   ASSERT_TRUE(read.ok()) << read.status();
@@ -768,6 +770,8 @@ TEST_F(MaterializationStoreTest, StateIndexAndRelease) {
   EXPECT_EQ((*read)->gvr, kConfigMaps);
   EXPECT_EQ((*read)->updated_at, state.updated_at);
   EXPECT_EQ((*read)->object_count, 3);
+  EXPECT_EQ((*read)->reason, "WatchNotPermitted");
+  EXPECT_EQ((*read)->message, "forbidden");
 
   MaterializationStore deployments(redis_.get(), KeyPrefix::Default(),
                                    {"apps", "v1", "deployments"},

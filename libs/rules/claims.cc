@@ -1,33 +1,41 @@
 #include "libs/rules/claims.h"
 
 #include <map>
-#include <set>
 
 namespace reverser::rules {
 
+bool ReadsClusterWide(const WatchedType& type) {
+  return type.scope == core::Scope::kCluster || type.namespaces.count("") > 0;
+}
+
+std::vector<core::WatchScope> ServingScopes(const WatchedType& type) {
+  if (ReadsClusterWide(type)) return {core::WatchScope::Cluster()};
+  std::vector<core::WatchScope> out;
+  for (const auto& [ns, ops] : type.namespaces) out.push_back(core::WatchScope::Namespace(ns));
+  return out;
+}
+
+core::WatchScope ServingScope(const WatchedType& type, const std::string& namespace_) {
+  if (ReadsClusterWide(type) || namespace_.empty()) return core::WatchScope::Cluster();
+  return core::WatchScope::Namespace(namespace_);
+}
+
 std::vector<Claim> ComputeClaims(const std::vector<const WatchedTypeTable*>& tables) {
-  std::map<core::GroupVersionResource, const WatchedType*> types;
-  std::map<core::GroupVersionResource, std::set<std::string>> namespaces;
+  std::map<std::pair<core::GroupVersionResource, core::WatchScope>, const WatchedType*> wanted;
   for (const WatchedTypeTable* table : tables) {
     if (table == nullptr) continue;
     for (const auto& [gvr, type] : table->types) {
-      types.emplace(gvr, &type);
-      for (const auto& [ns, ops] : type.namespaces) namespaces[gvr].insert(ns);
+      for (core::WatchScope& scope : ServingScopes(type)) {
+        wanted.try_emplace({gvr, std::move(scope)}, &type);
+      }
     }
   }
   std::vector<Claim> out;
-  for (const auto& [gvr, nss] : namespaces) {
-    const WatchedType& type = *types.at(gvr);
-    auto claim = [&](core::WatchScope scope) {
-      out.push_back({type.gvk, gvr, type.scope, std::move(scope)});
-    };
-    if (nss.count("")) {
-      claim(core::WatchScope::Cluster());  // covers every namespace claim of the type
-      continue;
-    }
-    for (const std::string& ns : nss) claim(core::WatchScope::Namespace(ns));
+  out.reserve(wanted.size());
+  for (const auto& [key, type] : wanted) {
+    out.push_back({type->gvk, key.first, type->scope, key.second});
   }
-  return out;  // map order: sorted by GVR, then namespace
+  return out;  // map order: sorted by GVR, then scope
 }
 
 bool ClaimTracker::Update(const std::vector<const WatchedTypeTable*>& tables) {

@@ -59,7 +59,9 @@ TEST_F(ClaimsTest, UnionOverTablesWithGenerationOnChangeOnly) {
   EXPECT_EQ(tracker_.generation(), 1u);
 }
 
-TEST_F(ClaimsTest, ClusterClaimCoversNamespaceClaims) {
+// Another target's ClusterWatchRule never widens a namespaced rule's watch: the namespace
+// claims stay beside the cluster-wide one (RBAC may allow only those namespaces).
+TEST_F(ClaimsTest, AnotherTargetsClusterRuleNeverWidensANamespacedRule) {
   Rule("team-a", "r1", {"configmaps"});
   Rule("team-b", "r1", {"configmaps", "services"});
   Update();
@@ -69,9 +71,10 @@ TEST_F(ClaimsTest, ClusterClaimCoversNamespaceClaims) {
        RuleJson({"namespaces"}, {{"apiGroups", {""}}, {"scope", "Cluster"}})}))));
   EXPECT_TRUE(Update());
   EXPECT_EQ(Names(tracker_.claims()),
-            (std::vector<std::string>{"v1/configmaps cluster", "v1/namespaces cluster",
+            (std::vector<std::string>{"v1/configmaps cluster", "v1/configmaps ns:team-a",
+                                      "v1/configmaps ns:team-b", "v1/namespaces cluster",
                                       "v1/services ns:team-b"}));
-  EXPECT_EQ(tracker_.claims()[1].type_scope, core::Scope::kCluster);
+  EXPECT_EQ(tracker_.claims()[3].type_scope, core::Scope::kCluster);
 
   store_.RemoveRule({true, "", "everything"});
   EXPECT_TRUE(Update());
@@ -79,6 +82,45 @@ TEST_F(ClaimsTest, ClusterClaimCoversNamespaceClaims) {
             (std::vector<std::string>{"v1/configmaps ns:team-a", "v1/configmaps ns:team-b",
                                       "v1/services ns:team-b"}));
   EXPECT_EQ(tracker_.generation(), 3u);
+}
+
+// Within one target, its own cluster-wide selection of a type serves its namespaced rules of
+// that type too (as the reference's per-target watch set collapses them).
+TEST_F(ClaimsTest, ATargetsOwnClusterRuleServesItsNamespacedRules) {
+  store_.UpsertTarget(Target("team-a", "both"));
+  store_.UpsertRule(Must(ParseWatchRule(WatchRuleJson(
+      "team-a", "ns-rule", "both", {RuleJson({"configmaps"}, {{"apiGroups", {""}}})}))));
+  store_.UpsertRule(Must(ParseClusterWatchRule(ClusterWatchRuleJson(
+      "wide", "team-a", "both",
+      {RuleJson({"configmaps"}, {{"apiGroups", {""}}, {"scope", "Namespaced"}})}))));
+  Update();
+  EXPECT_EQ(Names(tracker_.claims()), (std::vector<std::string>{"v1/configmaps cluster"}));
+  const WatchedTypeTable* table = store_.Table({"team-a", "both"});
+  ASSERT_NE(table, nullptr);
+  const WatchedType& type = table->types.at({"", "v1", "configmaps"});
+  EXPECT_TRUE(ReadsClusterWide(type));
+  EXPECT_EQ(ServingScope(type, "team-a"), core::WatchScope::Cluster());
+  // Each rule's own selection is kept for its status.
+  EXPECT_EQ(table->selections.at({false, "team-a", "ns-rule"}).count({type.gvr, "team-a"}), 1u);
+  EXPECT_EQ(table->selections.at({true, "", "wide"}).count({type.gvr, ""}), 1u);
+}
+
+TEST(ServingScopeTest, NamespacedTypesAreServedPerNamespaceClusterScopedOnesClusterWide) {
+  WatchedType namespaced;
+  namespaced.scope = core::Scope::kNamespaced;
+  namespaced.namespaces["a"] = OperationSet::All();
+  namespaced.namespaces["b"] = OperationSet::All();
+  EXPECT_FALSE(ReadsClusterWide(namespaced));
+  EXPECT_EQ(ServingScopes(namespaced),
+            (std::vector<core::WatchScope>{core::WatchScope::Namespace("a"),
+                                           core::WatchScope::Namespace("b")}));
+  EXPECT_EQ(ServingScope(namespaced, "b"), core::WatchScope::Namespace("b"));
+  WatchedType cluster_scoped;
+  cluster_scoped.scope = core::Scope::kCluster;
+  cluster_scoped.namespaces[""] = OperationSet::All();
+  EXPECT_TRUE(ReadsClusterWide(cluster_scoped));
+  EXPECT_EQ(ServingScopes(cluster_scoped),
+            (std::vector<core::WatchScope>{core::WatchScope::Cluster()}));
 }
 
 }  // namespace

@@ -85,7 +85,9 @@ class Resolver {
     table_.unresolved.push_back({object.key, index, resource, std::move(message)});
   }
 
-  void Add(const TypeRecord& r, const Reach& reach, const OperationSet& ops) {
+  void Add(const WatchRuleObject& object, const TypeRecord& r, const Reach& reach,
+           const OperationSet& ops) {
+    table_.selections[object.key].emplace(r.gvr, reach.namespace_);
     auto [it, inserted] = table_.types.try_emplace(r.gvr);
     WatchedType& w = it->second;
     if (inserted) {
@@ -117,7 +119,7 @@ class Resolver {
         } else if (*r.scope != reach.scope) {
           Unresolved(object, index, resource, ScopeMismatch(object, r));
         } else {
-          Add(r, reach, rule.operations);
+          Add(object, r, reach, rule.operations);
         }
         return;
       }
@@ -183,7 +185,7 @@ class Resolver {
           if (!any_resource && why_not.empty()) why_not = ScopeMismatch(object, *r);
           continue;
         }
-        Add(*r, reach, rule.operations);
+        Add(object, *r, reach, rule.operations);
         added = true;
       }
     }

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libs/core/types.h"
@@ -57,6 +59,9 @@ struct WatchedTypeTable {
   GitTargetInfo target;
   std::map<core::GroupVersionResource, WatchedType> types;
   std::vector<UnresolvedResource> unresolved;
+  // What each rule selects: (type, namespace) pairs, namespace "" for cluster-wide. For a
+  // rule's own status (status.streams); not part of the plan.
+  std::map<RuleKey, std::set<std::pair<core::GroupVersionResource, std::string>>> selections;
   uint64_t registry_revision = 0;  // typeset::Registry::revision() resolved against
   // Hex digest of destination + types + namespaces + operations: changes iff the plan does.
   std::string plan_hash;

@@ -371,10 +371,12 @@ TEST_F(CatalogServiceTest, ClaimsAndTablesFollowRulesOverGrpc) {
       kWait));
   EXPECT_TRUE(HasClaim(*claims->last(), "", "configmaps", "team-a"));
 
-  // Statuses: the rule resolved, the target validated and waiting for stream reports.
-  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Ready", kTrue, "Ready"));
+  // Statuses: the rule resolved, the target validated and waiting for stream reports (and the
+  // rule with it).
   EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "ResourcesResolved", kTrue,
                                "Resolved"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Reconciling", kTrue,
+                               "InitialReplay"));
   EXPECT_TRUE(
       WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Validated", kTrue, "OK"));
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Reconciling", kTrue,
@@ -391,11 +393,28 @@ TEST_F(CatalogServiceTest, ClaimsAndTablesFollowRulesOverGrpc) {
   summary.set_total(1);
   summary.set_ready(1);
   summary.set_reason("AllStreamsReady");
+  summary.set_message("1/1 streams running");
+  summary.mutable_last_push_time()->set_seconds(1'700'000'000);
+  auto* stream = summary.add_streams();
+  *stream->mutable_claim()->mutable_type() = table.types(0).type();
+  stream->mutable_claim()->mutable_scope()->set_namespace_("team-a");
+  stream->set_state(reverser::v1::STREAM_STATE_STREAMING);
+  stream->set_reason("AllStreamsReady");
   grpc::ClientContext context;
   reverser::v1::ReportStreamSummaryResponse response;
   ASSERT_TRUE(catalog_->ReportStreamSummary(&context, summary, &response).ok());
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Ready", kTrue, "Ready"));
-  EXPECT_EQ(StringAt(Get(ObjectKind::kGitTarget, "team-a", "app"), {"status", "streams", "summary"}),
+  json shown = Get(ObjectKind::kGitTarget, "team-a", "app");
+  EXPECT_EQ(StringAt(shown, {"status", "streams", "summary"}), "1/1");
+  EXPECT_EQ(StringAt(shown, {"status", "lastPushTime"}), "2023-11-14T22:13:20Z");
+  EXPECT_FALSE(StringAt(shown, {"status", "lastReconcileTime"}).empty());
+  // The rule's own stream runs and its target is ready: the rule is Ready, with status.streams.
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Ready", kTrue, "Ready"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "StreamsRunning", kTrue,
+                               "AllStreamsReady"));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "GitTargetReady", kTrue, "OK"));
+  EXPECT_EQ(StringAt(Get(ObjectKind::kWatchRule, "team-a", "cm"), {"status", "streams", "summary"}),
             "1/1");
 }
 

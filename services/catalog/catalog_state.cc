@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/commitmeta/messages.h"
+#include "libs/core/proto_convert.h"
 #include "libs/rules/proto_convert.h"
+#include "libs/rules/stream_readiness.h"
 #include "libs/typeset/proto_convert.h"
 
 namespace reverser::catalog {
@@ -18,8 +20,8 @@ rules::RuleKey RuleKeyOf(const ObjectKey& key) {
   return {key.kind == ObjectKind::kClusterWatchRule, key.namespace_, key.name};
 }
 
-// True when every field `desired` sets already has that value in `existing`: fields other
-// writers own (e.g. status.lastPushTime) do not force a write.
+// True when every field `desired` sets already has that value in `existing`: fields it does not
+// set (lastPushTime before a splicer saw a push, lastReconcileTime) do not force a write.
 bool Covers(const nlohmann::json& existing, const nlohmann::json& desired) {
   if (!existing.is_object()) return false;
   for (auto it = desired.begin(); it != desired.end(); ++it) {
@@ -55,6 +57,9 @@ void CatalogState::ApplyScan(const typeset::DiscoveryScan& scan) {
 
 std::optional<absl::Time> CatalogState::NextDeadline() const {
   std::optional<absl::Time> deadline = registry_.NextDeadline();
+  if (next_status_refresh_ && (!deadline || *next_status_refresh_ < *deadline)) {
+    deadline = next_status_refresh_;
+  }
   if (first_scan_at_) {
     absl::Time settled = *first_scan_at_ + typeset::Registry::kSettleWindow;
     if (clock_.Now() < settled && (!deadline || settled < *deadline)) deadline = settled;
@@ -321,19 +326,63 @@ CatalogChanges CatalogState::Reconcile() {
 }
 
 void CatalogState::EmitStatus(const ObjectKey& key, const nlohmann::json& object,
-                              nlohmann::json status, CatalogChanges& changes) {
-  if (Covers(NodeAt(object, {"status"}), status)) {
+                              nlohmann::json status, CatalogChanges& changes,
+                              bool stamp_reconcile_time) {
+  const absl::Time now = clock_.Now();
+  bool current = Covers(NodeAt(object, {"status"}), status);
+  if (current && stamp_reconcile_time) {
+    // Also rewritten once the reconcile time shown is older than the refresh period.
+    std::optional<absl::Time> shown =
+        ParseKubeTime(StringAt(object, {"status", "lastReconcileTime"}));
+    current = shown && now - *shown < options_.status_refresh;
+  }
+  if (current) {
     emitted_status_.erase(key);
     return;
   }
   auto it = emitted_status_.find(key);
   if (it != emitted_status_.end() && it->second == status) return;  // already on its way
   emitted_status_[key] = status;
+  if (stamp_reconcile_time) status["lastReconcileTime"] = FormatKubeTime(now);
   changes.status_writes.push_back({key, UidOf(object), std::move(status)});
+}
+
+std::vector<reverser::v1::StreamReadiness> CatalogState::RuleStreams(
+    const rules::WatchedTypeTable& table, const rules::RuleKey& rule,
+    const reverser::v1::StreamSummary* summary) const {
+  std::vector<reverser::v1::StreamReadiness> out;
+  auto selected = table.selections.find(rule);
+  if (selected == table.selections.end()) return out;
+  for (const auto& [gvr, ns] : selected->second) {
+    auto type = table.types.find(gvr);
+    if (type == table.types.end()) continue;
+    const core::WatchScope serving = rules::ServingScope(type->second, ns);
+    reverser::v1::StreamReadiness readiness;
+    *readiness.mutable_claim()->mutable_type() = rules::ToProto(type->second).type();
+    *readiness.mutable_claim()->mutable_scope() = core::ToProto(serving);
+    readiness.set_state(reverser::v1::STREAM_STATE_REPLAYING);
+    readiness.set_reason(rules::kStreamReasonInitialReplay);
+    readiness.set_message("waiting for the splicer to report this stream");
+    if (summary != nullptr) {
+      for (const auto& reported : summary->streams()) {
+        if (core::FromProto(reported.claim().type().gvr()) == gvr &&
+            core::FromProto(reported.claim().scope()) == serving) {
+          readiness = reported;
+          break;
+        }
+      }
+    }
+    out.push_back(std::move(readiness));
+  }
+  return out;
 }
 
 void CatalogState::CollectStatus(CatalogChanges& changes) {
   const absl::Time now = clock_.Now();
+  // GitTargets sort before rules (ObjectKind order): their statuses are computed first and
+  // mirrored into the rules' GitTargetReady.
+  std::map<ObjectKey, nlohmann::json> target_statuses;
+  next_status_refresh_.reset();
   for (const auto& [key, object] : objects_) {
     switch (key.kind) {
       case ObjectKind::kGitProvider: {
@@ -349,11 +398,21 @@ void CatalogState::CollectStatus(CatalogChanges& changes) {
       }
       case ObjectKind::kGitTarget: {
         auto summary = summaries_.find(UidOf(object));
-        EmitStatus(key, object,
-                   TargetStatus(object, validations_[key], encryptions_[key],
-                                tables_.Table({key.namespace_, key.name}),
-                                summary == summaries_.end() ? nullptr : &summary->second, now),
-                   changes);
+        nlohmann::json status =
+            TargetStatus(object, validations_[key], encryptions_[key],
+                         tables_.Table({key.namespace_, key.name}),
+                         summary == summaries_.end() ? nullptr : &summary->second, now);
+        target_statuses[key] = status;
+        EmitStatus(key, object, std::move(status), changes, /*stamp_reconcile_time=*/true);
+        if (emitted_status_.count(key) == 0) {
+          // Shown and current: due again when its reconcile time ages past the refresh.
+          std::optional<absl::Time> shown =
+              ParseKubeTime(StringAt(object, {"status", "lastReconcileTime"}));
+          if (shown) {
+            absl::Time due = *shown + options_.status_refresh;
+            if (!next_status_refresh_ || due < *next_status_refresh_) next_status_refresh_ = due;
+          }
+        }
         break;
       }
       case ObjectKind::kWatchRule:
@@ -362,18 +421,26 @@ void CatalogState::CollectStatus(CatalogChanges& changes) {
         if (auto err = rule_errors_.find(key); err != rule_errors_.end()) {
           context.parse_error = err->second;
         } else {
-          std::string target_ns = key.kind == ObjectKind::kWatchRule
-                                      ? key.namespace_
-                                      : StringAt(object, {"spec", "targetRef", "namespace"});
-          ObjectKey target_key{ObjectKind::kGitTarget, target_ns,
-                               StringAt(object, {"spec", "targetRef", "name"})};
+          context.target_namespace = key.kind == ObjectKind::kWatchRule
+                                         ? key.namespace_
+                                         : StringAt(object, {"spec", "targetRef", "namespace"});
+          context.target_name = StringAt(object, {"spec", "targetRef", "name"});
+          ObjectKey target_key{ObjectKind::kGitTarget, context.target_namespace,
+                               context.target_name};
           context.target = Object(target_key);
-          if (auto v = validations_.find(target_key); v != validations_.end()) {
-            context.target_validation = &v->second;
+          if (auto t = target_statuses.find(target_key); t != target_statuses.end()) {
+            context.target_status = &t->second;
           }
-          if (const auto* table = tables_.Table({target_ns, target_key.name})) {
+          if (const auto* table = tables_.Table({context.target_namespace, context.target_name})) {
             for (const auto& u : table->unresolved) {
               if (u.rule == RuleKeyOf(key)) context.unresolved.push_back(u);
+            }
+            auto summary = summaries_.find(table->target.uid);
+            const reverser::v1::StreamSummary* reported =
+                summary == summaries_.end() ? nullptr : &summary->second;
+            context.streams = RuleStreams(*table, RuleKeyOf(key), reported);
+            if (reported != nullptr && reported->has_observed_time()) {
+              context.streams_observed = absl::FromUnixSeconds(reported->observed_time().seconds());
             }
           }
         }

@@ -72,6 +72,9 @@ struct CatalogStateOptions {
   // GitProvider probes and GitTarget encryption Secret reads are repeated this often (Secrets
   // are not watched: their values stay out of the catalog).
   absl::Duration probe_interval = absl::Minutes(5);
+  // A GitTarget's status (with lastReconcileTime) is written again once the reconcile time it
+  // shows is this old, even when nothing else changed: the reference's steady requeue.
+  absl::Duration status_refresh = absl::Minutes(5);
 };
 
 class CatalogState {
@@ -103,7 +106,8 @@ class CatalogState {
   bool synced(ObjectKind kind) const { return synced_.count(kind) > 0; }
   const typeset::Registry& registry() const { return registry_; }
   const typeset::ApiResourceCatalog& catalog() const { return catalog_; }
-  // When a Tick() may change something (registry deadlines, the end of the startup settle).
+  // When a Tick() may change something (registry deadlines, the end of the startup settle, a
+  // GitTarget's status refresh).
   std::optional<absl::Time> NextDeadline() const;
 
   reverser::v1::ClaimSet Claims() const;
@@ -136,8 +140,16 @@ class CatalogState {
   void CollectProbes(CatalogChanges& changes);
   void CollectEncryptionReads(CatalogChanges& changes);
   bool EncryptionPending() const;
+  // Queues a status write unless the object already shows `status` (or the same write is in
+  // flight). `stamp_reconcile_time`: the write carries lastReconcileTime = now, and is also
+  // made once the shown one is older than status_refresh.
   void EmitStatus(const ObjectKey& key, const nlohmann::json& object, nlohmann::json status,
-                  CatalogChanges& changes);
+                  CatalogChanges& changes, bool stamp_reconcile_time = false);
+  // One StreamReadiness per (type, namespace) `rule` selects in `table`: the reported state of
+  // the splice stream that serves it (rules::ServingScope), else InitialReplay.
+  std::vector<reverser::v1::StreamReadiness> RuleStreams(
+      const rules::WatchedTypeTable& table, const rules::RuleKey& rule,
+      const reverser::v1::StreamSummary* summary) const;
 
   const core::Clock& clock_;
   CatalogStateOptions options_;
@@ -171,6 +183,8 @@ class CatalogState {
   // The last status emitted per object: a write in flight is not repeated while the watch has
   // not yet delivered the written object back.
   std::map<ObjectKey, nlohmann::json> emitted_status_;
+  // The earliest lastReconcileTime refresh due (NextDeadline).
+  std::optional<absl::Time> next_status_refresh_;
 
   std::map<rules::TargetKey, std::string> published_tables_;  // serialized proto per target
   std::map<rules::TargetKey, reverser::v1::WatchedTypeTable> table_protos_;

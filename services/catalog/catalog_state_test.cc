@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "gtest/gtest.h"
+#include "libs/rules/stream_readiness.h"
 #include "libs/typeset/scan_builder.h"
 
 namespace reverser::catalog {
@@ -436,6 +437,175 @@ TEST_F(CatalogStateTest, DeletedTargetOrProviderRemovesTablesAndClaims) {
   const json* target = StatusWriteFor(gone, ObjectKind::kGitTarget, "t2");
   ASSERT_NE(target, nullptr);
   EXPECT_EQ(Reason(*target, "Validated"), "ProviderNotFound");
+}
+
+json ClusterRule(const std::string& name, const std::string& target_ns, const std::string& target,
+                 json rules) {
+  return {
+      {"apiVersion", "configbutler.ai/v1alpha3"},
+      {"kind", "ClusterWatchRule"},
+      {"metadata", Meta("", name)},
+      {"spec", {{"targetRef", {{"name", target}, {"namespace", target_ns}}}, {"rules", rules}}}};
+}
+
+reverser::v1::StreamReadiness Readiness(const std::string& resource, const std::string& ns,
+                                        reverser::v1::StreamState state,
+                                        const std::string& reason) {
+  reverser::v1::StreamReadiness r;
+  r.mutable_claim()->mutable_type()->mutable_gvr()->set_version("v1");
+  r.mutable_claim()->mutable_type()->mutable_gvr()->set_resource(resource);
+  if (ns.empty()) {
+    r.mutable_claim()->mutable_scope()->set_cluster(true);
+  } else {
+    r.mutable_claim()->mutable_scope()->set_namespace_(ns);
+  }
+  r.set_state(state);
+  r.set_reason(reason);
+  return r;
+}
+
+reverser::v1::StreamSummary SummaryOf(const std::string& ns, const std::string& name,
+                                      std::vector<reverser::v1::StreamReadiness> streams) {
+  reverser::v1::StreamSummary summary;
+  summary.mutable_target()->set_namespace_(ns);
+  summary.mutable_target()->set_name(name);
+  summary.mutable_target()->set_uid(absl::StrCat(ns, "-", name, "-uid"));
+  for (auto& s : streams) *summary.add_streams() = std::move(s);
+  rules::FillSummary(rules::RollUpStreams({summary.streams().begin(), summary.streams().end()}),
+                     &summary);
+  summary.mutable_observed_time()->set_seconds(1'700'000'000);
+  return summary;
+}
+
+// Behaviour 1: one target's namespaced WatchRule keeps its namespaced materialization while
+// another target follows the type cluster-wide; when the cluster-wide list/watch is forbidden,
+// only the ClusterWatchRule's target (and the rule) report WatchNotPermitted.
+TEST_F(CatalogStateTest, ANamespacedRuleKeepsItsOwnWatchBesideAForbiddenClusterWatch) {
+  Prime({Provider("a", "repo")}, {Target("a", "ns-target", "one"), Target("a", "wide", "two")},
+        {Rule("a", "local", "ns-target", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}})});
+  state_.ReplaceObjects(
+      ObjectKind::kClusterWatchRule,
+      {ClusterRule(
+          "everywhere", "a", "wide",
+          {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"scope", "Namespaced"}}})});
+  CatalogChanges first = state_.Reconcile();
+  ASSERT_TRUE(first.claims);
+  EXPECT_TRUE(Claimed(*first.claims, "configmaps", "a"));
+  EXPECT_TRUE(Claimed(*first.claims, "configmaps", ""));  // "" = the cluster-wide claim
+  EXPECT_EQ(first.claims->claims_size(), 2);
+  // Before any report, each rule waits for its own stream.
+  const json* waiting = StatusWriteFor(first, ObjectKind::kWatchRule, "local");
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(Reason(*waiting, "StreamsRunning"), "Replaying");
+  EXPECT_EQ((*waiting)["streams"]["summary"], "0/1");
+
+  state_.ApplySummary(SummaryOf(
+      "a", "ns-target",
+      {Readiness("configmaps", "a", reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady")}));
+  state_.ApplySummary(SummaryOf(
+      "a", "wide",
+      {Readiness("configmaps", "", reverser::v1::STREAM_STATE_BLOCKED, "WatchNotPermitted")}));
+  CatalogChanges reported = state_.Reconcile();
+  const json* ns_target = StatusWriteFor(reported, ObjectKind::kGitTarget, "ns-target");
+  ASSERT_NE(ns_target, nullptr);
+  EXPECT_EQ(Reason(*ns_target, "Ready"), "Ready");
+  const json* local = StatusWriteFor(reported, ObjectKind::kWatchRule, "local");
+  ASSERT_NE(local, nullptr);
+  EXPECT_EQ(Reason(*local, "Ready"), "Ready");
+  EXPECT_EQ(Reason(*local, "GitTargetReady"), "OK");
+  EXPECT_EQ(Reason(*local, "StreamsRunning"), "AllStreamsReady");
+  EXPECT_EQ((*local)["streams"]["summary"], "1/1");
+  EXPECT_EQ((*local)["streams"]["observedTime"], "2023-11-14T22:13:20Z");
+
+  const json* wide = StatusWriteFor(reported, ObjectKind::kGitTarget, "wide");
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ(Reason(*wide, "StreamsRunning"), "WatchNotPermitted");
+  EXPECT_EQ(Reason(*wide, "Stalled"), "WatchNotPermitted");
+  const json* stalled = FindCondition((*wide)["conditions"], "Stalled");
+  EXPECT_EQ(stalled->value("status", ""), "True");
+  EXPECT_EQ(stalled->value("message", ""), "0/1 streams running; 1 blocked (configmaps)");
+  const json* everywhere = StatusWriteFor(reported, ObjectKind::kClusterWatchRule, "everywhere");
+  ASSERT_NE(everywhere, nullptr);
+  EXPECT_EQ(Reason(*everywhere, "StreamsRunning"), "WatchNotPermitted");
+  EXPECT_EQ(Reason(*everywhere, "Stalled"), "WatchNotPermitted");
+  EXPECT_EQ(Reason(*everywhere, "GitTargetReady"), "WatchNotPermitted");
+  EXPECT_EQ((*everywhere)["streams"]["blocked"], 1);
+  EXPECT_EQ((*everywhere)["streams"]["pendingSample"], json({"configmaps"}));
+}
+
+// A WatchRule of a target that also follows the type cluster-wide is served by that target's
+// cluster-wide stream.
+TEST_F(CatalogStateTest, ARulesStreamIsTheOneItsTargetReadsTheTypeFrom) {
+  Prime(
+      {Provider("a", "repo")}, {Target("a", "t", "x")},
+      {Rule("a", "local", "t", {{{"apiGroups", {""}}, {"resources", {"configmaps", "secrets"}}}})});
+  state_.ReplaceObjects(
+      ObjectKind::kClusterWatchRule,
+      {ClusterRule(
+          "wide", "a", "t",
+          {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"scope", "Namespaced"}}})});
+  CatalogChanges first = state_.Reconcile();
+  EXPECT_FALSE(Claimed(*first.claims, "configmaps", "a"));
+  EXPECT_TRUE(Claimed(*first.claims, "configmaps", ""));
+  EXPECT_TRUE(Claimed(*first.claims, "secrets", "a"));
+  state_.ApplySummary(SummaryOf(
+      "a", "t",
+      {Readiness("configmaps", "", reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady"),
+       Readiness("secrets", "a", reverser::v1::STREAM_STATE_REPLAYING, "InitialReplay")}));
+  CatalogChanges reported = state_.Reconcile();
+  const json* local = StatusWriteFor(reported, ObjectKind::kWatchRule, "local");
+  ASSERT_NE(local, nullptr);
+  EXPECT_EQ((*local)["streams"]["summary"], "1/2");
+  EXPECT_EQ((*local)["streams"]["pendingSample"], json({"secrets"}));
+  const json* ready = FindCondition((*local)["conditions"], "StreamsRunning");
+  EXPECT_EQ(ready->value("message", ""), "1/2 streams running; 1 replaying (secrets)");
+  const json* wide = StatusWriteFor(reported, ObjectKind::kClusterWatchRule, "wide");
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ((*wide)["streams"]["summary"], "1/1");
+  EXPECT_EQ(Reason(*wide, "StreamsRunning"), "AllStreamsReady");
+}
+
+// lastReconcileTime is stamped on every write and refreshed once it is older than the refresh
+// period (the reference's steady requeue), with a deadline for it; lastPushTime comes from the
+// splicer's report.
+TEST_F(CatalogStateTest, ReconcileAndPushTimesAreWrittenOnTheTarget) {
+  Prime({Provider("a", "repo")}, {Target("a", "t", "x")},
+        {Rule("a", "r", "t", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}})});
+  const absl::Time start = clock_.Now();
+  CatalogChanges first = state_.Reconcile();
+  const json* written = StatusWriteFor(first, ObjectKind::kGitTarget, "t");
+  ASSERT_NE(written, nullptr);
+  EXPECT_EQ((*written)["lastReconcileTime"], FormatKubeTime(start));
+  EXPECT_FALSE(written->contains("lastPushTime"));
+  json target = Target("a", "t", "x");
+  target["status"] = *written;
+  state_.UpsertObject(ObjectKind::kGitTarget, target);
+  clock_.Advance(absl::Minutes(4));
+  EXPECT_EQ(StatusWriteFor(state_.Reconcile(), ObjectKind::kGitTarget, "t"), nullptr);
+  ASSERT_TRUE(state_.NextDeadline());
+  EXPECT_EQ(*state_.NextDeadline(), start + absl::Minutes(5));
+
+  clock_.Advance(absl::Minutes(1));
+  CatalogChanges refreshed = state_.Reconcile();
+  written = StatusWriteFor(refreshed, ObjectKind::kGitTarget, "t");
+  ASSERT_NE(written, nullptr);
+  EXPECT_EQ((*written)["lastReconcileTime"], FormatKubeTime(start + absl::Minutes(5)));
+  target["status"] = *written;
+  state_.UpsertObject(ObjectKind::kGitTarget, target);
+  EXPECT_EQ(StatusWriteFor(state_.Reconcile(), ObjectKind::kGitTarget, "t"), nullptr);
+
+  reverser::v1::StreamSummary summary = SummaryOf(
+      "a", "t",
+      {Readiness("configmaps", "a", reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady")});
+  summary.mutable_last_push_time()->set_seconds(absl::ToUnixSeconds(start + absl::Minutes(6)));
+  state_.ApplySummary(summary);
+  clock_.Advance(absl::Minutes(2));
+  CatalogChanges pushed = state_.Reconcile();
+  written = StatusWriteFor(pushed, ObjectKind::kGitTarget, "t");
+  ASSERT_NE(written, nullptr);
+  EXPECT_EQ((*written)["lastPushTime"], FormatKubeTime(start + absl::Minutes(6)));
+  EXPECT_EQ((*written)["lastReconcileTime"], FormatKubeTime(start + absl::Minutes(7)));
+  EXPECT_EQ(Reason(*written, "Ready"), "Ready");
 }
 
 // Reference bench: 500 types, 1,000 rules over 100 GitTargets; the time to recompute every

@@ -25,6 +25,15 @@ std::string FormatKubeTime(absl::Time time) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
 }
 
+std::optional<absl::Time> ParseKubeTime(const std::string& text) {
+  absl::Time time;
+  std::string error;
+  if (text.empty() || !absl::ParseTime(absl::RFC3339_full, text, &time, &error)) {
+    return std::nullopt;
+  }
+  return time;
+}
+
 const nlohmann::json* FindCondition(const nlohmann::json& conditions, const std::string& type) {
   if (!conditions.is_array()) return nullptr;
   for (const auto& c : conditions) {

@@ -6,6 +6,7 @@
 // catalog writes nothing.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ nlohmann::json RenderConditions(const std::vector<Condition>& desired,
 
 // RFC 3339 in UTC with second precision, as Kubernetes serializes metav1.Time.
 std::string FormatKubeTime(absl::Time time);
+// A metav1.Time as served (RFC 3339); nullopt when empty or malformed.
+std::optional<absl::Time> ParseKubeTime(const std::string& text);
 
 // The condition of that type in a status.conditions array, or null.
 const nlohmann::json* FindCondition(const nlohmann::json& conditions, const std::string& type);

@@ -14,6 +14,7 @@
 #include "libs/core/refusal_text.h"
 #include "libs/gotemplate/template.h"
 #include "libs/sops/age.h"
+#include "libs/rules/stream_readiness.h"
 #include "services/catalog/objects.h"
 
 namespace reverser::catalog {
@@ -320,28 +321,25 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
     return WithConditions(target, conds, now);
   }
 
-  // Streams: what the splicer reported, else what the table implies.
+  // Streams: what the splicer reported (rolled up per type, libs/rules/stream_readiness.h),
+  // else what the table implies.
   uint32_t total = 0, ready = 0, replaying = 0, blocked = 0;
   Condition streams{"StreamsRunning", kFalse, reason::kInitialReplay,
                     "waiting for the splicer to report stream readiness"};
   if (table != nullptr && table->types.empty()) {
-    streams = {"StreamsRunning", kFalse, reason::kNoResolvedTypes,
-               "no WatchRule selects a followable type for this target"};
+    streams = {"StreamsRunning", kFalse, reason::kNoResolvedTypes, rules::kNoResolvedTypesMessage};
   } else if (summary != nullptr) {
     total = summary->total();
     ready = summary->ready();
     replaying = summary->replaying();
     blocked = summary->blocked();
     bool all_ready = total > 0 && ready == total;
-    std::string msg = absl::StrCat(ready, "/", total, " streams ready");
-    if (replaying > 0) absl::StrAppend(&msg, ", ", replaying, " replaying");
-    if (blocked > 0) absl::StrAppend(&msg, ", ", blocked, " blocked");
-    if (summary->pending_sample_size() > 0) {
-      absl::StrAppend(&msg, " (pending: ", absl::StrJoin(summary->pending_sample(), ", "), ")");
-    }
     std::string why = summary->reason().empty()
                           ? std::string(all_ready ? reason::kAllStreamsReady : "Replaying")
                           : summary->reason();
+    std::string msg = summary->message().empty()
+                          ? absl::StrCat(ready, "/", total, " streams running")
+                          : summary->message();
     streams = {"StreamsRunning", all_ready ? kTrue : kFalse, why, msg};
   }
 
@@ -382,23 +380,71 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
     s["observedTime"] = FormatKubeTime(absl::FromUnixSeconds(summary->observed_time().seconds()));
   }
   status["streams"] = s;
+  // The latest push the splicer saw acked; never moved back by an older report.
+  if (summary != nullptr && summary->has_last_push_time()) {
+    absl::Time pushed = absl::FromUnixSeconds(summary->last_push_time().seconds());
+    std::optional<absl::Time> shown = ParseKubeTime(StringAt(target, {"status", "lastPushTime"}));
+    status["lastPushTime"] = FormatKubeTime(shown && *shown > pushed ? *shown : pushed);
+  }
   return status;
 }
 
-nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context, absl::Time now) {
+namespace {
+
+// GitTargetReady as the reference's: the target's Ready mirrored; `stalled` when the target is
+// missing or stalled (which stalls the rule).
+Condition GitTargetReadyOf(const RuleContext& context, bool* stalled) {
+  *stalled = false;
+  const std::string name = absl::StrCat(context.target_namespace, "/", context.target_name);
+  if (context.target == nullptr) {
+    *stalled = true;
+    return {"GitTargetReady", kFalse, reason::kGitTargetNotFound,
+            absl::StrCat("Referenced GitTarget ", name, " not found")};
+  }
+  const nlohmann::json& conditions = context.target_status != nullptr
+                                         ? NodeAt(*context.target_status, {"conditions"})
+                                         : NodeAt(*context.target, {"status", "conditions"});
+  auto value = [](const nlohmann::json* c, const char* field, const std::string& fallback) {
+    std::string v = c->value(field, "");
+    return v.empty() ? fallback : v;
+  };
+  const nlohmann::json* ready = FindCondition(conditions, "Ready");
+  const nlohmann::json* stalled_condition = FindCondition(conditions, "Stalled");
+  const nlohmann::json* reconciling = FindCondition(conditions, "Reconciling");
+  if (ready != nullptr && ready->value("status", "") == kTrue) {
+    return {"GitTargetReady", kTrue, reason::kGitTargetReadyOk,
+            absl::StrCat("GitTarget ", name, " is ready")};
+  }
+  if (ready != nullptr && stalled_condition != nullptr &&
+      stalled_condition->value("status", "") == kTrue) {
+    *stalled = true;
+    return {"GitTargetReady", kFalse, value(stalled_condition, "reason", "Stalled"),
+            value(stalled_condition, "message", "GitTarget is stalled")};
+  }
+  if (ready != nullptr) {
+    return {"GitTargetReady", kFalse, value(ready, "reason", reason::kProgressing),
+            value(ready, "message", "GitTarget is not ready yet")};
+  }
+  if (reconciling != nullptr && reconciling->value("status", "") == kTrue) {
+    return {"GitTargetReady", kFalse, value(reconciling, "reason", reason::kProgressing),
+            value(reconciling, "message", "GitTarget is reconciling")};
+  }
+  return {"GitTargetReady", kUnknown, reason::kProgressing,
+          absl::StrCat("Waiting for GitTarget ", name, " to publish Ready")};
+}
+
+}  // namespace
+
+nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context,
+                          absl::Time now) {
   std::vector<Condition> conds;
   if (context.parse_error) {
     conds = Trio(Outcome::kStalled, reason::kInvalidRule, *context.parse_error);
     conds.push_back({"ResourcesResolved", kFalse, reason::kInvalidRule, *context.parse_error});
     return WithConditions(rule, conds, now);
   }
-  Condition target_ready{"GitTargetReady", kTrue, reason::kReady, "GitTarget is valid"};
-  if (context.target == nullptr) {
-    target_ready = {"GitTargetReady", kFalse, reason::kGitTargetNotFound, "GitTarget not found"};
-  } else if (context.target_validation != nullptr && !context.target_validation->ok) {
-    target_ready = {"GitTargetReady", kFalse, reason::kGitDestinationInvalid,
-                    absl::StrCat("GitTarget is not valid: ", context.target_validation->message)};
-  }
+  bool target_stalled = false;
+  Condition target_ready = GitTargetReadyOf(context, &target_stalled);
   Condition resolved{"ResourcesResolved", kTrue, reason::kResolved,
                      "every named resource resolved to a followable type"};
   if (!context.unresolved.empty()) {
@@ -409,17 +455,50 @@ nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context
     resolved = {"ResourcesResolved", kFalse, reason::kUnresolvedResources,
                 absl::StrJoin(parts, "; ")};
   }
-  if (target_ready.status != kTrue) {
+  // Streams: the rule's own (type, namespace) selections, each in the state of the splice
+  // stream that serves it; none while the target has no table (missing or not validated).
+  std::optional<rules::StreamRollup> rollup;
+  Condition streams{"StreamsRunning", kUnknown, reason::kBlocked,
+                    "GitTarget has no watched-type table; streams not evaluated"};
+  if (context.streams) {
+    rollup = rules::RollUpStreams(*context.streams);
+    streams = {"StreamsRunning", rollup->running() ? kTrue : kFalse, rollup->reason,
+               rollup->message};
+  }
+
+  const std::string kind = rule.value("kind", "");
+  if (target_stalled) {
     conds = Trio(Outcome::kStalled, target_ready.reason, target_ready.message);
+  } else if (rollup && rollup->blocked > 0) {
+    conds = Trio(Outcome::kStalled, rollup->reason, rollup->message);
   } else if (resolved.status != kTrue) {
     // A CRD may still be installed: keep reconciling rather than stalling.
     conds = Trio(Outcome::kPending, resolved.reason, resolved.message);
+  } else if (target_ready.status != kTrue) {
+    conds = Trio(Outcome::kPending, target_ready.reason, target_ready.message);
+  } else if (streams.status == kTrue) {
+    conds = Trio(Outcome::kReady, reason::kReady,
+                 absl::StrCat(kind.empty() ? "Rule" : kind,
+                              " is ready and monitoring resources via GitTarget '",
+                              context.target_namespace, "/", context.target_name, "'"));
   } else {
-    conds = Trio(Outcome::kReady, reason::kReady, "rule resolved and GitTarget valid");
+    conds = Trio(Outcome::kPending, streams.reason, streams.message);
   }
   conds.push_back(resolved);
   conds.push_back(target_ready);
-  return WithConditions(rule, conds, now);
+  conds.push_back(streams);
+  nlohmann::json status = WithConditions(rule, conds, now);
+  if (rollup) {
+    nlohmann::json s = {{"summary", absl::StrCat(rollup->ready, "/", rollup->total)},
+                        {"total", rollup->total},
+                        {"ready", rollup->ready},
+                        {"replaying", rollup->replaying},
+                        {"blocked", rollup->blocked},
+                        {"pendingSample", rollup->pending_sample}};
+    if (context.streams_observed) s["observedTime"] = FormatKubeTime(*context.streams_observed);
+    status["streams"] = std::move(s);
+  }
+  return status;
 }
 
 }  // namespace reverser::catalog

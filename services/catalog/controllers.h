@@ -55,6 +55,8 @@ inline constexpr char kUnsupportedContent[] = "UnsupportedContent";
 // Not a reference reason: objects the gitworker can never write (Ready=False, Stalled=True).
 inline constexpr char kObjectRefused[] = "ObjectRefused";
 // WatchRule / ClusterWatchRule.
+inline constexpr char kGitTargetReadyOk[] = "OK";  // GitTargetReady=True (the reference's)
+inline constexpr char kProgressing[] = "Progressing";
 inline constexpr char kResolved[] = "Resolved";
 inline constexpr char kUnresolvedResources[] = "UnresolvedResources";
 inline constexpr char kGitTargetNotFound[] = "GitTargetNotFound";
@@ -152,6 +154,8 @@ EncryptionCheck CheckEncryption(const nlohmann::json& target,
 // refused files, else ObjectRefused for refused objects: "N object(s) refused: Kind ns/name:
 // Reason: cause; ..."). Order: validation, encryption, blocked streams, refused files, refused
 // objects, replaying streams, ready.
+// `status.lastPushTime` is the summary's last push (never moved back); lastReconcileTime is the
+// caller's (CatalogState stamps it when it writes).
 nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation& validation,
                             const EncryptionCheck& encryption, const rules::WatchedTypeTable* table,
                             const reverser::v1::StreamSummary* summary, absl::Time now);
@@ -164,10 +168,25 @@ std::string RefusedObjectsMessage(const reverser::v1::StreamSummary& summary);
 // What a rule's status depends on besides the rule object itself.
 struct RuleContext {
   std::optional<std::string> parse_error;  // the rule was rejected by the parser
-  const nlohmann::json* target = nullptr;  // the GitTarget it names, if present
-  const TargetValidation* target_validation = nullptr;
+  std::string target_namespace;            // the GitTarget it names
+  std::string target_name;
+  const nlohmann::json* target = nullptr;  // that GitTarget, if present
+  // The status the catalog computes for that GitTarget now (else its status as served):
+  // GitTargetReady mirrors its Ready, as the reference's does.
+  const nlohmann::json* target_status = nullptr;
   std::vector<rules::UnresolvedResource> unresolved;  // entries of this rule only
+  // One per (type, namespace) the rule selects, in the state of the splice stream serving it
+  // (InitialReplay before a splicer reported it); nullopt while the target has no table.
+  std::optional<std::vector<reverser::v1::StreamReadiness>> streams;
+  std::optional<absl::Time> streams_observed;  // when the splicer's report was made
 };
+
+// Status of a WatchRule / ClusterWatchRule (docs/behaviour.md, WatchRule and ClusterWatchRule
+// conditions): ResourcesResolved, GitTargetReady (the target's Ready mirrored: True/OK, else
+// the target's Stalled or Ready reason; GitTargetNotFound), StreamsRunning with status.streams
+// (the rule's own streams rolled up as the target's are), and the trio: Stalled when the target
+// is missing or stalled or a stream is blocked; Reconciling while resources are unresolved, the
+// target is not ready or streams replay; Ready when the target is ready and every stream runs.
 nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context, absl::Time now);
 
 }  // namespace reverser::catalog

@@ -383,5 +383,165 @@ TEST(ControllersTest, BlockedStreamsAndEncryptionComeBeforeRefusals) {
   EXPECT_EQ(ConditionField(replaying, "StreamsRunning", "status"), "False");
 }
 
+TEST(ControllersTest, TargetStreamsShowTheSplicersRollUpAndTheLastPush) {
+  rules::WatchedTypeTable table;
+  table.types[{"", "v1", "configmaps"}] = {};
+  reverser::v1::StreamSummary summary;
+  summary.set_total(2);
+  summary.set_ready(1);
+  summary.set_blocked(1);
+  summary.set_reason("WatchNotPermitted");
+  summary.set_message("1/2 streams running; 1 blocked (configmaps)");
+  summary.mutable_last_push_time()->set_seconds(1'700'000'000);
+  json t = Target("t", "x", "");
+  json status =
+      TargetStatus(t, TargetValidation(), EncryptionCheck{}, &table, &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(status, "StreamsRunning", "reason"), "WatchNotPermitted");
+  EXPECT_EQ(ConditionField(status, "StreamsRunning", "message"),
+            "1/2 streams running; 1 blocked (configmaps)");
+  EXPECT_EQ(ConditionField(status, "Stalled", "reason"), "WatchNotPermitted");
+  EXPECT_EQ(ConditionField(status, "Stalled", "message"),
+            "1/2 streams running; 1 blocked (configmaps)");
+  EXPECT_EQ(status["lastPushTime"], "2023-11-14T22:13:20Z");
+  // A report of an older push never moves the time shown back.
+  t["status"]["lastPushTime"] = "2024-01-01T00:00:00Z";
+  EXPECT_EQ(TargetStatus(t, TargetValidation(), EncryptionCheck{}, &table, &summary,
+                         absl::UnixEpoch())["lastPushTime"],
+            "2024-01-01T00:00:00Z");
+  // No push seen by the splicer: the field is left as it is.
+  summary.clear_last_push_time();
+  EXPECT_FALSE(
+      TargetStatus(t, TargetValidation(), EncryptionCheck{}, &table, &summary, absl::UnixEpoch())
+          .contains("lastPushTime"));
+  // No type resolved: the reference's words.
+  rules::WatchedTypeTable empty;
+  json none =
+      TargetStatus(t, TargetValidation(), EncryptionCheck{}, &empty, nullptr, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(none, "StreamsRunning", "reason"), "NoResolvedTypes");
+  EXPECT_EQ(ConditionField(none, "StreamsRunning", "message"),
+            "0/0 streams running; no resolved resource types");
+}
+
+reverser::v1::StreamReadiness RuleStream(const std::string& resource,
+                                         reverser::v1::StreamState state,
+                                         const std::string& reason) {
+  reverser::v1::StreamReadiness s;
+  s.mutable_claim()->mutable_type()->mutable_gvr()->set_version("v1");
+  s.mutable_claim()->mutable_type()->mutable_gvr()->set_resource(resource);
+  s.mutable_claim()->mutable_scope()->set_cluster(true);
+  s.set_state(state);
+  s.set_reason(reason);
+  return s;
+}
+
+json RuleObject() {
+  return {{"kind", "ClusterWatchRule"},
+          {"metadata", {{"name", "r"}, {"generation", 1}}},
+          {"spec", {{"targetRef", {{"name", "t"}, {"namespace", "a"}}}}}};
+}
+
+json TargetWithReady(const std::string& status, const std::string& reason, bool stalled) {
+  json t = Target("t", "x", "");
+  t["status"]["conditions"] = RenderConditions(Trio(status == "True" ? Outcome::kReady
+                                                    : stalled        ? Outcome::kStalled
+                                                                     : Outcome::kPending,
+                                                    reason, "target says " + reason),
+                                               json(), 1, absl::UnixEpoch());
+  return t;
+}
+
+// GitTargetReady mirrors the target's Ready as the reference's does; the rule's own streams
+// give StreamsRunning and status.streams; the trio follows (stalled, blocked, pending, ready).
+TEST(ControllersTest, RuleStatusMirrorsItsTargetAndRollsUpItsOwnStreams) {
+  json ready_target = TargetWithReady("True", "Ready", false);
+  RuleContext context;
+  context.target_namespace = "a";
+  context.target_name = "t";
+  context.target = &ready_target;
+  context.streams = std::vector<reverser::v1::StreamReadiness>{
+      RuleStream("configmaps", reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady")};
+  context.streams_observed = absl::FromUnixSeconds(1'700'000'000);
+  json status = RuleStatus(RuleObject(), context, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(status, "GitTargetReady", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "GitTargetReady", "reason"), "OK");
+  EXPECT_EQ(ConditionField(status, "GitTargetReady", "message"), "GitTarget a/t is ready");
+  EXPECT_EQ(ConditionField(status, "StreamsRunning", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "StreamsRunning", "message"), "1/1 streams running");
+  EXPECT_EQ(ConditionField(status, "Ready", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "Ready", "message"),
+            "ClusterWatchRule is ready and monitoring resources via GitTarget 'a/t'");
+  EXPECT_EQ(status["streams"], json({{"summary", "1/1"},
+                                     {"total", 1},
+                                     {"ready", 1},
+                                     {"replaying", 0},
+                                     {"blocked", 0},
+                                     {"pendingSample", json::array()},
+                                     {"observedTime", "2023-11-14T22:13:20Z"}}));
+
+  // A forbidden stream of the rule's: Stalled with WatchNotPermitted, blocked types first.
+  context.streams->push_back(
+      RuleStream("secrets", reverser::v1::STREAM_STATE_REPLAYING, "InitialReplay"));
+  context.streams->push_back(
+      RuleStream("services", reverser::v1::STREAM_STATE_BLOCKED, "WatchNotPermitted"));
+  json blocked = RuleStatus(RuleObject(), context, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(blocked, "StreamsRunning", "status"), "False");
+  EXPECT_EQ(ConditionField(blocked, "StreamsRunning", "reason"), "WatchNotPermitted");
+  EXPECT_EQ(ConditionField(blocked, "StreamsRunning", "message"),
+            "1/3 streams running; 2 blocked (services)");
+  EXPECT_EQ(ConditionField(blocked, "Stalled", "status"), "True");
+  EXPECT_EQ(ConditionField(blocked, "Stalled", "reason"), "WatchNotPermitted");
+  EXPECT_EQ(blocked["streams"]["pendingSample"], json({"services", "secrets"}));
+  EXPECT_EQ(blocked["streams"]["blocked"], 1);
+  EXPECT_EQ(blocked["streams"]["replaying"], 1);
+
+  // Replaying only: reconciling with the roll-up's reason.
+  context.streams->pop_back();
+  json replaying = RuleStatus(RuleObject(), context, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(replaying, "Reconciling", "status"), "True");
+  EXPECT_EQ(ConditionField(replaying, "Ready", "reason"), "Replaying");
+  EXPECT_EQ(ConditionField(replaying, "Ready", "message"),
+            "1/2 streams running; 1 replaying (secrets)");
+
+  // The target stalls: so does the rule, with the target's reason.
+  json stalled_target = TargetWithReady("False", "EncryptionNotConfigured", true);
+  context.target = &stalled_target;
+  json stalled = RuleStatus(RuleObject(), context, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(stalled, "GitTargetReady", "status"), "False");
+  EXPECT_EQ(ConditionField(stalled, "GitTargetReady", "reason"), "EncryptionNotConfigured");
+  EXPECT_EQ(ConditionField(stalled, "Stalled", "reason"), "EncryptionNotConfigured");
+
+  // The target is still replaying: the rule waits for it.
+  json pending_target = TargetWithReady("False", "InitialReplay", false);
+  context.target = &pending_target;
+  context.streams = std::vector<reverser::v1::StreamReadiness>{
+      RuleStream("configmaps", reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady")};
+  json waiting = RuleStatus(RuleObject(), context, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(waiting, "GitTargetReady", "reason"), "InitialReplay");
+  EXPECT_EQ(ConditionField(waiting, "Reconciling", "status"), "True");
+  EXPECT_EQ(ConditionField(waiting, "Ready", "reason"), "InitialReplay");
+
+  // A target without any condition yet; a status computed now takes precedence over it.
+  json bare = Target("t", "x", "");
+  context.target = &bare;
+  EXPECT_EQ(ConditionField(RuleStatus(RuleObject(), context, absl::UnixEpoch()), "GitTargetReady",
+                           "status"),
+            "Unknown");
+  json computed = TargetWithReady("True", "Ready", false)["status"];
+  context.target_status = &computed;
+  EXPECT_EQ(ConditionField(RuleStatus(RuleObject(), context, absl::UnixEpoch()), "GitTargetReady",
+                           "status"),
+            "True");
+
+  // No target at all: stalled, streams not evaluated, no status.streams.
+  RuleContext orphan;
+  orphan.target_namespace = "a";
+  orphan.target_name = "gone";
+  json missing = RuleStatus(RuleObject(), orphan, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(missing, "GitTargetReady", "reason"), "GitTargetNotFound");
+  EXPECT_EQ(ConditionField(missing, "Stalled", "reason"), "GitTargetNotFound");
+  EXPECT_EQ(ConditionField(missing, "StreamsRunning", "status"), "Unknown");
+  EXPECT_FALSE(missing.contains("streams"));
+}
+
 }  // namespace
 }  // namespace reverser::catalog

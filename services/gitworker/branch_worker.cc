@@ -683,6 +683,10 @@ void BranchWorker::Complete() {
       *ack.mutable_claim() = cover.claim;
       *ack.mutable_position() = core::ToProto(cover.position);
       ack.set_commit_sha(remote_sha);
+      if (pushed) {
+        *ack.mutable_pushed_at() =
+            google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+      }
       cover.sink->Ack(ack);
     }
     outcomes_[unit.id] = pushed ? unit.sha : "";

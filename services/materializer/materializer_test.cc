@@ -144,6 +144,89 @@ TEST_F(MaterializerTest, CheckpointAndStreamHoldExactlyTheClusterState) {
   worker.Stop();
 }
 
+// A list/watch RBAC forbids is Blocked with WatchNotPermitted — in the state record too, with
+// the API server's words, for the splice streams — until it is allowed: then the first sync
+// replays; a resumed watch that was refused streams again with its next event.
+TEST_F(MaterializerTest, ForbiddenListWatchIsBlockedWithWatchNotPermittedUntilAllowed) {
+  PutConfigMap("a", "1");
+  sim_->authenticator().AddToken("restricted-token",
+                                 {"restricted", "uid-r", {"system:authenticated"}, {}});
+  // Only namespace "other" is allowed: the worker's namespace "team" is not.
+  sim_->authorizer().AddRule({.users = {"restricted"},
+                              .verbs = {"get", "list", "watch"},
+                              .api_groups = {""},
+                              .resources = {"configmaps"},
+                              .namespaces = {"other"}});
+  auto config = kube::ParseKubeconfig(sim_->Kubeconfig("restricted-token"), "");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto restricted = kube::NewHttplibRestClient(*config);
+  ASSERT_TRUE(restricted.ok()) << restricted.status();
+  auto state = [&]() -> std::optional<redisstore::MaterializationState> {
+    auto conn = redisstore::RedisConnection::Connect(Options().redis);
+    if (!conn.ok()) return std::nullopt;
+    redisstore::MaterializationStore store(conn->get(), redisstore::KeyPrefix::Default(),
+                                           kConfigMaps, core::WatchScope::Namespace("team"));
+    auto read = store.ReadState();
+    return read.ok() ? *read : std::nullopt;
+  };
+  auto blocked = [&](const TypeMaterializer& worker) {
+    auto s = state();
+    return worker.Status().phase == "Blocked" && worker.Status().reason == "WatchNotPermitted" &&
+           s && s->phase == "Blocked" && s->reason == "WatchNotPermitted";
+  };
+  {
+    TypeMaterializer worker(*restricted, Options(), &metrics_);
+    worker.Start();
+    ASSERT_TRUE(testing::WaitFor([&] { return blocked(worker); }, absl::Seconds(20)))
+        << worker.Status().phase << " " << worker.Status().reason;
+    EXPECT_NE(state()->message.find("forbidden: "), std::string::npos) << state()->message;
+    EXPECT_NE(state()->message.find("resource \"configmaps\""), std::string::npos)
+        << state()->message;
+    sim_->authorizer().AddRule({.users = {"restricted"},
+                                .verbs = {"get", "list", "watch"},
+                                .api_groups = {""},
+                                .resources = {"configmaps"},
+                                .namespaces = {"team"}});
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return worker.Status().phase == "Streaming"; }, absl::Seconds(20)));
+    EXPECT_EQ(MaterializedState(), (std::map<std::string, std::string>{{"a", "1"}}));
+    EXPECT_EQ(state()->reason, "AllStreamsReady");
+    worker.Stop();
+  }
+  EXPECT_GE(metrics_
+                .GetCounter("reverser_materializer_watch_restarts_total", "",
+                            {{"group", ""},
+                             {"version", "v1"},
+                             {"resource", "configmaps"},
+                             {"scope", "ns:team"},
+                             {"reason", "WatchNotPermitted"}})
+                .Value(),
+            1);
+
+  // Resuming over the checkpoint while forbidden: Blocked; allowed, the next event streams.
+  sim_->authorizer().Clear();
+  sim_->authorizer().AddRule({.users = {"restricted"},
+                              .verbs = {"get", "list", "watch"},
+                              .api_groups = {""},
+                              .resources = {"configmaps"},
+                              .namespaces = {"other"}});
+  TypeMaterializer resumed(*restricted, Options(), &metrics_);
+  resumed.Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return blocked(resumed); }, absl::Seconds(20)));
+  sim_->authorizer().AddRule({.users = {"restricted"},
+                              .verbs = {"get", "list", "watch"},
+                              .api_groups = {""},
+                              .resources = {"configmaps"},
+                              .namespaces = {"team"}});
+  ASSERT_TRUE(testing::WaitFor([&] { return sim_->ActiveWatches() > 0; }, absl::Seconds(20)));
+  PutConfigMap("a", "2");
+  ASSERT_TRUE(testing::WaitFor([&] { return resumed.Status().phase == "Streaming" && Converged(); },
+                               absl::Seconds(20)));
+  EXPECT_EQ(resumed.Status().reason, "ResumedFromCursor");
+  EXPECT_EQ(resumed.Status().replays, 0) << "a resume over the checkpoint does not replay";
+  resumed.Stop();
+}
+
 TEST_F(MaterializerTest, RestartResumesWithoutReplayAndCatchesUp) {
   PutConfigMap("a", "1");
   {

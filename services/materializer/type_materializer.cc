@@ -90,9 +90,10 @@ TypeMaterializerStatus TypeMaterializer::Status() const {
   return status_;
 }
 
-void TypeMaterializer::SetPhase(const std::string& phase, const std::string& requested_reason) {
+void TypeMaterializer::SetPhase(const std::string& phase, const std::string& requested_reason,
+                                const std::string& detail) {
   std::string reason = requested_reason;
-  std::string message = reason;
+  std::string message = detail.empty() ? reason : detail;
   {
     std::lock_guard lock(mu_);
     if (rebuilding_ && phase == "Replaying") {
@@ -104,6 +105,7 @@ void TypeMaterializer::SetPhase(const std::string& phase, const std::string& req
     state_record_stale_ = false;
     status_.phase = phase;
     status_.reason = reason;
+    if (phase == "Streaming") streaming_reason_ = reason;
   }
   runtime::LogInfo("materialization phase",
                    {{"type", Name()}, {"phase", phase}, {"reason", reason}});
@@ -114,6 +116,7 @@ void TypeMaterializer::SetPhase(const std::string& phase, const std::string& req
     state.scope = options_.scope;
     state.updated_at = absl::Now();
     state.message = message;
+    state.reason = reason;
     {
       std::lock_guard lock(mu_);
       state.checkpoint = status_.checkpoint;
@@ -468,6 +471,15 @@ void TypeMaterializer::OnEvent(const kube::ReflectorEvent& event) {
   using Type = kube::ReflectorEventType;
   // Lost state: this watch is being stopped; the next one's full sync covers everything.
   if (rebuild_requested_) return;
+  if (event.type != Type::kSyncStarted && !collecting_) {
+    // A resumed watch got past a 403 (a sync in progress sets its own phase).
+    bool blocked;
+    {
+      std::lock_guard lock(mu_);
+      blocked = status_.phase == "Blocked";
+    }
+    if (blocked) SetPhase("Streaming", streaming_reason_);
+  }
   switch (event.type) {
     case Type::kSyncStarted:
       FlushAppends();  // the live changes before the relist land before its checkpoint
@@ -801,10 +813,17 @@ void TypeMaterializer::OnRefused(kube::ReflectorEventType type, const kube::Refu
 }
 
 void TypeMaterializer::OnError(const absl::Status& status) {
-  std::string reason = absl::IsPermissionDenied(status) ? "WatchNotPermitted" : "WatchError";
+  const bool forbidden = absl::IsPermissionDenied(status);
+  std::string reason = forbidden ? "WatchNotPermitted" : "WatchError";
   {
     std::lock_guard lock(mu_);
     status_.last_error = status.ToString();
+  }
+  // RBAC forbids the list/watch: blocked until a retry is allowed (the reflector keeps
+  // retrying with backoff). Splice streams of this materialization show it as their state.
+  if (forbidden) {
+    SetPhase("Blocked", reason,
+             absl::StrCat("list/watch of ", Name(), " forbidden: ", status.message()));
   }
   metrics_
       ->GetCounter("reverser_materializer_watch_restarts_total", "Watch restarts by reason.",

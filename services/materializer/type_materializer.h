@@ -175,9 +175,10 @@ class TypeMaterializer : private kube::WatchHandler {
   // Retries `op` against Redis until it succeeds or the worker stops.
   template <typename Fn>
   auto WithRetry(const char* what, Fn op) -> decltype(op());
-  // Also writes the `…:state` record; while rebuilding after lost state, Replaying reads
-  // RedisStateLost.
-  void SetPhase(const std::string& phase, const std::string& reason);
+  // Also writes the `…:state` record (message: `detail`, else the reason); while rebuilding
+  // after lost state, Replaying reads RedisStateLost.
+  void SetPhase(const std::string& phase, const std::string& reason,
+                const std::string& detail = "");
   void MaybeCompact(size_t appended);
   void CompactIfLong();
 
@@ -218,6 +219,8 @@ class TypeMaterializer : private kube::WatchHandler {
 
   // Reflector-thread state.
   bool collecting_ = false;
+  // The reason of the last Streaming phase: restored when a resumed watch gets past a 403.
+  std::string streaming_reason_ = "ResumedFromCursor";
   redisstore::ObjectMap pending_checkpoint_;
   std::vector<std::string> refused_in_sync_;  // identities refused in the listing under way
   std::set<std::string> logged_refusals_;     // "identity@rv" already logged (bounded)

@@ -140,7 +140,13 @@ void SpliceStream::Resplice() {
 
 SpliceStreamStatus SpliceStream::Status() const {
   std::lock_guard lock(mu_);
-  return status_;
+  SpliceStreamStatus out = status_;
+  if (materialization_block_) {
+    out.state = reverser::v1::STREAM_STATE_BLOCKED;
+    out.reason = materialization_block_->first;
+    out.message = materialization_block_->second;
+  }
+  return out;
 }
 
 void SpliceStream::SetState(reverser::v1::StreamState state, const std::string& reason,
@@ -176,6 +182,12 @@ void SpliceStream::Run() {
 void SpliceStream::OnAck(const reverser::v1::DeliveryAck& ack) {
   core::StreamPosition position = core::FromProto(ack.position());
   std::lock_guard lock(mu_);
+  if (ack.has_pushed_at()) {
+    // A push is a push, whichever session sent what it carried.
+    absl::Time pushed = absl::FromUnixSeconds(ack.pushed_at().seconds()) +
+                        absl::Nanoseconds(ack.pushed_at().nanos());
+    if (!status_.last_push || *status_.last_push < pushed) status_.last_push = pushed;
+  }
   // Everything sent up to and including `position` (in send order) is pushed.
   bool found = false;
   for (const auto& p : sent_order_) {
@@ -282,11 +294,12 @@ absl::StatusOr<redisstore::LineageTracker::Verdict> SpliceStream::AwaitMateriali
     auto mark = store.ReadMark();
     if (!mark.ok()) return mark.status();
     redisstore::LineageTracker::Judgement judged = lineage_.Observe(*mark);
-    if (UsableOrWait(judged, reason)) return judged.verdict;
+    if (UsableOrWait(store, judged, reason)) return judged.verdict;
   }
 }
 
-bool SpliceStream::UsableOrWait(const redisstore::LineageTracker::Judgement& judged,
+bool SpliceStream::UsableOrWait(redisstore::MaterializationStore& store,
+                                const redisstore::LineageTracker::Judgement& judged,
                                 const std::string& reason) {
   using Verdict = redisstore::LineageTracker::Verdict;
   if (judged.verdict == Verdict::kSame || judged.verdict == Verdict::kRenewed) {
@@ -299,9 +312,43 @@ bool SpliceStream::UsableOrWait(const redisstore::LineageTracker::Judgement& jud
     // Fail closed: no checkpoint, no resync, no sweep.
     SetState(reverser::v1::STREAM_STATE_REPLAYING, reason,
              "waiting for the materializer's first checkpoint");
+    FollowMaterializationState(store);  // a forbidden list/watch never brings one
   }
   absl::SleepFor(absl::Milliseconds(200));
   return false;
+}
+
+bool SpliceStream::FollowMaterializationState(redisstore::MaterializationStore& store) {
+  const absl::Time now = absl::Now();
+  if (now < next_state_check_) {
+    std::lock_guard lock(mu_);
+    return materialization_block_.has_value();
+  }
+  next_state_check_ = now + options_.materialization_state_poll;
+  auto state = store.ReadState();
+  std::optional<std::pair<std::string, std::string>> block;
+  if (!state.ok()) {
+    std::lock_guard lock(mu_);
+    return materialization_block_.has_value();  // Redis trouble shows elsewhere
+  }
+  if (state->has_value() && (*state)->phase == "Blocked") {
+    std::string reason = (*state)->reason.empty() ? "WatchError" : (*state)->reason;
+    std::string message = (*state)->message.empty()
+                              ? absl::StrCat("the materialization is blocked: ", reason)
+                              : (*state)->message;
+    block.emplace(std::move(reason), std::move(message));
+  }
+  std::lock_guard lock(mu_);
+  if (block != materialization_block_) {
+    if (block) {
+      runtime::LogWarning("materialization blocked; the stream is blocked with it",
+                          {{"stream", key_}, {"reason", block->first}, {"message", block->second}});
+    } else {
+      runtime::LogInfo("materialization no longer blocked", {{"stream", key_}});
+    }
+    materialization_block_ = std::move(block);
+  }
+  return materialization_block_.has_value();
 }
 
 std::optional<core::StreamPosition> SpliceStream::UsableCursor(
@@ -349,7 +396,7 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     // Only from a usable checkpoint at or past everything seen: a resync from a missing,
     // partial or older state would sweep the files of objects that still exist.
     // (No usable checkpoint in the view is never judged usable.)
-    if (!UsableOrWait(lineage_.Observe(view->mark), reason)) continue;
+    if (!UsableOrWait(store, lineage_.Observe(view->mark), reason)) continue;
     session_incarnation_ = view->mark.incarnation;
     TargetScope scope;
     {
@@ -606,6 +653,8 @@ absl::Status SpliceStream::Session() {
     auto batch = store.WaitAfter(position, options_.read_batch, block,
                                  awaiting_facts ? &fact_signal : nullptr);
     if (!batch.ok()) return batch.status();
+    // What still arrives is delivered; the stream is not live while its materialization is not.
+    FollowMaterializationState(store);
     if (fact_signal.fired) {
       fact_signal.fired = false;
       auto latest = facts_->LatestSignal(group_resource);

@@ -80,6 +80,9 @@ struct SpliceStreamOptions {
   absl::Duration cursor_refresh = absl::Minutes(5);
   // Write the reference's watch cursors (`P:watch:v1:target:…:last-rv`) with the cursor.
   bool reference_watch_cursors = true;
+  // How often the materialization's state record is read: while its phase is Blocked (its
+  // list/watch is forbidden, ...) the stream is Blocked with the materialization's reason.
+  absl::Duration materialization_state_poll = absl::Seconds(2);
 };
 
 struct SpliceStreamStatus {
@@ -87,10 +90,12 @@ struct SpliceStreamStatus {
   // InitialReplay (no cursor yet), ResumeReplay (splicing again over a cursor),
   // ExpiredResourceVersion (the stream was trimmed past the cursor), AllStreamsReady (streaming
   // after a splice), ResumedFromCursor (streaming without one), WatchError, RedisStateLost
-  // (waiting for the materializer to rebuild a materialization Redis lost).
+  // (waiting for the materializer to rebuild a materialization Redis lost), or a blocked
+  // materialization's reason (WatchNotPermitted: its list/watch is forbidden).
   std::string reason = "InitialReplay";
   std::string message = "waiting for the gitworker";  // human-readable detail of the state
   std::string cursor;                                 // persisted delivery cursor
+  std::optional<absl::Time> last_push;  // the latest push an ack of this stream reported
   int64_t events_sent = 0;
   int64_t resyncs_sent = 0;
   int64_t state_losses = 0;  // lost Redis state detected
@@ -149,8 +154,13 @@ class SpliceStream : public DeliverySubscriber {
   std::optional<core::StreamPosition> UsableCursor(
       const std::optional<redisstore::DeliveryCursor>& persisted);
   // True for a usable materialization (kSame, kRenewed); otherwise says why it waits (a loss,
-  // or no first checkpoint), pauses a poll interval and returns false.
-  bool UsableOrWait(const redisstore::LineageTracker::Judgement& judged, const std::string& reason);
+  // a blocked materialization, or no first checkpoint), pauses a poll interval and returns false.
+  bool UsableOrWait(redisstore::MaterializationStore& store,
+                    const redisstore::LineageTracker::Judgement& judged, const std::string& reason);
+  // Reads the materialization's state record (at most every materialization_state_poll): while
+  // it is Blocked, Status() shows this stream Blocked with its reason and message; once it is
+  // not, the stream's own state again. Returns whether it is blocked.
+  bool FollowMaterializationState(redisstore::MaterializationStore& store);
   // A lost materialization is being waited out: counted and logged once per detection.
   void NoteLoss(redisstore::StateLoss loss);
   void NoteUsableAgain();
@@ -198,6 +208,7 @@ class SpliceStream : public DeliverySubscriber {
   std::optional<redisstore::StateLoss> waiting_;  // a loss being waited out (counted once)
   absl::Time next_cursor_refresh_ = absl::InfinitePast();
   std::set<std::string> too_deep_logged_;  // identities whose refusal is logged (stream thread)
+  absl::Time next_state_check_ = absl::InfinitePast();
 
   mutable std::mutex mu_;
   // Every position read or sent and not yet folded into the cursor → done?
@@ -207,7 +218,10 @@ class SpliceStream : public DeliverySubscriber {
   bool cursor_dirty_ = false;
   // The last cursor this process persisted (with its incarnation): put back when Redis lost it.
   std::optional<redisstore::DeliveryCursor> delivered_;
-  SpliceStreamStatus status_;
+  SpliceStreamStatus status_;  // the stream's own state
+  // While the materialization is Blocked: its reason and message, shown by Status() over the
+  // stream's own state.
+  std::optional<std::pair<std::string, std::string>> materialization_block_;
 };
 
 }  // namespace reverser::splicer

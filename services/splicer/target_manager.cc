@@ -2,6 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/util/time_util.h"
+#include "libs/rules/claims.h"
+#include "libs/rules/proto_convert.h"
+#include "libs/rules/stream_readiness.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::splicer {
@@ -11,8 +15,7 @@ std::string GvrKey(const reverser::v1::GroupVersionResource& gvr) {
   return absl::StrCat(gvr.group(), "/", gvr.version(), "/", gvr.resource());
 }
 
-// "group/version/resource" plus " ns" for a namespace stream: the reference's pending-sample
-// form, also used in messages.
+// "group/version/resource" plus " ns" for a namespace stream, for messages.
 std::string ClaimText(const reverser::v1::Claim& claim) {
   const auto& gvr = claim.type().gvr();
   std::string out =
@@ -172,16 +175,9 @@ void TargetManager::SendConfigs() {
 }
 
 void TargetManager::Reconcile() {
-  // Which types someone follows cluster-wide: those are served by the cluster materialization.
-  std::set<std::string> cluster_wide;
-  for (const auto& [uid, table] : tables_) {
-    for (const auto& type : table.types()) {
-      if (type.namespaces().count("") ||
-          type.type().scope() == reverser::v1::RESOURCE_SCOPE_CLUSTER) {
-        cluster_wide.insert(GvrKey(type.type().gvr()));
-      }
-    }
-  }
+  // Each target reads the materializations its own rules ask for (rules::ServingScopes, the
+  // catalog's claim rule): another target's ClusterWatchRule never moves a namespaced rule
+  // onto the cluster-wide materialization.
   std::map<std::string, SpliceStreamOptions> wanted;
   for (const auto& [uid, table] : tables_) {
     for (const auto& type : table.types()) {
@@ -195,7 +191,7 @@ void TargetManager::Reconcile() {
         o.scope = scope;
         wanted[StreamKey(o.target, o.claim)] = std::move(o);
       };
-      if (cluster_wide.count(GvrKey(type.type().gvr()))) {
+      if (rules::ReadsClusterWide(rules::FromProto(type))) {
         reverser::v1::WatchScope source;
         source.set_cluster(true);
         add(source, TargetScope::From(type, sensitive));
@@ -249,6 +245,7 @@ size_t TargetManager::stream_count() const {
 std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
   std::lock_guard lock(mu_);
   std::map<std::string, reverser::v1::StreamSummary> by_target;
+  std::map<std::string, absl::Time> last_push;
   for (const auto& [uid, table] : tables_) {
     auto& summary = by_target[uid];
     *summary.mutable_target() = table.target();
@@ -257,31 +254,24 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
     std::string uid = key.substr(0, key.find('|'));
     auto& summary = by_target[uid];
     SpliceStreamStatus status = stream->Status();
-    summary.set_total(summary.total() + 1);
     auto* readiness = summary.add_streams();
     *readiness->mutable_claim() = stream->claim();
     readiness->set_state(status.state);
     readiness->set_reason(status.reason);
     readiness->set_message(status.message);
-    switch (status.state) {
-      case reverser::v1::STREAM_STATE_STREAMING:
-        summary.set_ready(summary.ready() + 1);
-        break;
-      case reverser::v1::STREAM_STATE_BLOCKED:
-        summary.set_blocked(summary.blocked() + 1);
-        break;
-      default:
-        summary.set_replaying(summary.replaying() + 1);
-        if (summary.pending_sample_size() < 5)
-          summary.add_pending_sample(ClaimText(stream->claim()));
-        break;
+    if (status.last_push) {
+      auto [it, inserted] = last_push.try_emplace(uid, *status.last_push);
+      if (!inserted) it->second = std::max(it->second, *status.last_push);
     }
   }
   std::vector<reverser::v1::StreamSummary> out;
   for (auto& [uid, summary] : by_target) {
-    summary.set_reason(summary.total() == 0                 ? "NoResolvedTypes"
-                       : summary.ready() == summary.total() ? "AllStreamsReady"
-                                                            : "Replaying");
+    rules::FillSummary(rules::RollUpStreams({summary.streams().begin(), summary.streams().end()}),
+                       &summary);
+    if (auto it = last_push.find(uid); it != last_push.end()) {
+      *summary.mutable_last_push_time() =
+          google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(it->second));
+    }
     refusals_.Fill(&summary);
     out.push_back(std::move(summary));
   }

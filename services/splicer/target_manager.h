@@ -49,9 +49,9 @@ class TargetManager {
   void SendConfigs();
   void StopAll();
 
-  // Per-target readiness roll-up (reasons as the reference: AllStreamsReady, Replaying,
-  // NoResolvedTypes), with each stream's claim, own state, reason and message, and the
-  // target's standing refusals (refusal_book.h).
+  // Per-target readiness roll-up (libs/rules/stream_readiness.h: counted per type, reasons and
+  // messages as the reference's), with each stream's claim, own state, reason and message, the
+  // last push the gitworker acked, and the target's standing refusals (refusal_book.h).
   std::vector<reverser::v1::StreamSummary> Summaries() const;
   // Makes the streams of `target` (by uid, else namespace/name) splice again and send a fresh
   // resync; with `claim` (its type's group/version/resource, and its scope when set) only the

@@ -56,6 +56,7 @@ class TargetManagerTest : public ::testing::Test {
     options.stream_defaults.attribution = false;
     options.stream_defaults.cursor_ttl = absl::Hours(24);
     options.stream_defaults.cursor_refresh = absl::Milliseconds(100);
+    options.stream_defaults.materialization_state_poll = absl::Milliseconds(50);
     manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &metrics_);
   }
   void TearDown() override {
@@ -82,6 +83,13 @@ class TargetManagerTest : public ::testing::Test {
   // Both cursors of `uid` written: the resync (coverage head 5-max) was acked.
   bool Delivered(const std::string& uid) {
     return Get(AckedKey(uid)).rfind("5-18446744073709551615@", 0) == 0 && Get(WatchKey(uid)) == "5";
+  }
+  // The summary of target `uid` (an empty one when there is none).
+  reverser::v1::StreamSummary SummaryOf(const std::string& uid) {
+    for (auto& summary : manager_->Summaries()) {
+      if (summary.target().uid() == uid) return summary;
+    }
+    return {};
   }
   double Deleted() {
     return metrics_.GetCounter("reverser_splicer_cursors_deleted_total", "").Value();
@@ -162,6 +170,74 @@ TEST_F(TargetManagerTest, ARemovedTargetLosesItsCursorsAReconnectOrCatalogRestar
   EXPECT_FALSE(Exists(AckedKey("ta")));
   EXPECT_FALSE(Exists(AckedKey("tb")));
   EXPECT_FALSE(Exists(WatchKey("tb")));
+}
+
+// Each target reads the materializations its own rules ask for: another target's cluster-wide
+// selection never moves a namespaced one onto the cluster-wide materialization. A forbidden
+// cluster-wide list/watch (the materializer's Blocked state) blocks only the target reading it,
+// with the materializer's reason, until it streams again; pushes show as the last push time.
+TEST_F(TargetManagerTest, EachTargetReadsItsOwnScopeAndABlockedMaterializationBlocksItsReaders) {
+  redisstore::MaterializationStore cluster(conn_.get(), redisstore::KeyPrefix::Default(),
+                                           {"", "v1", "configmaps"}, core::WatchScope::Cluster());
+  redisstore::MaterializationState state;
+  state.gvr = {"", "v1", "configmaps"};
+  state.scope = core::WatchScope::Cluster();
+  state.phase = "Blocked";
+  state.reason = "WatchNotPermitted";
+  state.message = "list/watch of v1/configmaps cluster forbidden: cannot list resource";
+  ASSERT_TRUE(cluster.WriteState(state).ok());
+
+  reverser::v1::TableUpdate update = Full(1, {"ns"});
+  reverser::v1::WatchedTypeTable wide = testutil::ConfigMapTable("wide", "team");
+  wide.mutable_types(0)->mutable_namespaces()->clear();
+  (*wide.mutable_types(0)->mutable_namespaces())[""].set_all(true);
+  *update.add_upserted() = wide;
+  manager_->Apply(update);
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("ns"); }, absl::Seconds(10)));
+  ASSERT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").blocked() == 1; }, absl::Seconds(10)))
+      << SummaryOf("wide").DebugString();
+
+  reverser::v1::StreamSummary ns = SummaryOf("ns");
+  ASSERT_EQ(ns.streams_size(), 1);
+  EXPECT_EQ(ns.streams(0).claim().scope().namespace_(), "team");
+  EXPECT_EQ(ns.reason(), "AllStreamsReady");
+  EXPECT_EQ(ns.message(), "1/1 streams running");
+  EXPECT_TRUE(ns.has_last_push_time()) << "the resync was acked as pushed";
+  reverser::v1::StreamSummary blocked = SummaryOf("wide");
+  ASSERT_EQ(blocked.streams_size(), 1);
+  EXPECT_TRUE(blocked.streams(0).claim().scope().has_cluster());
+  EXPECT_EQ(blocked.streams(0).state(), reverser::v1::STREAM_STATE_BLOCKED);
+  EXPECT_EQ(blocked.streams(0).message(), state.message);
+  EXPECT_EQ(blocked.reason(), "WatchNotPermitted");
+  EXPECT_EQ(blocked.message(), "0/1 streams running; 1 blocked (configmaps)");
+  EXPECT_EQ(blocked.pending_sample(0), "configmaps");
+  EXPECT_FALSE(blocked.has_last_push_time());
+
+  // Permitted again: the materializer lists, the stream resyncs and runs.
+  ASSERT_TRUE(cluster.ReplaceCheckpoint({}, core::StreamPosition::EndOf(7)).ok());
+  state.phase = "Streaming";
+  state.reason = "AllStreamsReady";
+  state.message = "AllStreamsReady";
+  ASSERT_TRUE(cluster.WriteState(state).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").reason() == "AllStreamsReady"; },
+                               absl::Seconds(10)))
+      << SummaryOf("wide").DebugString();
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return SummaryOf("wide").has_last_push_time(); }, absl::Seconds(10)));
+
+  // Forbidden again while the stream tails (a resumed watch refused): blocked again, then back.
+  state.phase = "Blocked";
+  state.reason = "WatchNotPermitted";
+  ASSERT_TRUE(cluster.WriteState(state).ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").reason() == "WatchNotPermitted"; },
+                               absl::Seconds(10)));
+  state.phase = "Streaming";
+  state.reason = "ResumedFromCursor";
+  ASSERT_TRUE(cluster.WriteState(state).ok());
+  EXPECT_TRUE(testing::WaitFor([&] { return SummaryOf("wide").reason() == "AllStreamsReady"; },
+                               absl::Seconds(10)))
+      << SummaryOf("wide").DebugString();
+  EXPECT_EQ(SummaryOf("ns").reason(), "AllStreamsReady");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::splicer::testutil {
@@ -48,6 +49,7 @@ std::optional<reverser::v1::DeliveryFeedback> PushedAck(
   } else {
     return std::nullopt;
   }
+  ack->mutable_pushed_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
   return pushed;
 }
 
