@@ -131,6 +131,9 @@ class BranchWorker {
     std::vector<Coverage> covers;
     bool counted = false;
     std::string sha;
+    size_t events = 0;             // live events planned into this window
+    bool rejected = false;         // its commit was refused (a resync: not applied)
+    bool failure_counted = false;  // a resync counted in resync_background_failures_total
   };
 
   struct CachedIndex {
@@ -157,6 +160,8 @@ class BranchWorker {
   void ReportTemplate(const Unit& unit, const std::string& kind, const std::string& text,
                       const absl::Status& status);
   void RejectUnit(Unit& unit, const absl::Status& status);
+  // Counts each pending resync, once, as a background failure (a commit or push cycle failed).
+  void CountPendingResyncFailures();
   void Complete();
   void AttachCovers(std::vector<Coverage> covers);
   bool HasUnpushed() const;

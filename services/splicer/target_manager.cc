@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/runtime/log.h"
+#include "services/splicer/splicer_metrics.h"
 
 namespace reverser::splicer {
 namespace {
@@ -231,8 +232,7 @@ void TargetManager::Reconcile() {
     stream->Start();
     streams_.emplace(key, std::move(stream));
   }
-  metrics_->GetGauge("gitopsreverser_watched_types", "Splice streams (target × type × scope).")
-      .Set(static_cast<double>(streams_.size()));
+  SplicerMetrics(metrics_).Streams(streams_.size());
 }
 
 void TargetManager::StopAll() {
