@@ -185,6 +185,237 @@ TEST_F(CrdsInstallTest, KubectlInstallsTheCrdsAndServesTheirKinds) {
   EXPECT_EQ(listed.out, "watchrule.configbutler.ai/configs\n");
 }
 
+// The reference's quickstart shape: a Secret-kind encryption secretRef, generated age
+// recipients, a commit window. kubectl validates strictly by default (server-side
+// fieldValidation=Strict), so any field our schema lacked would fail the apply.
+constexpr char kQuickstart[] = R"(apiVersion: v1
+kind: Namespace
+metadata:
+  name: quickstart
+---
+apiVersion: configbutler.ai/v1alpha3
+kind: GitProvider
+metadata:
+  name: example-provider
+  namespace: quickstart
+spec:
+  url: git@github.com:owner/repo.git
+  allowedBranches: ["*"]
+  secretRef:
+    name: git-creds
+    kind: Secret
+  push:
+    commitWindow: 5s
+---
+apiVersion: configbutler.ai/v1alpha3
+kind: GitTarget
+metadata:
+  name: example-target
+  namespace: quickstart
+spec:
+  providerRef:
+    kind: GitProvider
+    name: example-provider
+  branch: main
+  path: live-cluster
+  encryption:
+    provider: sops
+    secretRef:
+      name: sops-age-key
+      kind: Secret
+    age:
+      enabled: true
+      recipients:
+        generateWhenMissing: true
+---
+apiVersion: configbutler.ai/v1alpha3
+kind: WatchRule
+metadata:
+  name: example-rule
+  namespace: quickstart
+spec:
+  targetRef:
+    name: example-target
+  rules:
+  - operations: ["CREATE", "UPDATE", "DELETE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["configmaps"]
+)";
+
+TEST_F(CrdsInstallTest, QuickstartManifestsPassStrictValidationAndGetDefaults) {
+  InstallCrds();
+  testing::CommandResult applied = Kubectl({"apply", "-f", "-"}, kQuickstart);
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  EXPECT_FALSE(absl::StrContains(applied.err, "unknown field")) << applied.err;
+
+  json target =
+      Get("/apis/configbutler.ai/v1alpha3/namespaces/quickstart/gittargets/example-target");
+  EXPECT_EQ(target["spec"]["providerRef"]["group"], "configbutler.ai");
+  EXPECT_EQ(target["spec"]["encryption"]["secretRef"],
+            json({{"group", ""}, {"kind", "Secret"}, {"name", "sops-age-key"}}));
+  EXPECT_EQ(target["spec"]["encryption"]["age"]["recipients"]["extractFromSecret"], false);
+  json rule = Get("/apis/configbutler.ai/v1alpha3/namespaces/quickstart/watchrules/example-rule");
+  EXPECT_EQ(
+      rule["spec"]["targetRef"],
+      json({{"group", "configbutler.ai"}, {"kind", "GitTarget"}, {"name", "example-target"}}));
+  // A provider without a commit window keeps it absent (the reference's schema has no default;
+  // the catalog applies 5s).
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, R"(apiVersion: configbutler.ai/v1alpha3
+kind: GitProvider
+metadata:
+  name: no-window
+  namespace: quickstart
+spec:
+  url: https://git.example.com/org/repo.git
+  allowedBranches: ["main"]
+)")
+                .exit_code,
+            0);
+  json provider =
+      Get("/apis/configbutler.ai/v1alpha3/namespaces/quickstart/gitproviders/no-window");
+  EXPECT_FALSE(provider["spec"].contains("push")) << provider.dump();
+  EXPECT_EQ(provider["spec"]["commit"], nullptr);
+
+  // Strictness is real: a misspelt field is refused, naming it.
+  testing::CommandResult typo =
+      Kubectl({"apply", "-f", "-"}, R"(apiVersion: configbutler.ai/v1alpha3
+kind: GitTarget
+metadata:
+  name: typo
+  namespace: quickstart
+spec:
+  providerRef:
+    name: example-provider
+  branch: main
+  path: typo
+  encryption:
+    secretRef:
+      name: sops-age-key
+      knd: Secret
+)");
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(typo.err,
+                                "strict decoding error: unknown field "
+                                "\"spec.encryption.secretRef.knd\""))
+      << typo.err;
+}
+
+// The schemas reach kubectl explain (kube-sim publishes them in /openapi/v3, as a server does),
+// with reverser's own descriptions.
+TEST_F(CrdsInstallTest, KubectlExplainShowsTheFields) {
+  InstallCrds();
+  testing::CommandResult ref = Kubectl({"explain", "gittarget.spec.encryption.secretRef"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_TRUE(absl::StrContains(ref.out, "KIND:       GitTarget")) << ref.out;
+  EXPECT_TRUE(absl::StrContains(ref.out, "Secret holding age identities")) << ref.out;
+  EXPECT_TRUE(absl::StrContains(ref.out, "  kind\t<string>\n  enum: Secret\n")) << ref.out;
+  EXPECT_TRUE(absl::StrContains(ref.out, "  name\t<string> -required-\n")) << ref.out;
+  testing::CommandResult window = Kubectl({"explain", "gitprovider.spec.push.commitWindow"});
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  EXPECT_TRUE(absl::StrContains(window.out, "When\n    unset, 5s.")) << window.out;
+}
+
+// The reference's validations, as kubectl users see them.
+TEST_F(CrdsInstallTest, ReferenceValidationsRefuseWhatTheyRefuse) {
+  InstallCrds();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, kObjects).exit_code, 0);
+  auto refused = [&](const std::string& manifest, const std::string& message) {
+    testing::CommandResult r = Kubectl({"apply", "-f", "-"}, manifest);
+    EXPECT_NE(r.exit_code, 0) << manifest;
+    EXPECT_TRUE(absl::StrContains(r.err, message)) << "want: " << message << "\ngot: " << r.err;
+  };
+  // A foreign targetRef.group (WatchRule, ClusterWatchRule, CommitRequest).
+  refused(R"(apiVersion: configbutler.ai/v1alpha3
+kind: WatchRule
+metadata:
+  name: foreign
+  namespace: team-a
+spec:
+  targetRef:
+    group: example.com
+    name: mirror
+  rules:
+  - resources: ["configmaps"]
+)",
+          "spec.targetRef.group: Unsupported value: \"example.com\": supported values: "
+          "\"configbutler.ai\"");
+  refused(R"(apiVersion: configbutler.ai/v1alpha3
+kind: CommitRequest
+metadata:
+  name: foreign
+  namespace: team-a
+spec:
+  targetRef:
+    group: example.com
+    name: mirror
+)",
+          "spec.targetRef.group: Unsupported value: \"example.com\"");
+  // Empty resource names and branch patterns.
+  refused(R"(apiVersion: configbutler.ai/v1alpha3
+kind: WatchRule
+metadata:
+  name: empty
+  namespace: team-a
+spec:
+  targetRef:
+    name: mirror
+  rules:
+  - resources: [""]
+)",
+          "spec.rules[0].resources[0]: Invalid value: \"\": spec.rules[0].resources[0] in body "
+          "should be at least 1 chars long");
+  refused(R"(apiVersion: configbutler.ai/v1alpha3
+kind: GitProvider
+metadata:
+  name: empty-branch
+  namespace: team-a
+spec:
+  url: https://git.example.com/org/repo.git
+  allowedBranches: [""]
+)",
+          "spec.allowedBranches[0] in body should be at least 1 chars long");
+  refused(R"(apiVersion: configbutler.ai/v1alpha3
+kind: ClusterWatchRule
+metadata:
+  name: bad-scope
+spec:
+  targetRef:
+    name: mirror
+    namespace: team-a
+  rules:
+  - resources: ["namespaces"]
+    scope: Everywhere
+)",
+          "spec.rules[0].scope: Unsupported value: \"Everywhere\": supported values: "
+          "\"Cluster\", \"Namespaced\"");
+
+  // Immutability, with the reference's messages.
+  auto patch_refused = [&](const std::string& resource, const std::string& patch,
+                           const std::string& message) {
+    testing::CommandResult r =
+        Kubectl({"patch", resource, "-n", "team-a", "--type=merge", "-p", patch});
+    EXPECT_NE(r.exit_code, 0) << resource << " " << patch;
+    EXPECT_TRUE(absl::StrContains(r.err, message)) << "want: " << message << "\ngot: " << r.err;
+  };
+  patch_refused("gittarget/mirror", R"({"spec":{"branch":"release/1"}})",
+                "spec: Invalid value: \"object\": spec.branch is immutable; delete and recreate "
+                "the GitTarget to change its destination");
+  patch_refused("gittarget/mirror", R"({"spec":{"providerRef":{"name":"other"}}})",
+                "spec.providerRef is immutable; delete and recreate the GitTarget to change its "
+                "destination");
+  patch_refused("gitprovider/repo", R"({"spec":{"url":"https://git.example.com/org/other.git"}})",
+                "spec.url is immutable; delete and recreate the GitProvider to point at a "
+                "different repository");
+  patch_refused("commitrequest/release-notes", R"({"spec":{"closeDelaySeconds":6}})",
+                "CommitRequest spec is immutable after creation");
+  // Mutable fields still change.
+  testing::CommandResult placement =
+      Kubectl({"patch", "gittarget/mirror", "-n", "team-a", "--type=merge", "-p",
+               R"({"spec":{"placement":{"default":"{namespace}/{name}.yaml"}}})"});
+  EXPECT_EQ(placement.exit_code, 0) << placement.err;
+}
+
 TEST_F(CrdsInstallTest, CatalogLogicOverTheServedApi) {
   InstallCrds();
   testing::CommandResult created = Kubectl({"apply", "-f", "-"}, kObjects);

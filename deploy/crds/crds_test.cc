@@ -1,5 +1,6 @@
 // Parses every CRD in deploy/crds and checks the structure the rest of reverser relies on:
-// names, group, version, scope, required fields, enums, CEL immutability rules and printer columns.
+// names, group, version, scope, required fields, enums, CEL immutability rules and their messages,
+// printer columns. (crds_reference_test compares every schema node with the reference's.)
 
 #include <fstream>
 #include <map>
@@ -70,6 +71,14 @@ std::vector<std::string> CelRules(const YAML::Node& node) {
   return out;
 }
 
+std::vector<std::string> CelMessages(const YAML::Node& node) {
+  std::vector<std::string> out;
+  for (const auto& rule : node["x-kubernetes-validations"]) {
+    out.push_back(rule["message"].as<std::string>());
+  }
+  return out;
+}
+
 struct Expected {
   std::string plural;
   std::string kind;
@@ -122,12 +131,18 @@ TEST(CrdsTest, GitProvider) {
   EXPECT_EQ(At(spec, "url")["minLength"].as<int>(), 1);
   EXPECT_EQ(At(spec, "allowedBranches")["minItems"].as<int>(), 1);
   EXPECT_EQ(CelRules(spec), (std::vector<std::string>{"self.url == oldSelf.url"}));
+  EXPECT_EQ(CelMessages(spec),
+            (std::vector<std::string>{"spec.url is immutable; delete and recreate the GitProvider "
+                                      "to point at a different repository"}));
+  EXPECT_EQ(At(spec, "allowedBranches[]")["minLength"].as<int>(), 1);
   EXPECT_EQ(At(spec, "secretRef.kind")["default"].as<std::string>(), "Secret");
   EXPECT_EQ(Strings(At(spec, "secretRef.kind")["enum"]), (std::set<std::string>{"Secret"}));
   EXPECT_EQ(Strings(At(spec, "knownHostsRef.kind")["enum"]),
             (std::set<std::string>{"ConfigMap", "Secret"}));
   EXPECT_EQ(At(spec, "knownHostsRef.kind")["default"].as<std::string>(), "ConfigMap");
-  EXPECT_EQ(At(spec, "push.commitWindow")["default"].as<std::string>(), "5s");
+  // No schema default: the catalog applies 5s when the field is absent, as the reference does.
+  EXPECT_TRUE(At(spec, "push.commitWindow"));
+  EXPECT_FALSE(At(spec, "push.commitWindow")["default"]);
   EXPECT_EQ(At(spec, "commit.committer.name")["default"].as<std::string>(), "GitOps Reverser");
   EXPECT_EQ(At(spec, "commit.committer.email")["default"].as<std::string>(),
             "noreply@configbutler.ai");
@@ -137,8 +152,8 @@ TEST(CrdsTest, GitProvider) {
   EXPECT_EQ(Strings(At(spec, "commit.signing")["required"]), (std::set<std::string>{"secretRef"}));
   EXPECT_FALSE(At(spec, "commit.signing.generateWhenMissing")["default"].as<bool>());
   EXPECT_TRUE(At(Schema(crd), "status.signingPublicKey"));
-  EXPECT_EQ(ColumnNames(crd, false),
-            (std::vector<std::string>{"URL", "Ready", "Reason", "Status", "Age"}));
+  EXPECT_EQ(ColumnNames(crd, false), (std::vector<std::string>{"URL", "Ready", "Reason", "Age"}));
+  EXPECT_EQ(ColumnNames(crd, true), (std::vector<std::string>{"Status"}));
 }
 
 TEST(CrdsTest, GitTarget) {
@@ -148,11 +163,25 @@ TEST(CrdsTest, GitTarget) {
   EXPECT_EQ(CelRules(spec), (std::vector<std::string>{"self.providerRef == oldSelf.providerRef",
                                                       "self.branch == oldSelf.branch",
                                                       "self.path == oldSelf.path"}));
+  for (const std::string& message : CelMessages(spec)) {
+    EXPECT_TRUE(message.find(" is immutable; delete and recreate the GitTarget to change its "
+                             "destination") != std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(CelMessages(spec)[0],
+            "spec.providerRef is immutable; delete and recreate the GitTarget to change its "
+            "destination");
   EXPECT_EQ(At(spec, "providerRef.group")["default"].as<std::string>(), "configbutler.ai");
   EXPECT_EQ(At(spec, "providerRef.kind")["default"].as<std::string>(), "GitProvider");
   EXPECT_EQ(At(spec, "branch")["minLength"].as<int>(), 1);
   EXPECT_EQ(At(spec, "path")["minLength"].as<int>(), 1);
   EXPECT_EQ(At(spec, "encryption.provider")["default"].as<std::string>(), "sops");
+  EXPECT_EQ(Strings(At(spec, "encryption")["required"]), (std::set<std::string>{"provider"}));
+  // Manifests naming `kind: Secret` (as the reference's quickstart does) pass strict validation.
+  EXPECT_EQ(At(spec, "encryption.secretRef.kind")["default"].as<std::string>(), "Secret");
+  EXPECT_EQ(Strings(At(spec, "encryption.secretRef.kind")["enum"]),
+            (std::set<std::string>{"Secret"}));
+  EXPECT_EQ(At(spec, "encryption.secretRef.group")["default"].as<std::string>(), "");
   EXPECT_TRUE(At(spec, "encryption.age.recipients.publicKeys"));
   EXPECT_EQ(At(spec, "placement.byType")["additionalProperties"]["type"].as<std::string>(),
             "string");
@@ -160,6 +189,7 @@ TEST(CrdsTest, GitTarget) {
     EXPECT_TRUE(At(Schema(crd), std::string("status.streams.") + field)) << field;
   }
   EXPECT_TRUE(At(Schema(crd), "status.lastPushTime"));
+  EXPECT_FALSE(At(Schema(crd), "status.streams.total")["minimum"]);
   EXPECT_EQ(ColumnNames(crd, false),
             (std::vector<std::string>{"Provider", "Branch", "Path", "Ready", "Reason", "Streams",
                                       "Age"}));
@@ -172,6 +202,7 @@ void CheckResourceRule(const YAML::Node& rule) {
             (std::set<std::string>{"CREATE", "UPDATE", "DELETE", "*"}));
   EXPECT_EQ(At(rule, "resources")["minItems"].as<int>(), 1);
   EXPECT_EQ(At(rule, "resources")["items"]["pattern"].as<std::string>(), "^[^/]*$");
+  EXPECT_EQ(At(rule, "resources")["items"]["minLength"].as<int>(), 1);
   EXPECT_TRUE(At(rule, "apiGroups"));
   EXPECT_TRUE(At(rule, "apiVersions"));
 }
@@ -189,11 +220,17 @@ TEST(CrdsTest, WatchRule) {
   EXPECT_EQ(Strings(At(Schema(crd), "status.streams")["required"]),
             (std::set<std::string>{"blocked", "ready", "replaying", "total"}));
   EXPECT_EQ(At(spec, "targetRef.group")["default"].as<std::string>(), "configbutler.ai");
+  EXPECT_EQ(Strings(At(spec, "targetRef.group")["enum"]),
+            (std::set<std::string>{"configbutler.ai"}));
   EXPECT_EQ(At(spec, "targetRef.kind")["default"].as<std::string>(), "GitTarget");
-  const std::vector<std::string> columns = {"Target",         "Ready",   "Reconciling", "Stalled",
-                                            "StreamsRunning", "Streams", "Reason",      "Age"};
-  EXPECT_EQ(ColumnNames(crd, false), columns);
-  EXPECT_EQ(ColumnNames(Load("clusterwatchrules"), false), columns);
+  EXPECT_FALSE(At(Schema(crd), "status.streams.total")["minimum"]);
+  for (const char* plural : {"watchrules", "clusterwatchrules"}) {
+    SCOPED_TRACE(plural);
+    EXPECT_EQ(ColumnNames(Load(plural), false),
+              (std::vector<std::string>{"Target", "Ready", "Reason", "Streams", "Age"}));
+    EXPECT_EQ(ColumnNames(Load(plural), true),
+              (std::vector<std::string>{"GitTargetReady", "StreamsRunning"}));
+  }
 }
 
 TEST(CrdsTest, ClusterWatchRule) {
@@ -202,8 +239,15 @@ TEST(CrdsTest, ClusterWatchRule) {
   EXPECT_EQ(Strings(At(spec, "targetRef")["required"]),
             (std::set<std::string>{"name", "namespace"}));
   CheckResourceRule(At(spec, "rules[]"));
-  EXPECT_EQ(Strings(At(spec, "rules[].scope")["enum"]),
-            (std::set<std::string>{"Cluster", "Namespaced"}));
+  // The reference states the enum twice, as an allOf of two equal enums.
+  YAML::Node scope = At(spec, "rules[].scope");
+  EXPECT_EQ(scope["type"].as<std::string>(), "string");
+  ASSERT_EQ(scope["allOf"].size(), 2u);
+  for (const auto& part : scope["allOf"]) {
+    EXPECT_EQ(Strings(part["enum"]), (std::set<std::string>{"Cluster", "Namespaced"}));
+  }
+  EXPECT_EQ(Strings(At(spec, "targetRef.group")["enum"]),
+            (std::set<std::string>{"configbutler.ai"}));
   EXPECT_TRUE(Strings(At(spec, "rules[]")["required"]).count("scope"));
 }
 
@@ -211,6 +255,10 @@ TEST(CrdsTest, CommitRequest) {
   YAML::Node crd = Load("commitrequests");
   YAML::Node spec = At(Schema(crd), "spec");
   EXPECT_EQ(CelRules(spec), (std::vector<std::string>{"self == oldSelf"}));
+  EXPECT_EQ(CelMessages(spec),
+            (std::vector<std::string>{"CommitRequest spec is immutable after creation"}));
+  EXPECT_EQ(Strings(At(spec, "targetRef.group")["enum"]),
+            (std::set<std::string>{"configbutler.ai"}));
   EXPECT_EQ(At(spec, "message")["minLength"].as<int>(), 1);
   EXPECT_EQ(At(spec, "message")["maxLength"].as<int>(), 1024);
   // The pattern is regex text (backslash escapes), not raw control characters.

@@ -262,7 +262,10 @@ current-context: local
 
     def service_args(self, name):
         if name == "gitworker":
-            return [f"--work_dir={self.dir}/gitworker", f"--push_cooldown={self.push_cooldown}"]
+            # Secrets (credentials, signing keys) through the API, as a key the catalog generates
+            # exists only there.
+            return [f"--work_dir={self.dir}/gitworker", f"--push_cooldown={self.push_cooldown}",
+                    "--secrets_source=api", f"--kubeconfig={self.kubeconfig}"]
         if name == "catalog":
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s"]
         if name == "materializer":
@@ -387,10 +390,11 @@ current-context: local
         wait_until(ready, timeout, f"{count} splice streams to send their initial resync", poll=0.1)
 
     def apply_mirror(self, path="clusters/local", rules=None, branch="main", age_recipients=None,
-                     cluster_rules=None):
+                     cluster_rules=None, signing=None):
         """GitProvider + GitTarget + WatchRule in namespace demo, mirroring into `path` on
         `branch`. age_recipients: turn on SOPS/age encryption of Secrets with these public keys;
-        cluster_rules: also a ClusterWatchRule (e.g. cluster-scoped types) for the same target."""
+        cluster_rules: also a ClusterWatchRule (e.g. cluster-scoped types) for the same target;
+        signing: the GitProvider's spec.commit.signing (SSH commit signing)."""
         rules = rules or [{"operations": ["*"], "apiGroups": ["", "apps", "example.com"],
                            "resources": ["configmaps", "deployments", "widgets"]}]
         target_spec = {"providerRef": {"name": "local"}, "branch": branch, "path": path}
@@ -402,7 +406,8 @@ current-context: local
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
                  "metadata": {"name": "local", "namespace": "demo"},
                  "spec": {"url": f"file://{self.remote}", "allowedBranches": [branch],
-                          "push": {"commitWindow": self.commit_window}}},
+                          "push": {"commitWindow": self.commit_window},
+                          **({"commit": {"signing": signing}} if signing else {})}},
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
                  "metadata": {"name": "mirror", "namespace": "demo"}, "spec": target_spec},
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
@@ -414,7 +419,8 @@ current-context: local
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterWatchRule",
                  "metadata": {"name": "demo-cluster-objects"},
                  "spec": {"targetRef": {"name": "mirror", "namespace": "demo"}, "rules": cluster_rules}})
-        # kube-sim publishes no OpenAPI for custom resources, so client-side validation is off.
+        # kubectl validates a List's items through /openapi/v2, which kube-sim serves only in its
+        # legacy profile; the server still prunes, defaults and validates the custom resources.
         self.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(manifest))
 
 

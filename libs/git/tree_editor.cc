@@ -200,11 +200,28 @@ absl::StatusOr<std::optional<std::string>> CreateCommit(git_repository* repo,
   ASSIGN_OR_RETURN(GitPtr<git_signature> committer, MakeSignature(spec.committer, "committer"));
   const git_commit* parents[1] = {parent_commit.get()};
   git_oid commit_id;
-  RETURN_IF_ERROR(GitStatus(
-      git_commit_create(&commit_id, repo, /*update_ref=*/nullptr, author.get(), committer.get(),
-                        /*message_encoding=*/nullptr, spec.message.c_str(), tree.get(),
-                        parent_commit ? 1 : 0, parents),
-      "creating commit"));
+  if (spec.signer == nullptr) {
+    RETURN_IF_ERROR(GitStatus(
+        git_commit_create(&commit_id, repo, /*update_ref=*/nullptr, author.get(), committer.get(),
+                          /*message_encoding=*/nullptr, spec.message.c_str(), tree.get(),
+                          parent_commit ? 1 : 0, parents),
+        "creating commit"));
+    return OidToHex(commit_id);
+  }
+  // Signed: the signature covers the commit object as it would be without the gpgsig header,
+  // which libgit2 inserts after the committer line, as git does.
+  GitBuf content;
+  RETURN_IF_ERROR(
+      GitStatus(git_commit_create_buffer(content.get(), repo, author.get(), committer.get(),
+                                         /*message_encoding=*/nullptr, spec.message.c_str(),
+                                         tree.get(), parent_commit ? 1 : 0, parents),
+                "building commit"));
+  const std::string unsigned_commit = content.str();
+  ASSIGN_OR_RETURN(std::string signature, spec.signer->Sign(unsigned_commit));
+  RETURN_IF_ERROR(
+      GitStatus(git_commit_create_with_signature(&commit_id, repo, unsigned_commit.c_str(),
+                                                 signature.c_str(), "gpgsig"),
+                "writing signed commit"));
   return OidToHex(commit_id);
 }
 

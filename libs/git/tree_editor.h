@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "libs/git/ssh_signing.h"
 
 namespace reverser::git {
 
@@ -30,6 +31,9 @@ struct CommitSpec {
   Identity author;
   Identity committer;
   std::string message;
+  // When set, the commit carries this key's SSH signature in its gpgsig header (not owned;
+  // must outlive the call).
+  const SshSigningKey* signer = nullptr;
 };
 
 // Builds the tree `base` (nullptr: the empty tree) with `changes` applied and returns its id.
@@ -41,8 +45,9 @@ absl::StatusOr<git_oid> ApplyChanges(git_repository* repo, const git_tree* base,
                                      const ChangeSet& changes);
 
 // Applies `changes` on top of `parent` (hex id; std::nullopt: a first commit with no parent)
-// and writes a commit with `spec`'s identities and message. Moves no reference. Returns the new
-// commit id, or std::nullopt when the changes leave the tree as it was (nothing to commit).
+// and writes a commit with `spec`'s identities and message, signed when `spec.signer` is set.
+// Moves no reference. Returns the new commit id, or std::nullopt when the changes leave the
+// tree as it was (nothing to commit).
 absl::StatusOr<std::optional<std::string>> CreateCommit(git_repository* repo,
                                                         const std::optional<std::string>& parent,
                                                         const ChangeSet& changes,

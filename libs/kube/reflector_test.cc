@@ -271,7 +271,7 @@ TEST_F(ReflectorTest, AnObjectTooDeepIsRefusedAndTheWatchMovesPastIt) {
 
 TEST_F(ReflectorTest, AListItemTooDeepIsRefusedTheOthersAreListed) {
   collection_->AddStatus(422,
-                         ReadTestData("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
+                         ReadTestdata("k8s/handmade/status/422-invalid-sendInitialEvents.json"));
   std::string list = List("30", {"a", "b"});
   list.replace(list.find(R"("items":[)"), 9,
                absl::StrCat(R"("items":[)", TooDeepObject("deep", "5"), ","));

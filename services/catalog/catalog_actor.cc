@@ -84,6 +84,9 @@ void Apply(Self* self, const CatalogActorDeps& deps, CatalogInput& input) {
         } else if constexpr (std::is_same_v<T, ProbeInput>) {
           catalog.ApplyProbe(in.provider, std::move(in.probe));
           AfterChange(self, deps);
+        } else if constexpr (std::is_same_v<T, EncryptionSecretInput>) {
+          catalog.ApplyEncryptionSecret(in.target, std::move(in.result));
+          AfterChange(self, deps);
         } else if constexpr (std::is_same_v<T, SummaryInput>) {
           catalog.ApplySummary(in.summary);
           AfterChange(self, deps);

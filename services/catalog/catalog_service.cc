@@ -27,6 +27,7 @@ CatalogService::CatalogService(runtime::ServiceHost& host, CatalogServiceOptions
   if (!options_.reachable) {
     options_.reachable = [](const RemoteEndpoint& e) { return CheckReachable(e, absl::Seconds(5)); };
   }
+  if (options_.random == nullptr) options_.random = &sops::crypto::SystemRandom();
 }
 
 CatalogService::~CatalogService() { Stop(); }
@@ -46,6 +47,7 @@ void CatalogService::Start() {
   inbox_ = std::make_unique<ActorInbox>(actor_);
   status_queue_.Start();
   probe_queue_.Start();
+  encryption_queue_.Start();
   discovery_ = std::make_unique<DiscoveryLoop>(*options_.client, *inbox_,
                                                options_.discovery_period);
   watches_ = std::make_unique<ObjectWatches>(*options_.client, *inbox_,
@@ -65,6 +67,7 @@ void CatalogService::Stop() {
   self->wait_for(actor_);
   status_queue_.Stop();
   probe_queue_.Stop();
+  encryption_queue_.Stop();
 }
 
 void CatalogService::Tick() {
@@ -126,6 +129,9 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
       inbox_->Post(ProbeInput{key, std::move(probe)});
     });
   }
+  for (const EncryptionSecretRequest& request : changes.encryption_reads) {
+    ReadEncryptionSecretFor(request);
+  }
 
   const auto stats = state.catalog().stats();
   metrics.GetGauge("gitopsreverser_api_catalog_generation", "API resource catalog generation.")
@@ -165,6 +171,36 @@ void CatalogService::WriteStatus(const StatusWrite& write) {
                                                   {"error", std::string(result.status().message())}});
       inbox_->Post(StatusFailedInput{w.key});
     }
+  });
+}
+
+void CatalogService::ReadEncryptionSecretFor(const EncryptionSecretRequest& request) {
+  encryption_queue_.Submit(request.key.ToString(), [this, request] {
+    EncryptionSecretOutcome outcome =
+        ReadEncryptionSecret(*options_.client, request, *options_.clock, *options_.random);
+    const EncryptionSecretResult& result = outcome.result;
+    std::string label = result.ok ? "ok" : result.reason;
+    if (outcome.action == EncryptionSecretAction::kCreated) label = "created";
+    if (outcome.action == EncryptionSecretAction::kCompleted) label = "completed";
+    host_.metrics()
+        .GetCounter("reverser_catalog_encryption_secret_reads_total",
+                    "Reads of GitTarget age key Secrets, by outcome (ok, created, completed, "
+                    "MissingSecret, InvalidConfig).",
+                    {{"outcome", label}})
+        .Increment();
+    const std::string target = request.key.ToString();
+    if (result.ok) {
+      encryption_failure_logged_.erase(target);
+    } else if (encryption_failure_logged_[target] != result.message) {
+      encryption_failure_logged_[target] = result.message;
+      runtime::LogWarning(
+          "encryption not configured",
+          {{"object", target},
+           {"secret", absl::StrCat(request.secret.namespace_, "/", request.secret.name)},
+           {"reason", result.reason},
+           {"error", result.message}});
+    }
+    inbox_->Post(EncryptionSecretInput{request.key, result});
   });
 }
 

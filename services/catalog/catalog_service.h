@@ -22,6 +22,7 @@
 #include "services/catalog/catalog_actor.h"
 #include "services/catalog/catalog_grpc.h"
 #include "services/catalog/catalog_metrics.h"
+#include "services/catalog/encryption_secret.h"
 #include "services/catalog/feeds.h"
 #include "services/catalog/kube_io.h"
 #include "services/catalog/provider_probe.h"
@@ -35,6 +36,8 @@ struct CatalogServiceOptions {
   absl::Duration discovery_period = absl::Seconds(30);
   // How a GitProvider's remote is checked; default: CheckReachable with a 5 s timeout.
   ReachabilityCheck reachable;
+  // Key material for generated age keys; default: the system's.
+  sops::crypto::Random* random = nullptr;
 };
 
 class CatalogService final : public CatalogBackend, private CatalogOutputs {
@@ -64,6 +67,7 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
                    const absl::Status& status) override;
 
   void WriteStatus(const StatusWrite& write);
+  void ReadEncryptionSecretFor(const EncryptionSecretRequest& request);
   void UpdateWatchComponent(const CatalogState& state);
 
   runtime::ServiceHost& host_;
@@ -79,6 +83,10 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   std::unique_ptr<ObjectWatches> watches_;
   TaskQueue status_queue_{"status"};
   TaskQueue probe_queue_{"probe"};
+  TaskQueue encryption_queue_{"encryption"};
+  // The last encryption failure logged per GitTarget (encryption queue thread only): each
+  // failure is logged once, not on every re-read.
+  std::map<std::string, std::string> encryption_failure_logged_;
   std::map<ObjectKind, absl::Status> watch_health_;  // actor thread only
   CatalogMetrics metrics_;                           // actor thread only
   uint64_t refreshed_generation_ = 0;  // catalog generation after the last pass (actor thread)

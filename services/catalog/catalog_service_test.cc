@@ -6,18 +6,31 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/civil_time.h"
 #include "gtest/gtest.h"
+#include <sys/stat.h>
+
+#include "absl/strings/match.h"
 #include "libs/core/clock.h"
+#include "libs/git/ssh_signing.h"
 #include "libs/kube/api_error.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/kube/rest_client.h"
+#include "libs/kube/secret_data.h"
 #include "libs/runtime/service_host.h"
+#include "libs/sops/age_key_secret.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
 #include "services/catalog/catalog_service.h"
 #include "services/catalog/conditions.h"
@@ -442,7 +455,8 @@ TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
   CreateTarget("team-a", "bad-path", "repo", "main", "../escape");
   CreateTarget("team-a", "first", "repo", "main", "clusters");
   CreateTarget("team-a", "nested", "repo", "main", "clusters/prod");
-  CreateWatchRule("team-a", "invalid", "first", {{{"resources", {"deployments/status"}}}});
+  // The schema admits a wildcard suffix (a subresource it refuses itself); the parser does not.
+  CreateWatchRule("team-a", "invalid", "first", {{{"resources", {"config*"}}}});
   CreateWatchRule("team-a", "orphan", "nobody", {{{"resources", {"configmaps"}}}});
 
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "no-provider", "Validated", kFalse,
@@ -496,6 +510,125 @@ TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
   reverser::v1::ServiceStatus status;
   ASSERT_TRUE(admin_->Status(&context, {}, &status).ok());
   EXPECT_TRUE(WaitFor([&] { return host_->Ready(); }, kWait));
+}
+
+TEST_F(CatalogServiceTest, SigningKeyIsGeneratedWhenMissingAndPublishedInStatus) {
+  const core::GroupVersionResource secrets{"", "v1", "secrets"};
+  auto signing_key_of = [&](const std::string& provider) {
+    return StringAt(Get(ObjectKind::kGitProvider, "team-a", provider),
+                    {"status", "signingPublicKey"});
+  };
+  CreateProvider(
+      "team-a", "signed",
+      {{"commit",
+        {{"signing", {{"secretRef", {{"name", "signing"}}}, {"generateWhenMissing", true}}}}}});
+  ASSERT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "signed", "Ready", kTrue, "Ready"));
+  ASSERT_TRUE(WaitFor([&] { return !signing_key_of("signed").empty(); }, kWait));
+  const std::string published = signing_key_of("signed");
+  EXPECT_TRUE(absl::StartsWith(published, "ssh-ed25519 AAAA")) << published;
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "signed", "Ready")
+                .find("commits signed with a generated ed25519 key"),
+            std::string::npos);
+
+  // The Secret holds an OpenSSH key that ssh-keygen reads back to the published public key.
+  auto secret = client_->Get(secrets, "team-a", "signing");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  EXPECT_FALSE(secret->at("metadata").contains("ownerReferences"));
+  auto data = kube::DecodeSecretData(*secret);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(data->at("signing.pub"), published + "\n");
+  reverser::testing::ScopedTempDir keys("keys");
+  const std::string key_file = keys.path() + "/signing.key";
+  ASSERT_TRUE(reverser::testing::WriteFile(key_file, data->at("signing.key")).ok());
+  ASSERT_EQ(chmod(key_file.c_str(), 0600), 0);
+  auto derived = reverser::testing::RunCommand({"ssh-keygen", "-y", "-f", key_file});
+  ASSERT_TRUE(derived.ok());
+  ASSERT_EQ(derived->exit_code, 0) << derived->err;
+  EXPECT_EQ(derived->out.substr(0, derived->out.find_last_not_of(" \n") + 1), published);
+
+  // A spec change probes again: the key is kept, not regenerated.
+  auto patched =
+      client_->Patch(GvrOf(ObjectKind::kGitProvider), "team-a", "signed", kube::PatchType::kMerge,
+                     {{"spec", {{"allowedBranches", {"main", "dev"}}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json p = Get(ObjectKind::kGitProvider, "team-a", "signed");
+        const json* ready = FindCondition(NodeAt(p, {"status", "conditions"}), "Ready");
+        return NodeAt(p, {"status", "observedGeneration"}) == 2 && ready != nullptr &&
+               ready->value("message", "").find("commits signed with the ed25519 key") !=
+                   std::string::npos;
+      },
+      kWait));
+  EXPECT_EQ(signing_key_of("signed"), published);
+
+  // A Secret without signing.key gets one; with a passphrase it is stored encrypted and the
+  // other data is kept.
+  ASSERT_TRUE(
+      client_
+          ->Create(secrets, "team-a",
+                   {{"metadata", {{"name", "locked"}}},
+                    {"data", kube::EncodeSecretData({{"passphrase", "pw"}, {"note", "x"}})}})
+          .ok());
+  CreateProvider(
+      "team-a", "locked",
+      {{"commit",
+        {{"signing", {{"secretRef", {{"name", "locked"}}}, {"generateWhenMissing", true}}}}}});
+  ASSERT_TRUE(WaitFor([&] { return !signing_key_of("locked").empty(); }, kWait));
+  auto locked = kube::DecodeSecretData(*client_->Get(secrets, "team-a", "locked"));
+  ASSERT_TRUE(locked.ok());
+  EXPECT_EQ(locked->at("note"), "x");
+  EXPECT_TRUE(absl::StartsWith(locked->at("signing.key"), "-----BEGIN ENCRYPTED PRIVATE KEY-----"));
+  auto reread = git::SshSigningKey::FromSecretData(*locked);
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  EXPECT_EQ(reread->AuthorizedKey(), signing_key_of("locked"));
+  EXPECT_NE(signing_key_of("locked"), published);
+
+  // Without generateWhenMissing a missing Secret is SecretNotFound and nothing is created; a key
+  // that does not parse is SecretMalformed; neither publishes a key.
+  CreateProvider("team-a", "absent",
+                 {{"commit", {{"signing", {{"secretRef", {{"name", "nope"}}}}}}}});
+  ASSERT_TRUE(client_
+                  ->Create(secrets, "team-a",
+                           {{"metadata", {{"name", "garbage"}}},
+                            {"data", kube::EncodeSecretData({{"signing.key", "not a key"}})}})
+                  .ok());
+  CreateProvider(
+      "team-a", "broken",
+      {{"commit",
+        {{"signing", {{"secretRef", {{"name", "garbage"}}}, {"generateWhenMissing", true}}}}}});
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "absent", "Ready", kFalse,
+                               "SecretNotFound"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "absent", "Ready")
+                .find("generateWhenMissing is false"),
+            std::string::npos);
+  EXPECT_TRUE(kube::IsApiNotFound(client_->Get(secrets, "team-a", "nope").status()));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "broken", "Stalled", kTrue,
+                               "SecretMalformed"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitProvider, "team-a", "broken", "Ready")
+                .find("team-a/garbage signing.key: not a private key"),
+            std::string::npos);
+  EXPECT_EQ(signing_key_of("broken"), "");
+
+  // The periodic probe picks up a repaired Secret.
+  json repaired = *client_->Get(secrets, "team-a", "garbage");
+  repaired["data"] = kube::EncodeSecretData({{"signing.key", data->at("signing.key")}});
+  ASSERT_TRUE(client_->Update(secrets, "team-a", repaired).ok());
+  clock_.Advance(absl::Minutes(5) + absl::Seconds(1));
+  service_->Tick();
+  ASSERT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "broken", "Ready", kTrue, "Ready"));
+  EXPECT_EQ(signing_key_of("broken"), published);
+
+  // Turning signing off removes the published key.
+  ASSERT_TRUE(client_
+                  ->Patch(GvrOf(ObjectKind::kGitProvider), "team-a", "signed",
+                          kube::PatchType::kMerge, {{"spec", {{"commit", {{"signing", nullptr}}}}}})
+                  .ok());
+  EXPECT_TRUE(WaitFor([&] { return signing_key_of("signed").empty(); }, kWait));
+  EXPECT_TRUE(
+      WaitForCondition(ObjectKind::kGitProvider, "team-a", "signed", "Ready", kTrue, "Ready"));
 }
 
 TEST_F(CatalogServiceTest, AdminListsTypesWithTheReasonTheyAreNotFollowed) {
@@ -635,6 +768,194 @@ TEST_F(CatalogServiceTest, ManySubscribersComeAndGoWhileClaimsChange) {
     EXPECT_TRUE(WaitFor([&] { return stream->last() && stream->last()->generation() == final_generation; },
                         kWait));
   }
+}
+
+// --- the EncryptionConfigured gate with the age key Secret -----------------------------------
+
+const core::GroupVersionResource kSecrets{"", "v1", "secrets"};
+
+// The reference quickstart's GitTarget encryption: sops, Secret sops-age-key, age enabled,
+// recipients extracted from the Secret and generated when missing.
+json QuickstartEncryption(bool generate = true, const std::string& secret = "sops-age-key") {
+  return {{"provider", "sops"},
+          {"secretRef", {{"name", secret}}},
+          {"age",
+           {{"enabled", true},
+            {"recipients", {{"extractFromSecret", true}, {"generateWhenMissing", generate}}}}}};
+}
+
+// An identity from the age-keygen CLI and the recipient the CLI derives from it.
+std::pair<std::string, std::string> CliKeyPair() {
+  auto keygen = reverser::testing::RunCommand({"age-keygen"});
+  EXPECT_TRUE(keygen.ok() && keygen->exit_code == 0);
+  std::string file = keygen.ok() ? keygen->out : "";
+  auto pub = reverser::testing::RunCommand({"age-keygen", "-y"}, file);
+  EXPECT_TRUE(pub.ok() && pub->exit_code == 0);
+  return {file, pub.ok() ? std::string(absl::StripAsciiWhitespace(pub->out)) : ""};
+}
+
+class CatalogEncryptionTest : public CatalogServiceTest {
+ protected:
+  void CreateEncryptedTarget(const std::string& name, const std::string& path, json encryption) {
+    Create(ObjectKind::kGitTarget, {{"metadata", {{"namespace", "team-a"}, {"name", name}}},
+                                    {"spec",
+                                     {{"providerRef", {{"name", "repo"}}},
+                                      {"branch", "main"},
+                                      {"path", path},
+                                      {"encryption", encryption}}}});
+  }
+
+  // The current table of every target, rebuilt from the stream.
+  static std::map<std::string, reverser::v1::WatchedTypeTable> View(
+      const StreamRecorder<reverser::v1::TableUpdate>& tables) {
+    std::map<std::string, reverser::v1::WatchedTypeTable> view;
+    for (const auto& update : tables.messages()) {
+      if (update.full()) view.clear();
+      for (const auto& t : update.upserted()) view[t.target().name()] = t;
+      for (const auto& r : update.removed()) view.erase(r.name());
+    }
+    return view;
+  }
+
+  static std::vector<std::string> Recipients(const reverser::v1::WatchedTypeTable& table) {
+    return {table.config().age_recipients().begin(), table.config().age_recipients().end()};
+  }
+
+  // reverser_catalog_encryption_secret_reads_total{outcome=...} as /metrics shows it.
+  double Reads(const std::string& outcome) {
+    const std::string prefix =
+        absl::StrCat("reverser_catalog_encryption_secret_reads_total{outcome=\"", outcome, "\"} ");
+    for (absl::string_view line : absl::StrSplit(host_->metrics().RenderText(), '\n')) {
+      double value = 0;
+      if (absl::ConsumePrefix(&line, prefix) && absl::SimpleAtod(line, &value)) return value;
+    }
+    return 0;
+  }
+};
+
+TEST_F(CatalogEncryptionTest, GenerateWhenMissingCreatesTheKeySecretAndEncryptsToIt) {
+  // A single-digit day: the entry name does not zero-pad it.
+  clock_.Set(absl::FromCivil(absl::CivilSecond(2024, 3, 5, 12, 0, 0), absl::UTCTimeZone()));
+  auto tables = WatchTables();
+  CreateProvider("team-a", "repo");
+  CreateEncryptedTarget("quickstart", "live-cluster", QuickstartEncryption());
+  CreateWatchRule("team-a", "secrets", "quickstart", {{{"resources", {"secrets"}}}});
+
+  ASSERT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "quickstart",
+                               "EncryptionConfigured", kTrue, "OK"));
+  auto secret = client_->Get(kSecrets, "team-a", "sops-age-key");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  EXPECT_EQ((*secret)["type"], "Opaque");
+  ASSERT_TRUE((*secret)["data"].is_object());
+  EXPECT_EQ((*secret)["data"].size(), 1u);
+  ASSERT_TRUE((*secret)["data"].contains("2024035.agekey")) << secret->dump();
+  const json& annotations = (*secret)["metadata"]["annotations"];
+  EXPECT_EQ(annotations.value("configbutler.ai/backup-warning", ""), "REMOVE_AFTER_BACKUP");
+  const std::string recipient = annotations.value("configbutler.ai/age-recipient", "");
+  ASSERT_TRUE(absl::StartsWith(recipient, "age1")) << secret->dump();
+  // The entry is an identity the age CLI accepts, for the annotated recipient.
+  std::string identity;
+  ASSERT_TRUE(
+      absl::Base64Unescape((*secret)["data"]["2024035.agekey"].get<std::string>(), &identity));
+  EXPECT_TRUE(absl::StartsWith(identity, "AGE-SECRET-KEY-1"));
+  auto derived = reverser::testing::RunCommand({"age-keygen", "-y"}, identity + "\n");
+  ASSERT_TRUE(derived.ok() && derived->exit_code == 0);
+  EXPECT_EQ(absl::StripAsciiWhitespace(derived->out), recipient);
+
+  // The target's config carries that recipient (and only the public half).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto view = View(*tables);
+        return view.count("quickstart") &&
+               Recipients(view["quickstart"]) == std::vector<std::string>{recipient};
+      },
+      kWait));
+  EXPECT_EQ(View(*tables)["quickstart"].config().SerializeAsString().find(identity),
+            std::string::npos);
+  EXPECT_EQ(Reads("created"), 1);
+
+  // Read again every probe interval: the same key is kept (no second entry).
+  const std::string rv = (*secret)["metadata"].value("resourceVersion", "");
+  clock_.Advance(absl::Minutes(5));
+  service_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return Reads("ok") >= 1; }, kWait));
+  auto again = client_->Get(kSecrets, "team-a", "sops-age-key");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)["metadata"].value("resourceVersion", ""), rv);
+}
+
+TEST_F(CatalogEncryptionTest, AKeyIsAddedToAnExistingSecretWithoutOne) {
+  ASSERT_TRUE(client_
+                  ->Create(kSecrets, "team-a",
+                           {{"metadata", {{"name", "sops-age-key"}, {"labels", {{"team", "a"}}}}},
+                            {"data", {{"unrelated", "eA=="}}}})
+                  .ok());
+  CreateProvider("team-a", "repo");
+  CreateEncryptedTarget("t", "x", QuickstartEncryption());
+  ASSERT_TRUE(
+      WaitForCondition(ObjectKind::kGitTarget, "team-a", "t", "EncryptionConfigured", kTrue, "OK"));
+  auto secret = client_->Get(kSecrets, "team-a", "sops-age-key");
+  ASSERT_TRUE(secret.ok());
+  EXPECT_EQ((*secret)["data"]["unrelated"], "eA==");
+  EXPECT_EQ((*secret)["metadata"]["labels"]["team"], "a");
+  EXPECT_TRUE((*secret)["data"].contains(sops::AgeKeyEntryName(clock_.Now()))) << secret->dump();
+  EXPECT_EQ((*secret)["metadata"]["annotations"].value("configbutler.ai/backup-warning", ""),
+            "REMOVE_AFTER_BACKUP");
+  EXPECT_EQ(Reads("completed"), 1);
+}
+
+TEST_F(CatalogEncryptionTest, ExtractFromSecretUsesEveryAgeKeyEntry) {
+  const auto [key_a, recipient_a] = CliKeyPair();
+  const auto [key_b, recipient_b] = CliKeyPair();
+  ASSERT_TRUE(client_
+                  ->Create(kSecrets, "team-a",
+                           {{"metadata", {{"name", "team-keys"}}},
+                            {"data",
+                             {{"2024035.agekey", absl::Base64Escape(key_a)},
+                              {"rotated.agekey", absl::Base64Escape(key_b)},
+                              {"README", absl::Base64Escape("not a key")}}}})
+                  .ok());
+  auto tables = WatchTables();
+  CreateProvider("team-a", "repo");
+  CreateEncryptedTarget("t", "x", QuickstartEncryption(/*generate=*/false, "team-keys"));
+  CreateWatchRule("team-a", "secrets", "t", {{{"resources", {"secrets"}}}});
+  ASSERT_TRUE(
+      WaitForCondition(ObjectKind::kGitTarget, "team-a", "t", "EncryptionConfigured", kTrue, "OK"));
+  std::vector<std::string> expected = {recipient_a, recipient_b};
+  std::sort(expected.begin(), expected.end());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto view = View(*tables);
+        return view.count("t") && Recipients(view["t"]) == expected;
+      },
+      kWait));
+  // Extracting never writes: no annotations, no new entry.
+  auto secret = client_->Get(kSecrets, "team-a", "team-keys");
+  ASSERT_TRUE(secret.ok());
+  EXPECT_FALSE((*secret)["metadata"].contains("annotations")) << secret->dump();
+  EXPECT_EQ((*secret)["data"].size(), 3u);
+}
+
+TEST_F(CatalogEncryptionTest, MissingSecretWithoutGenerateStallsTheTarget) {
+  auto tables = WatchTables();
+  CreateProvider("team-a", "repo");
+  CreateEncryptedTarget("t", "x", QuickstartEncryption(/*generate=*/false));
+  CreateTarget("team-a", "plain", "repo", "main", "y");
+  CreateWatchRule("team-a", "secrets", "t", {{{"resources", {"secrets"}}}});
+  ASSERT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "t", "EncryptionConfigured",
+                               kFalse, "MissingSecret"));
+  EXPECT_NE(ConditionMessage(ObjectKind::kGitTarget, "team-a", "t", "EncryptionConfigured")
+                .find("failed to fetch encryption secret team-a/sops-age-key"),
+            std::string::npos);
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "t", "Ready", kFalse,
+                               "EncryptionNotConfigured"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "t", "Stalled", kTrue,
+                               "EncryptionNotConfigured"));
+  // Nothing is mirrored for it (no table), and nothing was created.
+  ASSERT_TRUE(WaitFor([&] { return View(*tables).count("plain") == 1; }, kWait));
+  EXPECT_EQ(View(*tables).count("t"), 0u);
+  EXPECT_TRUE(kube::IsApiNotFound(client_->Get(kSecrets, "team-a", "sops-age-key").status()));
+  EXPECT_GE(Reads("MissingSecret"), 1);
 }
 
 // A 1.27–1.33 API server: WatchList is rejected (422) and the watches fall back to LIST+WATCH.

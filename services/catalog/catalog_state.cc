@@ -24,6 +24,8 @@ bool Covers(const nlohmann::json& existing, const nlohmann::json& desired) {
   if (!existing.is_object()) return false;
   for (auto it = desired.begin(); it != desired.end(); ++it) {
     auto found = existing.find(it.key());
+    // A null in the merge patch removes the field: covered when the field is already gone.
+    if (it.value().is_null() && (found == existing.end() || found->is_null())) continue;
     if (found == existing.end() || *found != it.value()) return false;
   }
   return true;
@@ -37,7 +39,7 @@ CatalogState::CatalogState(const core::Clock& clock, CatalogStateOptions options
       registry_(clock, options_.registry),
       tables_generation_(options_.generation_epoch) {}
 
-bool CatalogState::primed() const {
+bool CatalogState::InputsPrimed() const {
   if (!registry_.Ready() || !first_scan_at_) return false;
   if (clock_.Now() < *first_scan_at_ + typeset::Registry::kSettleWindow) return false;
   for (ObjectKind kind : kAllObjectKinds) {
@@ -99,6 +101,8 @@ void CatalogState::ForgetObject(const ObjectKey& key) {
     tables_.RemoveTarget({key.namespace_, key.name});
     summaries_.erase(UidOf(it->second));
     validations_.erase(key);
+    encryptions_.erase(key);
+    encryption_reads_.erase(key);
   } else if (key.kind == ObjectKind::kGitProvider) {
     probes_.erase(key);
   }
@@ -123,6 +127,27 @@ void CatalogState::ApplyProbe(const ObjectKey& provider, ProviderProbe probe) {
   auto it = objects_.find(provider);
   if (it == objects_.end() || UidOf(it->second) != probe.uid) return;
   probes_[provider].result = std::move(probe);
+}
+
+void CatalogState::ApplyEncryptionSecret(const ObjectKey& target, EncryptionSecretResult result) {
+  auto it = objects_.find(target);
+  if (it == objects_.end() || UidOf(it->second) != result.uid) return;
+  encryption_reads_[target].result = std::move(result);
+}
+
+const EncryptionSecretResult* CatalogState::SecretResultFor(const ObjectKey& key,
+                                                            const nlohmann::json& target) const {
+  auto it = encryption_reads_.find(key);
+  if (it == encryption_reads_.end() || !it->second.result) return nullptr;
+  const EncryptionSecretResult& result = *it->second.result;
+  // A result for an earlier spec (or an earlier object of that name) says nothing now.
+  if (result.uid != UidOf(target) || result.spec != EncryptionSpecKey(target)) return nullptr;
+  return &result;
+}
+
+const EncryptionCheck* CatalogState::Encryption(const ObjectKey& key) const {
+  auto it = encryptions_.find(key);
+  return it == encryptions_.end() ? nullptr : &it->second;
 }
 
 void CatalogState::ApplySummary(const reverser::v1::StreamSummary& summary) {
@@ -158,18 +183,23 @@ void CatalogState::Validate() {
       if (other_key != key) others.push_back(other);
     }
     TargetValidation validation = ValidateTarget(*target, ProviderOf(*target), others);
+    // The encryption gate runs only on validated targets (an invalid one shows it Blocked).
+    EncryptionCheck encryption;
+    if (validation.ok) encryption = CheckEncryption(*target, SecretResultFor(key, *target));
     rules::TargetKey target_key{key.namespace_, key.name};
-    if (validation.ok) {
+    if (validation.ok && encryption.ok) {
       rules::GitDestination destination{key.namespace_,
                                         StringAt(*target, {"spec", "providerRef", "name"}),
                                         StringAt(*target, {"spec", "branch"}),
                                         *NormalizeTargetPath(StringAt(*target, {"spec", "path"}))};
       tables_.UpsertTarget({target_key, UidOf(*target), std::move(destination)});
     } else {
-      // Only validated targets get a table: nothing is delivered to an invalid destination.
+      // Only validated targets with their encryption configured get a table: nothing is
+      // delivered to an invalid destination, and no sensitive object waits for recipients.
       tables_.RemoveTarget(target_key);
     }
     validations_[key] = std::move(validation);
+    encryptions_[key] = std::move(encryption);
   }
 }
 
@@ -186,6 +216,12 @@ reverser::v1::GitTargetConfig CatalogState::ConfigFor(const nlohmann::json& targ
   if (!secret.empty()) {
     config.set_credentials_secret(absl::StrCat(table.target.destination.provider_namespace, "/",
                                                secret));
+  }
+  // Only the Secret's name travels: the gitworker reads the key itself.
+  std::string signing = StringAt(provider, {"spec", "commit", "signing", "secretRef", "name"});
+  if (!signing.empty()) {
+    config.set_signing_secret(
+        absl::StrCat(table.target.destination.provider_namespace, "/", signing));
   }
   auto or_default = [](std::string value, const char* fallback) {
     return value.empty() ? std::string(fallback) : value;
@@ -208,9 +244,10 @@ reverser::v1::GitTargetConfig CatalogState::ConfigFor(const nlohmann::json& targ
     window = absl::Seconds(5);  // CommitConfigInvalid is reported on the provider
   }
   config.set_commit_window_ms(absl::ToInt64Milliseconds(window));
-  EncryptionCheck encryption = CheckEncryption(target);
-  if (encryption.required && encryption.ok) {
-    for (const std::string& r : encryption.recipients) config.add_age_recipients(r);
+  const EncryptionCheck* encryption =
+      Encryption({ObjectKind::kGitTarget, table.target.key.namespace_, table.target.key.name});
+  if (encryption != nullptr && encryption->required && encryption->ok) {
+    for (const std::string& r : encryption->recipients) config.add_age_recipients(r);
   }
   const nlohmann::json& by_type = NodeAt(target, {"spec", "placement", "byType"});
   if (by_type.is_object()) {
@@ -232,8 +269,14 @@ CatalogChanges CatalogState::Reconcile() {
   types_published_ = true;
   published_ready_ = registry_.Ready();
   published_revision_ = registry_.revision();
-  if (!primed()) return changes;
+  if (!InputsPrimed()) return changes;
   Validate();
+  CollectEncryptionReads(changes);
+  if (!encryption_settled_) {
+    // Nothing is published before the first read of every encryption Secret is answered.
+    if (EncryptionPending()) return changes;
+    encryption_settled_ = true;
+  }
   rules::RefreshResult refreshed = tables_.Refresh(rules::RegistrySource(registry_));
   changes.tables_resolved = refreshed.resolved;
 
@@ -307,7 +350,7 @@ void CatalogState::CollectStatus(CatalogChanges& changes) {
       case ObjectKind::kGitTarget: {
         auto summary = summaries_.find(UidOf(object));
         EmitStatus(key, object,
-                   TargetStatus(object, validations_[key],
+                   TargetStatus(object, validations_[key], encryptions_[key],
                                 tables_.Table({key.namespace_, key.name}),
                                 summary == summaries_.end() ? nullptr : &summary->second, now),
                    changes);
@@ -357,6 +400,33 @@ void CatalogState::CollectProbes(CatalogChanges& changes) {
     slot.requested_at = now;
     changes.probes.push_back({key, object});
   }
+}
+
+void CatalogState::CollectEncryptionReads(CatalogChanges& changes) {
+  const absl::Time now = clock_.Now();
+  for (const auto& [key, encryption] : encryptions_) {
+    if (!encryption.secret) continue;
+    const nlohmann::json* target = Object(key);
+    if (target == nullptr) continue;
+    EncryptionSlot& slot = encryption_reads_[key];
+    std::string uid = UidOf(*target);
+    std::string spec = EncryptionSpecKey(*target);
+    if (slot.requested_uid == uid && slot.requested_spec == spec &&
+        now - slot.requested_at < options_.probe_interval) {
+      continue;
+    }
+    slot.requested_uid = uid;
+    slot.requested_spec = spec;
+    slot.requested_at = now;
+    changes.encryption_reads.push_back({key, uid, std::move(spec), *encryption.secret});
+  }
+}
+
+bool CatalogState::EncryptionPending() const {
+  for (const auto& [key, encryption] : encryptions_) {
+    if (encryption.pending) return true;
+  }
+  return false;
 }
 
 reverser::v1::ClaimSet CatalogState::Claims() const {

@@ -45,11 +45,21 @@ struct ProbeRequest {
   nlohmann::json provider;
 };
 
+// A GitTarget whose age key Secret must be (re)read — and, with generateWhenMissing, created or
+// completed with a generated key.
+struct EncryptionSecretRequest {
+  ObjectKey key;
+  std::string uid;
+  std::string spec;  // EncryptionSpecKey of the target, echoed in the result
+  EncryptionSecretRef secret;
+};
+
 struct CatalogChanges {
   std::optional<reverser::v1::ClaimSet> claims;    // the new claim set, when it changed
   std::optional<reverser::v1::TableUpdate> tables;  // a delta, when any table changed
   std::vector<StatusWrite> status_writes;
   std::vector<ProbeRequest> probes;
+  std::vector<EncryptionSecretRequest> encryption_reads;
   bool types_changed = false;  // the registry revision moved
   size_t tables_resolved = 0;  // tables recomputed by this reconcile
 };
@@ -59,6 +69,8 @@ struct CatalogStateOptions {
   // Generations start here so they keep increasing across catalog restarts (the service uses
   // the start time); subscribers compare generations for equality only.
   uint64_t generation_epoch = 0;
+  // GitProvider probes and GitTarget encryption Secret reads are repeated this often (Secrets
+  // are not watched: their values stay out of the catalog).
   absl::Duration probe_interval = absl::Minutes(5);
 };
 
@@ -75,6 +87,7 @@ class CatalogState {
   void UpsertObject(ObjectKind kind, const nlohmann::json& object);
   void DeleteObject(ObjectKind kind, const nlohmann::json& object);
   void ApplyProbe(const ObjectKey& provider, ProviderProbe probe);
+  void ApplyEncryptionSecret(const ObjectKey& target, EncryptionSecretResult result);
   void ApplySummary(const reverser::v1::StreamSummary& summary);
   // A status write failed: the next Reconcile emits it again.
   void ForgetEmittedStatus(const ObjectKey& key) { emitted_status_.erase(key); }
@@ -83,7 +96,10 @@ class CatalogState {
   CatalogChanges Reconcile();
 
   // --- views --------------------------------------------------------------------------------
-  bool primed() const;
+  // Inputs primed (below) and the first read of every encryption Secret a validated target
+  // needs answered, so a restarting catalog does not drop encrypted targets from its first
+  // tables and claims.
+  bool primed() const { return InputsPrimed() && encryption_settled_; }
   bool synced(ObjectKind kind) const { return synced_.count(kind) > 0; }
   const typeset::Registry& registry() const { return registry_; }
   const typeset::ApiResourceCatalog& catalog() const { return catalog_; }
@@ -101,11 +117,16 @@ class CatalogState {
     return tables_.Table(key);
   }
   const nlohmann::json* Object(const ObjectKey& key) const;
+  // The target's EncryptionConfigured verdict as of the last Reconcile (null if unknown).
+  const EncryptionCheck* Encryption(const ObjectKey& key) const;
   size_t rule_count() const { return rule_objects_; }
   const rules::TableStore& table_store() const { return tables_; }
 
  private:
+  bool InputsPrimed() const;
   void ParseRule(const ObjectKey& key, const nlohmann::json& object);
+  const EncryptionSecretResult* SecretResultFor(const ObjectKey& key,
+                                                const nlohmann::json& target) const;
   void ForgetObject(const ObjectKey& key);
   const nlohmann::json* ProviderOf(const nlohmann::json& target) const;
   reverser::v1::GitTargetConfig ConfigFor(const nlohmann::json& target,
@@ -113,6 +134,8 @@ class CatalogState {
   void Validate();
   void CollectStatus(CatalogChanges& changes);
   void CollectProbes(CatalogChanges& changes);
+  void CollectEncryptionReads(CatalogChanges& changes);
+  bool EncryptionPending() const;
   void EmitStatus(const ObjectKey& key, const nlohmann::json& object, nlohmann::json status,
                   CatalogChanges& changes);
 
@@ -136,6 +159,15 @@ class CatalogState {
     absl::Time requested_at = absl::InfinitePast();
   };
   std::map<ObjectKey, ProbeSlot> probes_;
+  std::map<ObjectKey, EncryptionCheck> encryptions_;  // GitTargets, as of the last Validate
+  struct EncryptionSlot {
+    std::optional<EncryptionSecretResult> result;
+    std::string requested_uid;
+    std::string requested_spec;
+    absl::Time requested_at = absl::InfinitePast();
+  };
+  std::map<ObjectKey, EncryptionSlot> encryption_reads_;
+  bool encryption_settled_ = false;
   // The last status emitted per object: a write in flight is not repeated while the watch has
   // not yet delivered the written object back.
   std::map<ObjectKey, nlohmann::json> emitted_status_;

@@ -191,7 +191,17 @@ TEST_F(CatalogStateTest, ProviderSettingsChangeTheConfigButNotThePlan) {
   EXPECT_EQ(changes.tables->upserted(0).plan_hash(), plan);
   EXPECT_EQ(changes.tables->upserted(0).config().committer_name(), "Bot");
   EXPECT_EQ(changes.tables->upserted(0).config().commit_window_ms(), 0);
+  EXPECT_EQ(changes.tables->upserted(0).config().signing_secret(), "");
   EXPECT_FALSE(changes.claims);
+
+  // Signing names the Secret (in the provider's namespace), never the key.
+  provider["spec"]["commit"]["signing"] = {{"secretRef", {{"name", "signer"}}}};
+  state_.UpsertObject(ObjectKind::kGitProvider, provider);
+  CatalogChanges signing = state_.Reconcile();
+  ASSERT_TRUE(signing.tables);
+  ASSERT_EQ(signing.tables->upserted_size(), 1);
+  EXPECT_EQ(signing.tables->upserted(0).config().signing_secret(), "a/signer");
+  EXPECT_EQ(signing.tables->upserted(0).plan_hash(), plan);
 }
 
 // A splicer's report of refusals reaches the GitTarget's status through CatalogState, and a
@@ -303,6 +313,99 @@ TEST_F(CatalogStateTest, ProvidersAreProbedOnceAndAgainAfterTheInterval) {
 
   clock_.Advance(absl::Minutes(5));
   EXPECT_EQ(state_.Reconcile().probes.size(), 1u);
+}
+
+json EncryptedTarget(const std::string& ns, const std::string& name, const std::string& path) {
+  json t = Target(ns, name, path);
+  t["spec"]["encryption"] = {
+      {"provider", "sops"},
+      {"secretRef", {{"name", "sops-age-key"}}},
+      {"age",
+       {{"enabled", true},
+        {"recipients", {{"extractFromSecret", true}, {"generateWhenMissing", true}}}}}};
+  return t;
+}
+
+TEST_F(CatalogStateTest, EncryptedTargetsArePublishedOnceTheirSecretIsRead) {
+  Prime({Provider("a", "repo")}, {EncryptedTarget("a", "sealed", "x"), Target("a", "plain", "y")},
+        {Rule("a", "r1", "sealed", {{{"resources", {"secrets"}}}}),
+         Rule("a", "r2", "plain", {{{"resources", {"configmaps"}}}})});
+  // Primed inputs, but the Secret of `sealed` is unread: nothing is published yet, so a
+  // restarting catalog never sends tables and claims without the encrypted target.
+  CatalogChanges first = state_.Reconcile();
+  EXPECT_FALSE(first.tables);
+  EXPECT_FALSE(first.claims);
+  EXPECT_FALSE(state_.primed());
+  ASSERT_EQ(first.encryption_reads.size(), 1u);
+  const EncryptionSecretRequest& read = first.encryption_reads[0];
+  EXPECT_EQ(read.key.name, "sealed");
+  EXPECT_EQ(read.uid, "a-sealed-uid");
+  EXPECT_EQ(read.secret.namespace_, "a");
+  EXPECT_EQ(read.secret.name, "sops-age-key");
+  EXPECT_TRUE(read.secret.generate_when_missing);
+  EXPECT_TRUE(state_.Reconcile().encryption_reads.empty());  // in flight: not asked again
+
+  EncryptionSecretResult result;
+  result.uid = read.uid;
+  result.spec = read.spec;
+  result.recipients = {"age1recipientfromsecret"};
+  state_.ApplyEncryptionSecret(read.key, result);
+  CatalogChanges published = state_.Reconcile();
+  EXPECT_TRUE(state_.primed());
+  ASSERT_TRUE(published.tables);
+  ASSERT_EQ(published.tables->upserted_size(), 2);
+  for (const auto& table : published.tables->upserted()) {
+    if (table.target().name() == "sealed") {
+      EXPECT_EQ(std::vector<std::string>(table.config().age_recipients().begin(),
+                                         table.config().age_recipients().end()),
+                std::vector<std::string>{"age1recipientfromsecret"});
+    } else {
+      EXPECT_EQ(table.config().age_recipients_size(), 0);
+    }
+  }
+  ASSERT_TRUE(published.claims);
+  EXPECT_TRUE(Claimed(*published.claims, "secrets", "a"));
+  const json* status = StatusWriteFor(published, ObjectKind::kGitTarget, "sealed");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(Reason(*status, "EncryptionConfigured"), "OK");
+
+  // Read again after the interval; a failed read stalls the target and removes its table.
+  clock_.Advance(absl::Minutes(5));
+  CatalogChanges again = state_.Reconcile();
+  ASSERT_EQ(again.encryption_reads.size(), 1u);
+  result.ok = false;
+  result.reason = reason::kMissingSecret;
+  result.message = "failed to fetch encryption secret a/sops-age-key: not found";
+  result.recipients.clear();
+  state_.ApplyEncryptionSecret(read.key, result);
+  CatalogChanges failed = state_.Reconcile();
+  ASSERT_TRUE(failed.tables);
+  ASSERT_EQ(failed.tables->removed_size(), 1);
+  EXPECT_EQ(failed.tables->removed(0).name(), "sealed");
+  ASSERT_TRUE(failed.claims);
+  EXPECT_FALSE(Claimed(*failed.claims, "secrets", "a"));
+  status = StatusWriteFor(failed, ObjectKind::kGitTarget, "sealed");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(Reason(*status, "EncryptionConfigured"), "MissingSecret");
+  EXPECT_EQ(Reason(*status, "Ready"), "EncryptionNotConfigured");
+
+  // An encryption spec change asks again at once, and a result for the old spec is ignored.
+  json changed = EncryptedTarget("a", "sealed", "x");
+  changed["spec"]["encryption"]["secretRef"]["name"] = "other-key";
+  state_.UpsertObject(ObjectKind::kGitTarget, changed);
+  CatalogChanges respec = state_.Reconcile();
+  ASSERT_EQ(respec.encryption_reads.size(), 1u);
+  EXPECT_EQ(respec.encryption_reads[0].secret.name, "other-key");
+  status = StatusWriteFor(respec, ObjectKind::kGitTarget, "sealed");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(Reason(*status, "EncryptionConfigured"), "NotChecked");
+  result.ok = true;
+  result.recipients = {"age1stale"};
+  state_.ApplyEncryptionSecret(read.key, result);  // still the old spec
+  CatalogChanges stale = state_.Reconcile();
+  EXPECT_FALSE(stale.tables);
+  ASSERT_NE(state_.Encryption(read.key), nullptr);
+  EXPECT_TRUE(state_.Encryption(read.key)->pending);
 }
 
 TEST_F(CatalogStateTest, DeletedTargetOrProviderRemovesTablesAndClaims) {

@@ -3,14 +3,17 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "libs/commitmeta/messages.h"
 #include "libs/core/refusal_text.h"
 #include "libs/gotemplate/template.h"
+#include "libs/sops/age.h"
 #include "services/catalog/objects.h"
 
 namespace reverser::catalog {
@@ -90,22 +93,33 @@ std::optional<std::string> CheckCommitConfig(const nlohmann::json& provider) {
       return absl::StrCat("spec.commit.message.", field, ": ", parsed.status().message());
     }
   }
+  const nlohmann::json& signing = NodeAt(provider, {"spec", "commit", "signing"});
+  if (signing.is_object() && StringAt(signing, {"secretRef", "name"}).empty()) {
+    return std::string("spec.commit.signing.secretRef.name must be set when signing is enabled");
+  }
   return std::nullopt;
 }
 
 nlohmann::json ProviderStatus(const nlohmann::json& provider, const ProviderProbe* probe,
                               absl::Time now) {
   std::vector<Condition> conds;
+  // null removes the field (merge patch); absent leaves it as it is while a probe is pending.
+  std::optional<nlohmann::json> signing_public_key;
   if (auto invalid = CheckCommitConfig(provider)) {
     conds = Trio(Outcome::kStalled, reason::kCommitConfigInvalid, *invalid);
+    signing_public_key = nullptr;
   } else if (probe == nullptr) {
     conds = Trio(Outcome::kPending, reason::kChecking, "checking credentials and remote");
-  } else if (!probe->ok) {
-    conds = Trio(Outcome::kStalled, probe->reason, probe->message);
   } else {
-    conds = Trio(Outcome::kReady, reason::kReady, probe->message);
+    conds = probe->ok ? Trio(Outcome::kReady, reason::kReady, probe->message)
+                      : Trio(Outcome::kStalled, probe->reason, probe->message);
+    signing_public_key = probe->signing_public_key.has_value()
+                             ? nlohmann::json(*probe->signing_public_key)
+                             : nlohmann::json(nullptr);
   }
-  return WithConditions(provider, conds, now);
+  nlohmann::json status = WithConditions(provider, conds, now);
+  if (signing_public_key.has_value()) status["signingPublicKey"] = *signing_public_key;
+  return status;
 }
 
 absl::StatusOr<std::string> NormalizeTargetPath(absl::string_view path) {
@@ -155,12 +169,12 @@ TargetValidation ValidateTarget(const nlohmann::json& target, const nlohmann::js
             absl::StrCat("GitProvider ", ns, "/", provider_name, " not found")};
   }
   if (!BranchAllowed(*provider, branch)) {
-    return {false, reason::kBranchNotAllowed,
-            absl::StrCat("branch \"", branch, "\" does not match any allowedBranches of GitProvider ",
-                         ns, "/", provider_name, " (",
-                         absl::StrJoin(StringList(NodeAt(*provider, {"spec", "allowedBranches"})),
-                                       ", "),
-                         ")")};
+    return {
+        false, reason::kBranchNotAllowed,
+        absl::StrCat(
+            "branch \"", branch, "\" does not match any allowedBranches of GitProvider ", ns, "/",
+            provider_name, " (",
+            absl::StrJoin(StringList(NodeAt(*provider, {"spec", "allowedBranches"})), ", "), ")")};
   }
   auto path = NormalizeTargetPath(StringAt(target, {"spec", "path"}));
   if (!path.ok()) return {false, reason::kInvalidPath, std::string(path.status().message())};
@@ -189,50 +203,95 @@ TargetValidation ValidateTarget(const nlohmann::json& target, const nlohmann::js
   return {true, reason::kValidated, "provider, branch and path are valid"};
 }
 
-EncryptionCheck CheckEncryption(const nlohmann::json& target) {
+std::string EncryptionSpecKey(const nlohmann::json& target) {
+  return NodeAt(target, {"spec", "encryption"}).dump();
+}
+
+EncryptionCheck CheckEncryption(const nlohmann::json& target,
+                                const EncryptionSecretResult* secret) {
   EncryptionCheck out;
-  const nlohmann::json& age = NodeAt(target, {"spec", "encryption", "age"});
-  const nlohmann::json& enabled = NodeAt(age, {"enabled"});
-  if (!enabled.is_boolean() || !enabled.get<bool>()) {
+  auto invalid = [&out](std::string message) {
+    out.ok = false;
+    out.reason = reason::kInvalidConfig;
+    out.message = std::move(message);
+    return out;
+  };
+  const nlohmann::json& encryption = NodeAt(target, {"spec", "encryption"});
+  const nlohmann::json& age = NodeAt(encryption, {"age"});
+  auto flag = [](const nlohmann::json& node, const char* key) {
+    const nlohmann::json& value = NodeAt(node, {key});
+    return value.is_boolean() && value.get<bool>();
+  };
+  std::string provider(absl::StripAsciiWhitespace(StringAt(encryption, {"provider"})));
+  if ((!provider.empty() && provider != "sops") || !flag(age, "enabled")) {
     out.reason = reason::kNotRequired;
-    out.message = "no encryption configured";
+    out.message = "SOPS age encryption is not enabled for this GitTarget";
     return out;
   }
   out.required = true;
-  out.recipients = StringList(NodeAt(age, {"recipients", "publicKeys"}));
-  const nlohmann::json& extract = NodeAt(age, {"recipients", "extractFromSecret"});
-  const nlohmann::json& generate = NodeAt(age, {"recipients", "generateWhenMissing"});
-  bool uses_secret = (extract.is_boolean() && extract.get<bool>()) ||
-                     (generate.is_boolean() && generate.get<bool>());
-  if (uses_secret) {
-    out.ok = false;
-    out.reason = reason::kInvalidConfig;
-    out.message =
-        "recipients.extractFromSecret and recipients.generateWhenMissing are not supported yet; "
-        "list the age recipients in spec.encryption.age.recipients.publicKeys";
-    return out;
+  const nlohmann::json& recipients = NodeAt(age, {"recipients"});
+  const bool extract = flag(recipients, "extractFromSecret");
+  const bool generate = flag(recipients, "generateWhenMissing");
+  const std::string secret_name(
+      absl::StripAsciiWhitespace(StringAt(encryption, {"secretRef", "name"})));
+  if (generate && !extract) {
+    return invalid(
+        "encryption.age.recipients.generateWhenMissing=true requires extractFromSecret=true");
   }
-  for (const std::string& r : out.recipients) {
-    if (r.rfind("age1", 0) != 0) {
+  if (generate && secret_name.empty()) {
+    return invalid("encryption.secretRef.name must be set when encryption is configured");
+  }
+  std::set<std::string> resolved;
+  const std::vector<std::string> public_keys = StringList(NodeAt(recipients, {"publicKeys"}));
+  for (size_t i = 0; i < public_keys.size(); ++i) {
+    absl::string_view key = absl::StripAsciiWhitespace(public_keys[i]);
+    if (key.empty()) continue;
+    auto recipient = sops::age::X25519Recipient::Parse(key);
+    if (!recipient.ok()) {
+      return invalid(absl::StrCat("invalid age recipient in age.recipients.publicKeys[", i,
+                                  "]: ", recipient.status().message()));
+    }
+    resolved.insert(recipient->String());
+  }
+  if (extract) {
+    std::string kind(absl::StripAsciiWhitespace(StringAt(encryption, {"secretRef", "kind"})));
+    if (!kind.empty() && kind != "Secret") {
+      return invalid(absl::StrCat("encryption.secretRef.kind must be Secret, got \"", kind, "\""));
+    }
+    if (secret_name.empty()) {
+      return invalid(
+          "encryption.secretRef.name must be set when age.recipients.extractFromSecret=true");
+    }
+    const std::string ns = StringAt(target, {"metadata", "namespace"});
+    out.secret = EncryptionSecretRef{ns, secret_name, generate};
+    if (secret == nullptr) {
       out.ok = false;
-      out.reason = reason::kInvalidConfig;
-      out.message = absl::StrCat("\"", r, "\" is not an age recipient (age1...)");
+      out.pending = true;
+      out.reason = reason::kNotChecked;
+      out.message = absl::StrCat("reading encryption secret ", ns, "/", secret_name);
       return out;
     }
+    if (!secret->ok) {
+      out.ok = false;
+      out.reason = secret->reason;
+      out.message = secret->message;
+      return out;
+    }
+    resolved.insert(secret->recipients.begin(), secret->recipients.end());
   }
-  if (out.recipients.empty()) {
-    out.ok = false;
-    out.reason = reason::kInvalidConfig;
-    out.message = "age encryption is enabled but no recipient is configured";
-    return out;
+  if (resolved.empty()) {
+    return invalid(
+        "encryption.age.enabled=true requires at least one resolved recipient from "
+        "age.recipients.publicKeys or secret *.agekey entries");
   }
+  out.recipients.assign(resolved.begin(), resolved.end());
   out.reason = reason::kEncryptionOk;
-  out.message = absl::StrCat(out.recipients.size(), " age recipient(s)");
+  out.message = "Encryption configuration is valid";
   return out;
 }
 
 nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation& validation,
-                            const rules::WatchedTypeTable* table,
+                            const EncryptionCheck& encryption, const rules::WatchedTypeTable* table,
                             const reverser::v1::StreamSummary* summary, absl::Time now) {
   std::vector<Condition> conds;
   if (!validation.ok) {
@@ -243,10 +302,23 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
     conds.push_back({"GitPathAccepted", kUnknown, reason::kBlocked, "validation failed"});
     return WithConditions(target, conds, now);
   }
-  EncryptionCheck encryption = CheckEncryption(target);
   Condition validated{"Validated", kTrue, validation.reason, validation.message};
-  Condition enc{"EncryptionConfigured", encryption.ok ? kTrue : kFalse, encryption.reason,
-                encryption.message};
+  Condition enc{"EncryptionConfigured",
+                encryption.ok        ? kTrue
+                : encryption.pending ? kUnknown
+                                     : kFalse,
+                encryption.reason, encryption.message};
+  if (!encryption.ok) {
+    // Nothing is mirrored until encryption is configured (no table): streams are blocked.
+    conds = encryption.pending
+                ? Trio(Outcome::kPending, reason::kNotChecked, encryption.message)
+                : Trio(Outcome::kStalled, reason::kEncryptionNotConfigured, encryption.message);
+    conds.push_back(validated);
+    conds.push_back(enc);
+    conds.push_back({"StreamsRunning", kUnknown, reason::kBlocked, "encryption not configured"});
+    conds.push_back({"GitPathAccepted", kUnknown, reason::kBlocked, "encryption not configured"});
+    return WithConditions(target, conds, now);
+  }
 
   // Streams: what the splicer reported, else what the table implies.
   uint32_t total = 0, ready = 0, replaying = 0, blocked = 0;
@@ -285,9 +357,7 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
             "waiting for the splicer to report the gitworker's refusals"};
   }
 
-  if (!encryption.ok) {
-    conds = Trio(Outcome::kStalled, reason::kEncryptionNotConfigured, encryption.message);
-  } else if (blocked > 0) {
+  if (blocked > 0) {
     conds = Trio(Outcome::kStalled, streams.reason, streams.message);
   } else if (!refused_files.empty()) {
     conds = Trio(Outcome::kStalled, reason::kUnsupportedContent, refused_files);
@@ -309,15 +379,13 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
                       {"replaying", replaying},
                       {"blocked", blocked}};
   if (summary != nullptr && summary->has_observed_time()) {
-    s["observedTime"] =
-        FormatKubeTime(absl::FromUnixSeconds(summary->observed_time().seconds()));
+    s["observedTime"] = FormatKubeTime(absl::FromUnixSeconds(summary->observed_time().seconds()));
   }
   status["streams"] = s;
   return status;
 }
 
-nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context,
-                          absl::Time now) {
+nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context, absl::Time now) {
   std::vector<Condition> conds;
   if (context.parse_error) {
     conds = Trio(Outcome::kStalled, reason::kInvalidRule, *context.parse_error);

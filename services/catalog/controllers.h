@@ -38,6 +38,12 @@ inline constexpr char kBlocked[] = "Blocked";
 inline constexpr char kNotRequired[] = "NotRequired";
 inline constexpr char kEncryptionOk[] = "OK";
 inline constexpr char kInvalidConfig[] = "InvalidConfig";
+inline constexpr char kMissingSecret[] = "MissingSecret";
+// Declared by the reference for EncryptionConfigured but never set by its v1alpha3 controller
+// (generateWhenMissing=false never creates anything); kept for completeness.
+inline constexpr char kSecretCreateDisabled[] = "SecretCreateDisabled";
+// The encryption Secret has not been read yet (EncryptionConfigured=Unknown).
+inline constexpr char kNotChecked[] = "NotChecked";
 inline constexpr char kEncryptionNotConfigured[] = "EncryptionNotConfigured";
 inline constexpr char kInitialReplay[] = "InitialReplay";
 inline constexpr char kNoResolvedTypes[] = "NoResolvedTypes";
@@ -65,10 +71,13 @@ struct ProviderProbe {
   std::string reason;  // SecretNotFound, SecretMalformed, ConnectionFailed when !ok
   std::string message;
   absl::Time at;
+  // status.signingPublicKey: the signing key's authorized_keys line; nullopt clears it
+  // (signing not configured, or its key unusable).
+  std::optional<std::string> signing_public_key;
 };
 
-// The spec checks that need no I/O: commit window duration and commit templates. Returns
-// the CommitConfigInvalid message, or nullopt.
+// The spec checks that need no I/O: commit window duration, commit templates and the signing
+// Secret's name. Returns the CommitConfigInvalid message, or nullopt.
 std::optional<std::string> CheckCommitConfig(const nlohmann::json& provider);
 
 // Status of a GitProvider. `probe` is null while the checks are pending.
@@ -95,15 +104,46 @@ bool PathsOverlap(const std::string& a, const std::string& b);
 TargetValidation ValidateTarget(const nlohmann::json& target, const nlohmann::json* provider,
                                 const std::vector<const nlohmann::json*>& others);
 
-// The age recipients of a target's encryption config and whether it is usable.
+// The age key Secret a GitTarget's recipients come from (spec.encryption.secretRef, in the
+// target's namespace) and whether a key may be generated into it.
+struct EncryptionSecretRef {
+  std::string namespace_;
+  std::string name;
+  bool generate_when_missing = false;
+};
+
+// What reading (with generateWhenMissing: creating or completing) the age key Secret gave. Only
+// public recipients are kept; the Secret itself is not.
+struct EncryptionSecretResult {
+  std::string uid;   // of the GitTarget
+  std::string spec;  // its spec.encryption as read (a spec change invalidates the result)
+  bool ok = true;
+  std::string reason;  // MissingSecret, InvalidConfig when !ok
+  std::string message;
+  std::vector<std::string> recipients;  // from the *.agekey entries, sorted
+  absl::Time at;
+};
+
+// The key an EncryptionSecretResult is valid for: spec.encryption, serialized.
+std::string EncryptionSpecKey(const nlohmann::json& target);
+
+// The age recipients of a target's encryption config and whether it is usable (the
+// EncryptionConfigured gate, reference order): not enabled -> NotRequired; generateWhenMissing
+// without extractFromSecret, a missing secretRef.name, a publicKeys entry that is no age
+// recipient, a secretRef.kind other than Secret, or no recipient at all -> InvalidConfig; the
+// Secret unreadable -> MissingSecret (from `secret`). With extractFromSecret the Secret's
+// recipients are added to publicKeys; `secret` null (not read yet) -> `pending`.
 struct EncryptionCheck {
   bool required = false;
   bool ok = true;
-  std::string reason;  // NotRequired, OK, InvalidConfig
+  bool pending = false;  // waiting for the Secret to be read (then ok is false, but nothing failed)
+  std::string reason;    // NotRequired, OK, InvalidConfig, MissingSecret, NotChecked
   std::string message;
-  std::vector<std::string> recipients;
+  std::vector<std::string> recipients;        // normalized, deduplicated, sorted
+  std::optional<EncryptionSecretRef> secret;  // the Secret to read, when one is needed
 };
-EncryptionCheck CheckEncryption(const nlohmann::json& target);
+EncryptionCheck CheckEncryption(const nlohmann::json& target,
+                                const EncryptionSecretResult* secret = nullptr);
 
 // Status of a GitTarget. `table` is its watched-type table (null when it has none: invalid
 // targets), `summary` what a splicer last reported (null if nothing yet). The summary's
@@ -113,7 +153,7 @@ EncryptionCheck CheckEncryption(const nlohmann::json& target);
 // Reason: cause; ..."). Order: validation, encryption, blocked streams, refused files, refused
 // objects, replaying streams, ready.
 nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation& validation,
-                            const rules::WatchedTypeTable* table,
+                            const EncryptionCheck& encryption, const rules::WatchedTypeTable* table,
                             const reverser::v1::StreamSummary* summary, absl::Time now);
 
 // The two refusal messages of a summary (bounded: at most the summary's samples, each cause

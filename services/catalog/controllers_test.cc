@@ -4,6 +4,8 @@
 #include "services/catalog/controllers.h"
 
 #include "gtest/gtest.h"
+#include "libs/sops/age.h"
+#include "libs/sops/crypto.h"
 #include "services/catalog/objects.h"
 
 namespace reverser::catalog {
@@ -17,8 +19,9 @@ json Target(const std::string& name, const std::string& path, const std::string&
           {"spec", {{"providerRef", {{"name", "repo"}}}, {"branch", branch}, {"path", path}}}};
 }
 
-const json kProvider = {{"metadata", {{"namespace", "a"}, {"name", "repo"}}},
-                        {"spec", {{"url", "file:///x"}, {"allowedBranches", {"main", "release-*"}}}}};
+const json kProvider = {
+    {"metadata", {{"namespace", "a"}, {"name", "repo"}}},
+    {"spec", {{"url", "file:///x"}, {"allowedBranches", {"main", "release-*"}}}}};
 
 TEST(ControllersTest, TargetPathsAreNormalizedAndValidated) {
   EXPECT_EQ(*NormalizeTargetPath("."), ".");
@@ -68,17 +71,114 @@ TEST(ControllersTest, ValidationReasons) {
   EXPECT_EQ(ValidateTarget(Target("t", "/x", ""), &kProvider, {}).reason, "InvalidPath");
 }
 
+std::string NewRecipient() {
+  auto identity = sops::age::X25519Identity::Generate(sops::crypto::SystemRandom());
+  EXPECT_TRUE(identity.ok());
+  return identity.ok() ? identity->Recipient().String() : "";
+}
+
 TEST(ControllersTest, EncryptionNeedsAgeRecipients) {
   json t = Target("t", "x", "");
   EXPECT_EQ(CheckEncryption(t).reason, "NotRequired");
+  EXPECT_TRUE(CheckEncryption(t).ok);
   t["spec"]["encryption"] = {{"age", {{"enabled", true}}}};
   EXPECT_EQ(CheckEncryption(t).reason, "InvalidConfig");
-  t["spec"]["encryption"]["age"]["recipients"] = {{"publicKeys", {"age1abc"}}};
+  EXPECT_NE(CheckEncryption(t).message.find("at least one resolved recipient"), std::string::npos);
+  const std::string a = NewRecipient(), b = NewRecipient();
+  t["spec"]["encryption"]["age"]["recipients"] = {{"publicKeys", {" " + b, a, b}}};
   EncryptionCheck ok = CheckEncryption(t);
   EXPECT_TRUE(ok.ok);
-  EXPECT_EQ(ok.recipients, std::vector<std::string>{"age1abc"});
-  t["spec"]["encryption"]["age"]["recipients"]["publicKeys"] = {"ssh-ed25519 AAA"};
-  EXPECT_FALSE(CheckEncryption(t).ok);
+  EXPECT_EQ(ok.reason, "OK");
+  EXPECT_EQ(ok.recipients,
+            (a < b ? std::vector<std::string>{a, b} : std::vector<std::string>{b, a}));
+  EXPECT_FALSE(ok.secret);
+  t["spec"]["encryption"]["age"]["recipients"]["publicKeys"] = {a, "age1abc"};
+  EncryptionCheck bad = CheckEncryption(t);
+  EXPECT_EQ(bad.reason, "InvalidConfig");
+  EXPECT_NE(bad.message.find("age.recipients.publicKeys[1]"), std::string::npos) << bad.message;
+  t["spec"]["encryption"]["age"]["enabled"] = false;
+  EXPECT_EQ(CheckEncryption(t).reason, "NotRequired");
+}
+
+TEST(ControllersTest, RecipientsFromTheSecretJoinThePublicKeys) {
+  json t = Target("t", "x", "");
+  const std::string a = NewRecipient(), b = NewRecipient();
+  t["spec"]["encryption"] = {
+      {"provider", "sops"},
+      {"secretRef", {{"name", "sops-age-key"}}},
+      {"age",
+       {{"enabled", true}, {"recipients", {{"publicKeys", {a}}, {"extractFromSecret", true}}}}}};
+  // Not read yet: pending, naming the Secret to read.
+  EncryptionCheck pending = CheckEncryption(t);
+  EXPECT_FALSE(pending.ok);
+  EXPECT_TRUE(pending.pending);
+  EXPECT_EQ(pending.reason, "NotChecked");
+  ASSERT_TRUE(pending.secret);
+  EXPECT_EQ(pending.secret->namespace_, "a");
+  EXPECT_EQ(pending.secret->name, "sops-age-key");
+  EXPECT_FALSE(pending.secret->generate_when_missing);
+
+  EncryptionSecretResult read;
+  read.recipients = {b, a};
+  EncryptionCheck ok = CheckEncryption(t, &read);
+  EXPECT_TRUE(ok.ok);
+  EXPECT_EQ(ok.recipients,
+            (a < b ? std::vector<std::string>{a, b} : std::vector<std::string>{b, a}));
+
+  EncryptionSecretResult missing;
+  missing.ok = false;
+  missing.reason = "MissingSecret";
+  missing.message = "failed to fetch encryption secret team-a/sops-age-key: not found";
+  EncryptionCheck failed = CheckEncryption(t, &missing);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_FALSE(failed.pending);
+  EXPECT_EQ(failed.reason, "MissingSecret");
+  EXPECT_EQ(failed.message, missing.message);
+
+  // generateWhenMissing needs extractFromSecret and a Secret name; secretRef.kind is Secret.
+  json g = t;
+  g["spec"]["encryption"]["age"]["recipients"] = {{"generateWhenMissing", true}};
+  EXPECT_EQ(CheckEncryption(g).reason, "InvalidConfig");
+  EXPECT_NE(CheckEncryption(g).message.find("requires extractFromSecret=true"), std::string::npos);
+  g["spec"]["encryption"]["age"]["recipients"]["extractFromSecret"] = true;
+  ASSERT_TRUE(CheckEncryption(g).secret);
+  EXPECT_TRUE(CheckEncryption(g).secret->generate_when_missing);
+  g["spec"]["encryption"].erase("secretRef");
+  EXPECT_EQ(CheckEncryption(g).reason, "InvalidConfig");
+  json k = t;
+  k["spec"]["encryption"]["secretRef"]["kind"] = "ConfigMap";
+  EXPECT_EQ(CheckEncryption(k).reason, "InvalidConfig");
+  // A spec change makes an earlier read meaningless (its key changes).
+  EXPECT_NE(EncryptionSpecKey(t), EncryptionSpecKey(k));
+}
+
+TEST(ControllersTest, EncryptionGatesTheTargetStatus) {
+  json t = Target("t", "x", "");
+  TargetValidation ok;
+  EncryptionCheck pending;
+  pending.ok = false;
+  pending.pending = true;
+  pending.reason = "NotChecked";
+  pending.message = "reading encryption secret team-a/k";
+  json waiting = TargetStatus(t, ok, pending, nullptr, nullptr, absl::UnixEpoch());
+  EXPECT_EQ(FindCondition(waiting["conditions"], "EncryptionConfigured")->value("status", ""),
+            "Unknown");
+  EXPECT_EQ(FindCondition(waiting["conditions"], "Reconciling")->value("status", ""), "True");
+  EXPECT_EQ(FindCondition(waiting["conditions"], "Stalled")->value("status", ""), "False");
+
+  EncryptionCheck missing;
+  missing.ok = false;
+  missing.reason = "MissingSecret";
+  missing.message = "failed to fetch encryption secret team-a/k";
+  json stalled = TargetStatus(t, ok, missing, nullptr, nullptr, absl::UnixEpoch());
+  const json* enc = FindCondition(stalled["conditions"], "EncryptionConfigured");
+  EXPECT_EQ(enc->value("status", ""), "False");
+  EXPECT_EQ(enc->value("reason", ""), "MissingSecret");
+  const json* ready = FindCondition(stalled["conditions"], "Ready");
+  EXPECT_EQ(ready->value("status", ""), "False");
+  EXPECT_EQ(ready->value("reason", ""), "EncryptionNotConfigured");
+  EXPECT_EQ(FindCondition(stalled["conditions"], "Stalled")->value("status", ""), "True");
+  EXPECT_EQ(FindCondition(stalled["conditions"], "StreamsRunning")->value("reason", ""), "Blocked");
 }
 
 TEST(ControllersTest, CommitConfigIsChecked) {
@@ -94,6 +194,32 @@ TEST(ControllersTest, CommitConfigIsChecked) {
   json status = ProviderStatus(p, nullptr, absl::UnixEpoch());
   EXPECT_EQ(FindCondition(status["conditions"], "Stalled")->value("reason", ""),
             "CommitConfigInvalid");
+}
+
+TEST(ControllersTest, SigningPublicKeyFollowsTheProbe) {
+  json p = kProvider;
+  // Pending: the field is left alone (not in the patch).
+  EXPECT_FALSE(ProviderStatus(p, nullptr, absl::UnixEpoch()).contains("signingPublicKey"));
+  ProviderProbe probe;
+  probe.signing_public_key = "ssh-ed25519 AAAAC3Nza";
+  EXPECT_EQ(ProviderStatus(p, &probe, absl::UnixEpoch())["signingPublicKey"],
+            "ssh-ed25519 AAAAC3Nza");
+  // Published even when a later check fails; cleared (null in the merge patch) without a key.
+  probe.ok = false;
+  probe.reason = "ConnectionFailed";
+  EXPECT_EQ(ProviderStatus(p, &probe, absl::UnixEpoch())["signingPublicKey"],
+            "ssh-ed25519 AAAAC3Nza");
+  probe.signing_public_key.reset();
+  json cleared = ProviderStatus(p, &probe, absl::UnixEpoch());
+  ASSERT_TRUE(cleared.contains("signingPublicKey"));
+  EXPECT_TRUE(cleared["signingPublicKey"].is_null());
+
+  // Signing without a Secret name is a commit config error.
+  p["spec"]["commit"] = {{"signing", {{"secretRef", json::object()}}}};
+  ASSERT_TRUE(CheckCommitConfig(p));
+  EXPECT_NE(CheckCommitConfig(p)->find("signing.secretRef.name"), std::string::npos);
+  p["spec"]["commit"]["signing"]["secretRef"]["name"] = "signing";
+  EXPECT_FALSE(CheckCommitConfig(p));
 }
 
 TEST(ControllersTest, TransitionTimeIsKeptWhileStatusIsUnchanged) {
@@ -120,19 +246,19 @@ TEST(ControllersTest, StreamSummaryDrivesTargetReadiness) {
   summary.add_pending_sample("apps/v1/deployments a");
   rules::WatchedTypeTable table;
   table.types[{"apps", "v1", "deployments"}] = {};
-  json replaying = TargetStatus(t, ok, &table, &summary, absl::UnixEpoch());
+  json replaying = TargetStatus(t, ok, EncryptionCheck{}, &table, &summary, absl::UnixEpoch());
   EXPECT_EQ(FindCondition(replaying["conditions"], "Reconciling")->value("status", ""), "True");
   EXPECT_EQ(replaying["streams"]["summary"], "1/3");
   summary.set_ready(3);
   summary.set_replaying(0);
   summary.set_reason("AllStreamsReady");
-  json ready = TargetStatus(t, ok, &table, &summary, absl::UnixEpoch());
+  json ready = TargetStatus(t, ok, EncryptionCheck{}, &table, &summary, absl::UnixEpoch());
   EXPECT_EQ(FindCondition(ready["conditions"], "Ready")->value("status", ""), "True");
   EXPECT_EQ(ready["observedGeneration"], 2);
   summary.set_ready(2);
   summary.set_blocked(1);
   summary.set_reason("WatchNotPermitted");
-  json blocked = TargetStatus(t, ok, &table, &summary, absl::UnixEpoch());
+  json blocked = TargetStatus(t, ok, EncryptionCheck{}, &table, &summary, absl::UnixEpoch());
   EXPECT_EQ(FindCondition(blocked["conditions"], "Stalled")->value("reason", ""),
             "WatchNotPermitted");
 }
@@ -165,18 +291,19 @@ TEST(ControllersTest, AFullyMirroredTargetAcceptsItsGitPath) {
   rules::WatchedTypeTable table;
   table.types[{"", "v1", "configmaps"}] = {};
   reverser::v1::StreamSummary summary = AllReady();
-  json status =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  json status = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                             &summary, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(status, "GitPathAccepted", "status"), "True");
   EXPECT_EQ(ConditionField(status, "GitPathAccepted", "reason"), "GitPathAccepted");
   EXPECT_EQ(ConditionField(status, "Ready", "status"), "True");
   EXPECT_EQ(ConditionField(status, "Stalled", "status"), "False");
   // Before any report, acceptance is unknown (and validation failures block it).
-  json early =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, nullptr, absl::UnixEpoch());
+  json early = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                            nullptr, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(early, "GitPathAccepted", "status"), "Unknown");
   TargetValidation invalid{false, reason::kProviderNotFound, "GitProvider a/repo not found"};
-  json blocked = TargetStatus(Target("t", "x", ""), invalid, nullptr, nullptr, absl::UnixEpoch());
+  json blocked = TargetStatus(Target("t", "x", ""), invalid, EncryptionCheck{}, nullptr, nullptr,
+                              absl::UnixEpoch());
   EXPECT_EQ(ConditionField(blocked, "GitPathAccepted", "status"), "Unknown");
   EXPECT_EQ(ConditionField(blocked, "GitPathAccepted", "reason"), "Blocked");
 }
@@ -188,8 +315,8 @@ TEST(ControllersTest, RefusedObjectsStallTheTargetNamingEachObject) {
   summary.set_refused_objects(7);
   *summary.add_refusals() = ObjectRefusal("Secret", "demo", "db", "no age recipients configured");
   *summary.add_refusals() = ObjectRefusal("ClusterRole", "", "evil\\role", "x");
-  json status =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  json status = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                             &summary, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(status, "Ready", "status"), "False");
   EXPECT_EQ(ConditionField(status, "Stalled", "status"), "True");
   EXPECT_EQ(ConditionField(status, "Reconciling", "status"), "False");
@@ -203,8 +330,8 @@ TEST(ControllersTest, RefusedObjectsStallTheTargetNamingEachObject) {
   // Once the refusals clear, the target is Ready again.
   summary.clear_refusals();
   summary.set_refused_objects(0);
-  json cleared =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  json cleared = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                              &summary, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(cleared, "Ready", "status"), "True");
 }
 
@@ -220,8 +347,8 @@ TEST(ControllersTest, RefusedFilesRefuseTheGitPathAsUnsupportedContent) {
   file.set_reason(reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT);
   file.set_message(std::string(5000, 'm'));
   *summary.add_refusals() = file;
-  json status =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  json status = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                             &summary, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(status, "GitPathAccepted", "status"), "False");
   EXPECT_EQ(ConditionField(status, "GitPathAccepted", "reason"), "UnsupportedContent");
   const std::string message = ConditionField(status, "GitPathAccepted", "message");
@@ -243,15 +370,15 @@ TEST(ControllersTest, BlockedStreamsAndEncryptionComeBeforeRefusals) {
   summary.set_reason("WatchNotPermitted");
   summary.set_refused_objects(1);
   *summary.add_refusals() = ObjectRefusal("ConfigMap", "demo", "x", "cause");
-  json status =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  json status = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                             &summary, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(status, "Ready", "reason"), "WatchNotPermitted");
   // While a stream replays, a refusal already stalls the target (it will not heal by itself).
   summary.set_blocked(0);
   summary.set_replaying(1);
   summary.set_reason("Replaying");
-  json replaying =
-      TargetStatus(Target("t", "x", ""), TargetValidation(), &table, &summary, absl::UnixEpoch());
+  json replaying = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                                &summary, absl::UnixEpoch());
   EXPECT_EQ(ConditionField(replaying, "Ready", "reason"), "ObjectRefused");
   EXPECT_EQ(ConditionField(replaying, "StreamsRunning", "status"), "False");
 }

@@ -48,6 +48,11 @@ struct ProbeInput {
   ProviderProbe probe;
 };
 
+struct EncryptionSecretInput {
+  ObjectKey target;
+  EncryptionSecretResult result;
+};
+
 struct SummaryInput {
   reverser::v1::StreamSummary summary;
 };
@@ -63,8 +68,9 @@ struct StatusFailedInput {
   ObjectKey key;
 };
 
-using CatalogInput = std::variant<ScanInput, ReplaceInput, EventInput, ProbeInput, SummaryInput,
-                                  WatchHealthInput, StatusFailedInput>;
+using CatalogInput =
+    std::variant<ScanInput, ReplaceInput, EventInput, ProbeInput, EncryptionSecretInput,
+                 SummaryInput, WatchHealthInput, StatusFailedInput>;
 
 class CatalogInbox {
  public:

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/kube/api_error.h"
 #include "services/catalog/objects.h"
+#include "services/catalog/signing_key.h"
 
 namespace reverser::catalog {
 namespace {
@@ -150,6 +151,16 @@ ProviderProbe ProbeProvider(kube::RestClient& client, const nlohmann::json& prov
   probe.generation = GenerationOf(provider);
   probe.at = now;
   const std::string ns = StringAt(provider, {"metadata", "namespace"});
+  // The signing key first (the reference's order): a key generated now is published even when
+  // a later check fails.
+  SigningKeyCheck signing = EnsureSigningKey(client, provider);
+  if (!signing.ok) {
+    probe.ok = false;
+    probe.reason = signing.reason;
+    probe.message = signing.message;
+    return probe;
+  }
+  if (signing.configured) probe.signing_public_key = signing.public_key;
   const std::string secret_name = StringAt(provider, {"spec", "secretRef", "name"});
   std::string credentials = "no credentials";
   if (!secret_name.empty()) {
@@ -182,6 +193,10 @@ ProviderProbe ProbeProvider(kube::RestClient& client, const nlohmann::json& prov
     return probe;
   }
   probe.message = absl::StrCat("remote ", url, " reachable; ", credentials);
+  if (signing.configured) {
+    absl::StrAppend(&probe.message, "; commits signed with ",
+                    signing.generated ? "a generated" : "the", " ed25519 key");
+  }
   return probe;
 }
 

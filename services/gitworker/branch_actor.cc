@@ -1,14 +1,10 @@
 #include "services/gitworker/branch_actor.h"
 
-#include <dirent.h>
-
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "libs/runtime/log.h"
+#include "services/gitworker/secret_source.h"
 
 namespace reverser::gitworker {
 namespace {
@@ -109,32 +105,7 @@ caf::actor SpawnBranchActor(caf::actor_system& system, BranchWorkerOptions optio
 }
 
 CredentialsResolver DirectoryCredentialsResolver(std::string dir) {
-  return [dir](const std::string& secret) -> absl::StatusOr<git::GitCredentials> {
-    std::vector<std::string> parts = absl::StrSplit(secret, '/');
-    if (parts.size() != 2 || parts[0].empty() || parts[1].empty() || parts[0] == ".." ||
-        parts[1] == ".." || parts[0] == "." || parts[1] == ".") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("credentials secret \"", secret, "\" is not namespace/name"));
-    }
-    const std::string path = absl::StrCat(dir, "/", parts[0], "/", parts[1]);
-    DIR* d = opendir(path.c_str());
-    if (d == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("credentials secret ", secret, " not found at ", path));
-    }
-    std::map<std::string, std::string> data;
-    while (dirent* entry = readdir(d)) {
-      std::string key = entry->d_name;
-      if (key.empty() || key[0] == '.') continue;  // also skips Kubernetes' ..data links
-      std::ifstream in(absl::StrCat(path, "/", key), std::ios::binary);
-      if (!in) continue;
-      std::stringstream content;
-      content << in.rdbuf();
-      data[key] = content.str();
-    }
-    closedir(d);
-    return git::CredentialsFromSecretData(data);
-  };
+  return SecretCredentialsResolver(DirectorySecretReader(std::move(dir)));
 }
 
 BranchRegistry::BranchRegistry(caf::actor_system& system, BranchRegistryOptions options)
@@ -152,6 +123,7 @@ caf::actor BranchRegistry::Get(const TargetSettings& settings) {
   options.work_dir = options_.work_dir;
   options.push_cooldown = options_.push_cooldown;
   options.limits = options_.limits;
+  options.signing_keys = options_.signing_keys;
   options.clock = options_.clock;
   options.metrics = options_.metrics;
   if (!settings.credentials_secret.empty() && options_.credentials) {

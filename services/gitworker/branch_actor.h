@@ -71,6 +71,7 @@ struct BranchRegistryOptions {
   absl::Duration push_cooldown = absl::Seconds(5);
   CredentialsResolver credentials;  // empty: anonymous
   WriterLimits limits;              // what branch workers read and render
+  SigningKeyResolver signing_keys;  // empty: signing targets' commits wait (secret_source.h)
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };

@@ -302,9 +302,34 @@ void BranchWorker::CommitPending() {
   }
   for (Unit& unit : units_) {
     if (unit.state != State::kUncommitted) continue;
+    auto signer = SignerFor(unit);
+    if (!signer.ok()) {
+      // Never unsigned on a signing target: this write and every later one wait for the key.
+      last_error_ = std::string(signer.status().message());
+      next_push_allowed_ =
+          options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
+      options_.metrics
+          ->GetCounter("reverser_gitworker_signing_key_unavailable_total",
+                       "Commit attempts held back because the signing key could not be read.",
+                       BranchLabels())
+          .Increment();
+      if (signing_error_ != last_error_) {
+        signing_error_ = last_error_;
+        runtime::LogWarning("signing key unavailable; commits wait",
+                            {{"branch", options_.key.ToString()},
+                             {"secret", unit.settings->signing_secret},
+                             {"error", last_error_}});
+      }
+      break;
+    }
+    if (!signing_error_.empty() && *signer) {
+      runtime::LogInfo("signing key available", {{"branch", options_.key.ToString()},
+                                                 {"secret", unit.settings->signing_secret}});
+      signing_error_.clear();
+    }
     absl::StatusOr<std::optional<std::string>> sha = std::nullopt;
     try {
-      sha = CommitUnit(unit);
+      sha = CommitUnit(unit, signer->get());
     } catch (const std::exception& e) {
       sha = absl::InternalError(absl::StrCat("internal error: ", e.what()));
     } catch (...) {
@@ -409,7 +434,27 @@ void BranchWorker::ReportTemplate(const Unit& unit, const std::string& kind,
          options_.metrics);
 }
 
-absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) {
+absl::StatusOr<std::shared_ptr<const git::SshSigningKey>> BranchWorker::SignerFor(
+    const Unit& unit) {
+  if (unit.kind == Kind::kEmpty || !unit.settings || unit.settings->signing_secret.empty()) {
+    return nullptr;
+  }
+  const std::string& secret = unit.settings->signing_secret;
+  if (!options_.signing_keys) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "GitProvider signs commits with Secret ", secret,
+        " but no Secret source is configured (--credentials_dir or --secrets_source=api)"));
+  }
+  auto key = options_.signing_keys(secret);
+  if (!key.ok()) {
+    return core::Annotate(key.status(), absl::StrCat("signing key from Secret ", secret, ": "));
+  }
+  if (*key == nullptr) return absl::InternalError("the signing key resolver returned no key");
+  return key;
+}
+
+absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
+    Unit& unit, const git::SshSigningKey* signer) {
   if (unit.kind == Kind::kEmpty) return std::optional<std::string>();
   const TargetSettings& settings = *unit.settings;
   const std::string& branch = options_.key.branch;
@@ -511,7 +556,8 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(Unit& unit) 
   }
 
   const absl::Time now = options_.clock->Now();
-  git::CommitSpec spec{IdentityAt(unit.author, now), IdentityAt(settings.committer, now), message};
+  git::CommitSpec spec{IdentityAt(unit.author, now), IdentityAt(settings.committer, now), message,
+                       signer};
   ASSIGN_OR_RETURN(std::optional<std::string> sha, repo_->CommitOnBranch(branch, changes, spec));
   const size_t objects_written =
       unit.kind == Kind::kWindow ? unit.writes.size() : keys.size() + swept.size();
@@ -703,7 +749,8 @@ reverser::v1::BranchStatus BranchWorker::Status() const {
     *status.mutable_last_push() =
         google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(*last_push_));
   }
-  status.set_last_error(last_error_);
+  // A push of earlier writes clears last_error_; writes waiting for their signing key say so.
+  status.set_last_error(last_error_.empty() ? signing_error_ : last_error_);
   return status;
 }
 

@@ -8,6 +8,7 @@
 // thread and drives its timers. Time comes from an injectable clock.
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "libs/core/clock.h"
 #include "libs/git/credentials.h"
 #include "libs/git/repository.h"
+#include "libs/git/ssh_signing.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/refusal.h"
@@ -49,6 +51,11 @@ enum class FinalizeReason {
 };
 absl::string_view FinalizeReasonName(FinalizeReason reason);
 
+// Resolves a signing Secret ("namespace/name") to its key. Called before each commit of a
+// signing target, so implementations cache; must be thread-safe (branch actors share one).
+using SigningKeyResolver = std::function<absl::StatusOr<std::shared_ptr<const git::SshSigningKey>>(
+    const std::string& secret)>;
+
 struct BranchWorkerOptions {
   BranchKey key;
   std::string remote_url;
@@ -62,6 +69,9 @@ struct BranchWorkerOptions {
   size_t pack_threshold = git::kDefaultPackThreshold;
   // What is read from Git and rendered (file sizes, YAML per file, templates).
   WriterLimits limits;
+  // Keys for targets whose GitProvider signs (TargetSettings::signing_secret). Every commit of
+  // such a target is signed; without a key its writes wait (retried at the push cadence).
+  SigningKeyResolver signing_keys;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -153,12 +163,15 @@ class BranchWorker {
   // were not told yet.
   void ReportRefusedFiles(const Unit& unit, CachedIndex& cached);
   void CommitPending();
-  absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit);
+  absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit,
+                                                        const git::SshSigningKey* signer);
   // The commit message of a unit; a template that fails (its limits, an error on real data)
   // falls back to the default template's message, refused once per target and template.
   std::string MessageFor(const Unit& unit, const std::vector<commitmeta::ChangedResource>& changes);
   void ReportTemplate(const Unit& unit, const std::string& kind, const std::string& text,
                       const absl::Status& status);
+  // The key a unit's commit is signed with (null: its target does not sign).
+  absl::StatusOr<std::shared_ptr<const git::SshSigningKey>> SignerFor(const Unit& unit);
   void RejectUnit(Unit& unit, const absl::Status& status);
   // Counts each pending resync, once, as a background failure (a commit or push cycle failed).
   void CountPendingResyncFailures();
@@ -184,6 +197,7 @@ class BranchWorker {
   absl::Time next_push_allowed_ = absl::InfinitePast();
   std::optional<absl::Time> last_push_;
   std::string last_error_;
+  std::string signing_error_;  // the last signing key failure, logged once until it changes
 };
 
 }  // namespace reverser::gitworker

@@ -4,10 +4,14 @@
 #include <memory>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
 #include "services/gitworker/branch_actor.h"
 #include "services/gitworker/delivery_service.h"
+#include "services/gitworker/secret_source.h"
 
 ABSL_FLAG(
     std::string, work_dir, "/tmp/reverser-gitworker",
@@ -44,6 +48,16 @@ ABSL_FLAG(int64_t, max_template_output_bytes, 1 << 20,
           "Bytes one commit template execution may write or build with print/printf.");
 ABSL_FLAG(int, max_template_nesting, 100,
           "Nesting of control structures and parentheses in a commit template (at most 1000).");
+ABSL_FLAG(std::string, secrets_source, "files",
+          "Where credential and signing Secrets are read: \"files\" (mounted under "
+          "--credentials_dir) or \"api\" (GET through the Kubernetes API with --kubeconfig or "
+          "the in-cluster service account; a signing key the catalog generates is seen at once).");
+ABSL_FLAG(std::string, kubeconfig, "",
+          "With --secrets_source=api: a kubeconfig file. Empty: $KUBECONFIG, else the in-cluster "
+          "service account, else ~/.kube/config.");
+ABSL_FLAG(absl::Duration, signing_key_cache_ttl, absl::Seconds(30),
+          "How long a signing key read from its Secret is reused before it is read again (a "
+          "rotated key is used within this time).");
 
 namespace reverser::gitworker {
 namespace {
@@ -104,8 +118,34 @@ class App final : public runtime::ServiceApp {
     registry.work_dir = work_dir;
     registry.push_cooldown = cooldown;
     registry.limits = *limits;
-    if (const std::string dir = absl::GetFlag(FLAGS_credentials_dir); !dir.empty()) {
-      registry.credentials = DirectoryCredentialsResolver(dir);
+    const absl::Duration key_ttl = absl::GetFlag(FLAGS_signing_key_cache_ttl);
+    if (key_ttl < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--signing_key_cache_ttl must not be negative");
+    }
+    const std::string source = absl::GetFlag(FLAGS_secrets_source);
+    SecretReader secrets;
+    if (source == "api") {
+      auto config = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig));
+      if (!config.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--secrets_source=api: no Kubernetes API configuration: ", config.status().message()));
+      }
+      auto client = kube::NewHttplibRestClient(*config, "reverser-gitworker/0.1");
+      if (!client.ok()) return client.status();
+      secrets = ApiSecretReader(*client);
+      host.SetDetail("secrets_source", absl::StrCat("api ", config->server));
+    } else if (source == "files") {
+      if (const std::string dir = absl::GetFlag(FLAGS_credentials_dir); !dir.empty()) {
+        secrets = DirectorySecretReader(dir);
+        host.SetDetail("secrets_source", absl::StrCat("files ", dir));
+      }
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--secrets_source must be files or api, not \"", source, "\""));
+    }
+    if (secrets) {
+      registry.credentials = SecretCredentialsResolver(secrets);
+      registry.signing_keys = CachingSigningKeyResolver(secrets, key_ttl);
     }
     registry_ = std::make_unique<BranchRegistry>(host.actors(), registry);
 

@@ -179,6 +179,7 @@ absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
   }
   settings->remote_url = config.remote_url();
   settings->credentials_secret = config.credentials_secret();
+  settings->signing_secret = config.signing_secret();
   auto path = manifest::NormalizeTargetPath(config.destination().path());
   if (!path.ok()) return core::Annotate(path.status(), where);
   settings->path = *path;

@@ -48,6 +48,7 @@ struct TargetSettings {
   reverser::v1::GitDestination destination;
   std::string remote_url;
   std::string credentials_secret;  // "namespace/name", may be empty
+  std::string signing_secret;      // "namespace/name" of the signing key; empty: unsigned
   std::string path;                // normalized spec.path ("" = repository root)
   commitmeta::Signature committer;
   commitmeta::CommitTemplates templates;

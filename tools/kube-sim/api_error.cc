@@ -1,5 +1,7 @@
 #include "tools/kube-sim/api_error.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -32,6 +34,8 @@ std::string ValueText(const Json& value) {
 }
 
 }  // namespace
+
+std::string FieldValueText(const Json& value) { return ValueText(value); }
 
 std::string ErrorSubject::QualifiedResource() const {
   return group.empty() ? resource : absl::StrCat(resource, ".", group);
@@ -116,9 +120,12 @@ ApiError ModifiedConflict(const ErrorSubject& s, const std::string& name) {
 ApiError Invalid(const ErrorSubject& s, const std::string& name,
                  const std::vector<StatusCause>& causes) {
   std::vector<std::string> parts;
+  std::set<std::string> seen;
   Json jcauses = Json::array();
   for (const auto& c : causes) {
-    parts.push_back(c.field.empty() ? c.message : absl::StrCat(c.field, ": ", c.message));
+    // The message lists each distinct error once (ErrorList.ToAggregate); causes keep them all.
+    std::string part = c.field.empty() ? c.message : absl::StrCat(c.field, ": ", c.message);
+    if (seen.insert(part).second) parts.push_back(std::move(part));
     jcauses.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
   }
   std::string joined =
@@ -204,7 +211,30 @@ StatusCause FieldInvalid(const std::string& field, const Json& value, const std:
 }
 
 StatusCause FieldRequired(const std::string& field, const std::string& detail) {
-  return {"FieldValueRequired", absl::StrCat("Required value: ", detail), field};
+  return {"FieldValueRequired",
+          detail.empty() ? "Required value" : absl::StrCat("Required value: ", detail), field};
+}
+
+StatusCause FieldTypeInvalid(const std::string& field, const Json& value,
+                             const std::string& detail) {
+  return {"FieldValueTypeInvalid", absl::StrCat("Invalid value: ", ValueText(value), ": ", detail),
+          field};
+}
+
+StatusCause FieldTooLong(const std::string& field, int64_t max_length, bool modern) {
+  return {"FieldValueTooLong",
+          modern ? absl::StrCat("Too long: may not be more than ", max_length, " bytes")
+                 : absl::StrCat("Too long: may not be longer than ", max_length),
+          field};
+}
+
+StatusCause FieldTooMany(const std::string& field, int64_t actual, int64_t max_items) {
+  return {"FieldValueTooMany",
+          absl::StrCat("Too many: ", actual, ": must have at most ", max_items, " items"), field};
+}
+
+StatusCause FieldDuplicate(const std::string& field, const std::string& value_text) {
+  return {"FieldValueDuplicate", absl::StrCat("Duplicate value: ", value_text), field};
 }
 
 StatusCause FieldForbidden(const std::string& field, const std::string& detail) {

@@ -3,6 +3,7 @@
 // Kubernetes `Status` failures: the exact codes, reasons and message texts kube-apiserver sends
 // (staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go).
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -68,7 +69,16 @@ ApiError TooLargeResourceVersion(int64_t requested, int64_t current);
 
 // Field-error helpers producing the `field: Type: detail` message pieces.
 StatusCause FieldInvalid(const std::string& field, const Json& value, const std::string& detail);
-StatusCause FieldRequired(const std::string& field, const std::string& detail);
+StatusCause FieldRequired(const std::string& field, const std::string& detail);  // "" = none
+StatusCause FieldTypeInvalid(const std::string& field, const Json& value,
+                             const std::string& detail);
+// `modern`: kube-apiserver >= 1.32's wording.
+StatusCause FieldTooLong(const std::string& field, int64_t max_length, bool modern);
+StatusCause FieldTooMany(const std::string& field, int64_t actual, int64_t max_items);
+// `value_text` as Go's field.Error prints the value (%q, %v or %#v).
+StatusCause FieldDuplicate(const std::string& field, const std::string& value_text);
+// Go's field.Error rendering of a bad value: strings quoted, numbers and bools bare.
+std::string FieldValueText(const Json& value);
 StatusCause FieldForbidden(const std::string& field, const std::string& detail);
 StatusCause FieldNotSupported(const std::string& field, const Json& value,
                               const std::vector<std::string>& supported);

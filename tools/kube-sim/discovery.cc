@@ -2,8 +2,11 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -162,6 +165,7 @@ std::string AggregatedContentType(const std::string& version) {
 Json MinimalOpenApiV3(const TypeRegistry& registry, const std::string& group,
                       const std::string& version) {
   Json paths = Json::object();
+  Json schemas = Json::object();
   Json field_validation = {{"name", "fieldValidation"},
                            {"in", "query"},
                            {"description",
@@ -183,11 +187,19 @@ Json MinimalOpenApiV3(const TypeRegistry& registry, const std::string& group,
                {"responses", {{"200", {{"description", "OK"}}}}}};
     paths[path] = {{"patch", op}, {"put", op}};
     paths[path]["put"]["x-kubernetes-action"] = "put";
+    if (t->openapi_schema.is_object()) {
+      // As kube-apiserver names a CRD's schema: the group's labels reversed, version, kind.
+      std::vector<std::string> labels = absl::StrSplit(group, '.');
+      std::reverse(labels.begin(), labels.end());
+      Json schema = t->openapi_schema;
+      schema["x-kubernetes-group-version-kind"] = Json::array({gvk});
+      schemas[absl::StrCat(absl::StrJoin(labels, "."), ".", version, ".", t->kind)] = schema;
+    }
   }
   return {{"openapi", "3.0.0"},
           {"info", {{"title", "Kubernetes"}, {"version", "v1.34.0"}}},
           {"paths", paths},
-          {"components", {{"schemas", Json::object()}}}};
+          {"components", {{"schemas", schemas}}}};
 }
 
 std::string Sha512Hex(const std::string& data) {

@@ -240,6 +240,10 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
 void KubeSim::Impl::Respond(Ctx& ctx, const Reply& reply, httplib::Response& res) {
   res.status = reply.code;
   for (const auto& [k, v] : reply.headers) res.set_header(k, v);
+  for (const auto& text : ctx.warnings) {
+    // Go's strconv.Quote-style text in a warn-code 299 header, as apiserver's warning recorder.
+    res.set_header("Warning", absl::StrCat("299 - ", Json(text).dump()));
+  }
   if (reply.code != 304) {  // a 304 has no body
     std::string body =
         !reply.raw.empty() ? reply.raw : (reply.object.is_null() ? "" : reply.object.dump());

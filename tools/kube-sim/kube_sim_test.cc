@@ -836,6 +836,191 @@ TEST_F(KubeSimTest, CrdAddsTypeToDiscoveryAndRemovesItOnDelete) {
   EXPECT_EQ(client_->Get("/apis/example.com/v1/namespaces/default/widgets/w")->status, 404);
 }
 
+// A CRD whose schema uses what reverser's CRDs use: defaults, enums, bounds, patterns, an allOf,
+// a list-map, a status subresource and an immutability rule.
+Json GadgetCrd() {
+  return Json::parse(R"({
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+      "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget",
+                "listKind": "GadgetList"},
+      "versions": [{"name": "v1", "served": true, "storage": true,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": {
+          "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+          "metadata": {"type": "object"},
+          "spec": {"type": "object", "required": ["url"],
+            "x-kubernetes-validations": [{"rule": "self.url == oldSelf.url",
+              "message": "spec.url is immutable; delete and recreate the Gadget"}],
+            "properties": {
+              "url": {"type": "string", "minLength": 1},
+              "ref": {"type": "object", "required": ["name"], "properties": {
+                "group": {"type": "string", "default": "example.com", "enum": ["example.com"]},
+                "kind": {"type": "string", "default": "Secret", "enum": ["Secret"]},
+                "name": {"type": "string", "minLength": 1}}},
+              "scope": {"type": "string", "allOf": [{"enum": ["Cluster", "Namespaced"]},
+                                                    {"enum": ["Cluster", "Namespaced"]}]},
+              "delay": {"type": "integer", "format": "int32", "minimum": 0, "maximum": 300}}},
+          "status": {"type": "object", "properties": {
+            "conditions": {"type": "array", "x-kubernetes-list-type": "map",
+              "x-kubernetes-list-map-keys": ["type"],
+              "items": {"type": "object", "required": ["type", "status"], "properties": {
+                "type": {"type": "string"},
+                "status": {"type": "string", "enum": ["True", "False", "Unknown"]}}}}}}}}}}]}})");
+}
+
+class KubeSimCrdSchemaTest : public KubeSimTest {
+ protected:
+  void SetUp() override {
+    KubeSimTest::SetUp();
+    auto created = Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GadgetCrd());
+    ASSERT_EQ(created->status, 201) << created->body;
+  }
+  static constexpr char kGadgets[] = "/apis/example.com/v1/namespaces/default/gadgets";
+  static Json Gadget(const Json& spec) {
+    return {{"apiVersion", "example.com/v1"},
+            {"kind", "Gadget"},
+            {"metadata", {{"name", "g"}}},
+            {"spec", spec}};
+  }
+};
+
+TEST_F(KubeSimCrdSchemaTest, SchemaIsPublishedInOpenApiV3) {
+  Json doc = Body(client_->Get("/openapi/v3/apis/example.com/v1"));
+  const Json& schema = doc["components"]["schemas"]["com.example.v1.Gadget"];
+  EXPECT_EQ(schema["x-kubernetes-group-version-kind"],
+            Json::parse(R"([{"group":"example.com","version":"v1","kind":"Gadget"}])"));
+  EXPECT_EQ(schema["properties"]["spec"]["properties"]["url"]["minLength"], 1);
+}
+
+TEST_F(KubeSimCrdSchemaTest, UnknownFieldsByFieldValidation) {
+  Json body = Gadget({{"url", "u"}, {"ref", {{"name", "s"}, {"bogus", 1}}}, {"extra", true}});
+  auto strict = Post(std::string(kGadgets) + "?fieldValidation=Strict", body);
+  EXPECT_EQ(strict->status, 400);
+  EXPECT_EQ(Body(strict)["message"],
+            "Gadget in version \"v1\" cannot be handled as a Gadget: strict decoding error: "
+            "unknown field \"spec.extra\", unknown field \"spec.ref.bogus\"");
+  EXPECT_EQ(Body(strict)["reason"], "BadRequest");
+
+  // Warn (also the default): stored without the fields, one warning header per field.
+  auto warned = Post(kGadgets, body);
+  ASSERT_EQ(warned->status, 201) << warned->body;
+  std::vector<std::string> warnings;
+  for (const auto& [k, v] : warned->headers) {
+    if (k == "Warning") warnings.push_back(v);
+  }
+  EXPECT_THAT(warnings, ElementsAre("299 - \"unknown field \\\"spec.extra\\\"\"",
+                                    "299 - \"unknown field \\\"spec.ref.bogus\\\"\""));
+  Json stored = Body(client_->Get((std::string(kGadgets) + "/g").c_str()));
+  EXPECT_FALSE(stored["spec"].contains("extra"));
+  EXPECT_EQ(
+      stored["spec"]["ref"],
+      Json({{"group", "example.com"}, {"kind", "Secret"}, {"name", "s"}}));  // defaults filled in
+
+  auto ignored = client_->Put((std::string(kGadgets) + "/g?fieldValidation=Ignore").c_str(),
+                              Gadget({{"url", "u"}, {"x", 1}}).dump(), "application/json");
+  EXPECT_EQ(ignored->status, 200) << ignored->body;
+  EXPECT_FALSE(ignored->has_header("Warning"));
+
+  // Server-side apply types the patch: an undeclared field fails whatever fieldValidation says.
+  auto applied = client_->Patch(
+      (std::string(kGadgets) + "/g?fieldManager=tool&fieldValidation=Ignore").c_str(),
+      Gadget({{"url", "u"}, {"nope", 1}}).dump(), "application/apply-patch+yaml");
+  EXPECT_EQ(applied->status, 500);
+  EXPECT_EQ(Body(applied)["message"],
+            "failed to create typed patch object (example.com/v1, Kind=Gadget): .spec.nope: field "
+            "not declared in schema");
+}
+
+TEST_F(KubeSimCrdSchemaTest, InvalidValuesAre422WithApiextensionsMessages) {
+  auto bad =
+      Post(kGadgets,
+           Gadget({{"url", ""}, {"ref", {{"group", "other.io"}, {"name", "s"}}}, {"delay", 301}}));
+  EXPECT_EQ(bad->status, 422);
+  Json status = Body(bad);
+  EXPECT_EQ(status["reason"], "Invalid");
+  EXPECT_EQ(status["message"],
+            "Gadget.example.com \"g\" is invalid: [spec.delay: Invalid value: 301: spec.delay in "
+            "body should be less than or equal to 300, spec.ref.group: Unsupported value: "
+            "\"other.io\": supported values: \"example.com\", spec.url: Invalid value: \"\": "
+            "spec.url in body should be at least 1 chars long, <nil>: Invalid value: \"null\": "
+            "some validation rules were not checked because the object was invalid; correct the "
+            "existing errors to complete validation]");
+  EXPECT_EQ(status["details"]["causes"][1],
+            Json({{"reason", "FieldValueNotSupported"},
+                  {"message",
+                   "Unsupported value: \"other.io\": supported values: "
+                   "\"example.com\""},
+                  {"field", "spec.ref.group"}}));
+
+  // allOf: each failing subschema, then the composite error; the message lists each once.
+  auto scope = Post(kGadgets, Gadget({{"url", "u"}, {"scope", "Everywhere"}}));
+  EXPECT_EQ(scope->status, 422);
+  EXPECT_EQ(Body(scope)["details"]["causes"].size(), 4u);
+  EXPECT_THAT(Body(scope)["message"].get<std::string>(),
+              HasSubstr("[spec.scope: Unsupported value: \"Everywhere\": supported values: "
+                        "\"Cluster\", \"Namespaced\", <nil>: Invalid value: \"\": spec.scope must "
+                        "validate all the schemas (allOf). None validated, "));
+
+  auto missing = Post(kGadgets, Gadget(Json::object()));
+  EXPECT_EQ(Body(missing)["message"],
+            "Gadget.example.com \"g\" is invalid: spec.url: Required value");
+  // Nothing was stored by the refused writes.
+  EXPECT_EQ(client_->Get((std::string(kGadgets) + "/g").c_str())->status, 404);
+}
+
+TEST_F(KubeSimCrdSchemaTest, TransitionRulesAndStatusWrites) {
+  ASSERT_EQ(Post(kGadgets, Gadget({{"url", "u"}}))->status, 201);
+  const std::string path = std::string(kGadgets) + "/g";
+  auto moved =
+      client_->Patch(path.c_str(), R"({"spec":{"url":"v"}})", "application/merge-patch+json");
+  EXPECT_EQ(moved->status, 422);
+  EXPECT_EQ(Body(moved)["message"],
+            "Gadget.example.com \"g\" is invalid: spec: Invalid value: \"object\": spec.url is "
+            "immutable; delete and recreate the Gadget");
+  auto same =
+      client_->Patch(path.c_str(), R"({"spec":{"delay":5}})", "application/merge-patch+json");
+  EXPECT_EQ(same->status, 200) << same->body;
+
+  // The status subresource is validated too: list-map keys unique, enums.
+  auto dup = client_->Patch(
+      (path + "/status").c_str(),
+      R"({"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Ready","status":"Maybe"}]}})",
+      "application/merge-patch+json");
+  EXPECT_EQ(dup->status, 422);
+  EXPECT_THAT(Body(dup)["message"].get<std::string>(),
+              HasSubstr("status.conditions[1].status: Unsupported value: \"Maybe\""));
+  EXPECT_THAT(Body(dup)["message"].get<std::string>(),
+              HasSubstr("status.conditions[1]: Duplicate value: map[string]interface "
+                        "{}{\"type\":\"Ready\"}"));
+  auto ok = client_->Patch((path + "/status").c_str(),
+                           R"({"status":{"conditions":[{"type":"Ready","status":"True"}]}})",
+                           "application/merge-patch+json");
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST_F(KubeSimTest, CrdWithUnsupportedRuleOrNonStructuralSchemaIsRefused) {
+  Json crd = GadgetCrd();
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+     ["x-kubernetes-validations"][0]["rule"] = "self.url.lowerAscii() == oldSelf.url";
+  auto refused = Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd);
+  EXPECT_EQ(refused->status, 422);
+  EXPECT_THAT(Body(refused)["message"].get<std::string>(),
+              HasSubstr("spec.versions[0].schema.openAPIV3Schema.properties[spec]."
+                        "x-kubernetes-validations[0].rule: Invalid value: \"self.url.lowerAscii() "
+                        "== oldSelf.url\": compilation failed: "));
+  Json untyped = GadgetCrd();
+  untyped["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+         ["url"] = Json::object();
+  auto non_structural = Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", untyped);
+  EXPECT_EQ(non_structural->status, 422);
+  EXPECT_THAT(Body(non_structural)["message"].get<std::string>(),
+              HasSubstr("properties[url].type: Required value: must not be empty for specified "
+                        "object fields"));
+  EXPECT_EQ(client_->Get("/apis/example.com/v1")->status, 404);
+}
+
 // ----- auth and faults
 
 TEST_F(KubeSimTest, TokensRbacAndImpersonation) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "tools/kube-sim/crd_schema.h"
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/names.h"
 
@@ -158,6 +159,21 @@ std::vector<StatusCause> ValidateObject(const ResourceType& type, const Json& ob
       causes.push_back(FieldRequired("spec.versions",
                                      "must have exactly one version marked as "
                                      "storage version"));
+    } else {
+      const Json& versions = spec["versions"];
+      for (size_t i = 0; i < versions.size(); ++i) {
+        const std::string field = absl::StrCat("spec.versions[", i, "].schema.openAPIV3Schema");
+        const Json& v = versions[i];
+        if (!v.is_object() || !v.contains("schema") || !v["schema"].is_object() ||
+            !v["schema"].contains("openAPIV3Schema")) {
+          causes.push_back(FieldRequired(field, "schemas are required"));
+          continue;
+        }
+        auto compiled = CrdSchema::Compile(v["schema"]["openAPIV3Schema"], field);
+        if (auto* errs = std::get_if<std::vector<StatusCause>>(&compiled)) {
+          causes.insert(causes.end(), errs->begin(), errs->end());
+        }
+      }
     }
   }
   if (meta.contains("labels") && !meta["labels"].is_object()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "tools/kube-sim/crd_schema.h"
 
 namespace reverser::kubesim {
 namespace {
@@ -228,6 +229,14 @@ ApiOr<std::vector<ResourceType>> TypesFromCrd(const Json& crd) {
     if (!v.is_object() || !v.value("served", true)) continue;
     ResourceType t = base;
     t.version = v.value("name", "");
+    const Json& schema = v.value("schema", Json::object());
+    if (schema.is_object() && schema.contains("openAPIV3Schema")) {
+      auto compiled = CrdSchema::Compile(schema["openAPIV3Schema"], "");
+      if (auto* ok = std::get_if<std::shared_ptr<const CrdSchema>>(&compiled)) {
+        t.schema = *ok;
+        t.openapi_schema = schema["openAPIV3Schema"];
+      }
+    }
     const Json sub = v.value("subresources", Json::object());
     if (sub.is_object() && sub.contains("status")) t.subresources.push_back(Status());
     if (sub.is_object() && sub.contains("scale") && sub["scale"].is_object()) {

@@ -14,6 +14,8 @@
 
 namespace reverser::kubesim {
 
+class CrdSchema;
+
 struct SubresourceType {
   std::string name;  // "status", "scale"
   // The kind the subresource speaks when it differs from the parent (scale: autoscaling/v1 Scale).
@@ -40,6 +42,9 @@ struct ResourceType {
   // For a CRD-defined scale subresource: JSON pointers into the object.
   std::string spec_replicas_path;
   std::string status_replicas_path;
+  // A CRD version's structural schema: writes are pruned, defaulted and validated against it.
+  std::shared_ptr<const CrdSchema> schema;
+  Json openapi_schema;  // the same schema as written, published in /openapi/v3 (kubectl explain)
 
   std::string ApiVersion() const;  // "v1", "apps/v1"
   std::string Key() const;         // "apps/deployments": store key, version-free

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
+#include "tools/kube-sim/crd_schema.h"
 #include "tools/kube-sim/kube_sim.h"
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/object_rules.h"
@@ -71,7 +72,8 @@ struct Ctx {
   Json request_object;  // for audit (level >= Request)
   AuditDecision audit;
   bool dry_run = false;
-  int cut_watch_after = -1;  // a kCutWatch fault hit: initial events sent before the cut
+  int cut_watch_after = -1;           // a kCutWatch fault hit: initial events sent before the cut
+  std::vector<std::string> warnings;  // sent as `Warning: 299 - "<text>"` headers
 
   const UserInfo& effective_user() const { return impersonated ? *impersonated : user; }
   const Params& params() const { return req->params; }
@@ -231,6 +233,14 @@ class KubeSim::Impl {
                                   const std::string& name, const Json& options);
   void AfterWrite(Ctx& ctx, const ResourceType& type, const WriteResult& r);
   std::optional<ApiError> ParseBody(Ctx& ctx, Json& out, bool allow_yaml_apply);
+  // A custom resource write against its CRD schema: unknown fields pruned (fieldValidation
+  // Strict: a 400; Warn, the default: warnings; `applied`: a server-side apply patch, whose
+  // unknown fields always fail), then defaults.
+  std::optional<ApiError> PruneAndDefault(Ctx& ctx, const ResourceType& type, Json& object,
+                                          const Json* applied);
+  // The schema's field errors for the object about to be stored (`current`: the stored one).
+  std::vector<StatusCause> ValidateSchema(const ResourceType& type, const Json& object,
+                                          const Json* current) const;
   std::string FieldManager(const Ctx& ctx) const;
   Json ToScale(const ResourceType& type, const Json& object) const;
   ApiOr<Json> FromScale(const ResourceType& type, const Json& current, const Json& scale) const;

@@ -22,7 +22,6 @@ ApiOr<Json> ReadDeleteOptions(Ctx& ctx) {
 
 }  // namespace
 
-
 std::string KubeSim::Impl::FieldManager(const Ctx& ctx) const {
   std::string m = ctx.Param("fieldManager");
   if (!m.empty()) return m;
@@ -73,6 +72,12 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     if (!desired.ok()) return desired.error();
     Json next = std::move(*desired);
     if (auto type_error = CheckFieldTypes(type, next)) return *type_error;
+    if (type.schema) {
+      if (auto schema_error =
+              PruneAndDefault(ctx, type, next, operation == "Apply" ? &applied : nullptr)) {
+        return *schema_error;
+      }
+    }
     next["kind"] = type.kind;
     next["apiVersion"] = type.ApiVersion();
     if (!next["metadata"].is_object()) next["metadata"] = Json::object();
@@ -82,6 +87,8 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
       std::vector<StatusCause> causes = ValidateObject(type, next);
       if (!causes.empty()) return Invalid(type.Subject(), name, causes);
       next = PrepareForCreate(type, std::move(next), now);
+      causes = ValidateSchema(type, next, nullptr);
+      if (!causes.empty()) return Invalid(type.Subject(), name, causes);
       next = UpdateManagedFields(Json(nullptr), next, applied, write);
       return WriteDecision{WriteDecision::Kind::kPut, std::move(next)};
     }
@@ -96,6 +103,8 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     }
     next = PrepareForUpdate(type, *current, std::move(next), subresource);
     std::vector<StatusCause> causes = ValidateObject(type, next);
+    std::vector<StatusCause> schema_causes = ValidateSchema(type, next, current);
+    causes.insert(causes.end(), schema_causes.begin(), schema_causes.end());
     if (!causes.empty()) return Invalid(type.Subject(), name, causes);
     next["metadata"]["managedFields"] =
         (*current)["metadata"].value("managedFields", Json::array());
@@ -115,6 +124,57 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
   ApiOr<WriteResult> r = store_.Write(type.Key(), ns, name, mutator, ctx.dry_run);
   if (r.ok() && !ctx.dry_run) AfterWrite(ctx, type, *r);
   return r;
+}
+
+std::optional<ApiError> KubeSim::Impl::PruneAndDefault(Ctx& ctx, const ResourceType& type,
+                                                       Json& object, const Json* applied) {
+  const CrdSchema& schema = *type.schema;
+  if (applied) {
+    // Server-side apply types the patch itself: a field the schema lacks fails the request
+    // whatever fieldValidation says (structured-merge-diff's error, a 500 without a reason).
+    Json patch = *applied;
+    std::vector<std::string> unknown = schema.Prune(patch);
+    if (!unknown.empty()) {
+      std::vector<std::string> errors;
+      for (const auto& path : unknown) {
+        errors.push_back(absl::StrCat(".", path, ": field not declared in schema"));
+      }
+      ApiError e;
+      e.code = 500;
+      e.message = absl::StrCat(
+          "failed to create typed patch object (", type.ApiVersion(), ", Kind=", type.kind, "): ",
+          errors.size() == 1 ? errors[0]
+                             : absl::StrCat("errors:\n  ", absl::StrJoin(errors, "\n  ")));
+      return e;
+    }
+  }
+  std::vector<std::string> unknown = schema.Prune(object);
+  if (!unknown.empty()) {
+    std::vector<std::string> errors;
+    for (const auto& path : unknown) errors.push_back(absl::StrCat("unknown field \"", path, "\""));
+    const std::string directive = ctx.Param("fieldValidation");
+    if (directive == "Strict") {
+      return BadRequest(absl::StrCat(type.kind, " in version \"", type.version,
+                                     "\" cannot be handled as a ", type.kind,
+                                     ": strict decoding error: ", absl::StrJoin(errors, ", ")));
+    }
+    if (directive != "Ignore") {
+      for (auto& e : errors) {
+        if (std::find(ctx.warnings.begin(), ctx.warnings.end(), e) == ctx.warnings.end()) {
+          ctx.warnings.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  schema.Default(object);
+  return std::nullopt;
+}
+
+std::vector<StatusCause> KubeSim::Impl::ValidateSchema(const ResourceType& type, const Json& object,
+                                                       const Json* current) const {
+  if (!type.schema) return {};
+  return type.schema->Validate(object, current,
+                               {.modern_messages = options_.profile == Profile::kModern});
 }
 
 void KubeSim::Impl::AfterWrite(Ctx& ctx, const ResourceType& type, const WriteResult& r) {
