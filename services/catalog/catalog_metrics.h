@@ -37,7 +37,8 @@ class CatalogMetrics {
 
  private:
   runtime::MetricsRegistry* registry_;
-  std::set<std::pair<std::string, std::string>> watched_targets_;  // (namespace, name) with a series
+  // (namespace, name) of the GitTargets with a watched_types series.
+  std::set<std::pair<std::string, std::string>> watched_targets_;
 };
 
 }  // namespace reverser::catalog

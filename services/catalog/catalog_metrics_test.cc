@@ -192,7 +192,9 @@ TEST_F(CatalogMetricsBinaryTest, RefreshOutcomesAndCatalogCounts) {
                {{"group", "example.com"},
                 {"scope", "Namespaced"},
                 {"names",
-                 {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"},
+                 {{"plural", "widgets"},
+                  {"singular", "widget"},
+                  {"kind", "Widget"},
                   {"listKind", "WidgetList"}}},
                 {"versions",
                  {{{"name", "v1"},
@@ -203,7 +205,8 @@ TEST_F(CatalogMetricsBinaryTest, RefreshOutcomesAndCatalogCounts) {
       sim_->Call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd.dump())
           .status,
       201);
-  text = MetricsOnce([&](const std::string& t) { return MetricSample(t, kAllowed) == allowed + 1; });
+  text =
+      MetricsOnce([&](const std::string& t) { return MetricSample(t, kAllowed) == allowed + 1; });
   EXPECT_EQ(MetricSample(text, kTrusted), trusted + 1);
   EXPECT_EQ(MetricSample(text, kChanged), changed + 1) << text;
 
@@ -244,10 +247,9 @@ TEST_F(CatalogMetricsBinaryTest, WatchedTypesPerGitTarget) {
   MetricsOnce([&](const std::string& t) { return MetricSample(t, app) == 2; });
   EXPECT_EQ(MetricSample(Metrics(), "reverser_catalog_claimed_types"), 2);
   // The GitTarget goes: its series drops to zero rather than lingering.
-  ASSERT_EQ(
-      sim_->Call("DELETE", "/apis/configbutler.ai/v1alpha3/namespaces/team-a/gittargets/app")
-          .status,
-      200);
+  ASSERT_EQ(sim_->Call("DELETE", "/apis/configbutler.ai/v1alpha3/namespaces/team-a/gittargets/app")
+                .status,
+            200);
   MetricsOnce([&](const std::string& t) { return MetricSample(t, app) == 0; });
 }
 
