@@ -19,7 +19,11 @@ std::vector<double> RefreshBuckets() {
 }  // namespace
 
 CatalogService::CatalogService(runtime::ServiceHost& host, CatalogServiceOptions options)
-    : host_(host), options_(std::move(options)), grpc_(this), admin_(&host, this) {
+    : host_(host),
+      options_(std::move(options)),
+      grpc_(this),
+      admin_(&host, this),
+      metrics_(&host.metrics()) {
   if (!options_.reachable) {
     options_.reachable = [](const RemoteEndpoint& e) { return CheckReachable(e, absl::Seconds(5)); };
   }
@@ -94,15 +98,17 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
     for (const auto& gv : current.degraded) snapshot->degraded_group_versions.push_back(gv.ToString());
     types_.Publish(std::move(snapshot));
   }
-  if (changes.tables) tables_.Publish(*changes.tables, state.AllTables());
+  if (changes.tables) {
+    tables_.Publish(*changes.tables, state.AllTables());
+    metrics_.WatchedTypes(*changes.tables);
+  }
   if (changes.claims) {
     claims_.Publish(*changes.claims);
     std::set<core::GroupVersionResource> types;
     for (const auto& c : changes.claims->claims()) {
       types.insert({c.type().gvr().group(), c.type().gvr().version(), c.type().gvr().resource()});
     }
-    metrics.GetGauge("gitopsreverser_watched_types", "Distinct types claimed by some GitTarget.")
-        .Set(types.size());
+    metrics_.ClaimedTypes(types.size());
     metrics.GetGauge("reverser_catalog_claims", "Claims (type, scope) published.")
         .Set(changes.claims->claims_size());
     metrics.GetGauge("reverser_catalog_claims_generation", "Generation of the claim set.")
@@ -128,11 +134,6 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
   }
 
   const auto stats = state.catalog().stats();
-  metrics.GetGauge("gitopsreverser_api_catalog_resources", "Types in the API resource catalog.")
-      .Set(stats.entries);
-  metrics.GetGauge("gitopsreverser_api_catalog_group_versions",
-                   "Group/versions in the API resource catalog.")
-      .Set(stats.group_versions);
   metrics.GetGauge("gitopsreverser_api_catalog_generation", "API resource catalog generation.")
       .Set(stats.generation);
   metrics.GetGauge("reverser_catalog_degraded_group_versions",
@@ -205,12 +206,18 @@ void CatalogService::ReadEncryptionSecretFor(const EncryptionSecretRequest& requ
 
 void CatalogService::ScanApplied(const CatalogState& state, ScanInput& scan) {
   auto& metrics = host_.metrics();
-  metrics.GetCounter("gitopsreverser_api_catalog_refresh_total", "Discovery passes.").Increment();
+  const auto& current = state.catalog().current();
+  if (!scan.scan.ok()) {
+    metrics_.Refreshed("error");
+  } else {
+    metrics_.Refreshed(current.generation != refreshed_generation_ ? "changed" : "unchanged");
+    refreshed_generation_ = current.generation;
+    metrics_.CatalogCounts(current, options_.state.registry.watch_policy);
+  }
   metrics
       .GetHistogram("gitopsreverser_api_catalog_refresh_duration_seconds",
                     "Duration of a discovery pass.", {}, RefreshBuckets())
       .Observe(absl::ToDoubleSeconds(scan.took));
-  const auto& current = state.catalog().current();
   std::vector<std::string> degraded;
   for (const auto& gv : current.degraded) degraded.push_back(gv.ToString());
   if (scan.scan.ok()) {

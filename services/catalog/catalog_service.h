@@ -21,6 +21,7 @@
 #include "libs/runtime/service_host.h"
 #include "services/catalog/catalog_actor.h"
 #include "services/catalog/catalog_grpc.h"
+#include "services/catalog/catalog_metrics.h"
 #include "services/catalog/encryption_secret.h"
 #include "services/catalog/feeds.h"
 #include "services/catalog/kube_io.h"
@@ -87,6 +88,8 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   // failure is logged once, not on every re-read.
   std::map<std::string, std::string> encryption_failure_logged_;
   std::map<ObjectKind, absl::Status> watch_health_;  // actor thread only
+  CatalogMetrics metrics_;                           // actor thread only
+  uint64_t refreshed_generation_ = 0;  // catalog generation after the last pass (actor thread)
   bool started_ = false;
 };
 

@@ -8,6 +8,7 @@
 #include "libs/core/proto_convert.h"
 #include "libs/core/status.h"
 #include "libs/runtime/log.h"
+#include "services/gitworker/gitworker_metrics.h"
 
 namespace reverser::gitworker {
 namespace {
@@ -88,6 +89,9 @@ void BranchWorker::Add(WorkItem item) {
   // it (a parser, an allocation) refuses that item only.
   std::vector<Coverage> covers = item.covers;
   RefusedSubject subject;  // the event's object (its identity only), or the resync as a whole
+  const bool resync = item.kind == WorkItem::Kind::kResync;
+  const reverser::v1::GitTargetRef target = item.settings ? item.settings->target
+                                                          : reverser::v1::GitTargetRef();
   if (item.kind == WorkItem::Kind::kEvent) {
     subject.object = item.event.object().ref();
     subject.kind = item.event.object().gvk().kind();
@@ -106,6 +110,7 @@ void BranchWorker::Add(WorkItem item) {
     Refuse(covers, subject, reverser::v1::REFUSAL_REASON_RENDER_FAILED,
            "internal error: unknown exception", options_.metrics);
   }
+  if (resync) GitWorkerMetrics(options_.metrics).ResyncFailed(target);
   AttachCovers(std::move(covers));
   UpdateQueueGauge();
 }
@@ -176,6 +181,7 @@ void BranchWorker::AddEvent(WorkItem item) {
     window.writes.push_back(std::move(*planned));
   }
   window.bytes += size;
+  ++window.events;
   for (Coverage& cover : item.covers) window.covers.push_back(std::move(cover));
   if (item.settings->commit_window <= absl::ZeroDuration()) {
     Finalize(FinalizeReason::kCommitWindowZero);
@@ -229,10 +235,7 @@ std::optional<std::pair<uint64_t, absl::Duration>> BranchWorker::WindowTimer() c
 absl::Status BranchWorker::EnsureRepo() {
   if (repo_) return absl::OkStatus();
   auto count = [&](const char* operation) {
-    options_.metrics
-        ->GetCounter("gitopsreverser_git_operations_total", "Git operations by kind.",
-                     {{"operation", operation}})
-        .Increment();
+    GitWorkerMetrics(options_.metrics).GitOperation(operation);
   };
   git::RepositoryOptions repo_options;
   repo_options.local_path =
@@ -313,6 +316,7 @@ void BranchWorker::CommitPending() {
     last_error_ = std::string(s.message());
     runtime::LogWarning("branch clone not ready",
                         {{"branch", options_.key.ToString()}, {"error", last_error_}});
+    CountPendingResyncFailures();
     return;
   }
   for (Unit& unit : units_) {
@@ -375,6 +379,21 @@ void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
     Refuse(covers, RefusedSubject::OfCover(covers.front()), reason, message, options_.metrics);
   }
   unit.state = State::kNoop;
+  unit.rejected = true;
+  if (unit.kind == Kind::kResync && !unit.failure_counted) {
+    unit.failure_counted = true;
+    GitWorkerMetrics(options_.metrics).ResyncFailed(unit.settings->target);
+  }
+}
+
+void BranchWorker::CountPendingResyncFailures() {
+  for (Unit& unit : units_) {
+    if (unit.kind != Kind::kResync || unit.state == State::kPushed || unit.failure_counted) {
+      continue;
+    }
+    unit.failure_counted = true;
+    GitWorkerMetrics(options_.metrics).ResyncFailed(unit.settings->target);
+  }
 }
 
 std::string BranchWorker::MessageFor(const Unit& unit,
@@ -554,10 +573,9 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
         ->GetCounter("gitopsreverser_commits_total", "Commits created, by branch and author kind.",
                      labels)
         .Increment();
-    options_.metrics
-        ->GetCounter("gitopsreverser_git_operations_total", "Git operations by kind.",
-                     {{"operation", "commit"}})
-        .Increment();
+    GitWorkerMetrics metrics(options_.metrics);
+    metrics.GitOperation("commit");
+    if (unit.kind == Kind::kWindow) metrics.EventsCommitted(unit.events);
     options_.metrics
         ->GetCounter("gitopsreverser_objects_written_total",
                      "Object files written or deleted by commits.")
@@ -597,12 +615,10 @@ void BranchWorker::PushIfDue(bool force) {
         options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
     runtime::LogWarning("push cycle failed; local commits kept",
                         {{"branch", options_.key.ToString()}, {"error", error}});
+    CountPendingResyncFailures();
   };
   auto count = [&](const char* operation) {
-    options_.metrics
-        ->GetCounter("gitopsreverser_git_operations_total", "Git operations by kind.",
-                     {{"operation", operation}})
-        .Increment();
+    GitWorkerMetrics(options_.metrics).GitOperation(operation);
   };
   if (auto s = EnsureRepo(); !s.ok()) return fail(std::string(s.message()));
   CommitPending();
@@ -670,6 +686,9 @@ void BranchWorker::Complete() {
     Unit& unit = units_.front();
     const bool pushed = unit.state == State::kPushed;
     const std::string remote_sha = expected_remote_.value_or("");
+    if (unit.kind == Kind::kResync && !unit.rejected) {
+      GitWorkerMetrics(options_.metrics).ResyncApplied(unit.settings->target);
+    }
     for (const Coverage& cover : unit.covers) {
       if (pushed && cover.observed_at.has_value()) {
         options_.metrics

@@ -141,6 +141,9 @@ class BranchWorker {
     std::vector<Coverage> covers;
     bool counted = false;
     std::string sha;
+    size_t events = 0;             // live events planned into this window
+    bool rejected = false;         // its commit was refused (a resync: not applied)
+    bool failure_counted = false;  // a resync counted in resync_background_failures_total
   };
 
   struct CachedIndex {
@@ -172,6 +175,8 @@ class BranchWorker {
   // The key a unit's commit is signed with (null: its target does not sign).
   absl::StatusOr<std::shared_ptr<const git::SshSigningKey>> SignerFor(const Unit& unit);
   void RejectUnit(Unit& unit, const absl::Status& status);
+  // Counts each pending resync, once, as a background failure (a commit or push cycle failed).
+  void CountPendingResyncFailures();
   void Complete();
   void AttachCovers(std::vector<Coverage> covers);
   bool HasUnpushed() const;

@@ -627,9 +627,10 @@ TEST_F(BranchWorkerTest, RemoteUnreachableAtStartIsRetriedAtThePushCadence) {
                                       "default", "b", "1", 11)));
   EXPECT_EQ(worker->Status().pending_writes(), 2u);
   EXPECT_FALSE(worker->Status().last_error().empty());
-  EXPECT_EQ(metrics_.GetCounter("gitopsreverser_git_operations_total", "", {{"operation", "fetch"}})
-                .Value(),
-            1.0)
+  EXPECT_EQ(
+      metrics_.GetCounter("reverser_gitworker_git_operations_total", "", {{"operation", "fetch"}})
+          .Value(),
+      1.0)
       << "the second event does not reconnect before the backoff";
   ASSERT_EQ(std::rename(away.c_str(), remote_.c_str()), 0);
   clock_.Advance(absl::Seconds(1));

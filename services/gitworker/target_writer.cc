@@ -13,6 +13,7 @@
 #include "libs/sops/crypto.h"
 #include "libs/sops/secret_file.h"
 #include "nlohmann/json.hpp"
+#include "services/gitworker/gitworker_metrics.h"
 
 namespace reverser::gitworker {
 namespace {
@@ -69,13 +70,29 @@ class EncryptionCache {
   absl::StatusOr<std::string> Encrypt(const nlohmann::json& object,
                                       const std::vector<std::string>& recipients,
                                       uint64_t max_bytes) {
-    ASSIGN_OR_RETURN(std::string fingerprint,
-                     sops::SecretFingerprint(object, recipients, hmac_key_));
+    GitWorkerMetrics metrics(&runtime::MetricsRegistry::Global());
+    absl::StatusOr<std::string> keyed = sops::SecretFingerprint(object, recipients, hmac_key_);
+    if (!keyed.ok()) {  // what fails it (a recipient that is no age key) fails the encryption
+      metrics.EncryptionAttempted();
+      metrics.EncryptionFailed();
+      return keyed.status();
+    }
+    const std::string& fingerprint = *keyed;
     {
       std::lock_guard lock(mu_);
-      if (auto it = files_.find(fingerprint); it != files_.end()) return it->second;
+      if (auto it = files_.find(fingerprint); it != files_.end()) {
+        metrics.EncryptionReused();
+        return it->second;
+      }
     }
-    ASSIGN_OR_RETURN(std::string file, sops::EncryptSecretYaml(object, recipients));
+    metrics.EncryptionAttempted();
+    absl::StatusOr<std::string> encrypted = sops::EncryptSecretYaml(object, recipients);
+    if (!encrypted.ok()) {
+      metrics.EncryptionFailed();
+      return encrypted.status();
+    }
+    metrics.EncryptionSucceeded();
+    std::string file = *std::move(encrypted);
     std::lock_guard lock(mu_);
     if (files_.count(fingerprint) || file.size() > max_bytes) return file;
     while (!order_.empty() && (files_.size() >= kMaxEntries || bytes_ + file.size() > max_bytes)) {

@@ -32,21 +32,28 @@ std::string StatusJson(int code, absl::string_view reason, absl::string_view mes
 
 AuditIntake::AuditIntake(FactSink* sink, runtime::MetricsRegistry* metrics, StreamSink* streams,
                          AuditIntakeOptions options)
-    : sink_(sink), metrics_(metrics), streams_(streams), options_(options) {}
+    : sink_(sink),
+      metrics_(metrics),
+      audit_metrics_(metrics),
+      streams_(streams),
+      options_(options) {}
 
 AuditIntake::~AuditIntake() = default;
 
-void AuditIntake::CountList(absl::string_view outcome) {
-  metrics_
-      ->GetCounter("gitopsreverser_audit_eventlists_total", "Audit EventLists received.",
-                   {{"outcome", std::string(outcome)}})
-      .Increment();
+void AuditIntake::CountFactIndex() {
+  std::unique_lock lock(count_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another request is counting them now
+  const absl::Time now = absl::Now();
+  if (now < next_count_) return;
+  next_count_ = now + options_.fact_index_size_interval;
+  absl::StatusOr<int64_t> keys = sink_->CountFacts();
+  if (keys.ok()) audit_metrics_.FactIndexSize(*keys);
 }
 
 std::optional<AuditResponse> AuditIntake::Precheck(const std::string& method,
                                                    const std::string& path) {
   if (path != kPath) {
-    CountList("decode_error");
+    audit_metrics_.RefusedPath();
     return AuditResponse{400, StatusJson(400, "BadRequest",
                                          "the audit webhook path is exactly /audit-webhook and "
                                          "must not include a cluster ID or trailing segment")};
@@ -107,7 +114,13 @@ void AuditIntake::Request::OnItem(audit::EventList item) {
     return;
   }
   unwritten_.push_back(series);
+  const size_t facts_before = facts_.size();
   audit::AppendFacts(event, facts_);
+  // The reference counts fact writes per event: one `written`, or one
+  // `deletecollection_expanded` however many items the collection named.
+  if (facts_.size() > facts_before) {
+    ++(event.verb == "deletecollection" ? round_expanded_events_ : round_written_events_);
+  }
   if (intake_.streams_ != nullptr) {
     held_bytes_ += item.text_bytes();
     held_.push_back(std::move(item));
@@ -158,6 +171,8 @@ bool AuditIntake::Request::WriteRound() {
     for (const redisstore::AuthorFact& fact : facts_) {
       ++(fact.verb == "deletecollection" ? expanded_written_ : facts_written_);
     }
+    written_events_ += round_written_events_;
+    expanded_events_ += round_expanded_events_;
   } else {
     write_status_ = written;
     runtime::LogError(
@@ -166,6 +181,8 @@ bool AuditIntake::Request::WriteRound() {
   }
   unwritten_.clear();
   facts_.clear();
+  round_written_events_ = 0;
+  round_expanded_events_ = 0;
   accepted_.clear();
   held_.clear();
   held_bytes_ = 0;
@@ -192,30 +209,22 @@ void AuditIntake::Request::CountSeries() {
           std::string(audit::OutcomeCategory(s.outcome)), s.events);
     count(s, "write_error", "error", s.write_errors);
   }
-  metrics
-      .GetHistogram("gitopsreverser_audit_eventlist_duration_seconds",
-                    "Time to process one audit EventList.", {},
-                    {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300})
-      .Observe(absl::ToDoubleSeconds(absl::Now() - start_));
-  if (facts_written_ > 0) {
-    metrics
-        .GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
-                    {{"op", "written"}})
-        .Increment(static_cast<double>(facts_written_));
+  if (written_events_ > 0) intake_.audit_metrics_.FactEvents("written", written_events_);
+  if (expanded_events_ > 0) {
+    intake_.audit_metrics_.FactEvents("deletecollection_expanded", expanded_events_);
   }
-  if (expanded_written_ > 0) {
-    metrics
-        .GetCounter("gitopsreverser_attribution_fact_events_total", "Author fact operations.",
-                    {{"op", "deletecollection_expanded"}})
-        .Increment(static_cast<double>(expanded_written_));
-  }
+}
+
+void AuditIntake::Request::Answered(absl::string_view outcome) {
+  intake_.audit_metrics_.Answered(outcome, items_, absl::Now() - start_);
+  if (facts_written_ + expanded_written_ > 0) intake_.CountFactIndex();
 }
 
 AuditResponse AuditIntake::Request::Finish() {
   if (write_status_.ok() && framing_.ok()) framing_ = reader_.Finish();
   if (write_status_.ok() && !framing_.ok()) {
     // Nothing of a body refused as a whole is recorded (the API server resends it).
-    intake_.CountList("decode_error");
+    Answered("decode_error");
     intake_.metrics_
         ->GetCounter("reverser_materializer_audit_bodies_refused_total",
                      "Audit webhook bodies refused as a whole, by reason: malformed (broken "
@@ -229,14 +238,14 @@ AuditResponse AuditIntake::Request::Finish() {
   if (write_status_.ok()) WriteRound();
   CountSeries();
   if (!write_status_.ok()) {
-    intake_.CountList("process_error");
+    Answered("process_error");
     return {500, StatusJson(500, "InternalError", "audit events could not be stored")};
   }
   if (items_ == 0) {
-    intake_.CountList("empty");
+    Answered("empty");
     return {200, StatusJson(200, "", "no events")};
   }
-  intake_.CountList("processed");
+  Answered("processed");
   std::string message = absl::StrCat(facts_written_ + expanded_written_, " fact(s) recorded");
   if (refused_ > 0) absl::StrAppend(&message, "; ", refused_, " event(s) refused (see the log)");
   return {200, StatusJson(200, "", message)};
@@ -247,7 +256,7 @@ AuditResponse AuditIntake::Request::RefuseTooLarge(size_t limit, size_t read) {
   // would be lost when the API server gives up resending.
   if (write_status_.ok() && framing_.ok() && reader_.looks_like_event_list()) WriteRound();
   CountSeries();
-  intake_.CountList("decode_error");
+  Answered("decode_error");
   intake_.metrics_
       ->GetCounter("reverser_materializer_audit_bodies_refused_total",
                    "Audit webhook bodies refused as a whole, by reason: malformed (broken "

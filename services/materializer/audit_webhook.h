@@ -17,14 +17,17 @@
 // read before the limit is still recorded).
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "libs/audit/audit_event.h"
 #include "libs/runtime/http_server.h"
 #include "libs/runtime/metrics.h"
+#include "services/materializer/audit_metrics.h"
 
 namespace reverser::materializer {
 
@@ -34,6 +37,10 @@ class FactSink {
   virtual ~FactSink() = default;
   // All or nothing from the caller's view: an error makes the webhook answer 500.
   virtual absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) = 0;
+  // How many fact keys the store holds (gitopsreverser_attribution_fact_index_size).
+  virtual absl::StatusOr<int64_t> CountFacts() {
+    return absl::UnimplementedError("this sink does not count its facts");
+  }
 };
 
 // Where accepted events go as materialization stream entries (`--intake=audit` only).
@@ -64,6 +71,9 @@ struct AuditIntakeOptions {
   // the stream sink reach this many bytes.
   size_t write_round_facts = 1024;
   size_t write_round_bytes = 16 << 20;
+  // After a request that recorded facts, the store's fact keys are counted (a SCAN) at most this
+  // often; zero: after every such request, as the reference does.
+  absl::Duration fact_index_size_interval = absl::Seconds(10);
 };
 
 // Result of handling one webhook request, independent of HTTP (unit-testable).
@@ -91,12 +101,17 @@ class AuditIntake {
 
  private:
   friend class Request;
-  void CountList(absl::string_view outcome);
+  // Counts the store's fact keys when the last count is older than fact_index_size_interval
+  // (and no other request is counting).
+  void CountFactIndex();
 
   FactSink* sink_;
   runtime::MetricsRegistry* metrics_;
+  AuditMetrics audit_metrics_;
   StreamSink* streams_;
   AuditIntakeOptions options_;
+  std::mutex count_mu_;
+  absl::Time next_count_ = absl::InfinitePast();  // guarded by count_mu_
 };
 
 // One POST being read. Not thread-safe (one HTTP thread reads one request).
@@ -125,6 +140,7 @@ class AuditIntake::Request {
   // Writes the facts and held events so far; false (and write_status_) when a sink failed.
   bool WriteRound();
   void CountSeries();
+  void Answered(absl::string_view outcome);
 
   AuditIntake& intake_;
   audit::EventListReader reader_;
@@ -142,6 +158,11 @@ class AuditIntake::Request {
   size_t held_bytes_ = 0;
   size_t facts_written_ = 0;
   size_t expanded_written_ = 0;
+  // Events whose facts were written (per op), and those of the round being collected.
+  size_t written_events_ = 0;
+  size_t expanded_events_ = 0;
+  size_t round_written_events_ = 0;
+  size_t round_expanded_events_ = 0;
 };
 
 class AuditWebhookServer {

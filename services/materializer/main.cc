@@ -69,6 +69,10 @@ ABSL_FLAG(int64_t, json_max_depth, reverser::core::kApiObjectMaxDepth,
           "API server's own limit, so nothing a cluster holds is refused; higher values are "
           "rejected (deeper objects would reach recursive code).");
 ABSL_FLAG(absl::Duration, author_fact_ttl, absl::Minutes(15), "TTL of author facts in Redis.");
+ABSL_FLAG(absl::Duration, fact_index_size_interval, absl::Seconds(10),
+          "How often, at most, the author fact keys in Redis are counted (a SCAN) for "
+          "gitopsreverser_attribution_fact_index_size, after a request that recorded facts; 0s: "
+          "after every such request, as gitops-reverser does.");
 
 namespace reverser::materializer {
 namespace {
@@ -250,6 +254,10 @@ class App final : public runtime::ServiceApp {
       if (base.intake == Intake::kAudit) {
         stream_writer_ = std::make_unique<AuditStreamWriter>(redis, prefix, &claims_registry_,
                                                              &host.metrics());
+      }
+      intake_options.fact_index_size_interval = absl::GetFlag(FLAGS_fact_index_size_interval);
+      if (intake_options.fact_index_size_interval < absl::ZeroDuration()) {
+        return absl::InvalidArgumentError("--fact_index_size_interval is negative");
       }
       intake_ = std::make_unique<AuditIntake>(fact_sink_.get(), &host.metrics(),
                                               stream_writer_.get(), intake_options);

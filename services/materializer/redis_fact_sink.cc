@@ -38,4 +38,13 @@ absl::Status RedisFactSink::Write(const std::vector<redisstore::AuthorFact>& fac
   return written;
 }
 
+absl::StatusOr<int64_t> RedisFactSink::CountFacts() {
+  auto connection = Borrow();
+  if (!connection.ok()) return connection.status();
+  redisstore::AuthorFactStore store(connection->get(), prefix_, fact_ttl_);
+  absl::StatusOr<int64_t> keys = store.CountFacts();
+  if (keys.ok()) Return(std::move(*connection));
+  return keys;
+}
+
 }  // namespace reverser::materializer

@@ -20,6 +20,7 @@ class RedisFactSink final : public FactSink {
   RedisFactSink(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
                 absl::Duration fact_ttl, size_t max_idle = 8);
   absl::Status Write(const std::vector<redisstore::AuthorFact>& facts) override;
+  absl::StatusOr<int64_t> CountFacts() override;
 
  private:
   absl::StatusOr<std::unique_ptr<redisstore::RedisConnection>> Borrow();

@@ -8,6 +8,7 @@
 #include "libs/redisstore/keys.h"
 #include "libs/runtime/log.h"
 #include "libs/sanitize/sanitize.h"
+#include "services/splicer/splicer_metrics.h"
 
 namespace reverser::splicer {
 namespace {
@@ -470,7 +471,10 @@ void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
       resolution->fact->verb != "delete" && resolution->fact->verb != "deletecollection") {
     found = false;
   }
-  if (found) pending.author = ToAuthor(*resolution);
+  if (found) {
+    pending.author = ToAuthor(*resolution);
+    SplicerMetrics(metrics_).FactMatched();
+  }
   if (found || final_attempt) {
     pending.resolved = true;
     runtime::Labels labels = {
@@ -627,6 +631,7 @@ absl::Status SpliceStream::Session() {
   } else {
     SetState(reverser::v1::STREAM_STATE_STREAMING, "ResumedFromCursor",
              absl::StrCat("tailing after the delivery cursor ", position.ToString()));
+    SplicerMetrics(metrics_).CursorResumed(options_.target);
   }
 
   // Facts of this type wake the read below, so a waiting event is attributed as soon as its

@@ -7,6 +7,7 @@
 #include "libs/rules/proto_convert.h"
 #include "libs/rules/stream_readiness.h"
 #include "libs/runtime/log.h"
+#include "services/splicer/splicer_metrics.h"
 
 namespace reverser::splicer {
 namespace {
@@ -227,8 +228,7 @@ void TargetManager::Reconcile() {
     stream->Start();
     streams_.emplace(key, std::move(stream));
   }
-  metrics_->GetGauge("gitopsreverser_watched_types", "Splice streams (target × type × scope).")
-      .Set(static_cast<double>(streams_.size()));
+  SplicerMetrics(metrics_).Streams(streams_.size());
 }
 
 void TargetManager::StopAll() {

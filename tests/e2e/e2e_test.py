@@ -578,15 +578,19 @@ class E2E(unittest.TestCase):
         expected = {
             "catalog": ["gitopsreverser_api_catalog_resources", "gitopsreverser_api_catalog_group_versions",
                         "gitopsreverser_api_catalog_generation", "gitopsreverser_api_catalog_refresh_total",
-                        "gitopsreverser_api_catalog_refresh_duration_seconds"],
+                        "gitopsreverser_api_catalog_refresh_duration_seconds", "gitopsreverser_watched_types"],
             "materializer": ["gitopsreverser_audit_events_total", "gitopsreverser_audit_eventlists_total",
+                             "gitopsreverser_audit_eventlist_events_total",
                              "gitopsreverser_audit_eventlist_duration_seconds",
                              "gitopsreverser_attribution_fact_events_total",
+                             "gitopsreverser_attribution_fact_index_size",
                              "reverser_materializer_stream_appends_total"],
             "splicer": ["gitopsreverser_attribution_resolutions_total",
-                        "gitopsreverser_attribution_resolution_wait_seconds", "gitopsreverser_watched_types"],
+                        "gitopsreverser_attribution_resolution_wait_seconds",
+                        "gitopsreverser_attribution_fact_events_total", "reverser_splicer_streams"],
             "gitworker": ["gitopsreverser_commits_total", "gitopsreverser_objects_written_total",
-                          "gitopsreverser_git_operations_total", "gitopsreverser_branch_worker_queue_depth"],
+                          "gitopsreverser_git_operations_total", "gitopsreverser_branch_worker_queue_depth",
+                          "gitopsreverser_target_reconcile_completed_total"],
         }
         for service, names in expected.items():
             text = self.stack.metrics(service)

@@ -1,0 +1,66 @@
+#include "services/gitworker/gitworker_metrics.h"
+
+#include <string>
+
+namespace reverser::gitworker {
+namespace {
+
+runtime::Labels TargetLabels(const reverser::v1::GitTargetRef& target) {
+  return {{"gittarget_namespace", target.namespace_()}, {"gittarget_name", target.name()}};
+}
+
+}  // namespace
+
+void GitWorkerMetrics::Count(absl::string_view name, absl::string_view help,
+                             const runtime::Labels& labels, double by) {
+  registry_->GetCounter(name, help, labels).Increment(by);
+}
+
+void GitWorkerMetrics::ResyncApplied(const reverser::v1::GitTargetRef& target) {
+  runtime::Labels labels = TargetLabels(target);
+  labels.emplace_back("trigger", "type_reconcile");
+  Count("gitopsreverser_target_reconcile_completed_total",
+        "Completed recovery passes per GitTarget and type, by trigger: type_reconcile (a resync "
+        "applied, gitworker), cursor_resume (a stream resumed from its cursor, splicer).",
+        labels);
+}
+
+void GitWorkerMetrics::ResyncFailed(const reverser::v1::GitTargetRef& target) {
+  Count("gitopsreverser_resync_background_failures_total",
+        "Resyncs whose apply failed after they were taken (commit refused, or a commit or push "
+        "cycle failed while they were pending; once per resync).",
+        TargetLabels(target));
+}
+
+void GitWorkerMetrics::EventsCommitted(size_t events) {
+  Count("gitopsreverser_git_operations_total", "Live events that produced Git work in a commit.",
+        {}, static_cast<double>(events));
+}
+
+void GitWorkerMetrics::GitOperation(absl::string_view operation) {
+  Count("reverser_gitworker_git_operations_total", "Git operations, by kind: fetch, push, commit.",
+        {{"operation", std::string(operation)}});
+}
+
+void GitWorkerMetrics::EncryptionAttempted() {
+  Count("gitopsreverser_secret_encryption_attempts_total",
+        "Sensitive objects SOPS-encrypted (no cached file could be reused).");
+}
+
+void GitWorkerMetrics::EncryptionSucceeded() {
+  Count("gitopsreverser_secret_encryption_success_total", "Encryptions that succeeded.");
+}
+
+void GitWorkerMetrics::EncryptionFailed() {
+  Count("gitopsreverser_secret_encryption_failures_total",
+        "Encryptions that failed (the object is refused, never written in plaintext).");
+}
+
+void GitWorkerMetrics::EncryptionReused() {
+  Count("gitopsreverser_secret_encryption_cache_hits_total",
+        "Encrypted files reused from the cache for an unchanged sensitive object.");
+  Count("gitopsreverser_secret_encryption_marker_skips_total",
+        "Encryptions skipped because the object was unchanged (equals the cache hits).");
+}
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,45 @@
+#pragma once
+
+// The gitworker's resync, Git operation and Secret encryption metrics, with gitops-reverser
+// v0.36.0's names and labels where it has them (docs/behaviour.md, Metrics), each declared once
+// here. A thin view over a registry: cheap to construct where it is used.
+
+#include <cstddef>
+
+#include "absl/strings/string_view.h"
+#include "libs/runtime/metrics.h"
+#include "proto/reverser/v1/catalog.pb.h"
+
+namespace reverser::gitworker {
+
+class GitWorkerMetrics {
+ public:
+  explicit GitWorkerMetrics(runtime::MetricsRegistry* registry) : registry_(registry) {}
+
+  // A resync applied for `target` (its commit pushed, or nothing to change):
+  // gitopsreverser_target_reconcile_completed_total{trigger="type_reconcile"}.
+  void ResyncApplied(const reverser::v1::GitTargetRef& target);
+  // A resync whose apply failed after it was taken (commit refused, or a commit/push cycle failed
+  // while it was pending): gitopsreverser_resync_background_failures_total.
+  void ResyncFailed(const reverser::v1::GitTargetRef& target);
+  // Live events that produced Git work in one commit: gitopsreverser_git_operations_total.
+  void EventsCommitted(size_t events);
+  // One libgit2 operation (fetch, push, commit): reverser_gitworker_git_operations_total.
+  void GitOperation(absl::string_view operation);
+
+  // gitopsreverser_secret_encryption_*_total: an encryption attempted (the cache had no file for
+  // the object) and how it ended; a file reused from the cache counts as a cache hit and, as in
+  // the reference, a marker skip (both always move together).
+  void EncryptionAttempted();
+  void EncryptionSucceeded();
+  void EncryptionFailed();
+  void EncryptionReused();
+
+ private:
+  void Count(absl::string_view name, absl::string_view help, const runtime::Labels& labels = {},
+             double by = 1);
+
+  runtime::MetricsRegistry* registry_;
+};
+
+}  // namespace reverser::gitworker

@@ -1,0 +1,31 @@
+#pragma once
+
+// The splicer's attribution and stream metrics, with gitops-reverser v0.36.0's names and labels
+// where it has them (docs/behaviour.md, Metrics), each declared once here. A thin view over a
+// registry: cheap to construct where it is used.
+
+#include <cstddef>
+
+#include "libs/runtime/metrics.h"
+#include "proto/reverser/v1/catalog.pb.h"
+
+namespace reverser::splicer {
+
+class SplicerMetrics {
+ public:
+  explicit SplicerMetrics(runtime::MetricsRegistry* registry) : registry_(registry) {}
+
+  // An author fact found for an event and used as its author:
+  // gitopsreverser_attribution_fact_events_total{op="matched"}.
+  void FactMatched();
+  // A stream resumed tailing from its delivery cursor, without a resync:
+  // gitopsreverser_target_reconcile_completed_total{trigger="cursor_resume"}.
+  void CursorResumed(const reverser::v1::GitTargetRef& target);
+  // reverser_splicer_streams: splice streams (GitTarget × type × scope) running.
+  void Streams(size_t streams);
+
+ private:
+  runtime::MetricsRegistry* registry_;
+};
+
+}  // namespace reverser::splicer
