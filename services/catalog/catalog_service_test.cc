@@ -692,12 +692,15 @@ TEST_F(CatalogServiceTest, ClusterWatchRulesClaimClusterWide) {
       kWait))
       << Get(ObjectKind::kClusterWatchRule, "", "platform").dump() << "\n"
       << (claims->last() ? claims->last()->DebugString() : "no claims");
-  EXPECT_TRUE(WaitForCondition(ObjectKind::kClusterWatchRule, "", "platform", "Ready", kTrue,
-                               "Ready"));
+  // Resolved; Ready waits for the target to be Ready and the splicer to report streams, which
+  // this test does not simulate (RuleStatus' own tests cover that).
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kClusterWatchRule, "", "platform", "ResourcesResolved",
+                               kTrue, "Resolved"));
 
   // A namespaced WatchRule on the same type adds no claim: the cluster-wide one covers it.
   CreateWatchRule("team-a", "cm", "platform", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}});
-  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Ready", kTrue, "Ready"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "ResourcesResolved", kTrue,
+                               "Resolved"));
   EXPECT_FALSE(HasClaim(*claims->last(), "", "configmaps", "team-a"));
 }
 
@@ -991,8 +994,8 @@ TEST_F(CatalogServiceLegacyServerTest, ClaimsFollowRulesWithListAndWatch) {
   ASSERT_TRUE(WaitFor(
       [&] { return claims->last() && HasClaim(*claims->last(), "apps", "deployments", "team-a"); },
       kWait));
-  EXPECT_TRUE(
-      WaitForCondition(ObjectKind::kWatchRule, "team-a", "deploy", "Ready", kTrue, "Ready"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "deploy", "ResourcesResolved",
+                               kTrue, "Resolved"));
 }
 
 }  // namespace
