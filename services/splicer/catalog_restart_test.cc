@@ -71,13 +71,7 @@ class SplicerCatalogRestartTest : public ::testing::Test {
     auto conn = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(conn.ok()) << conn.status();
     conn_ = std::move(*conn);
-    redisstore::MaterializationStore store(conn_.get(), redisstore::KeyPrefix::Default(),
-                                           {"", "v1", "configmaps"},
-                                           core::WatchScope::Namespace("team"));
-    ASSERT_TRUE(store
-                    .ReplaceCheckpoint({{"team/a", testutil::ConfigMapJson("team", "a", "1", 5)}},
-                                       core::StreamPosition::EndOf(5))
-                    .ok());
+    ASSERT_TRUE(testutil::SeedTeamConfigMapCheckpoint(conn_.get()).ok());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &gitworker_port_);
     builder.RegisterService(&gitworker_);

@@ -33,13 +33,7 @@ class TargetManagerTest : public ::testing::Test {
     auto conn = redisstore::ConnectTo(*redis_);
     ASSERT_TRUE(conn.ok());
     conn_ = std::move(*conn);
-    redisstore::MaterializationStore store(conn_.get(), redisstore::KeyPrefix::Default(),
-                                           {"", "v1", "configmaps"},
-                                           core::WatchScope::Namespace("team"));
-    ASSERT_TRUE(store
-                    .ReplaceCheckpoint({{"team/a", testutil::ConfigMapJson("team", "a", "1", 5)}},
-                                       core::StreamPosition::EndOf(5))
-                    .ok());
+    ASSERT_TRUE(testutil::SeedTeamConfigMapCheckpoint(conn_.get()).ok());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&peer_);

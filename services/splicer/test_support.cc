@@ -90,4 +90,14 @@ reverser::v1::TableUpdate FullConfigMapTables(uint64_t generation,
   return update;
 }
 
+absl::Status SeedTeamConfigMapCheckpoint(redisstore::RedisConnection* conn) {
+  redisstore::MaterializationStore store(conn, redisstore::KeyPrefix::Default(),
+                                         {"", "v1", "configmaps"},
+                                         core::WatchScope::Namespace("team"));
+  return store
+      .ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                         core::StreamPosition::EndOf(5))
+      .status();
+}
+
 }  // namespace reverser::splicer::testutil

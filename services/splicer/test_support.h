@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "libs/redisstore/materialization_store.h"
 #include "proto/reverser/v1/catalog.pb.h"
@@ -44,5 +45,9 @@ reverser::v1::WatchedTypeTable ConfigMapTable(const std::string& uid, const std:
 reverser::v1::TableUpdate FullConfigMapTables(uint64_t generation,
                                               const std::vector<std::string>& uids,
                                               const std::string& ns);
+
+// Writes the checkpoint the splicer tests start from: ConfigMaps in namespace `team`, holding
+// team/a (value "1", resourceVersion 5), at position EndOf(5).
+absl::Status SeedTeamConfigMapCheckpoint(redisstore::RedisConnection* conn);
 
 }  // namespace reverser::splicer::testutil
