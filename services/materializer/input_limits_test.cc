@@ -119,6 +119,8 @@ class InputLimitsTest : public ::testing::Test {
     httplib::SSLClient client("127.0.0.1", audit_port_, pki_.client_cert, pki_.client_key);
     client.set_ca_cert_path(pki_.ca_cert.c_str());
     client.enable_server_certificate_verification(true);
+    // httplib's 300 ms connect default is too short while the suite compiles beside this test.
+    client.set_connection_timeout(10);
     return client.Post("/audit-webhook", body, "application/json");
   }
 
