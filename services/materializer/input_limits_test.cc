@@ -205,6 +205,10 @@ class InputLimitsTest : public ::testing::Test {
 
 TEST_F(InputLimitsTest, AnAuditEventTooDeepIsSkippedAndTheRestOfItsListIsRecorded) {
   StartMaterializer("v1/configmaps@team");  // default limits: the API server's own depth
+  // Ready includes the webhook: the API server's first batch finds it listening.
+  auto readyz = service_->HttpGet("/readyz");
+  ASSERT_TRUE(readyz.ok());
+  EXPECT_TRUE(absl::StrContains(readyz->second, "[+] audit_webhook")) << readyz->second;
   auto res = PostAudit(EventList(
       {Update("a-1", "one"), Update("a-2", "deep", Nested(core::kApiObjectMaxDepth + 1)),
        Update("a-3", "three"), Update("a-4", "deepest", Nested(core::kApiObjectMaxDepth))}));

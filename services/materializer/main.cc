@@ -269,6 +269,8 @@ class App final : public runtime::ServiceApp {
                    absl::GetFlag(FLAGS_audit_client_ca)};
       audit.insecure = absl::GetFlag(FLAGS_audit_insecure);
       webhook_ = std::make_unique<AuditWebhookServer>(audit, intake_.get());
+      // Ready means the API server can deliver: the claims may apply before Run() listens.
+      host.SetComponent("audit_webhook", false, "not listening yet");
     }
 
     admin_ = std::make_unique<AdminService>(&host, &supervisor_);
@@ -281,6 +283,7 @@ class App final : public runtime::ServiceApp {
       auto port = webhook_->Start();
       if (!port.ok()) return port.status();
       host.SetDetail("audit_port", std::to_string(*port));
+      host.SetComponent("audit_webhook", true, absl::StrCat("listening on port ", *port));
       runtime::LogInfo("audit webhook listening",
                        {{"audit_port", *port}, {"tls", !absl::GetFlag(FLAGS_audit_insecure)}});
     }
