@@ -32,22 +32,14 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(round(p / 100.0 * (len(values) - 1))))]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--rate", type=float, default=50.0)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--attribution-grace", default="3s",
-                        help="splicer's wait for an author fact (0s: no waiting)")
-    parser.add_argument("--tmpdir", default=None,
-                        help="where the stack's files live (Git clones, remote, Redis); e.g. /dev/shm "
-                             "for a memory-backed volume as the chart's emptyDir.medium=Memory gives")
-    args = parser.parse_args()
+def measure(args, grpc_tls):
+    """One stack, one run of the schedule: (latencies in ms, achieved rate, fs type, authors)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     workdir = tempfile.mkdtemp(prefix="reverser-bench.", dir=args.tmpdir)
     fs_type = subprocess.run(["stat", "-f", "-c", "%T", workdir], capture_output=True, text=True).stdout.strip()
     stack = local_stack.Stack(args.bin_dir, root, workdir=workdir, commit_window="0s", push_cooldown="0s",
-                              attribution_grace=args.attribution_grace, log=lambda *_: None)
+                              attribution_grace=args.attribution_grace, log=lambda *_: None,
+                              grpc_tls=grpc_tls)
     try:
         stack.start()
         stack.apply_mirror("clusters/bench", rules=[{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}])
@@ -123,15 +115,44 @@ def main():
         latencies = [(seen[n] - sent[n]) * 1000 for n in sent]
         p50, p90, p99 = percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99)
         authors = set(stack.git("log", "--format=%an", "-n", "20", "main").split("\n")) - {""}
-        print(f"pipeline latency: {total} creates at {achieved:.1f}/s (target {args.rate}/s), commit window 0, push cooldown 0, "
-              f"attribution grace {args.attribution_grace}, files on {fs_type}")
+        return latencies, achieved, fs_type, authors
+    finally:
+        stack.cleanup()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--attribution-grace", default="3s",
+                        help="splicer's wait for an author fact (0s: no waiting)")
+    parser.add_argument("--tmpdir", default=None,
+                        help="where the stack's files live (Git clones, remote, Redis); e.g. /dev/shm "
+                             "for a memory-backed volume as the chart's emptyDir.medium=Memory gives")
+    parser.add_argument("--compare-plaintext", action="store_true",
+                        help="also run the same schedule with the gRPC mesh in plaintext "
+                             "(--grpc_insecure) on a fresh stack, and print the TLS/plaintext ratios")
+    args = parser.parse_args()
+    modes = [True, False] if args.compare_plaintext else [True]
+    results = {}
+    for grpc_tls in modes:
+        latencies, achieved, fs_type, authors = measure(args, grpc_tls)
+        total = len(latencies)
+        p50, p90, p99 = percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99)
+        results[grpc_tls] = (p50, p90, p99)
+        mesh = "mutual TLS" if grpc_tls else "plaintext (--grpc_insecure)"
+        print(f"pipeline latency, gRPC mesh {mesh}: {total} creates at {achieved:.1f}/s (target {args.rate}/s), "
+              f"commit window 0, push cooldown 0, attribution grace {args.attribution_grace}, files on {fs_type}")
         print(f"  change -> pushed commit: p50 {p50:.0f} ms, p90 {p90:.0f} ms, p99 {p99:.0f} ms, max {max(latencies):.0f} ms")
         print(f"  goal ratios: p50/50ms = {p50/50:.2f}, p99/250ms = {p99/250:.2f}  (<= 1.00 meets the goal)")
         print(f"  vs reference anchor (5 s window alone): p50 is {ANCHOR_MS/p50:.0f}x faster")
         print(f"  authors on the last commits: {', '.join(sorted(authors))}")
-        return 0
-    finally:
-        stack.cleanup()
+    if args.compare_plaintext:
+        (t50, t90, t99), (c50, c90, c99) = results[True], results[False]
+        print(f"TLS / plaintext: p50 {t50/c50:.2f}x, p90 {t90/c90:.2f}x, p99 {t99/c99:.2f}x  "
+              f"(goal: p50 within 1.20x)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -70,14 +70,17 @@ def run(cmd, check=True, **kw):
 
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
-                 attribution_grace="3s", log=print, profile="modern", materializer_rbac=None):
+                 attribution_grace="3s", log=print, profile="modern", materializer_rbac=None,
+                 grpc_tls=True):
         """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
         push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
         an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
         "legacy" (1.27-1.33: sendInitialEvents rejected with 422, clients fall back to LIST);
         materializer_rbac: kube-sim allow rules ({verbs, apiGroups, resources, namespaces}) for
         the materializer, which then runs as its own user (MATERIALIZER_USER) instead of admin —
-        RBAC is on, so alice, bob and ci may do nothing either (admin is system:masters)."""
+        RBAC is on, so alice, bob and ci may do nothing either (admin is system:masters);
+        grpc_tls: the mesh speaks mutual TLS (as in a cluster); False runs it with --grpc_insecure,
+        only for the benchmark's plaintext comparison."""
         self.bin = bin_dir
         self.root = repo_root
         self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
@@ -86,6 +89,7 @@ class Stack:
         self.attribution_grace = attribution_grace
         self.profile = profile
         self.materializer_rbac = materializer_rbac
+        self.grpc_tls = grpc_tls
         self.log = log
         self.procs = {}
         self.ports = {}
@@ -106,6 +110,18 @@ class Stack:
             raise FileNotFoundError(f"{path} is missing (build with bazel first)")
         return path
 
+    def mesh_tls_args(self, name):
+        """The --grpc_tls_* flags of certificate `name` (a service, or "admin" for reverserctl)."""
+        if not self.grpc_tls:
+            return ["--grpc_insecure"]
+        return [f"--grpc_tls_ca={self.pki}/ca.crt", f"--grpc_tls_cert={self.pki}/grpc-{name}.crt",
+                f"--grpc_tls_key={self.pki}/grpc-{name}.key"]
+
+    def reverserctl_argv(self, *args):
+        """reverserctl as an operator runs it here: mutual TLS with the admin certificate."""
+        return [self._binary("tools/reverserctl/reverserctl"), f"--endpoints_dir={self.dir}",
+                *self.mesh_tls_args("admin"), *args]
+
     def _service(self, name, args):
         endpoints = os.path.join(self.dir, f"{name}.json")
         if os.path.exists(endpoints):
@@ -113,7 +129,7 @@ class Stack:
         self._spawn(name, [self._binary(f"services/{name}/{name}"), "--listen_address=127.0.0.1",
                            f"--grpc_port={self.ports.get(name + '_grpc', 0)}",
                            f"--http_port={self.ports.get(name + '_http', 0)}",
-                           f"--endpoints_file={endpoints}"] + args)
+                           f"--endpoints_file={endpoints}"] + self.mesh_tls_args(name) + args)
         wait_until(lambda: os.path.exists(endpoints) or self.procs[name].poll() is not None, 30,
                    f"{name} to listen")
         if self.procs[name].poll() is not None:
@@ -147,9 +163,15 @@ class Stack:
         ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
              "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=reverser-local-ca",
              "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-        for name, cn, ext in [("webhook", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-                              ("kube", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-                              ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")]:
+        loopback = "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+        # The gRPC mesh (docs/security.md): each service's certificate serves and calls, named
+        # reverser-<role>; reverserctl calls as reverser-admin.
+        mesh = [(f"grpc-{name}", f"reverser-{name}", loopback + "extendedKeyUsage=serverAuth,clientAuth\n")
+                for name in ("catalog", "materializer", "splicer", "gitworker")]
+        mesh.append(("grpc-admin", "reverser-admin", "extendedKeyUsage=clientAuth\n"))
+        for name, cn, ext in [("webhook", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
+                              ("kube", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
+                              ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")] + mesh:
             with open(os.path.join(d, f"{name}.ext"), "w") as f:
                 f.write(ext)
             ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -507,6 +529,12 @@ def demo(stack):
     print("\n==> files under the target path:")
     for f in stack.files():
         print("    " + f)
+    print("\n==> the services over mutual TLS, as reverserctl (certificate reverser-admin) sees them:")
+    health = run(stack.reverserctl_argv("health"), check=False)
+    for line in (health.stdout + health.stderr).splitlines():
+        print("    " + line)
+    if health.returncode != 0:
+        raise RuntimeError("reverserctl health failed")
     lat = sorted(latencies)
     print(f"\n==> change -> pushed commit latency: median {lat[len(lat)//2]*1000:.0f} ms, "
           f"max {lat[-1]*1000:.0f} ms over {len(lat)} changes (commit window {stack.commit_window}, "
@@ -533,6 +561,7 @@ def main():
             print(f"\n==> the stack keeps running. Try:\n"
                   f"    {stack.kubectl_bin} --server={stack.server} --certificate-authority={stack.pki}/ca.crt --token=alice-token get configmaps -A\n"
                   f"    git -C {stack.remote} log --format='%an | %s'\n"
+                  f"    {' '.join(stack.reverserctl_argv('status', 'splicer'))}\n"
                   f"    logs: {stack.dir}/*.log      Ctrl-C stops everything.")
             while True:
                 time.sleep(3600)

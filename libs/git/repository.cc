@@ -92,12 +92,16 @@ std::string RemoteUrl(git_remote* remote) {
 std::string LocalClonePath(absl::string_view root, absl::string_view provider_namespace,
                            absl::string_view provider, absl::string_view branch,
                            absl::string_view url) {
+  // Length-prefixed, so no two different tuples share an input.
+  std::string input;
+  for (absl::string_view part : {provider_namespace, provider, branch, url}) {
+    absl::StrAppend(&input, part.size(), ":", part);
+  }
   unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(url.data()), url.size(), digest);
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
   std::string hex = absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-  return absl::StrCat(root, "/", provider_namespace, "/", provider, "/", branch, "/repos/",
-                      hex.substr(0, 16));
+  return absl::StrCat(root, "/repos/", hex.substr(0, 32));
 }
 
 std::optional<std::string> RemoteRefs::Tip(absl::string_view branch) const {

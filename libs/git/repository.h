@@ -40,7 +40,8 @@ struct RepositoryOptions {
 };
 
 // Where a branch worker keeps its clone (docs/behaviour.md, Local clones):
-// <root>/<provider namespace>/<provider>/<branch>/repos/<first 16 hex of SHA-256(url)>.
+// <root>/repos/<first 32 hex of SHA-256 over the four parts>. No caller text becomes a path
+// segment, so no provider, branch or URL can lead the clone out of `root`.
 std::string LocalClonePath(absl::string_view root, absl::string_view provider_namespace,
                            absl::string_view provider, absl::string_view branch,
                            absl::string_view url);

@@ -383,14 +383,24 @@ TEST_F(RepositoryTest, RefusesToTurnAWorkingTreeIntoABareClone) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(LocalClonePathTest, FollowsTheReferenceLayout) {
-  std::string path = LocalClonePath("/tmp/gitops-reverser-workers", "team-a", "github", "main",
+TEST(LocalClonePathTest, IsADigestUnderTheRootWhateverTheNames) {
+  std::string path = LocalClonePath("/var/lib/reverser/gitworker", "team-a", "github", "main",
                                     "git@github.com:o/r.git");
-  EXPECT_EQ(path.rfind("/tmp/gitops-reverser-workers/team-a/github/main/repos/", 0), 0u) << path;
+  EXPECT_EQ(path.rfind("/var/lib/reverser/gitworker/repos/", 0), 0u) << path;
   std::string digest = path.substr(path.rfind('/') + 1);
-  EXPECT_EQ(digest.size(), 16u);
+  EXPECT_EQ(digest.size(), 32u);
+  EXPECT_EQ(digest.find_first_not_of("0123456789abcdef"), std::string::npos);
+  // Each part counts, and parts cannot be shifted into one another.
   EXPECT_NE(LocalClonePath("/r", "n", "p", "b", "https://x/y.git"),
             LocalClonePath("/r", "n", "p", "b", "https://x/z.git"));
+  EXPECT_NE(LocalClonePath("/r", "n", "p", "b", "u"), LocalClonePath("/r", "n", "p", "c", "u"));
+  EXPECT_NE(LocalClonePath("/r", "ab", "c", "b", "u"), LocalClonePath("/r", "a", "bc", "b", "u"));
+  // Hostile names stay one segment below the root.
+  for (const char* hostile : {"../../etc", "/etc/passwd", "a/../../b", "..", "x\n/../y"}) {
+    std::string p = LocalClonePath("/r", hostile, hostile, hostile, hostile);
+    EXPECT_EQ(p.rfind("/r/repos/", 0), 0u) << p;
+    EXPECT_EQ(p.find('/', 9), std::string::npos) << p;
+  }
 }
 
 }  // namespace

@@ -124,6 +124,18 @@ TEST_F(SshTransportTest, PrivateKeyFetchCommitAndPush) {
   EXPECT_EQ(Trim(testing::Git(remote_, {"rev-parse", "main"}).value_or("")), **commit);
 }
 
+TEST_F(SshTransportTest, TheKeyIsNeverWrittenToAFolder) {
+  // No writable temp folder at all: the key reaches libssh2 from memory (or a memfd), never as
+  // a file a SIGKILL would leave behind.
+  const char* saved = getenv("TMPDIR");
+  const std::string restore = saved ? saved : "";
+  setenv("TMPDIR", (dir_.path() + "/no-such-folder").c_str(), 1);
+  auto repo = Open(SecretWith("client_key", "ssh-privatekey"), "clone");
+  absl::Status fetch = repo.ok() ? (*repo)->Fetch() : repo.status();
+  if (saved) setenv("TMPDIR", restore.c_str(), 1); else unsetenv("TMPDIR");
+  EXPECT_TRUE(fetch.ok()) << fetch << "\n" << sshd_->Stderr();
+}
+
 TEST_F(SshTransportTest, PassphraseProtectedKeyWithFluxDialect) {
   auto secret = SecretWith("locked_key", "identity");
   secret["password"] = "correct horse";

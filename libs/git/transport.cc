@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -81,11 +82,7 @@ RemoteSession::RemoteSession(std::string url, GitCredentials credentials)
 }
 
 RemoteSession::~RemoteSession() {
-  if (!key_dir_.empty()) {
-    std::string file = key_dir_ + "/key";
-    unlink(file.c_str());
-    rmdir(key_dir_.c_str());
-  }
+  if (key_fd_ >= 0) close(key_fd_);
 }
 
 void RemoteSession::Install(git_remote_callbacks* callbacks) {
@@ -186,22 +183,17 @@ int RemoteSession::CertificateCheck(git_cert* cert, int valid, const char* host)
 }
 
 absl::StatusOr<std::string> RemoteSession::KeyFile() {
-  if (key_dir_.empty()) {
-    const char* tmp = getenv("TMPDIR");
-    std::string dir_template = absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/reverser-key-XXXXXX");
-    if (mkdtemp(dir_template.data()) == nullptr) {
-      return absl::UnavailableError("cannot create a directory for the SSH key");
+  if (key_fd_ < 0) {
+    const int fd = memfd_create("reverser-ssh-key", MFD_CLOEXEC);
+    if (fd < 0) return absl::UnavailableError("cannot create a memory file for the SSH key");
+    const std::string& key = credentials_.ssh_private_key;
+    if (write(fd, key.data(), key.size()) != static_cast<ssize_t>(key.size())) {
+      close(fd);
+      return absl::UnavailableError("cannot write the SSH key to its memory file");
     }
-    key_dir_ = dir_template;
+    key_fd_ = fd;
   }
-  std::string path = key_dir_ + "/key";
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return absl::UnavailableError("cannot write the SSH key file");
-  const std::string& key = credentials_.ssh_private_key;
-  bool ok = write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
-  close(fd);
-  if (!ok) return absl::UnavailableError("cannot write the SSH key file");
-  return path;
+  return absl::StrCat("/proc/self/fd/", key_fd_);
 }
 
 }  // namespace reverser::git

@@ -54,7 +54,9 @@ class RemoteSession {
   static int OnPushUpdateReference(const char* refname, const char* status, void* payload);
   int Credential(git_credential** out, const char* username_from_url, unsigned int allowed_types);
   int CertificateCheck(git_cert* cert, int valid, const char* host);
-  // Writes the private key to a 0600 file for libgit2 builds without in-memory SSH keys.
+  // For libgit2 builds without in-memory SSH keys: the private key in an anonymous memory file
+  // (memfd), named by its /proc/self/fd path. It is never on a disk and ends with the process,
+  // even one killed with SIGKILL.
   absl::StatusOr<std::string> KeyFile();
 
   std::string url_;
@@ -63,7 +65,7 @@ class RemoteSession {
   std::unique_ptr<StrArray> headers_;
   int credential_attempts_ = 0;
   std::vector<std::string> push_rejections_;
-  std::string key_dir_;  // temp dir holding the key file, removed on destruction
+  int key_fd_ = -1;  // the memfd of KeyFile(), closed on destruction
 };
 
 }  // namespace reverser::git

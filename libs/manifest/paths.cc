@@ -417,14 +417,4 @@ std::string PlacementTypeKey(const core::GroupVersionResource& gvr) {
                            : absl::StrCat(gvr.group, "/", gvr.version, "/", gvr.resource);
 }
 
-bool IsSensitiveResource(const core::GroupVersionResource& gvr,
-                         const std::vector<std::string>& additional) {
-  if (gvr.group.empty() && gvr.resource == "secrets") return true;
-  const std::string key = gvr.GroupResource();
-  for (const std::string& entry : additional) {
-    if (entry == key) return true;
-  }
-  return false;
-}
-
 }  // namespace reverser::manifest

@@ -124,9 +124,4 @@ absl::StatusOr<std::string> JoinTargetPath(absl::string_view target_path,
 // FileName); group, version and resource non-empty where required and free of separators.
 absl::Status ValidateIdentity(const ObjectIdentity& id);
 
-// Core `secrets` are always sensitive (docs/behaviour.md, Which resources are sensitive);
-// `additional` entries name more types as `resource` (core) or `group/resource`.
-bool IsSensitiveResource(const core::GroupVersionResource& gvr,
-                         const std::vector<std::string>& additional = {});
-
 }  // namespace reverser::manifest

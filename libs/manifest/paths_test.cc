@@ -284,16 +284,9 @@ TEST(PathsTest, IdentityOfAnObject) {
             "name must not be empty");
 }
 
-TEST(PathsTest, TypeKeysAndSensitivity) {
+TEST(PathsTest, TypeKeys) {
   EXPECT_EQ(PlacementTypeKey({"", "v1", "secrets"}), "v1/secrets");
   EXPECT_EQ(PlacementTypeKey({"apps", "v1", "deployments"}), "apps/v1/deployments");
-  EXPECT_TRUE(IsSensitiveResource({"", "v1", "secrets"}));
-  EXPECT_FALSE(IsSensitiveResource({"example.com", "v1", "secrets"}));
-  EXPECT_FALSE(IsSensitiveResource({"", "v1", "configmaps"}));
-  EXPECT_TRUE(IsSensitiveResource({"", "v1", "configmaps"}, {"configmaps"}));
-  EXPECT_TRUE(IsSensitiveResource({"bitnami.com", "v1alpha1", "sealedsecrets"},
-                                  {"bitnami.com/sealedsecrets"}));
-  EXPECT_FALSE(IsSensitiveResource({"bitnami.com", "v1alpha1", "sealedsecrets"}, {"sealedsecrets"}));
 }
 
 }  // namespace

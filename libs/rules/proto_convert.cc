@@ -61,6 +61,7 @@ reverser::v1::WatchedType ToProto(const WatchedType& type) {
   reverser::v1::WatchedType out;
   *out.mutable_type() = Identity(type.gvk, type.gvr, type.scope);
   for (const auto& [ns, ops] : type.namespaces) (*out.mutable_namespaces())[ns] = ToProto(ops);
+  out.set_sensitive(type.sensitive);
   return out;
 }
 
@@ -106,6 +107,7 @@ WatchedType FromProto(const reverser::v1::WatchedType& type) {
   out.gvr = core::FromProto(type.type().gvr());
   out.scope = ScopeFromProto(type.type().scope());
   for (const auto& [ns, ops] : type.namespaces()) out.namespaces[ns] = FromProto(ops);
+  out.sensitive = type.sensitive();
   return out;
 }
 

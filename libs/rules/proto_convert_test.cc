@@ -56,5 +56,18 @@ TEST(RulesProtoTest, TableAndClaimsInWireForm) {
   EXPECT_EQ(FromProto(ToProto(*OperationSet::Parse({"UPDATE"}))).ToString(), "UPDATE");
 }
 
+TEST(RulesProtoTest, SensitivityTravelsWithEachType) {
+  WatchedType secrets;
+  secrets.gvk = {"", "v1", "Secret"};
+  secrets.gvr = {"", "v1", "secrets"};
+  secrets.sensitive = true;
+  secrets.namespaces[""] = OperationSet::All();
+  reverser::v1::WatchedType wire = ToProto(secrets);
+  EXPECT_TRUE(wire.sensitive());
+  EXPECT_EQ(FromProto(wire), secrets);
+  secrets.sensitive = false;
+  EXPECT_FALSE(ToProto(secrets).sensitive());
+}
+
 }  // namespace
 }  // namespace reverser::rules

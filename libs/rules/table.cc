@@ -95,6 +95,7 @@ class Resolver {
       w.gvr = r.gvr;
       w.scope = *r.scope;
       w.retained = r.verdict() == Verdict::kRetained;
+      w.sensitive = r.sensitive;
     }
     auto [ns, fresh] = w.namespaces.try_emplace(reach.namespace_, ops);
     if (!fresh) ns->second.Merge(ops);
@@ -276,7 +277,7 @@ std::string PlanHash(const WatchedTypeTable& table) {
                                        "\x1f", d.branch, "\x1f", d.path, "\x1e");
   for (const auto& [gvr, type] : table.types) {
     absl::StrAppend(&canonical, "type\x1f", gvr.ToString(), "\x1f", type.gvk.kind, "\x1f",
-                    core::ScopeName(type.scope), "\x1e");
+                    core::ScopeName(type.scope), type.sensitive ? "\x1fsensitive" : "", "\x1e");
     for (const auto& [ns, ops] : type.namespaces) {
       absl::StrAppend(&canonical, "ns\x1f", ns, "\x1f", ops.ToString(), "\x1e");
     }

@@ -43,6 +43,8 @@ struct WatchedType {
   std::map<std::string, OperationSet> namespaces;
   // Inside the removal grace or over failed discovery: keep watching, set nothing up anew.
   bool retained = false;
+  // The registry's verdict (typeset::TypeRecord::sensitive), carried to every service.
+  bool sensitive = false;
   bool operator==(const WatchedType&) const = default;
 };
 

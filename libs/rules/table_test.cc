@@ -222,6 +222,21 @@ TEST_F(ResolveTest, PlanHashTracksThePlanOnly) {
   EXPECT_NE(a.plan_hash, other_dest.plan_hash);
 }
 
+TEST_F(ResolveTest, EachTypeCarriesTheRegistrysSensitivityIntoThePlan) {
+  auto t = ResolveWatchRule({RuleJson({"configmaps", "secrets"}, {{"apiGroups", {""}}})});
+  EXPECT_TRUE(t.types.at({"", "v1", "secrets"}).sensitive);
+  EXPECT_FALSE(t.types.at({"", "v1", "configmaps"}).sensitive);
+  // A type the operator made sensitive (the catalog's --additional_sensitive_resources) travels
+  // as sensitive, and the plan changes with it: the splicer re-splices it encrypted.
+  std::vector<typeset::TypeRecord> records = registry_.Records();
+  for (auto& r : records) r.sensitive |= r.gvr.resource == "configmaps";
+  const WatchRuleObject rule = Must(ParseWatchRule(WatchRuleJson(
+      "team-a", "r1", "t1", {RuleJson({"configmaps", "secrets"}, {{"apiGroups", {""}}})})));
+  auto marked = ResolveTable(Target("team-a", "t1"), {&rule}, records, 0);
+  EXPECT_TRUE(marked.types.at({"", "v1", "configmaps"}).sensitive);
+  EXPECT_NE(marked.plan_hash, t.plan_hash);
+}
+
 TEST(VersionPreferredTest, KubernetesVersionPriority) {
   std::vector<std::string> versions = {"v1alpha1", "foo", "v1beta1",  "v2", "v1",
                                        "v1beta2",  "v10", "v2alpha3", "bar"};

@@ -122,6 +122,8 @@ absl::Status ServiceHost::Start() {
   http_.routes().Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics().RenderText(), "text/plain; version=0.0.4; charset=utf-8");
   });
+  const GrpcSecurity& security = options_.grpc_security;
+  if (absl::Status s = CheckGrpcSecurity(security); !s.ok()) return s;
   auto http_port = http_.Start(options_.listen_address, options_.http_port);
   if (!http_port.ok()) return http_port.status();
   http_port_ = *http_port;
@@ -130,7 +132,8 @@ absl::Status ServiceHost::Start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.grpc_port),
-                           grpc::InsecureServerCredentials(), &grpc_port_);
+                           MeshServerCredentials(security, options_.service, &metrics()),
+                           &grpc_port_);
   // Resyncs carry whole desired sets; the 4 MiB default is far too small for them.
   builder.SetMaxReceiveMessageSize(512 * 1024 * 1024);
   builder.SetMaxSendMessageSize(512 * 1024 * 1024);
@@ -143,8 +146,13 @@ absl::Status ServiceHost::Start() {
   }
   UpdateHealthServing();
 
+  if (security.insecure) {
+    LogWarning("gRPC is plaintext and unauthenticated (--grpc_insecure): local development only",
+               {{"grpc_port", grpc_port_}});
+  }
   LogInfo("listening", {{"grpc_port", grpc_port_},
                         {"http_port", http_port_},
+                        {"grpc_tls", !security.insecure},
                         {"address", options_.listen_address},
                         {"instance", options_.instance},
                         {"version", Version()}});

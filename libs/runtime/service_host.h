@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "libs/runtime/grpc_security.h"
 #include "libs/runtime/http_server.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/admin.pb.h"
@@ -36,6 +37,8 @@ struct ServiceHostOptions {
   std::string instance;           // replica identity; default: hostname
   absl::Duration shutdown_grace = absl::Seconds(5);
   size_t actor_threads = 2;
+  // mTLS and per-call authorization; Start() refuses neither TLS files nor insecure.
+  GrpcSecurity grpc_security;
 };
 
 class ServiceHost {

@@ -9,10 +9,18 @@ int RunServiceMain(int argc, char** argv, const ServiceMainSpec& spec,
                    std::unique_ptr<ServiceApp> (*make_app)()) {
   BlockShutdownSignals();
   ParseServiceFlags(argc, argv, spec.usage);
-  ServiceHost host(HostOptionsFromFlags(spec.service));
+  ServiceHostOptions options = HostOptionsFromFlags(spec.service);
+  // Reported after Setup, so a service's own flag errors come first.
+  absl::StatusOr<GrpcSecurity> security = GrpcSecurityFromFlags();
+  if (security.ok()) options.grpc_security = *security;
+  ServiceHost host(std::move(options));
   std::unique_ptr<ServiceApp> app = make_app();
   if (absl::Status s = app->Setup(host); !s.ok()) {
     LogError("setup failed", {{"error", s.ToString()}});
+    return 1;
+  }
+  if (!security.ok()) {
+    LogError("start failed", {{"error", security.status().ToString()}});
     return 1;
   }
   if (absl::Status s = host.Start(); !s.ok()) {

@@ -132,6 +132,7 @@ class CatalogServiceTest : public ::testing::Test {
     host_options.listen_address = "127.0.0.1";
     host_options.grpc_port = 0;
     host_options.http_port = 0;
+    host_options.grpc_security.insecure = true;  // in-process: the test's own stubs
     host_ = std::make_unique<runtime::ServiceHost>(host_options);
     CatalogServiceOptions options;
     options.client = MakeClient();

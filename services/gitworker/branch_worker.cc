@@ -254,6 +254,9 @@ absl::Status BranchWorker::EnsureRepo() {
     runtime::LogInfo("branch starts from the default branch",
                      {{"branch", options_.key.ToString()}, {"from", base.from_branch}});
   }
+  // The folder is a digest: this line says whose it is (never the URL, which may carry a token).
+  runtime::LogInfo("branch clone ready",
+                   {{"branch", options_.key.ToString()}, {"clone", repo_options.local_path}});
   repo_ = std::move(repo);
   for (Unit& unit : units_) {
     if (unit.state != State::kPushed && unit.kind != Kind::kEmpty) unit.state = State::kUncommitted;

@@ -5,6 +5,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -161,6 +164,51 @@ TEST_F(GitWorkerServiceTest, ListBranchesNamesThePathsOfTheTargetsOnEachBranch) 
   EXPECT_EQ(branches.branches(0).destination().branch(), "main");
   EXPECT_EQ(branches.branches(0).destination().provider_name(), "repo");
   EXPECT_EQ(branches.branches(0).destination().path(), "/, clusters/a, clusters/b");
+}
+
+TEST_F(GitWorkerServiceTest, ClonesStayInThePrivateWorkDirWhateverTheProviderIsCalled) {
+  StartService();
+  struct stat work;
+  ASSERT_EQ(stat((dir_.path() + "/work").c_str(), &work), 0);
+  EXPECT_EQ(work.st_mode & 0777, 0700u);
+  auto config = Config(remote_, 0);
+  config.mutable_destination()->set_provider_namespace("../../escaped");
+  config.mutable_destination()->set_provider_name("../escaped");
+  DeliveryClient client(service_->grpc_target());
+  client.SendConfig(config);
+  client.SendResync(
+      Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 100));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 100; }, absl::Seconds(30)))
+      << service_->Logs();
+  // One folder, a digest, under work/repos; nothing beside the work dir.
+  std::vector<std::string> beside, clones;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    beside.push_back(entry.path().filename());
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/work")) {
+    beside.push_back("work/" + entry.path().filename().string());
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/work/repos")) {
+    clones.push_back(entry.path().filename());
+  }
+  EXPECT_THAT(beside,
+              ::testing::UnorderedElementsAre(std::filesystem::path(remote_).filename().string(),
+                                              "work", "work/repos"));
+  ASSERT_EQ(clones.size(), 1u);
+  EXPECT_EQ(clones[0].size(), 32u);
+}
+
+TEST(GitWorkerWorkDirTest, AWorkDirOthersMayWriteIsRefusedAtStart) {
+  testing::ScopedTempDir dir("open-work");
+  const std::string open = dir.path() + "/open";
+  ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  auto run = testing::RunCommand({testing::RunfilePath("services/gitworker/gitworker"),
+                                  "--work_dir=" + open, "--grpc_port=0", "--http_port=0"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_NE(run->exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(run->err, "is writable by other users (mode 0777)")) << run->err;
 }
 
 TEST_F(GitWorkerServiceTest, SnapshotLargerThanTheDefaultMessageLimitIsApplied) {

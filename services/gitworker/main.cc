@@ -12,10 +12,12 @@
 #include "services/gitworker/branch_actor.h"
 #include "services/gitworker/delivery_service.h"
 #include "services/gitworker/secret_source.h"
+#include "services/gitworker/work_dir.h"
 
 ABSL_FLAG(
-    std::string, work_dir, "/tmp/reverser-gitworker",
-    "Where branch clones live: <work_dir>/<provider ns>/<provider>/<branch>/repos/<url digest>.");
+    std::string, work_dir, "/var/lib/reverser/gitworker",
+    "Where branch clones live (<work_dir>/repos/<digest>); created with mode 0700, and refused "
+    "when other users may write it.");
 ABSL_FLAG(absl::Duration, push_cooldown, absl::Seconds(5),
           "Least time between two successful pushes of a branch (0 allowed).");
 ABSL_FLAG(int64_t, target_buffer, 1000,
@@ -110,7 +112,7 @@ class App final : public runtime::ServiceApp {
       return absl::InvalidArgumentError("--target_buffer and --max_unaccepted must be at least 1");
     }
     const std::string work_dir = absl::GetFlag(FLAGS_work_dir);
-    if (work_dir.empty()) return absl::InvalidArgumentError("--work_dir must be set");
+    if (absl::Status s = PreparePrivateWorkDir(work_dir); !s.ok()) return s;
     auto limits = LimitsFromFlags();
     if (!limits.ok()) return limits.status();
 

@@ -606,7 +606,7 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   }
   // reverserctl: every claim (nothing left to fold), then a bad claim text.
   std::string ctl = testing::RunfilePath("tools/reverserctl/reverserctl");
-  auto all = testing::RunCommand({ctl, "--addr=" + (*service)->grpc_target(), "compact", "-o", "json"});
+  auto all = testing::RunCommand({ctl, "--grpc_insecure", "--addr=" + (*service)->grpc_target(), "compact", "-o", "json"});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->exit_code, 0) << all->err;
   EXPECT_TRUE(absl::StrContains(all->out, "\"compacted\": false")) << all->out;
@@ -615,16 +615,16 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
   FlushAudit();
   ASSERT_TRUE(testing::WaitFor([&] { return Converged(kConfigMaps); }, absl::Seconds(20)));
   auto named = testing::RunCommand(
-      {ctl, "--addr=" + (*service)->grpc_target(), "compact", "v1/configmaps@team", "-o", "json"});
+      {ctl, "--grpc_insecure", "--addr=" + (*service)->grpc_target(), "compact", "v1/configmaps@team", "-o", "json"});
   ASSERT_TRUE(named.ok());
   EXPECT_EQ(named->exit_code, 0) << named->err;
   EXPECT_TRUE(absl::StrContains(named->out, "\"compacted\": true")) << named->out;
-  auto bad = testing::RunCommand({ctl, "--addr=" + (*service)->grpc_target(), "compact", "nope"});
+  auto bad = testing::RunCommand({ctl, "--grpc_insecure", "--addr=" + (*service)->grpc_target(), "compact", "nope"});
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->exit_code, 2);
   EXPECT_TRUE(absl::StrContains(bad->err, "is not group/version/resource")) << bad->err;
   auto missing = testing::RunCommand(
-      {ctl, "--addr=" + (*service)->grpc_target(), "compact", "v1/secrets@team"});
+      {ctl, "--grpc_insecure", "--addr=" + (*service)->grpc_target(), "compact", "v1/secrets@team"});
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(missing->exit_code, 1);
   EXPECT_TRUE(absl::StrContains(missing->err, "does not own")) << missing->err;

@@ -29,6 +29,16 @@ void AuditMetrics::Answered(absl::string_view outcome, size_t items, absl::Durat
 
 void AuditMetrics::RefusedPath() { CountList("decode_error"); }
 
+void AuditMetrics::BodyRefused(absl::string_view reason) {
+  registry_
+      ->GetCounter("reverser_materializer_audit_bodies_refused_total",
+                   "Audit webhook bodies refused as a whole, by reason: malformed (broken "
+                   "framing, or not an EventList), too_large, client_not_allowed (a CA-signed "
+                   "certificate whose name is not in --audit_client_names).",
+                   {{"reason", std::string(reason)}})
+      .Increment();
+}
+
 void AuditMetrics::FactEvents(absl::string_view op, size_t events) {
   registry_
       ->GetCounter("gitopsreverser_attribution_fact_events_total",

@@ -23,6 +23,9 @@ class AuditMetrics {
   void Answered(absl::string_view outcome, size_t items, absl::Duration took);
   // A request refused on its path alone: counted, neither timed nor its items counted.
   void RefusedPath();
+  // reverser_materializer_audit_bodies_refused_total{reason}: a body refused as a whole, for
+  // `reason` malformed (400), too_large (413) or client_not_allowed (403).
+  void BodyRefused(absl::string_view reason);
 
   // gitopsreverser_attribution_fact_events_total{op}: `events` whose facts were written (`written`,
   // or `deletecollection_expanded` for a deletecollection whose items became facts).

@@ -5,9 +5,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "libs/runtime/log.h"
+#include "libs/runtime/peer_names.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::materializer {
@@ -63,6 +65,16 @@ std::optional<AuditResponse> AuditIntake::Precheck(const std::string& method,
         405, StatusJson(405, "MethodNotAllowed", "the audit webhook accepts POST only")};
   }
   return std::nullopt;
+}
+
+AuditResponse AuditIntake::RefuseClient(const std::vector<std::string>& names) {
+  audit_metrics_.BodyRefused("client_not_allowed");
+  const std::string shown = names.empty() ? "(no name)" : absl::StrJoin(names, ", ");
+  runtime::LogWarning("audit client refused: its certificate names no allowed client",
+                      {{"names", shown}});
+  return {403, StatusJson(403, "Forbidden",
+                          absl::StrCat("client certificate (", shown,
+                                       ") is not an allowed audit client (--audit_client_names)"))};
 }
 
 std::unique_ptr<AuditIntake::Request> AuditIntake::Begin() {
@@ -225,12 +237,7 @@ AuditResponse AuditIntake::Request::Finish() {
   if (write_status_.ok() && !framing_.ok()) {
     // Nothing of a body refused as a whole is recorded (the API server resends it).
     Answered("decode_error");
-    intake_.metrics_
-        ->GetCounter("reverser_materializer_audit_bodies_refused_total",
-                     "Audit webhook bodies refused as a whole, by reason: malformed (broken "
-                     "framing, or not an EventList), too_large.",
-                     {{"reason", "malformed"}})
-        .Increment();
+    intake_.audit_metrics_.BodyRefused("malformed");
     runtime::LogWarning("audit eventlist rejected", {{"error", std::string(framing_.message())},
                                                      {"events", static_cast<long long>(items_)}});
     return {400, StatusJson(400, "BadRequest", framing_.message())};
@@ -257,12 +264,7 @@ AuditResponse AuditIntake::Request::RefuseTooLarge(size_t limit, size_t read) {
   if (write_status_.ok() && framing_.ok() && reader_.looks_like_event_list()) WriteRound();
   CountSeries();
   Answered("decode_error");
-  intake_.metrics_
-      ->GetCounter("reverser_materializer_audit_bodies_refused_total",
-                   "Audit webhook bodies refused as a whole, by reason: malformed (broken "
-                   "framing, or not an EventList), too_large.",
-                   {{"reason", "too_large"}})
-      .Increment();
+  intake_.audit_metrics_.BodyRefused("too_large");
   runtime::LogError(
       "audit eventlist larger than --audit_max_body_bytes; answering 413",
       {{"limit", static_cast<long long>(limit)},
@@ -294,9 +296,25 @@ absl::StatusOr<int> AuditWebhookServer::Start() {
     return absl::InvalidArgumentError(
         "audit webhook TLS material could not be loaded (certificate, key or client CA)");
   }
+  if (options_.allowed_client_names.empty()) {
+    return absl::InvalidArgumentError(
+        "--audit_client_names is empty: name the audit client (\"*\" takes any certificate the "
+        "CA signed)");
+  }
   const size_t limit = options_.max_body_bytes;
-  auto handler = [this, limit](const httplib::Request& req, httplib::Response& res,
-                               const httplib::ContentReader& reader) {
+  const bool check_names = !options_.insecure && !options_.tls.client_ca_file.empty();
+  auto handler = [this, limit, check_names](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader) {
+    if (check_names) {
+      std::vector<std::string> names = runtime::PeerCertificateNames(req.ssl);
+      if (!runtime::AnyNameAllowed(names, options_.allowed_client_names)) {
+        reader([](const char*, size_t) { return false; });  // unread; closed after the answer
+        AuditResponse out = intake_->RefuseClient(names);
+        res.status = out.status;
+        res.set_content(out.body, "application/json");
+        return;
+      }
+    }
     std::optional<AuditResponse> decided = intake_->Precheck(req.method, req.path);
     std::unique_ptr<AuditIntake::Request> request = decided ? nullptr : intake_->Begin();
     // A body announced over the limit is refused without reading it.

@@ -55,6 +55,9 @@ class StreamSink {
 // Above any list a default kube-apiserver sends: 400 events (--audit-webhook-batch-max-size) of
 // a 3 MiB request body and a 1.5 MiB stored object each. Memory does not grow with it.
 inline constexpr size_t kDefaultMaxBodyBytes = size_t{2} << 30;
+// The name the audit client certificate carries by default (docs/behaviour.md, Audit webhook
+// clients): the API server's own identity, as its audit webhook kubeconfig presents it.
+inline constexpr absl::string_view kDefaultAuditClientName = "kube-apiserver";
 
 struct AuditWebhookOptions {
   std::string listen_address = "0.0.0.0";
@@ -63,6 +66,9 @@ struct AuditWebhookOptions {
   size_t max_body_bytes = kDefaultMaxBodyBytes;
   runtime::TlsOptions tls;  // cert/key required unless insecure; client CA → mTLS
   bool insecure = false;    // plain HTTP, development only
+  // With mTLS, the client certificate must also carry one of these names (its common name or
+  // a DNS/URI subject alternative name); "*" takes any certificate the CA signed.
+  std::vector<std::string> allowed_client_names = {std::string(kDefaultAuditClientName)};
 };
 
 struct AuditIntakeOptions {
@@ -98,6 +104,9 @@ class AuditIntake {
   std::optional<AuditResponse> Precheck(const std::string& method, const std::string& path);
   // Starts a POST whose body is then fed in pieces.
   std::unique_ptr<Request> Begin();
+  // The answer to a client whose certificate names none of the allowed clients: 403, counted
+  // and logged with the names it carries. Nothing of its body is read.
+  AuditResponse RefuseClient(const std::vector<std::string>& names);
 
  private:
   friend class Request;

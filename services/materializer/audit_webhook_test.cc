@@ -181,7 +181,63 @@ TEST(AuditWebhookServerTest, MutualTlsAcceptsTheClientCertAndRefusesOthers) {
   rogue.enable_server_certificate_verification(false);
   EXPECT_FALSE(rogue.Post("/audit-webhook", EventList(kUpdate), "application/json"));
   EXPECT_EQ(sink.written.size(), 2u);
+
+  // The right CA, a foreign name: 403, counted, nothing recorded; the server keeps serving.
+  auto stranger = testing::MakeClientCert(*pki, "stranger", "kube-apiserver-impostor",
+                                          "DNS:kube-apiserver.example.com");
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  httplib::SSLClient foreign("127.0.0.1", *port, stranger->cert, stranger->key);
+  foreign.set_ca_cert_path(pki->ca_cert.c_str());
+  foreign.enable_server_certificate_verification(true);
+  auto refused = foreign.Post("/audit-webhook", EventList(kUpdate), "application/json");
+  ASSERT_TRUE(refused) << httplib::to_string(refused.error());
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  EXPECT_TRUE(absl::StrContains(refused->body, "kube-apiserver-impostor")) << refused->body;
+  EXPECT_TRUE(absl::StrContains(
+      metrics.RenderText(),
+      "reverser_materializer_audit_bodies_refused_total{reason=\"client_not_allowed\"} 1"));
+  EXPECT_EQ(sink.written.size(), 2u);
+  auto still = good.Post("/audit-webhook", EventList(kUpdate), "application/json");
+  ASSERT_TRUE(still);
+  EXPECT_EQ(still->status, 200);
   server.Stop();
+}
+
+TEST(AuditWebhookServerTest, AClientIsAllowedByASubjectAlternativeNameOrByTheWildcard) {
+  testing::ScopedTempDir dir("pki");
+  auto pki = testing::MakeTestPki(dir.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  auto by_san = testing::MakeClientCert(*pki, "by-san", "some-cn", "DNS:audit.example.com");
+  ASSERT_TRUE(by_san.ok()) << by_san.status();
+  for (const auto& [allowed, want] : std::vector<std::pair<std::vector<std::string>, int>>{
+           {{"audit.example.com"}, 200}, {{"*"}, 200}, {{"kube-apiserver"}, 403}}) {
+    RecordingSink sink;
+    runtime::MetricsRegistry metrics;
+    AuditIntake intake(&sink, &metrics);
+    AuditWebhookOptions options;
+    options.listen_address = "127.0.0.1";
+    options.port = 0;
+    options.tls = {pki->server_cert, pki->server_key, pki->ca_cert};
+    options.allowed_client_names = allowed;
+    AuditWebhookServer server(options, &intake);
+    auto port = server.Start();
+    ASSERT_TRUE(port.ok()) << port.status();
+    httplib::SSLClient client("127.0.0.1", *port, by_san->cert, by_san->key);
+    client.set_ca_cert_path(pki->ca_cert.c_str());
+    client.enable_server_certificate_verification(true);
+    auto res = client.Post("/audit-webhook", EventList(kUpdate), "application/json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, want) << allowed[0] << ": " << res->body;
+    server.Stop();
+  }
+  AuditWebhookOptions none;
+  none.tls = {pki->server_cert, pki->server_key, pki->ca_cert};
+  none.allowed_client_names = {};
+  RecordingSink sink;
+  runtime::MetricsRegistry metrics;
+  AuditIntake intake(&sink, &metrics);
+  AuditWebhookServer server(none, &intake);
+  EXPECT_FALSE(server.Start().ok());
 }
 
 TEST(AuditIntakeTest, OneBadEventSkipsOnlyThatEvent) {

@@ -2,6 +2,9 @@
 // the watch (or, with --intake=audit, by audit bodies and a periodic LIST), and the audit
 // webhook that records who made each change.
 
+#include <string>
+#include <vector>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "libs/audit/audit_event.h"
@@ -11,6 +14,7 @@
 #include "libs/catalogclient/catalog_flags.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
+#include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
@@ -49,6 +53,10 @@ ABSL_FLAG(std::string, audit_tls_cert, "", "Audit webhook server certificate (PE
 ABSL_FLAG(std::string, audit_tls_key, "", "Audit webhook server key (PEM).");
 ABSL_FLAG(std::string, audit_client_ca, "",
           "CA bundle that signs the API server's client certificate (mTLS, required).");
+ABSL_FLAG(std::vector<std::string>, audit_client_names,
+          {std::string(reverser::materializer::kDefaultAuditClientName)},
+          "Names an audit client certificate may carry (common name, or a DNS/URI subject "
+          "alternative name); others signed by --audit_client_ca get 403. \"*\" takes any.");
 ABSL_FLAG(bool, audit_insecure, false,
           "Serve the audit webhook over plain HTTP without client certificates (development only).");
 ABSL_FLAG(int64_t, audit_max_body_bytes,
@@ -234,7 +242,7 @@ class App final : public runtime::ServiceApp {
     } else {
       caf::actor supervisor = supervisor_;
       std::shared_ptr<reverser::v1::Catalog::Stub> stub = reverser::v1::Catalog::NewStub(
-          grpc::CreateChannel(catalog, grpc::InsecureChannelCredentials()));
+          grpc::CreateChannel(catalog, runtime::MeshChannelCredentials(host.options().grpc_security)));
       std::string subscriber = host.options().instance;
       claims_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::ClaimSet>>(
           "claims",
@@ -268,6 +276,7 @@ class App final : public runtime::ServiceApp {
       audit.tls = {absl::GetFlag(FLAGS_audit_tls_cert), absl::GetFlag(FLAGS_audit_tls_key),
                    absl::GetFlag(FLAGS_audit_client_ca)};
       audit.insecure = absl::GetFlag(FLAGS_audit_insecure);
+      audit.allowed_client_names = absl::GetFlag(FLAGS_audit_client_names);
       webhook_ = std::make_unique<AuditWebhookServer>(audit, intake_.get());
       // Ready means the API server can deliver: the claims may apply before Run() listens.
       host.SetComponent("audit_webhook", false, "not listening yet");

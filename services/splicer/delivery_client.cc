@@ -15,8 +15,11 @@ std::string StreamKey(const reverser::v1::GitTargetRef& target, const reverser::
   return absl::StrCat(target.uid(), "|", gvr.group(), "/", gvr.resource(), "|", scope);
 }
 
-DeliveryClient::DeliveryClient(std::string gitworker_address, size_t max_in_flight)
-    : address_(std::move(gitworker_address)), max_in_flight_(max_in_flight) {}
+DeliveryClient::DeliveryClient(std::string gitworker_address, size_t max_in_flight,
+                               std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : address_(std::move(gitworker_address)),
+      credentials_(std::move(credentials)),
+      max_in_flight_(max_in_flight) {}
 
 DeliveryClient::~DeliveryClient() { Stop(); }
 
@@ -102,7 +105,7 @@ void DeliveryClient::Run() {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(512 * 1024 * 1024);
   args.SetMaxReceiveMessageSize(512 * 1024 * 1024);
-  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(address_, credentials_, args);
   auto stub = reverser::v1::GitWorker::NewStub(channel);
   absl::Duration backoff = absl::Milliseconds(100);
   while (!stopping_) {

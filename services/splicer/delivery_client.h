@@ -34,7 +34,10 @@ class DeliverySubscriber {
 
 class DeliveryClient {
  public:
-  DeliveryClient(std::string gitworker_address, size_t max_in_flight);
+  // `credentials`: the mesh's (runtime::MeshChannelCredentials); the gitworker lets only a
+  // splicer's certificate call Deliver.
+  DeliveryClient(std::string gitworker_address, size_t max_in_flight,
+                 std::shared_ptr<grpc::ChannelCredentials> credentials);
   ~DeliveryClient();
 
   // Called (on the connection thread) each time a stream is established, before anything else
@@ -69,6 +72,7 @@ class DeliveryClient {
                                        reverser::v1::DeliveryFeedback>* stream);
 
   std::string address_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   size_t max_in_flight_;
   std::function<void()> on_connected_;
   std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal_;

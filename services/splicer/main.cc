@@ -14,6 +14,7 @@
 #include "libs/redisstore/author_fact_store.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/admin_status.h"
+#include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
@@ -27,8 +28,6 @@ ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the
 ABSL_FLAG(bool, attribution, true, "Resolve authors from the audit facts in Redis.");
 ABSL_FLAG(absl::Duration, attribution_grace, reverser::redisstore::kDefaultAttributionGrace,
           "How long an event waits for its author fact before the committer is used.");
-ABSL_FLAG(std::string, additional_sensitive_resources, "",
-          "Comma-separated resource or group/resource treated as sensitive besides core secrets.");
 ABSL_FLAG(int64_t, max_in_flight, 1000, "Deliveries the gitworker may hold unaccepted.");
 ABSL_FLAG(absl::Duration, summary_interval, absl::Seconds(2),
           "How often stream readiness is reported to the catalog.");
@@ -144,7 +143,8 @@ class App final : public runtime::ServiceApp {
     const std::string& catalog = *catalog_address;
     delivery_ =
         std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
-                                         static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)));
+                                         static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)),
+                                         runtime::MeshChannelCredentials(host.options().grpc_security));
     TargetManagerOptions options;
     options.stream_defaults.redis = redis;
     options.stream_defaults.prefix = prefix;
@@ -158,10 +158,6 @@ class App final : public runtime::ServiceApp {
       return absl::InvalidArgumentError("--refusals_per_target must be at least 1");
     }
     options.refusals.max_objects = static_cast<size_t>(absl::GetFlag(FLAGS_refusals_per_target));
-    for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_additional_sensitive_resources),
-                                              ',', absl::SkipWhitespace())) {
-      options.additional_sensitive.insert(std::string(r));
-    }
     manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &host.metrics());
     TargetManager* manager = manager_.get();
     runtime::ServiceHost* h = &host;
@@ -183,7 +179,7 @@ class App final : public runtime::ServiceApp {
       static_tables_ = std::move(*update);
     } else {
       catalog_stub_ = reverser::v1::Catalog::NewStub(
-          grpc::CreateChannel(catalog, grpc::InsecureChannelCredentials()));
+          grpc::CreateChannel(catalog, runtime::MeshChannelCredentials(host.options().grpc_security)));
       auto stub = catalog_stub_;
       std::string subscriber = host.options().instance;
       tables_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::TableUpdate>>(

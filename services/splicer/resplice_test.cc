@@ -52,7 +52,8 @@ class RespliceTest : public ::testing::Test {
     gitworker_ = std::move(*gitworker);
     ASSERT_TRUE(gitworker_->WaitReady().ok());
 
-    delivery_ = std::make_unique<DeliveryClient>(gitworker_->grpc_target(), 100);
+    delivery_ = std::make_unique<DeliveryClient>(gitworker_->grpc_target(), 100,
+                                                 grpc::InsecureChannelCredentials());
     TargetManagerOptions options;
     options.stream_defaults.redis = redis_options_;
     options.stream_defaults.attribution = false;

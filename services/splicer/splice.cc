@@ -107,10 +107,10 @@ std::optional<reverser::v1::OperationSet> TargetScope::OperationsFor(const std::
   return std::nullopt;
 }
 
-TargetScope TargetScope::From(const reverser::v1::WatchedType& type, bool sensitive) {
+TargetScope TargetScope::From(const reverser::v1::WatchedType& type) {
   TargetScope scope;
   for (const auto& [ns, ops] : type.namespaces()) scope.namespaces[ns] = ops;
-  scope.sensitive = sensitive;
+  scope.sensitive = type.sensitive();
   return scope;
 }
 

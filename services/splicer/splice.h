@@ -34,7 +34,7 @@ struct TargetScope {
 
   // The operations selected for an object in `ns`, or nullopt when the namespace is not watched.
   std::optional<reverser::v1::OperationSet> OperationsFor(const std::string& ns) const;
-  static TargetScope From(const reverser::v1::WatchedType& type, bool sensitive);
+  static TargetScope From(const reverser::v1::WatchedType& type);
 };
 
 bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op);

@@ -117,7 +117,8 @@ class SpliceStreamTest : public ::testing::Test {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&peer_);
     server_ = builder.BuildAndStart();
-    delivery_ = std::make_unique<DeliveryClient>("127.0.0.1:" + std::to_string(port_), 100);
+    delivery_ = std::make_unique<DeliveryClient>("127.0.0.1:" + std::to_string(port_), 100,
+                                                 grpc::InsecureChannelCredentials());
     delivery_->Start();
   }
   void TearDown() override {

@@ -63,13 +63,6 @@ TargetManager::TargetManager(TargetManagerOptions options, DeliveryClient* deliv
 
 TargetManager::~TargetManager() { StopAll(); }
 
-bool TargetManager::IsSensitive(const reverser::v1::GroupVersionResource& gvr) const {
-  if (gvr.group().empty() && gvr.resource() == "secrets") return true;
-  std::string gr =
-      gvr.group().empty() ? gvr.resource() : absl::StrCat(gvr.group(), "/", gvr.resource());
-  return options_.additional_sensitive.count(gr) > 0;
-}
-
 void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
   std::vector<reverser::v1::GitTargetConfig> changed_configs;
   {
@@ -182,7 +175,6 @@ void TargetManager::Reconcile() {
   std::map<std::string, SpliceStreamOptions> wanted;
   for (const auto& [uid, table] : tables_) {
     for (const auto& type : table.types()) {
-      bool sensitive = IsSensitive(type.type().gvr());
       auto add = [&](const reverser::v1::WatchScope& source, const TargetScope& scope) {
         SpliceStreamOptions o = options_.stream_defaults;
         o.refusals = &refusals_;
@@ -195,14 +187,14 @@ void TargetManager::Reconcile() {
       if (rules::ReadsClusterWide(rules::FromProto(type))) {
         reverser::v1::WatchScope source;
         source.set_cluster(true);
-        add(source, TargetScope::From(type, sensitive));
+        add(source, TargetScope::From(type));
       } else {
         for (const auto& [ns, ops] : type.namespaces()) {
           reverser::v1::WatchScope source;
           source.set_namespace_(ns);
           TargetScope scope;
           scope.namespaces[ns] = ops;
-          scope.sensitive = sensitive;
+          scope.sensitive = type.sensitive();
           add(source, scope);
         }
       }

@@ -29,8 +29,6 @@ namespace reverser::splicer {
 
 struct TargetManagerOptions {
   SpliceStreamOptions stream_defaults;  // redis, prefix, attribution settings
-  // `resource` or `group/resource` entries treated as sensitive besides core secrets.
-  std::set<std::string> additional_sensitive;
   RefusalBookOptions refusals;  // how many standing refusals are kept and reported per target
 };
 
@@ -62,7 +60,6 @@ class TargetManager {
   size_t stream_count() const;
 
  private:
-  bool IsSensitive(const reverser::v1::GroupVersionResource& gvr) const;
   void Reconcile();  // holds mu_
   // Deletes the cursors of removed targets (after Reconcile stopped their streams).
   void DeleteRemovedCursors();

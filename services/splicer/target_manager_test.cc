@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <map>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
@@ -38,7 +39,8 @@ class TargetManagerTest : public ::testing::Test {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&peer_);
     server_ = builder.BuildAndStart();
-    delivery_ = std::make_unique<DeliveryClient>("127.0.0.1:" + std::to_string(port_), 100);
+    delivery_ = std::make_unique<DeliveryClient>("127.0.0.1:" + std::to_string(port_), 100,
+                                                 grpc::InsecureChannelCredentials());
     delivery_->Start();
 
     TargetManagerOptions options;
@@ -119,6 +121,23 @@ TEST_F(TargetManagerTest, CursorsCarryTtlsAndStayAliveWhileTheTargetExists) {
   // A cursor the stream did not write (Redis lost it) comes back too.
   ASSERT_TRUE(conn_->Command({"DEL", WatchKey("ta")}).ok());
   EXPECT_TRUE(testing::WaitFor([&] { return Get(WatchKey("ta")) == "5"; }, absl::Seconds(10)));
+}
+
+TEST_F(TargetManagerTest, ObjectsAreSensitiveExactlyWhenTheCatalogsTableSaysSo) {
+  // ConfigMaps are not sensitive by any rule of the splicer's own: only the table decides.
+  reverser::v1::TableUpdate update = Full(1, {"plain", "marked"});
+  for (auto& table : *update.mutable_upserted()) {
+    table.mutable_types(0)->set_sensitive(table.target().uid() == "marked");
+  }
+  manager_->Apply(update);
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("plain") && Delivered("marked"); },
+                               absl::Seconds(10)));
+  std::map<std::string, bool> sensitive_by_target;
+  for (const auto& resync : peer_.Resyncs()) {
+    ASSERT_EQ(resync.desired_size(), 1) << resync.DebugString();
+    sensitive_by_target[resync.target().uid()] = resync.desired(0).sensitive();
+  }
+  EXPECT_EQ(sensitive_by_target, (std::map<std::string, bool>{{"marked", true}, {"plain", false}}));
 }
 
 TEST_F(TargetManagerTest, ARemovedTargetLosesItsCursorsAReconnectOrCatalogRestartDoesNot) {

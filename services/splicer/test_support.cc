@@ -59,12 +59,21 @@ grpc::Status AckingGitWorker::Deliver(
         stream) {
   reverser::v1::DeliveryMessage message;
   while (stream->Read(&message)) {
+    if (message.has_resync()) {
+      std::lock_guard lock(mu_);
+      resyncs_.push_back(message.resync());
+    }
     reverser::v1::DeliveryFeedback accepted;
     accepted.set_accepted_sequence(message.sequence());
     stream->Write(accepted);
     if (auto pushed = PushedAck(message)) stream->Write(*pushed);
   }
   return grpc::Status::OK;
+}
+
+std::vector<reverser::v1::ClusterSnapshot> AckingGitWorker::Resyncs() const {
+  std::lock_guard lock(mu_);
+  return resyncs_;
 }
 
 reverser::v1::WatchedTypeTable ConfigMapTable(const std::string& uid, const std::string& ns) {

@@ -4,10 +4,12 @@
 // stores them, and what a gitworker answers once it has pushed a delivery.
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "libs/redisstore/materialization_store.h"
@@ -36,6 +38,12 @@ class AckingGitWorker final : public reverser::v1::GitWorker::Service {
   grpc::Status Deliver(grpc::ServerContext* context,
                        grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback,
                                                 reverser::v1::DeliveryMessage>* stream) override;
+  // Every snapshot (resync) received so far, in arrival order.
+  std::vector<reverser::v1::ClusterSnapshot> Resyncs() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<reverser::v1::ClusterSnapshot> resyncs_ ABSL_GUARDED_BY(mu_);
 };
 
 // The table of GitTarget `uid` (namespace `ns`, name `mirror-<uid>`) following every operation

@@ -574,6 +574,27 @@ class E2E(unittest.TestCase):
             self.stack.kubectl("delete", "watchrule", "plain-secrets", "-n", "demo", check=False)
             self.stack.kubectl("delete", "gittarget", "plain", "-n", "demo", check=False)
 
+    def test_29_the_mesh_speaks_mutual_tls_and_each_call_needs_its_role(self):
+        # The operator's certificate (reverser-admin) reaches every service's admin API.
+        health = local_stack.run(self.stack.reverserctl_argv("health", "-o", "json"))
+        self.assertEqual({s: v["status"] for s, v in json.loads(health.stdout).items()},
+                         {s: "SERVING" for s in ("catalog", "materializer", "splicer", "gitworker")})
+        # A service's own certificate is not an operator's: the gitworker's admin API refuses it.
+        pki = self.stack.pki
+        as_materializer = [self.stack._binary("tools/reverserctl/reverserctl"),
+                           f"--endpoints_dir={self.stack.dir}", f"--grpc_tls_ca={pki}/ca.crt",
+                           f"--grpc_tls_cert={pki}/grpc-materializer.crt",
+                           f"--grpc_tls_key={pki}/grpc-materializer.key", "branches"]
+        denied = local_stack.run(as_materializer, check=False)
+        self.assertEqual(denied.returncode, 1, denied.stderr)
+        self.assertIn("PERMISSION_DENIED", denied.stderr)
+        self.assertIn("reverser-admin", denied.stderr)
+        # Plaintext does not get in at all.
+        plain = local_stack.run([self.stack._binary("tools/reverserctl/reverserctl"), "--grpc_insecure",
+                                 f"--endpoints_dir={self.stack.dir}", "status", "gitworker"], check=False)
+        self.assertEqual(plain.returncode, 1, plain.stdout)
+        self.assertIn("UNAVAILABLE", plain.stderr)
+
     def test_zz_every_service_exposes_the_reference_metrics(self):
         expected = {
             "catalog": ["gitopsreverser_api_catalog_resources", "gitopsreverser_api_catalog_group_versions",

@@ -85,6 +85,7 @@ class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {
       args.push_back("--targets_file=" + tables);
       args.push_back("--gitworker_address=127.0.0.1:1");  // reported, not gating readiness
     }
+    if (service == "gitworker") args.push_back("--work_dir=" + dir_->path() + "/gitworker");
     return args;
   }
 

@@ -102,6 +102,7 @@ class CatalogCommandsTest : public ::testing::Test {
 
   std::vector<std::string> Argv(std::vector<std::string> args) {
     std::vector<std::string> argv = {testing::RunfilePath("tools/reverserctl/reverserctl"),
+                                     "--grpc_insecure",
                                      "--catalog_addr=" + catalog_->grpc_target()};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;

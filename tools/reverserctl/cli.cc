@@ -23,6 +23,12 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
     options->endpoints_dir = value;
   } else if (name == "host") {
     options->host = value;
+  } else if (name == "grpc_tls_ca") {
+    options->tls_ca = value;
+  } else if (name == "grpc_tls_cert") {
+    options->tls_cert = value;
+  } else if (name == "grpc_tls_key") {
+    options->tls_key = value;
   } else if (name == "timeout") {
     absl::Duration timeout;
     if (!absl::ParseDuration(value, &timeout) || timeout <= absl::ZeroDuration()) {
@@ -46,7 +52,8 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
 
 bool TakesValue(const std::string& name) {
   return name == "addr" || name == "endpoints_file" || name == "endpoints_dir" || name == "host" ||
-         name == "timeout" || name == "o" || name == "output" ||
+         name == "timeout" || name == "o" || name == "output" || name == "grpc_tls_ca" ||
+         name == "grpc_tls_cert" || name == "grpc_tls_key" ||
          (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5)));
 }
 
@@ -93,6 +100,10 @@ absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv) {
       inv.help = true;
       continue;
     }
+    if (name == "grpc_insecure" && (!has_value || value == "true")) {
+      inv.options.insecure = true;
+      continue;
+    }
     if (TakesValue(name)) {
       if (!has_value) {
         if (i + 1 >= argv.size()) return Usage(absl::StrCat(arg, " needs a value"));
@@ -123,9 +134,12 @@ std::string GlobalOptionsHelp() {
          "  --host=HOST            host for ports read from endpoints files (default 127.0.0.1)\n"
          "  --timeout=DURATION     deadline of each call (default 5s)\n"
          "  -o, --output=table|json  aligned tables (default) or protobuf JSON\n"
+         "  --grpc_tls_ca=FILE, --grpc_tls_cert=FILE, --grpc_tls_key=FILE\n"
+         "                         mutual TLS with the services: the mesh CA and an admin\n"
+         "                         certificate named reverser-admin (docs/security.md)\n"
+         "  --grpc_insecure        plaintext, for a stack started with --grpc_insecure\n"
          "  -h, --help             this help, or a command's help after the command\n"
-         "An address flag beats --addr, which beats endpoints files. The services serve\n"
-         "plaintext gRPC (no TLS); reach them over a port-forward or inside the cluster.\n";
+         "An address flag beats --addr, which beats endpoints files.\n";
 }
 
 }  // namespace reverser::reverserctl

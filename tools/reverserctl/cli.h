@@ -23,6 +23,12 @@ struct GlobalOptions {
   std::string endpoints_dir;                        // --endpoints_dir: <dir>/<service>.json
   std::string host = "127.0.0.1";                   // --host: for ports from endpoints files
   absl::Duration timeout = absl::Seconds(5);        // --timeout: deadline of each call
+  // The mesh's mutual TLS (--grpc_tls_ca/--grpc_tls_cert/--grpc_tls_key: a certificate named
+  // reverser-admin), or plaintext with --grpc_insecure for a development stack.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  bool insecure = false;
   OutputFormat output = OutputFormat::kDefault;     // -o / --output
 };
 

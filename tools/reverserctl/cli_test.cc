@@ -112,6 +112,7 @@ TEST(RunTest, BadArgumentsPrintUsageAndExitTwo) {
     // come before any call.
     std::vector<std::string> argv = c.argv;
     argv.push_back("--addr=127.0.0.1:1");
+    argv.push_back("--grpc_insecure");
     auto r = RunArgs(argv);
     EXPECT_EQ(r.code, kUsage) << absl::StrJoin(c.argv, " ") << "\n" << r.err;
     EXPECT_TRUE(absl::StrContains(r.err, c.message)) << r.err;
@@ -120,6 +121,28 @@ TEST(RunTest, BadArgumentsPrintUsageAndExitTwo) {
   // Usage errors about a command show that command's usage.
   auto r = RunArgs({"branches", "extra"});
   EXPECT_TRUE(absl::StrContains(r.err, "Usage: reverserctl [options] branches")) << r.err;
+}
+
+TEST(RunTest, TheTransportMustBeChosenBeforeAnyCall) {
+  for (const auto& [argv, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"health"}, "gRPC needs mutual TLS: set --grpc_tls_ca"},
+           {{"health", "--grpc_tls_ca=/no/such/ca.crt", "--grpc_tls_cert=/x", "--grpc_tls_key=/y"},
+            "--grpc_tls_ca: cannot read /no/such/ca.crt"},
+           {{"health", "--grpc_insecure", "--grpc_tls_ca=/x"}, "exclude each other"}}) {
+    std::vector<std::string> args = argv;
+    args.push_back("--addr=127.0.0.1:1");
+    auto r = RunArgs(args);
+    EXPECT_EQ(r.code, kUsage) << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, message)) << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, "reverser-admin")) << r.err;
+  }
+  Invocation parsed = *ParseArgs({"--grpc_tls_ca=ca", "--grpc_tls_cert", "c", "--grpc_tls_key=k",
+                                  "health"});
+  EXPECT_EQ(parsed.options.tls_ca, "ca");
+  EXPECT_EQ(parsed.options.tls_cert, "c");
+  EXPECT_EQ(parsed.options.tls_key, "k");
+  EXPECT_FALSE(parsed.options.insecure);
+  EXPECT_TRUE(ParseArgs({"--grpc_insecure", "health"})->options.insecure);
 }
 
 TEST(RunTest, UnreachableServiceIsOneLineNamingItAndExitOne) {
@@ -131,14 +154,16 @@ TEST(RunTest, UnreachableServiceIsOneLineNamingItAndExitOne) {
                                              {"--catalog_addr=" + address, "claims"},
                                              {"--splicer_addr=" + address, "resplice", "a/b"},
                                              {"--catalog_addr=" + address, "status", "catalog"}}) {
-    auto r = RunArgs(argv);
+    std::vector<std::string> args = argv;
+    args.push_back("--grpc_insecure");
+    auto r = RunArgs(args);
     EXPECT_EQ(r.code, kFailed) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_TRUE(absl::StartsWith(r.err, "reverserctl: ")) << r.err;
     EXPECT_TRUE(absl::StrContains(r.err, " at " + address + ": UNAVAILABLE")) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  auto missing = RunArgs({"--endpoints_dir=/nonexistent", "branches"});
+  auto missing = RunArgs({"--grpc_insecure", "--endpoints_dir=/nonexistent", "branches"});
   EXPECT_EQ(missing.code, kFailed);
   EXPECT_TRUE(absl::StrContains(missing.err, "/nonexistent/gitworker.json")) << missing.err;
 }

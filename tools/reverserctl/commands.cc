@@ -79,7 +79,7 @@ int RunHealth(const CommandContext& ctx) {
     for (const std::string& service : ServiceNames()) {
       auto address = ResolveAddress(ctx.invocation.options, service);
       if (!address.ok()) return Failed(ctx, std::string(address.status().message()));
-      targets.emplace_back(service, *address, ctx.invocation.options.timeout);
+      targets.emplace_back(service, *address, ctx.invocation.options);
     }
   }
   bool all_serving = true;
@@ -511,6 +511,9 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
                                       "\": expected catalog, materializer, splicer or gitworker"));
     }
   }
+  if (auto security = SecurityOf(inv.options); !security.ok()) {
+    return usage_error(std::string(security.status().message()));
+  }
   const bool json = inv.options.output == OutputFormat::kJson;
   std::optional<Connection> connection;
   if (!service.empty() || !inv.options.addr.empty()) {
@@ -520,7 +523,7 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
       err << "reverserctl: " << address.status().message() << "\n";
       return kFailed;
     }
-    connection.emplace(service, *address, inv.options.timeout);
+    connection.emplace(service, *address, inv.options);
   }
   CommandContext ctx{inv, connection ? &*connection : nullptr, json, out, err};
   return command->run(ctx);

@@ -43,11 +43,28 @@ absl::StatusOr<std::string> ResolveAddress(const GlobalOptions& options,
   return absl::StrCat(options.host, ":", *port);
 }
 
-Connection::Connection(std::string service, std::string address, absl::Duration timeout)
+absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options) {
+  runtime::GrpcSecurity security;
+  security.insecure = options.insecure;
+  security.ca_file = options.tls_ca;
+  security.cert_file = options.tls_cert;
+  security.key_file = options.tls_key;
+  if (absl::Status s = runtime::CheckGrpcSecurity(security); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), "; reverserctl calls as an operator: a certificate named "
+                                  "reverser-admin from the mesh CA (docs/security.md)"));
+  }
+  return security;
+}
+
+Connection::Connection(std::string service, std::string address, const GlobalOptions& options)
     : service_(std::move(service)),
       address_(std::move(address)),
-      timeout_(timeout),
-      channel_(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())) {}
+      timeout_(options.timeout),
+      // Run() checks SecurityOf first; a failure here can only mean plaintext was not chosen.
+      channel_(grpc::CreateChannel(
+          address_, runtime::MeshChannelCredentials(
+                        SecurityOf(options).value_or(runtime::GrpcSecurity{})))) {}
 
 void Connection::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout_));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "libs/runtime/grpc_security.h"
 #include "tools/reverserctl/cli.h"
 
 namespace reverser::reverserctl {
@@ -27,7 +28,7 @@ absl::StatusOr<std::string> ResolveAddress(const GlobalOptions& options,
 // A connection to one service, remembered with its name and address for error messages.
 class Connection {
  public:
-  Connection(std::string service, std::string address, absl::Duration timeout);
+  Connection(std::string service, std::string address, const GlobalOptions& options);
 
   const std::string& service() const { return service_; }
   const std::string& address() const { return address_; }
@@ -44,6 +45,10 @@ class Connection {
   absl::Duration timeout_;
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+// The transport the global options ask for: mutual TLS with readable files, or --grpc_insecure;
+// neither is an InvalidArgument error that says what to pass.
+absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options);
 
 // The canonical name of a gRPC status code (UNAVAILABLE, DEADLINE_EXCEEDED, ...).
 std::string StatusCodeName(grpc::StatusCode code);

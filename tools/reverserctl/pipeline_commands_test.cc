@@ -92,6 +92,7 @@ class PipelineCommandsTest : public ::testing::Test {
   // reverserctl with the two services' addresses and `args`.
   testing::CommandResult Ctl(std::vector<std::string> args) {
     std::vector<std::string> argv = {testing::RunfilePath("tools/reverserctl/reverserctl"),
+                                     "--grpc_insecure",
                                      "--splicer_addr=" + splicer_->grpc_target(),
                                      "--gitworker_addr=" + gitworker_->grpc_target()};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -205,13 +206,13 @@ TEST_F(PipelineCommandsTest, EndpointsFilesAndUnreachableServices) {
                   .ok());
   std::string ctl = testing::RunfilePath("tools/reverserctl/reverserctl");
   for (const char* service : {"splicer", "gitworker"}) {
-    auto health = testing::RunCommand({ctl, "--endpoints_dir=" + endpoints, "health", service});
+    auto health = testing::RunCommand({ctl, "--grpc_insecure", "--endpoints_dir=" + endpoints, "health", service});
     ASSERT_TRUE(health.ok());
     EXPECT_EQ(health->exit_code, 0) << health->err;
     EXPECT_EQ(health->out, "SERVING\n");
   }
   auto single = testing::RunCommand(
-      {ctl, "--endpoints_file=" + endpoints + "/gitworker.json", "branches", "-o", "json"});
+      {ctl, "--grpc_insecure", "--endpoints_file=" + endpoints + "/gitworker.json", "branches", "-o", "json"});
   ASSERT_TRUE(single.ok());
   EXPECT_EQ(single->exit_code, 0) << single->err;
   EXPECT_TRUE(absl::StartsWith(single->out, "{")) << single->out;
@@ -219,7 +220,7 @@ TEST_F(PipelineCommandsTest, EndpointsFilesAndUnreachableServices) {
   // Stop the gitworker: the CLI names it, its address and the gRPC status, on one line.
   std::string gitworker = gitworker_->grpc_target();
   ASSERT_TRUE(gitworker_->process().Terminate().ok());
-  auto down = testing::RunCommand({ctl, "--endpoints_dir=" + endpoints, "branches"});
+  auto down = testing::RunCommand({ctl, "--grpc_insecure", "--endpoints_dir=" + endpoints, "branches"});
   ASSERT_TRUE(down.ok());
   EXPECT_EQ(down->exit_code, 1);
   EXPECT_TRUE(down->out.empty()) << down->out;
@@ -228,7 +229,7 @@ TEST_F(PipelineCommandsTest, EndpointsFilesAndUnreachableServices) {
       << down->err;
   EXPECT_EQ(std::count(down->err.begin(), down->err.end(), '\n'), 1) << down->err;
   // Every service: the catalog and materializer have no file here, which is said as such.
-  auto all = testing::RunCommand({ctl, "--endpoints_dir=" + endpoints, "health"});
+  auto all = testing::RunCommand({ctl, "--grpc_insecure", "--endpoints_dir=" + endpoints, "health"});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->exit_code, 1);
   EXPECT_TRUE(
