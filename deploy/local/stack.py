@@ -10,6 +10,7 @@ Used by the README's main command (deploy/local/demo.sh) and by the end-to-end t
 import argparse
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -285,14 +286,41 @@ contexts:
 current-context: local
 """)
 
+    REDIS_USER = "reverser"
+
+    def _redis_password_file(self):
+        """The ACL user's password in a 0600 file, as a mounted Secret gives it."""
+        path = os.path.join(self.dir, "redis-password")
+        if not os.path.exists(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(16) + "\n")
+        return path
+
+    def _redis_password(self):
+        with open(self._redis_password_file()) as f:
+            return f.read().strip()
+
+    def redis_auth_args(self):
+        """The services' flags for the stack's Redis: an ACL user with a password from a file."""
+        return [f"--redis_address={self.redis}", f"--redis_username={self.REDIS_USER}",
+                f"--redis_password_file={self._redis_password_file()}"]
+
     def _start_redis(self):
-        # No persistence, as in the stack's deployment: a restart comes back empty.
+        # No persistence, as in the stack's deployment: a restart comes back empty. The default
+        # user is off: every client authenticates as the ACL user (docs/security.md).
         self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", self.dir])
+                              "--save", "", "--appendonly", "no", "--dir", self.dir,
+                              "--user", "default", "off",
+                              "--user", self.REDIS_USER, "on", f">{self._redis_password()}", "~*", "&*", "+@all"])
         wait_until(lambda: self.redis_cli("ping", check=False).stdout.strip() == "PONG", 10, "redis")
 
     def redis_cli(self, *args, check=True):
-        return run(["redis-cli", "-p", str(self.ports["redis"]), *args], check=check)
+        return run(self.redis_cli_argv(*args), check=check)
+
+    def redis_cli_argv(self, *args):
+        return ["redis-cli", "-p", str(self.ports["redis"]), "--user", self.REDIS_USER,
+                "--pass", self._redis_password(), "--no-auth-warning", *args]
 
     def restart_redis(self):
         """Kills redis-server (SIGKILL, as a crash or a rescheduled pod) and starts a fresh one on
@@ -312,12 +340,12 @@ current-context: local
         if name == "catalog":
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s"]
         if name == "materializer":
-            return [f"--kubeconfig={self.materializer_kubeconfig}", f"--redis_address={self.redis}",
+            return [f"--kubeconfig={self.materializer_kubeconfig}", *self.redis_auth_args(),
                     f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",
                     f"--audit_tls_cert={self.pki}/webhook.crt", f"--audit_tls_key={self.pki}/webhook.key",
                     f"--audit_client_ca={self.pki}/ca.crt"]
         if name == "splicer":
-            return [f"--redis_address={self.redis}", f"--catalog_address={self.grpc('catalog')}",
+            return [*self.redis_auth_args(), f"--catalog_address={self.grpc('catalog')}",
                     f"--gitworker_address={self.grpc('gitworker')}",
                     f"--attribution_grace={self.attribution_grace}"]
         raise ValueError(name)

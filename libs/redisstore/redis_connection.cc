@@ -256,7 +256,11 @@ absl::Status RedisConnection::EnsureConnected() {
   RETURN_IF_ERROR(SetSocketTimeout(options_.command_timeout));
   redisEnableKeepAlive(context_);
   std::vector<RedisCommand> setup;
-  if (!options_.password.empty()) setup.push_back({"AUTH", options_.password});
+  if (!options_.password.empty()) {
+    setup.push_back(options_.username.empty()
+                        ? RedisCommand{"AUTH", options_.password}
+                        : RedisCommand{"AUTH", options_.username, options_.password});
+  }
   if (options_.database != 0) setup.push_back({"SELECT", std::to_string(options_.database)});
   if (setup.empty()) return absl::OkStatus();
   auto replies = RoundTrip(setup);

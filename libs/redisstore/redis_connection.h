@@ -30,6 +30,7 @@ namespace reverser::redisstore {
 struct RedisOptions {
   std::string host = "127.0.0.1";
   int port = 6379;
+  std::string username;  // ACL user for AUTH (Redis 6+); empty: the default user
   std::string password;  // AUTH after connecting when non-empty
   int database = 0;      // SELECT after connecting when non-zero
   absl::Duration connect_timeout = absl::Seconds(2);

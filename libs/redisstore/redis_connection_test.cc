@@ -206,6 +206,18 @@ TEST_F(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
   auto authed = RedisConnection::Connect(options);
   ASSERT_TRUE(authed.ok()) << authed.status();
   EXPECT_EQ(*(*authed)->Command({"GET", "where"})->AsString(), "db3");
+
+  // An ACL user (Redis 6+), as a managed Redis hands out.
+  ASSERT_TRUE((*authed)
+                  ->Command({"ACL", "SETUSER", "reverser", "on", ">user-pass", "~*", "&*", "+@all"})
+                  .ok());
+  options.username = "reverser";
+  options.password = "s3cret";  // the default user's password is not this user's
+  EXPECT_EQ(RedisConnection::Connect(options).status().code(), absl::StatusCode::kPermissionDenied);
+  options.password = "user-pass";
+  auto as_user = RedisConnection::Connect(options);
+  ASSERT_TRUE(as_user.ok()) << as_user.status();
+  EXPECT_EQ(*(*as_user)->Command({"ACL", "WHOAMI"})->AsString(), "reverser");
 }
 
 TEST(RedisConnectionStandaloneTest, RefusedConnectionIsUnavailable) {

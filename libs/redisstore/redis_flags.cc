@@ -1,6 +1,10 @@
 #include "libs/redisstore/redis_flags.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 
 ABSL_FLAG(std::string, redis_address, "127.0.0.1:6379", "Redis host:port.");
@@ -14,13 +18,40 @@ ABSL_FLAG(std::string, reference_key_prefix, "",
           "reference's, so its tooling reads them, while reverser's own keys keep "
           "--redis_key_prefix. Characters [A-Za-z0-9._:-], at most 128.");
 
+ABSL_FLAG(std::string, redis_username, "",
+          "Redis ACL user to authenticate as (Redis 6+); empty: the default user.");
+ABSL_FLAG(std::string, redis_password_file, "",
+          "File holding the Redis password (a mounted Secret; trailing newlines are ignored). "
+          "Empty: no AUTH.");
+
 namespace reverser::redisstore {
+
+absl::StatusOr<std::string> ReadRedisPassword(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--redis_password_file: cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string password = text.str();
+  while (!password.empty() && (password.back() == '\n' || password.back() == '\r')) {
+    password.pop_back();
+  }
+  if (password.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--redis_password_file: ", path, " is empty"));
+  }
+  return password;
+}
 
 absl::StatusOr<RedisSettings> RedisSettingsFromFlags() {
   RedisSettings settings;
   auto options = RedisOptions::FromAddress(absl::GetFlag(FLAGS_redis_address));
   if (!options.ok()) return core::Annotate(options.status(), "--redis_address");
   settings.options = *options;
+  settings.options.username = absl::GetFlag(FLAGS_redis_username);
+  if (const std::string file = absl::GetFlag(FLAGS_redis_password_file); !file.empty()) {
+    ASSIGN_OR_RETURN(settings.options.password, ReadRedisPassword(file));
+  } else if (!settings.options.username.empty()) {
+    return absl::InvalidArgumentError("--redis_username needs --redis_password_file");
+  }
   auto prefix = KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix));
   if (!prefix.ok()) return core::Annotate(prefix.status(), "--redis_key_prefix");
   prefix = KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix),

@@ -1,8 +1,9 @@
 #pragma once
 
 // The Redis command-line flags every Redis-using service shares (--redis_address,
-// --redis_key_prefix, --reference_key_prefix), parsed once into connection options and a
-// validated key prefix (its reference() names the families shared with gitops-reverser).
+// --redis_username, --redis_password_file, --redis_key_prefix, --reference_key_prefix), parsed
+// once into connection options and a validated key prefix (its reference() names the families
+// shared with gitops-reverser).
 
 #include "absl/status/statusor.h"
 #include "libs/redisstore/keys.h"
@@ -15,7 +16,10 @@ struct RedisSettings {
   KeyPrefix prefix = KeyPrefix::Default();
 };
 
-// InvalidArgument naming the flag when a value is malformed.
+// InvalidArgument naming the flag when a value is malformed (or the password file unreadable).
 absl::StatusOr<RedisSettings> RedisSettingsFromFlags();
+
+// The password in `path`, without trailing newlines; an empty or unreadable file is an error.
+absl::StatusOr<std::string> ReadRedisPassword(const std::string& path);
 
 }  // namespace reverser::redisstore

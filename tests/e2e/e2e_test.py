@@ -146,8 +146,8 @@ class E2E(unittest.TestCase):
     # behaviours ------------------------------------------------------------------------------
 
     def test_01_namespaced_rule_opens_namespaced_materialization_only(self):
-        keys = local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "--scan", "--pattern",
-                                "reverser:mat:v1:configmaps:*:ckpt:rv"]).stdout.split()
+        keys = local_stack.run(self.stack.redis_cli_argv("--scan", "--pattern",
+                                "reverser:mat:v1:configmaps:*:ckpt:rv")).stdout.split()
         self.assertIn("reverser:mat:v1:configmaps:ns:demo:ckpt:rv", keys)
         self.assertNotIn("reverser:mat:v1:configmaps:cluster:ckpt:rv", keys)
 
@@ -234,11 +234,11 @@ class E2E(unittest.TestCase):
         self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("facts"))
         self.stack.wait_for_file(f"{PATH}/demo/configmaps/facts.yaml")
         uid = json.loads(self.stack.kubectl("get", "configmap", "facts", "-n", "demo", "-o", "json").stdout)["metadata"]["uid"]
-        keys = local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "--scan", "--pattern",
-                                f"reverser:author:v1:audit:configmaps:object:{uid}:*"]).stdout.split()
+        keys = local_stack.run(self.stack.redis_cli_argv("--scan", "--pattern",
+                                f"reverser:author:v1:audit:configmaps:object:{uid}:*")).stdout.split()
         self.assertIn(f"reverser:author:v1:audit:configmaps:object:{uid}:last", keys)
         self.assertTrue(any(k != f"reverser:author:v1:audit:configmaps:object:{uid}:last" for k in keys), keys)
-        ttl = int(local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "TTL", keys[0]]).stdout)
+        ttl = int(local_stack.run(self.stack.redis_cli_argv("TTL", keys[0])).stdout)
         self.assertGreater(ttl, 0)
 
     def test_22_dry_run_and_failed_requests_record_no_facts(self):
@@ -387,8 +387,8 @@ class E2E(unittest.TestCase):
         ghost = f"{PATH}/demo/configmaps/ghost-05.yaml"
         hand_commit(self.stack, {ghost: ghost_document("ghost-05")}, "hand-written ghost-05")
         head = self.stack.head()
-        cursors = local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "--scan", "--pattern",
-                                   "reverser:splice:v1:*:configmaps:ns:demo:acked"]).stdout.split()
+        cursors = local_stack.run(self.stack.redis_cli_argv("--scan", "--pattern",
+                                   "reverser:splice:v1:*:configmaps:ns:demo:acked")).stdout.split()
         self.assertEqual(len(cursors), 1, cursors)
         # Every service stops (as in a rolling restart) and starts again; nothing changed meanwhile.
         for name in ("splicer", "materializer", "catalog", "gitworker"):
@@ -475,8 +475,8 @@ class E2E(unittest.TestCase):
         # The late fact arrives and is stored ...
         uid = json.loads(self.stack.kubectl("get", "configmap", "late-fact", "-n", "demo", "-o", "json").stdout)["metadata"]["uid"]
         fact = f"reverser:author:v1:audit:configmaps:object:{uid}:last"
-        local_stack.wait_until(lambda: local_stack.run(["redis-cli", "-p", str(self.stack.ports["redis"]), "EXISTS",
-                                                        fact]).stdout.strip() == "1", 30, "the late author fact")
+        local_stack.wait_until(lambda: local_stack.run(self.stack.redis_cli_argv("EXISTS",
+                                                        fact)).stdout.strip() == "1", 30, "the late author fact")
         # ... and changes nothing: the next change lands on top of the same history.
         head = self.stack.head()
         self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("marker-25"))
