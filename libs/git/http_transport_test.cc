@@ -207,6 +207,19 @@ TEST_F(HttpTransportTest, WrongOrMissingCredentialsAreUnauthenticatedWithoutLoop
   EXPECT_EQ(bearer_fetch.code(), absl::StatusCode::kUnauthenticated) << bearer_fetch;
 }
 
+TEST_F(HttpTransportTest, CredentialsInTheUrlNeverShowInErrors) {
+  GitHttpServer server(dir_.path(), "Basic " + absl::Base64Escape("robot:s3cret"));
+  std::string url = server.Url("remote.git");
+  ASSERT_EQ(url.rfind("http://", 0), 0u) << url;
+  url.insert(7, "robot:leaked-pw@");
+  auto repo = Repository::Open({dir_.path() + "/clone", url, {}});
+  ASSERT_TRUE(repo.ok());
+  absl::Status fetch = (*repo)->Fetch();
+  EXPECT_FALSE(fetch.ok());
+  EXPECT_EQ(fetch.message().find("leaked-pw"), absl::string_view::npos) << fetch;
+  EXPECT_EQ(fetch.message().find("robot"), absl::string_view::npos) << fetch;
+}
+
 // HTTPS: the server certificate is verified (fail closed) until its CA is trusted; then the
 // bearer token travels over TLS like over plain HTTP.
 TEST_F(HttpTransportTest, HttpsVerifiesTheServerCertificate) {

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "libs/core/status.h"
+#include "libs/core/url_redaction.h"
 #include "libs/git/bulk_writer.h"
 #include "libs/git/object_copy.h"
 #include "libs/git/repo_path.h"
@@ -59,7 +60,8 @@ absl::StatusOr<RemoteRefs> ConnectAndList(git_remote* remote, git_direction dire
                                           RemoteSession& session, git_remote_callbacks& callbacks) {
   RETURN_IF_ERROR(
       GitStatus(git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
-                absl::StrCat("connecting to ", git_remote_url(remote))));
+                absl::StrCat("connecting to ",
+                             core::RedactUrl(git_remote_url(remote) ? git_remote_url(remote) : ""))));
   const git_remote_head** heads = nullptr;
   size_t count = 0;
   RETURN_IF_ERROR(GitStatus(git_remote_ls(&heads, &count, remote), "listing remote refs"));
@@ -631,7 +633,7 @@ absl::StatusOr<PushResult> Repository::PushSmart(git_remote* remote, const std::
     absl::Status status = GitStatus(rc, "push");
     return PushResult{PushOutcome::kConflict, std::nullopt, std::string(status.message())};
   }
-  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("pushing to ", options_.remote_url)));
+  RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("pushing to ", core::RedactUrl(options_.remote_url))));
   if (!session.push_rejections().empty()) {
     return PushResult{PushOutcome::kConflict, std::nullopt, session.push_rejections().front()};
   }

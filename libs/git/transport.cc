@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "libs/core/url_redaction.h"
 
 namespace reverser::git {
 namespace {
@@ -119,7 +120,7 @@ int RemoteSession::Credential(git_credential** out, const char* username_from_ur
   // libgit2 asks again after the server refused: one real attempt only, never a loop.
   if (credential_attempts_++ > 0) {
     return Refuse(GIT_EAUTH, GIT_ERROR_CALLBACK,
-                  absl::StrCat("authentication to ", url_, " was rejected"));
+                  absl::StrCat("authentication to ", core::RedactUrl(url_), " was rejected"));
   }
   switch (credentials_.kind) {
     case GitCredentials::Kind::kSsh: {
@@ -147,13 +148,14 @@ int RemoteSession::Credential(git_credential** out, const char* username_from_ur
       break;
     case GitCredentials::Kind::kBearer:
       return Refuse(GIT_EAUTH, GIT_ERROR_CALLBACK,
-                    absl::StrCat("bearer token was rejected by ", url_));
+                    absl::StrCat("bearer token was rejected by ", core::RedactUrl(url_)));
     case GitCredentials::Kind::kNone:
       return Refuse(GIT_EAUTH, GIT_ERROR_CALLBACK,
-                    absl::StrCat(url_, " requires credentials and none are configured"));
+                    absl::StrCat(core::RedactUrl(url_), " requires credentials and none are configured"));
   }
   return Refuse(GIT_EAUTH, GIT_ERROR_CALLBACK,
-                absl::StrCat("the configured credentials do not fit the transport of ", url_));
+                absl::StrCat("the configured credentials do not fit the transport of ",
+                             core::RedactUrl(url_)));
 }
 
 int RemoteSession::CertificateCheck(git_cert* cert, int valid, const char* host) {

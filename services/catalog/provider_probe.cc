@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libs/core/url_redaction.h"
 #include "libs/kube/api_error.h"
 #include "services/catalog/objects.h"
 #include "services/catalog/signing_key.h"
@@ -192,7 +193,7 @@ ProviderProbe ProbeProvider(kube::RestClient& client, const nlohmann::json& prov
     probe.message = std::string(reach.message());
     return probe;
   }
-  probe.message = absl::StrCat("remote ", url, " reachable; ", credentials);
+  probe.message = absl::StrCat("remote ", core::RedactUrl(url), " reachable; ", credentials);
   if (signing.configured) {
     absl::StrAppend(&probe.message, "; commits signed with ",
                     signing.generated ? "a generated" : "the", " ed25519 key");

@@ -189,7 +189,7 @@ TEST_F(GitWorkerServiceTest, ClonesStayInThePrivateWorkDirWhateverTheProviderIsC
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/work")) {
     beside.push_back("work/" + entry.path().filename().string());
   }
-  for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/work/repos")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(dir_.path()) / "work" / "repos")) {
     clones.push_back(entry.path().filename());
   }
   EXPECT_THAT(beside,
