@@ -186,10 +186,8 @@ TEST(AuditWebhookServerTest, MutualTlsAcceptsTheClientCertAndRefusesOthers) {
   auto stranger = testing::MakeClientCert(*pki, "stranger", "kube-apiserver-impostor",
                                           "DNS:kube-apiserver.example.com");
   ASSERT_TRUE(stranger.ok()) << stranger.status();
-  httplib::SSLClient foreign("127.0.0.1", *port, stranger->cert, stranger->key);
-  foreign.set_ca_cert_path(pki->ca_cert.c_str());
-  foreign.enable_server_certificate_verification(true);
-  auto refused = foreign.Post("/audit-webhook", EventList(kUpdate), "application/json");
+  auto refused =
+      testing::PostWithClientCert(*pki, *stranger, *port, "/audit-webhook", EventList(kUpdate));
   ASSERT_TRUE(refused) << httplib::to_string(refused.error());
   EXPECT_EQ(refused->status, 403) << refused->body;
   EXPECT_TRUE(absl::StrContains(refused->body, "kube-apiserver-impostor")) << refused->body;
@@ -222,10 +220,8 @@ TEST(AuditWebhookServerTest, AClientIsAllowedByASubjectAlternativeNameOrByTheWil
     AuditWebhookServer server(options, &intake);
     auto port = server.Start();
     ASSERT_TRUE(port.ok()) << port.status();
-    httplib::SSLClient client("127.0.0.1", *port, by_san->cert, by_san->key);
-    client.set_ca_cert_path(pki->ca_cert.c_str());
-    client.enable_server_certificate_verification(true);
-    auto res = client.Post("/audit-webhook", EventList(kUpdate), "application/json");
+    auto res =
+        testing::PostWithClientCert(*pki, *by_san, *port, "/audit-webhook", EventList(kUpdate));
     ASSERT_TRUE(res) << httplib::to_string(res.error());
     EXPECT_EQ(res->status, want) << allowed[0] << ": " << res->body;
     server.Stop();

@@ -116,12 +116,8 @@ class InputLimitsTest : public ::testing::Test {
 
   // What the API server does: POST the list over mTLS.
   httplib::Result PostAudit(const std::string& body) {
-    httplib::SSLClient client("127.0.0.1", audit_port_, pki_.client_cert, pki_.client_key);
-    client.set_ca_cert_path(pki_.ca_cert.c_str());
-    client.enable_server_certificate_verification(true);
-    // httplib's 300 ms connect default is too short while the suite compiles beside this test.
-    client.set_connection_timeout(10);
-    return client.Post("/audit-webhook", body, "application/json");
+    return testing::PostWithClientCert(pki_, {pki_.client_cert, pki_.client_key}, audit_port_,
+                                       "/audit-webhook", body);
   }
 
   // The author fact recorded for ConfigMap `name` by Update(), "" if none.

@@ -65,11 +65,7 @@ class AuditClientTest : public ::testing::Test {
   }
 
   httplib::Result Post(const testing::CertPair& client, const std::string& body) {
-    httplib::SSLClient http("127.0.0.1", audit_port_, client.cert, client.key);
-    http.set_ca_cert_path(pki_.ca_cert.c_str());
-    http.enable_server_certificate_verification(true);
-    http.set_connection_timeout(10);
-    return http.Post("/audit-webhook", body, "application/json");
+    return testing::PostWithClientCert(pki_, client, audit_port_, "/audit-webhook", body);
   }
 
   std::string FactFor(const std::string& name) {
