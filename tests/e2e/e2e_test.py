@@ -589,6 +589,14 @@ class E2E(unittest.TestCase):
         self.assertEqual(denied.returncode, 1, denied.stderr)
         self.assertIn("PERMISSION_DENIED", denied.stderr)
         self.assertIn("reverser-admin", denied.stderr)
+        # The services' certificates are checked against the name given instead of the host dialed.
+        named = local_stack.run(self.stack.reverserctl_argv("--grpc_tls_server_name=localhost", "status", "splicer"),
+                                check=False)
+        self.assertEqual(named.returncode, 0, named.stderr)
+        stranger = local_stack.run(self.stack.reverserctl_argv("--grpc_tls_server_name=not-in-the-certificate",
+                                                               "status", "splicer"), check=False)
+        self.assertEqual(stranger.returncode, 1, stranger.stdout)
+        self.assertIn("UNAVAILABLE", stranger.stderr)
         # Plaintext does not get in at all.
         plain = local_stack.run([self.stack._binary("tools/reverserctl/reverserctl"), "--grpc_insecure",
                                  f"--endpoints_dir={self.stack.dir}", "status", "gitworker"], check=False)

@@ -29,6 +29,8 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
     options->tls_cert = value;
   } else if (name == "grpc_tls_key") {
     options->tls_key = value;
+  } else if (name == "grpc_tls_server_name") {
+    options->tls_server_name = value;
   } else if (name == "timeout") {
     absl::Duration timeout;
     if (!absl::ParseDuration(value, &timeout) || timeout <= absl::ZeroDuration()) {
@@ -53,7 +55,7 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
 bool TakesValue(const std::string& name) {
   return name == "addr" || name == "endpoints_file" || name == "endpoints_dir" || name == "host" ||
          name == "timeout" || name == "o" || name == "output" || name == "grpc_tls_ca" ||
-         name == "grpc_tls_cert" || name == "grpc_tls_key" ||
+         name == "grpc_tls_cert" || name == "grpc_tls_key" || name == "grpc_tls_server_name" ||
          (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5)));
 }
 
@@ -137,6 +139,8 @@ std::string GlobalOptionsHelp() {
          "  --grpc_tls_ca=FILE, --grpc_tls_cert=FILE, --grpc_tls_key=FILE\n"
          "                         mutual TLS with the services: the mesh CA and an admin\n"
          "                         certificate named reverser-admin (docs/security.md)\n"
+         "  --grpc_tls_server_name=NAME  check the services' certificates against NAME, not\n"
+         "                         the host dialed (e.g. over kubectl port-forward)\n"
          "  --grpc_insecure        plaintext, for a stack started with --grpc_insecure\n"
          "  -h, --help             this help, or a command's help after the command\n"
          "An address flag beats --addr, which beats endpoints files.\n";

@@ -28,6 +28,9 @@ struct GlobalOptions {
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
+  // --grpc_tls_server_name: the name the services' certificates are checked against instead of
+  // the host dialed (a port-forward dials 127.0.0.1; the certificate names the Service).
+  std::string tls_server_name;
   bool insecure = false;
   OutputFormat output = OutputFormat::kDefault;     // -o / --output
 };

@@ -137,7 +137,8 @@ TEST(RunTest, TheTransportMustBeChosenBeforeAnyCall) {
     EXPECT_TRUE(absl::StrContains(r.err, "reverser-admin")) << r.err;
   }
   Invocation parsed = *ParseArgs({"--grpc_tls_ca=ca", "--grpc_tls_cert", "c", "--grpc_tls_key=k",
-                                  "health"});
+                                  "--grpc_tls_server_name=reverser-splicer.ops.svc", "health"});
+  EXPECT_EQ(parsed.options.tls_server_name, "reverser-splicer.ops.svc");
   EXPECT_EQ(parsed.options.tls_ca, "ca");
   EXPECT_EQ(parsed.options.tls_cert, "c");
   EXPECT_EQ(parsed.options.tls_key, "k");

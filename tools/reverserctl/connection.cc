@@ -57,14 +57,25 @@ absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options) {
   return security;
 }
 
+namespace {
+
+grpc::ChannelArguments ChannelArgumentsFor(const GlobalOptions& options) {
+  grpc::ChannelArguments args;
+  if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
+  return args;
+}
+
+}  // namespace
+
 Connection::Connection(std::string service, std::string address, const GlobalOptions& options)
     : service_(std::move(service)),
       address_(std::move(address)),
       timeout_(options.timeout),
       // Run() checks SecurityOf first; a failure here can only mean plaintext was not chosen.
-      channel_(grpc::CreateChannel(
-          address_, runtime::MeshChannelCredentials(
-                        SecurityOf(options).value_or(runtime::GrpcSecurity{})))) {}
+      channel_(grpc::CreateCustomChannel(
+          address_,
+          runtime::MeshChannelCredentials(SecurityOf(options).value_or(runtime::GrpcSecurity{})),
+          ChannelArgumentsFor(options))) {}
 
 void Connection::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout_));
