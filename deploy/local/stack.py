@@ -8,6 +8,7 @@ Used by the README's main command (deploy/local/demo.sh) and by the end-to-end t
 (tests/e2e). Run `stack.py --help` for the demo's options.
 """
 import argparse
+import base64
 import json
 import os
 import secrets
@@ -301,10 +302,21 @@ current-context: local
         with open(self._redis_password_file()) as f:
             return f.read().strip()
 
+    def _body_key_file(self):
+        """The key that seals sensitive bodies before Redis (shared by materializer and splicer)."""
+        path = os.path.join(self.dir, "redis-body-keys")
+        if not os.path.exists(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"local-1:{base64.b64encode(secrets.token_bytes(32)).decode()}\n")
+        return path
+
     def redis_auth_args(self):
-        """The services' flags for the stack's Redis: an ACL user with a password from a file."""
+        """The services' flags for the stack's Redis: an ACL user with a password from a file,
+        and the key that seals sensitive bodies."""
         return [f"--redis_address={self.redis}", f"--redis_username={self.REDIS_USER}",
-                f"--redis_password_file={self._redis_password_file()}"]
+                f"--redis_password_file={self._redis_password_file()}",
+                f"--redis_body_key_file={self._body_key_file()}"]
 
     def _start_redis(self):
         # No persistence, as in the stack's deployment: a restart comes back empty. The default

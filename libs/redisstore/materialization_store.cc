@@ -84,8 +84,23 @@ std::string GenerationId() {
   return absl::StrCat(absl::Hex(rng(), absl::kZeroPad16));
 }
 
-// Parses XRANGE/XREAD entries ([[id, [f, v, ...]], ...]) into `batch`, skipping malformed ones.
-absl::Status ParseEntries(const RedisReply& reply, StreamBatch& batch) {
+// A stored body as readers see it: opened when sealed. A sealed body without a cipher, or one
+// that does not open, is an error.
+absl::Status OpenBody(const BodyCipher* cipher, std::string& body, absl::string_view where) {
+  if (!BodyCipher::IsSealed(body)) return absl::OkStatus();
+  if (cipher == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": the body is sealed (a sensitive type) and no --redis_body_key_file is set"));
+  }
+  absl::StatusOr<std::string> opened = cipher->Open(body);
+  if (!opened.ok()) return core::Annotate(opened.status(), where);
+  body = std::move(*opened);
+  return absl::OkStatus();
+}
+
+// Parses XRANGE/XREAD entries ([[id, [f, v, ...]], ...]) into `batch`, skipping malformed ones;
+// sealed bodies are opened with `cipher`.
+absl::Status ParseEntries(const RedisReply& reply, StreamBatch& batch, const BodyCipher* cipher) {
   if (reply.IsNil()) return absl::OkStatus();
   if (!reply.IsArray()) {
     return absl::InternalError(
@@ -112,6 +127,7 @@ absl::Status ParseEntries(const RedisReply& reply, StreamBatch& batch) {
       ++batch.malformed;
       continue;
     }
+    RETURN_IF_ERROR(OpenBody(cipher, entry->object_json, absl::StrCat("stream entry ", *id)));
     batch.entries.push_back(std::move(*entry));
   }
   return absl::OkStatus();
@@ -333,6 +349,17 @@ constexpr DivertReason kDivertReasons[] = {
 
 }  // namespace
 
+absl::Status MaterializationStore::OpenStoredBody(std::string& body,
+                                                 absl::string_view where) const {
+  return OpenBody(cipher_, body, where);
+}
+
+absl::Status MaterializationStore::NoCipherError() const {
+  return absl::FailedPreconditionError(absl::StrCat(
+      keys_.base, ": a sensitive type's bodies are sealed before Redis and no --redis_body_key_file "
+                  "is set; nothing was written"));
+}
+
 absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& entry) {
   ASSIGN_OR_RETURN(std::vector<AppendResult> results,
                    AppendEntries(absl::MakeConstSpan(&entry, 1)));
@@ -347,6 +374,15 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendAll(
 absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
     absl::Span<const StreamEntry> entries) {
   for (const StreamEntry& entry : entries) RETURN_IF_ERROR(ValidateForAppend(entry));
+  std::vector<StreamEntry> sealed;
+  if (seal_) {
+    if (cipher_ == nullptr) return NoCipherError();
+    sealed.assign(entries.begin(), entries.end());
+    for (StreamEntry& entry : sealed) {
+      if (!entry.object_json.empty()) entry.object_json = cipher_->Seal(entry.object_json);
+    }
+    entries = absl::MakeConstSpan(sealed);
+  }
   std::vector<AppendResult> results(entries.size());
   for (size_t begin = 0; begin < entries.size();) {
     size_t end = begin, bytes = 0;
@@ -467,7 +503,7 @@ absl::StatusOr<StreamBatch> MaterializationStore::ReadAfter(StreamPosition after
   if (batch.mark.checkpoint) batch.behind_checkpoint = after < *batch.mark.checkpoint;
   if (start) {
     RETURN_IF_ERROR(replies[xrange].ErrorStatus());
-    RETURN_IF_ERROR(ParseEntries(replies[xrange], batch));
+    RETURN_IF_ERROR(ParseEntries(replies[xrange], batch, cipher_));
   }
   if (!top_known) {
     // A stream written before appends recorded their top: its real last ID, so a reader's head
@@ -575,6 +611,8 @@ absl::StatusOr<MaterializationView> MaterializationStore::Load() {
   }
   // Moved, not copied: a checkpoint of 100,000 objects is hundreds of MiB.
   for (size_t i = 0; i + 1 < flat.size(); i += 2) {
+    RETURN_IF_ERROR(OpenBody(cipher_, flat[i + 1].mutable_str(),
+                             absl::StrCat(keys_.checkpoint_items, " ", flat[i].str())));
     view.checkpoint_items.emplace_hint(view.checkpoint_items.end(),
                                        std::move(flat[i].mutable_str()),
                                        std::move(flat[i + 1].mutable_str()));
@@ -582,7 +620,7 @@ absl::StatusOr<MaterializationView> MaterializationStore::Load() {
   std::vector<RedisReply>().swap(flat);
   RETURN_IF_ERROR(replies[2].ErrorStatus());
   StreamBatch tail;
-  RETURN_IF_ERROR(ParseEntries(replies[2], tail));
+  RETURN_IF_ERROR(ParseEntries(replies[2], tail, cipher_));
   view.malformed = tail.malformed;
   for (StreamEntry& entry : tail.entries) {
     if (entry.position > *view.checkpoint) view.tail.push_back(std::move(entry));
@@ -603,6 +641,7 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
                                                           StreamPosition covered_through,
                                                           std::optional<StreamPosition> base,
                                                           const std::string& incarnation) {
+  if (seal_ && cipher_ == nullptr) return NoCipherError();
   const std::string staging = keys_.CheckpointStaging(GenerationId());
   // 1. Write the new generation beside the live one (readers keep seeing the old one).
   std::vector<RedisCommand> writes;
@@ -619,7 +658,7 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
   };
   for (const auto& [identity, json] : items) {
     hset.push_back(identity);
-    hset.push_back(json);
+    hset.push_back(seal_ ? cipher_->Seal(json) : json);
     batch_bytes += identity.size() + json.size();
     if ((hset.size() - 2) / 2 >= kStagingFieldsPerCommand ||
         batch_bytes >= kStagingBytesPerCommand) {

@@ -36,6 +36,7 @@
 #include "absl/types/span.h"
 #include "libs/core/stream_position.h"
 #include "libs/core/types.h"
+#include "libs/redisstore/body_cipher.h"
 #include "libs/redisstore/keys.h"
 #include "libs/redisstore/lineage.h"
 #include "libs/redisstore/redis_connection.h"
@@ -140,6 +141,19 @@ class MaterializationStore {
   // Appends, swaps and compactions through this store keep the tracker up to date.
   void GuardAppends(LineageTracker* tracker) { guard_ = tracker; }
 
+  // Sensitive bodies (body_cipher.h). With `seal`, every body this store writes (stream entries,
+  // checkpoints, compactions) is sealed with `cipher`; a sealed write without a cipher fails
+  // with FailedPrecondition, so a sensitive type is never stored in plaintext. Reads open every
+  // sealed body they meet, whatever `seal` says (a type may have been sensitive before); one
+  // that cannot be opened fails the read (never skipped: it would look deleted). Not owned.
+  void UseBodyCipher(const BodyCipher* cipher, bool seal) {
+    cipher_ = cipher;
+    seal_ = seal;
+  }
+  // A body read from this materialization's keys by hand (XREVRANGE, HGET), opened as the
+  // store's own reads open it; `where` names it in errors.
+  absl::Status OpenStoredBody(std::string& body, absl::string_view where) const;
+
   // Appends at `<rv>-<next seq>` (an RV-less entry at the stream top's RV), or diverts.
   // Retrying after a lost reply is safe: the repeat is diverted as kDuplicateOfStreamTop.
   // InvalidArgument for an entry without a name, or an upsert without a body.
@@ -211,6 +225,7 @@ class MaterializationStore {
   absl::Status Release();
 
  private:
+  absl::Status NoCipherError() const;
   // Append/AppendAll: chunks of entries, one optimistic transaction each.
   absl::StatusOr<std::vector<AppendResult>> AppendEntries(absl::Span<const StreamEntry> entries);
   absl::Status AppendChunk(absl::Span<const StreamEntry> entries, absl::Span<AppendResult> results);
@@ -228,6 +243,8 @@ class MaterializationStore {
   std::string index_key_;
   std::function<void()> before_append_commit_for_testing_;
   LineageTracker* guard_ = nullptr;
+  const BodyCipher* cipher_ = nullptr;
+  bool seal_ = false;
 };
 
 // Waits until at least one of `streams` (stream key, reader position) has an entry after its

@@ -8,6 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/fixtures/redis_server.h"
 #include "libs/redisstore/test_redis.h"
@@ -801,6 +805,95 @@ TEST_F(MaterializationStoreTest, StateIndexAndRelease) {
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->size(), 1u);
   EXPECT_EQ((*after)[0].member.group_resource, "apps/deployments");
+}
+
+}  // namespace
+}  // namespace reverser::redisstore
+
+namespace reverser::redisstore {
+namespace {
+
+// Every value of every key under the prefix, as Redis holds it (strings, hashes, streams).
+std::string EverythingStored(testing::RedisServer& server) {
+  std::string all;
+  auto keys = server.Cli({"--scan", "--pattern", "reverser:*"});
+  if (!keys.ok()) return "<scan failed>";
+  for (absl::string_view key : absl::StrSplit(*keys, '\n', absl::SkipEmpty())) {
+    const std::string k(key);
+    auto type = server.Cli({"TYPE", k});
+    const std::string t = type.ok() ? std::string(absl::StripAsciiWhitespace(*type)) : "";
+    absl::StatusOr<std::string> value =
+        t == "hash"     ? server.Cli({"HGETALL", k})
+        : t == "stream" ? server.Cli({"XRANGE", k, "-", "+"})
+        : t == "string" ? server.Cli({"GET", k})
+                        : absl::StatusOr<std::string>(t);
+    absl::StrAppend(&all, k, "\n", value.value_or("<unreadable>"), "\n");
+  }
+  return all;
+}
+
+TEST(SealedBodiesTest, ASensitiveMaterializationHoldsNoPlaintextAndReadsBackWhole) {
+  auto server = testing::RedisServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto conn = ConnectTo(**server);
+  ASSERT_TRUE(conn.ok());
+  auto cipher = BodyCipher::FromKeys({{"k1", std::string(32, 'k')}});
+  ASSERT_TRUE(cipher.ok());
+  const core::GroupVersionResource secrets{"", "v1", "secrets"};
+  MaterializationStore store(conn->get(), KeyPrefix::Default(), secrets,
+                             core::WatchScope::Namespace("team"));
+  store.UseBodyCipher(cipher->get(), /*seal=*/true);
+  auto body = [](const std::string& name, const std::string& rv) {
+    return absl::StrCat(R"({"kind":"Secret","metadata":{"name":")", name,
+                        R"(","resourceVersion":")", rv, R"("},"data":{"k":"TUFSS0VSLXNlY3JldA=="}})");
+  };
+  ASSERT_TRUE(store.ReplaceCheckpoint({{"team/a", body("a", "5")}}, StreamPosition::EndOf(5)).ok());
+  StreamEntry change;
+  change.op = ChangeOp::kModified;
+  change.uid = "uid-b";
+  change.namespace_ = "team";
+  change.name = "b";
+  change.resource_version = "6";
+  change.object_json = body("b", "6");
+  auto appended = store.Append(change);
+  ASSERT_TRUE(appended.ok() && appended->appended) << appended.status();
+  // A retried append (its reply lost) is still recognised as the duplicate it is.
+  auto again = store.Append(change);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->diverted, DivertReason::kDuplicateOfStreamTop);
+
+  const std::string stored = EverythingStored(**server);
+  EXPECT_FALSE(absl::StrContains(stored, "TUFSS0VSLXNlY3JldA")) << stored;
+  EXPECT_FALSE(absl::StrContains(stored, "\"kind\":\"Secret\"")) << stored;
+  EXPECT_TRUE(absl::StrContains(stored, "rvenc1:k1:")) << stored;
+
+  auto view = store.Load();
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->Fold(), (ObjectMap{{"team/a", body("a", "5")}, {"team/b", body("b", "6")}}));
+  auto tail = store.ReadAfter(StreamPosition::EndOf(5), 10);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  ASSERT_EQ(tail->entries.size(), 1u);
+  EXPECT_EQ(tail->entries[0].object_json, body("b", "6"));
+
+  // A compaction keeps them sealed.
+  auto compacted = store.Compact();
+  ASSERT_TRUE(compacted.ok() && compacted->compacted) << compacted.status();
+  EXPECT_FALSE(absl::StrContains(EverythingStored(**server), "TUFSS0VSLXNlY3JldA"));
+  EXPECT_EQ(store.Load()->Fold().size(), 2u);
+
+  // A reader without the key fails clearly instead of seeing objects vanish; a writer without
+  // it writes nothing.
+  MaterializationStore keyless(conn->get(), KeyPrefix::Default(), secrets,
+                               core::WatchScope::Namespace("team"));
+  EXPECT_EQ(keyless.Load().status().code(), absl::StatusCode::kFailedPrecondition);
+  keyless.UseBodyCipher(nullptr, /*seal=*/true);
+  change.resource_version = "7";
+  EXPECT_EQ(keyless.Append(change).status().code(), absl::StatusCode::kFailedPrecondition);
+  auto other_key = BodyCipher::FromKeys({{"k2", std::string(32, 'z')}});
+  keyless.UseBodyCipher(other_key->get(), /*seal=*/false);
+  absl::Status wrong = keyless.Load().status();
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(wrong.message(), "\"k1\"")) << wrong;
 }
 
 }  // namespace

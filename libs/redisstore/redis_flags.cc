@@ -20,6 +20,10 @@ ABSL_FLAG(std::string, reference_key_prefix, "",
 
 ABSL_FLAG(std::string, redis_username, "",
           "Redis ACL user to authenticate as (Redis 6+); empty: the default user.");
+ABSL_FLAG(std::string, redis_body_key_file, "",
+          "Keys that seal sensitive objects' bodies (Secrets, configured types) before they are "
+          "written to Redis: lines `<key id>:<base64 of 32 bytes>`, the first sealing "
+          "(docs/security.md). Empty: a sensitive type is not materialized.");
 ABSL_FLAG(std::string, redis_password_file, "",
           "File holding the Redis password (a mounted Secret; trailing newlines are ignored). "
           "Empty: no AUTH.");
@@ -47,6 +51,11 @@ absl::StatusOr<RedisSettings> RedisSettingsFromFlags() {
   if (!options.ok()) return core::Annotate(options.status(), "--redis_address");
   settings.options = *options;
   settings.options.username = absl::GetFlag(FLAGS_redis_username);
+  if (const std::string keys = absl::GetFlag(FLAGS_redis_body_key_file); !keys.empty()) {
+    auto cipher = BodyCipher::FromKeyFile(keys);
+    if (!cipher.ok()) return core::Annotate(cipher.status(), "--redis_body_key_file");
+    settings.body_cipher = std::move(*cipher);
+  }
   if (const std::string file = absl::GetFlag(FLAGS_redis_password_file); !file.empty()) {
     ASSIGN_OR_RETURN(settings.options.password, ReadRedisPassword(file));
   } else if (!settings.options.username.empty()) {

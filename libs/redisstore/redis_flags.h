@@ -6,6 +6,9 @@
 // shared with gitops-reverser).
 
 #include "absl/status/statusor.h"
+#include <memory>
+
+#include "libs/redisstore/body_cipher.h"
 #include "libs/redisstore/keys.h"
 #include "libs/redisstore/redis_connection.h"
 
@@ -14,6 +17,8 @@ namespace reverser::redisstore {
 struct RedisSettings {
   RedisOptions options;
   KeyPrefix prefix = KeyPrefix::Default();
+  // From --redis_body_key_file: seals sensitive bodies before Redis; null when unset.
+  std::shared_ptr<const BodyCipher> body_cipher;
 };
 
 // InvalidArgument naming the flag when a value is malformed (or the password file unreadable).

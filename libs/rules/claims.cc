@@ -33,7 +33,7 @@ std::vector<Claim> ComputeClaims(const std::vector<const WatchedTypeTable*>& tab
   std::vector<Claim> out;
   out.reserve(wanted.size());
   for (const auto& [key, type] : wanted) {
-    out.push_back({type->gvk, key.first, type->scope, key.second});
+    out.push_back({type->gvk, key.first, type->scope, key.second, type->sensitive});
   }
   return out;  // map order: sorted by GVR, then scope
 }
@@ -43,7 +43,7 @@ bool ClaimTracker::Update(const std::vector<const WatchedTypeTable*>& tables) {
   bool same = next.size() == claims_.size();
   for (size_t i = 0; same && i < next.size(); ++i) {
     same = next[i] == claims_[i] && next[i].gvk == claims_[i].gvk &&
-           next[i].type_scope == claims_[i].type_scope;
+           next[i].type_scope == claims_[i].type_scope && next[i].sensitive == claims_[i].sensitive;
   }
   if (same) return false;
   claims_ = std::move(next);

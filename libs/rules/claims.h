@@ -28,6 +28,7 @@ struct Claim {
   core::GroupVersionResource gvr;
   core::Scope type_scope = core::Scope::kNamespaced;
   core::WatchScope scope;  // cluster-wide or one namespace
+  bool sensitive = false;  // the registry's verdict: its bodies are sealed in Redis
 
   // Claims are identified by (GVR, scope); the kind and type scope ride along.
   bool operator==(const Claim& o) const { return gvr == o.gvr && scope == o.scope; }

@@ -1,6 +1,7 @@
 #include "libs/rules/claims.h"
 
 #include "gtest/gtest.h"
+#include "libs/rules/proto_convert.h"
 #include "libs/rules/table_store.h"
 #include "libs/rules/test_registry.h"
 
@@ -57,6 +58,19 @@ TEST_F(ClaimsTest, UnionOverTablesWithGenerationOnChangeOnly) {
   Rule("team-a", "r2", {"configmaps"});
   EXPECT_FALSE(Update());
   EXPECT_EQ(tracker_.generation(), 1u);
+}
+
+TEST_F(ClaimsTest, AClaimCarriesItsTypesSensitivityToTheWire) {
+  Rule("team-a", "r1", {"configmaps", "secrets"});
+  EXPECT_TRUE(Update());
+  ASSERT_EQ(Names(tracker_.claims()),
+            (std::vector<std::string>{"v1/configmaps ns:team-a", "v1/secrets ns:team-a"}));
+  EXPECT_FALSE(tracker_.claims()[0].sensitive);
+  EXPECT_TRUE(tracker_.claims()[1].sensitive);
+  reverser::v1::ClaimSet wire = ToProto(tracker_.claims(), tracker_.generation());
+  EXPECT_FALSE(wire.claims(0).sensitive());
+  EXPECT_TRUE(wire.claims(1).sensitive());
+  EXPECT_TRUE(FromProto(wire)[1].sensitive);
 }
 
 // Another target's ClusterWatchRule never widens a namespaced rule's watch: the namespace

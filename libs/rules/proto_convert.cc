@@ -79,6 +79,7 @@ reverser::v1::Claim ToProto(const Claim& claim) {
   reverser::v1::Claim out;
   *out.mutable_type() = Identity(claim.gvk, claim.gvr, claim.type_scope);
   *out.mutable_scope() = core::ToProto(claim.scope);
+  out.set_sensitive(claim.sensitive);
   return out;
 }
 
@@ -129,7 +130,7 @@ WatchedTypeTable FromProto(const reverser::v1::WatchedTypeTable& table) {
 
 Claim FromProto(const reverser::v1::Claim& claim) {
   return {core::FromProto(claim.type().gvk()), core::FromProto(claim.type().gvr()),
-          ScopeFromProto(claim.type().scope()), core::FromProto(claim.scope())};
+          ScopeFromProto(claim.type().scope()), core::FromProto(claim.scope()), claim.sensitive()};
 }
 
 std::vector<Claim> FromProto(const reverser::v1::ClaimSet& claims) {

@@ -17,8 +17,20 @@ constexpr int kLookupBatch = 256;
 
 AuditStreamWriter::AuditStreamWriter(redisstore::RedisOptions options,
                                      redisstore::KeyPrefix prefix, ClaimRegistry* claims,
-                                     runtime::MetricsRegistry* metrics)
-    : options_(std::move(options)), prefix_(std::move(prefix)), claims_(claims), metrics_(metrics) {}
+                                     runtime::MetricsRegistry* metrics,
+                                     const redisstore::BodyCipher* body_cipher)
+    : options_(std::move(options)),
+      prefix_(std::move(prefix)),
+      claims_(claims),
+      metrics_(metrics),
+      body_cipher_(body_cipher) {}
+
+redisstore::MaterializationStore AuditStreamWriter::StoreFor(const ClaimKey& claim,
+                                                             const ClaimRegistry::Reader& claims) {
+  redisstore::MaterializationStore store(redis_.get(), prefix_, claim.first, claim.second);
+  store.UseBodyCipher(body_cipher_, claims.Sensitive(claim));
+  return store;
+}
 
 void AuditStreamWriter::Count(const core::GroupVersionResource& gvr, absl::string_view outcome) {
   metrics_
@@ -53,7 +65,10 @@ absl::StatusOr<AuditStreamWriter::LastKnown> AuditStreamWriter::FindLastKnown(
       if (!entry.ok() || entry->Identity() != identity) continue;
       LastKnown found;
       found.deleted = entry->op == redisstore::ChangeOp::kDeleted;
-      if (!found.deleted) found.body = entry->object_json;
+      if (!found.deleted) {
+        RETURN_IF_ERROR(store.OpenStoredBody(entry->object_json, *id));
+        found.body = entry->object_json;
+      }
       return found;
     }
     if (reply.elements().size() < static_cast<size_t>(kLookupBatch) || last_id.empty()) break;
@@ -62,6 +77,7 @@ absl::StatusOr<AuditStreamWriter::LastKnown> AuditStreamWriter::FindLastKnown(
   ASSIGN_OR_RETURN(redisstore::RedisReply item,
                    redis_->Command({"HGET", store.keys().checkpoint_items, identity}));
   ASSIGN_OR_RETURN(std::optional<std::string> body, item.AsOptionalString());
+  if (body) RETURN_IF_ERROR(store.OpenStoredBody(*body, identity));
   LastKnown found;
   found.body = std::move(body);
   return found;
@@ -84,7 +100,7 @@ absl::Status AuditStreamWriter::Append(
   std::map<ClaimKey, Pending> pending;
   auto flush = [&]() -> absl::Status {
     for (auto& [target, batch] : pending) {
-      redisstore::MaterializationStore store(redis_.get(), prefix_, target.first, target.second);
+      redisstore::MaterializationStore store = StoreFor(target, claims);
       ASSIGN_OR_RETURN(std::vector<redisstore::AppendResult> results,
                        store.AppendAll(batch.entries));
       for (size_t i = 0; i < results.size(); ++i) {
@@ -130,8 +146,7 @@ absl::Status AuditStreamWriter::Append(
         if (change.body_from_materialization) {
           // The last known body must include this request's earlier changes.
           RETURN_IF_ERROR(flush());
-          redisstore::MaterializationStore store(redis_.get(), prefix_, target.first,
-                                                 target.second);
+          redisstore::MaterializationStore store = StoreFor(target, claims);
           ASSIGN_OR_RETURN(LastKnown last, FindLastKnown(store, entry.Identity()));
           if (last.deleted || !last.body) {
             Count(change.gvr, last.deleted ? "skipped_already_deleted" : "skipped_unknown_object");

@@ -28,8 +28,10 @@ namespace reverser::materializer {
 
 class AuditStreamWriter final : public StreamSink {
  public:
+  // `body_cipher` seals the bodies of sensitive claims (may be null: their writes then fail).
   AuditStreamWriter(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
-                    ClaimRegistry* claims, runtime::MetricsRegistry* metrics);
+                    ClaimRegistry* claims, runtime::MetricsRegistry* metrics,
+                    const redisstore::BodyCipher* body_cipher = nullptr);
   absl::Status Append(const std::vector<const audit::AuditEvent*>& accepted_events) override;
 
  private:
@@ -42,11 +44,14 @@ class AuditStreamWriter final : public StreamSink {
   absl::StatusOr<LastKnown> FindLastKnown(redisstore::MaterializationStore& store,
                                           const std::string& identity);
   void Count(const core::GroupVersionResource& gvr, absl::string_view outcome);
+  redisstore::MaterializationStore StoreFor(const ClaimKey& claim,
+                                            const ClaimRegistry::Reader& claims);
 
   redisstore::RedisOptions options_;
   redisstore::KeyPrefix prefix_;
   ClaimRegistry* claims_;
   runtime::MetricsRegistry* metrics_;
+  const redisstore::BodyCipher* body_cipher_;
   std::mutex mu_;
   std::unique_ptr<redisstore::RedisConnection> redis_;  // connected lazily, guarded by mu_
 };

@@ -32,9 +32,10 @@ bool ClaimRegistry::TakeRelistRequest(const ClaimKey& claim) {
   return relist_requests_.erase(claim) > 0;
 }
 
-void ClaimRegistry::Replace(std::vector<ClaimKey> claims) {
+void ClaimRegistry::Replace(std::vector<ClaimKey> claims, std::set<ClaimKey> sensitive) {
   std::unique_lock lock(mu_);
   claims_ = std::move(claims);
+  sensitive_ = std::move(sensitive);
 }
 
 }  // namespace reverser::materializer

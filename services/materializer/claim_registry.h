@@ -30,6 +30,8 @@ class ClaimRegistry {
     // version has a body in that version, which the claim's stream must not carry).
     std::vector<ClaimKey> MatchAnyVersion(const core::GroupVersionResource& gvr,
                                           absl::string_view ns) const;
+    // Whether `claim` is of a sensitive type (its bodies are sealed in Redis).
+    bool Sensitive(const ClaimKey& claim) const { return registry_.sensitive_.count(claim) > 0; }
 
    private:
     friend class ClaimRegistry;
@@ -40,7 +42,8 @@ class ClaimRegistry {
   };
 
   Reader Read() const { return Reader(*this); }
-  void Replace(std::vector<ClaimKey> claims);
+  // `sensitive`: the claims among them whose bodies are sealed in Redis.
+  void Replace(std::vector<ClaimKey> claims, std::set<ClaimKey> sensitive = {});
 
   // Audit intake: the audit log could not deliver a change of `claim` (no body, a scale write,
   // another version, an entry diverted for its order); its worker LISTs early instead of waiting
@@ -52,6 +55,7 @@ class ClaimRegistry {
  private:
   mutable std::shared_mutex mu_;
   std::vector<ClaimKey> claims_;
+  std::set<ClaimKey> sensitive_;
   std::mutex relist_mu_;
   std::set<ClaimKey> relist_requests_;  // guarded by relist_mu_
 };

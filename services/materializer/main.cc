@@ -216,15 +216,18 @@ class App final : public runtime::ServiceApp {
     auto client = client_;
     base.redis = redis;
     base.prefix = prefix;
+    body_cipher_ = settings->body_cipher;
+    base.body_cipher = body_cipher_.get();
     base.compact_after_entries = absl::GetFlag(FLAGS_compact_after_entries);
     base.use_watch_list = absl::GetFlag(FLAGS_use_watch_list);
     host.SetDetail("intake", absl::GetFlag(FLAGS_intake));
     base.relist_requests = &claims_registry_;
     options.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
-                                                  const core::WatchScope& scope) {
+                                                  const core::WatchScope& scope, bool sensitive) {
       TypeMaterializerOptions o = base;
       o.gvr = gvr;
       o.scope = scope;
+      o.sensitive = sensitive;
       return std::make_unique<TypeMaterializer>(client, o, metrics);
     };
     runtime::ServiceHost* h = &host;
@@ -261,7 +264,7 @@ class App final : public runtime::ServiceApp {
       fact_sink_ = std::make_unique<RedisFactSink>(redis, prefix, absl::GetFlag(FLAGS_author_fact_ttl));
       if (base.intake == Intake::kAudit) {
         stream_writer_ = std::make_unique<AuditStreamWriter>(redis, prefix, &claims_registry_,
-                                                             &host.metrics());
+                                                             &host.metrics(), body_cipher_.get());
       }
       intake_options.fact_index_size_interval = absl::GetFlag(FLAGS_fact_index_size_interval);
       if (intake_options.fact_index_size_interval < absl::ZeroDuration()) {
@@ -308,6 +311,7 @@ class App final : public runtime::ServiceApp {
 
  private:
   std::shared_ptr<kube::RestClient> client_;
+  std::shared_ptr<const redisstore::BodyCipher> body_cipher_;
   ClaimRegistry claims_registry_;
   caf::actor supervisor_;
   std::unique_ptr<catalogclient::StreamFollower<reverser::v1::ClaimSet>> claims_;

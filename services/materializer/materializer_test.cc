@@ -436,7 +436,8 @@ TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes
   auto base = Options();
   auto client = client_;
   auto* metrics = &metrics_;
-  options.make_worker = [=](const core::GroupVersionResource& gvr, const core::WatchScope& scope) {
+  options.make_worker = [=](const core::GroupVersionResource& gvr, const core::WatchScope& scope,
+                            bool /*sensitive*/) {
     TypeMaterializerOptions o = base;
     o.gvr = gvr;
     o.scope = scope;

@@ -1,5 +1,6 @@
 #include "services/materializer/supervisor.h"
 
+#include <set>
 #include <map>
 #include <optional>
 
@@ -19,6 +20,7 @@ reverser::v1::MaterializationPhase PhaseOf(const std::string& phase) {
 
 caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
   std::map<ClaimKey, std::unique_ptr<TypeMaterializer>> workers;
+  std::map<ClaimKey, bool> sensitivity;  // of each worker's claim, as it was started
   bool running = true;
   self->receive_while([&] { return running; })(
       [&](caf::exit_msg&) { running = false; },
@@ -28,20 +30,36 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           runtime::LogError("malformed claim set ignored");
           return;
         }
-        std::map<ClaimKey, bool> wanted;
+        std::map<ClaimKey, bool> wanted;  // claim -> sensitive
         for (const auto& claim : set.claims()) {
-          wanted[{core::FromProto(claim.type().gvr()), core::FromProto(claim.scope())}] = true;
+          wanted[{core::FromProto(claim.type().gvr()), core::FromProto(claim.scope())}] =
+              claim.sensitive();
         }
         if (options.registry) {
           // Before any release: once this returns, the audit intake no longer writes to a
           // withdrawn claim's keys.
           std::vector<ClaimKey> keys;
-          for (const auto& [key, unused] : wanted) keys.push_back(key);
-          options.registry->Replace(std::move(keys));
+          std::set<ClaimKey> sensitive;
+          for (const auto& [key, is_sensitive] : wanted) {
+            keys.push_back(key);
+            if (is_sensitive) sensitive.insert(key);
+          }
+          options.registry->Replace(std::move(keys), std::move(sensitive));
         }
         for (auto it = workers.begin(); it != workers.end();) {
-          if (wanted.count(it->first)) {
+          auto want = wanted.find(it->first);
+          if (want != wanted.end() && want->second == sensitivity[it->first]) {
             ++it;
+            continue;
+          }
+          if (want != wanted.end()) {
+            // Became (or stopped being) sensitive: a new worker rebuilds it sealed (or not).
+            runtime::LogInfo("claim sensitivity changed", {{"type", it->second->Name()},
+                                                          {"sensitive", want->second}});
+            if (auto s = it->second->StopAndRelease(); !s.ok()) {
+              runtime::LogWarning("release failed", {{"error", s.ToString()}});
+            }
+            it = workers.erase(it);
             continue;
           }
           runtime::LogInfo("claim withdrawn", {{"type", it->second->Name()}});
@@ -54,9 +72,10 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           }
           it = workers.erase(it);
         }
-        for (const auto& [key, unused] : wanted) {
+        for (const auto& [key, is_sensitive] : wanted) {
           if (workers.count(key)) continue;
-          auto worker = options.make_worker(key.first, key.second);
+          sensitivity[key] = is_sensitive;
+          auto worker = options.make_worker(key.first, key.second, is_sensitive);
           runtime::LogInfo("claim started", {{"type", worker->Name()}});
           worker->Start();
           workers.emplace(key, std::move(worker));

@@ -23,9 +23,8 @@ using list_atom = caf::atom_constant<caf::atom("list")>;
 using compact_atom = caf::atom_constant<caf::atom("compact")>;
 
 // Builds a worker for a claim (injectable for tests).
-using WorkerFactory =
-    std::function<std::unique_ptr<TypeMaterializer>(const core::GroupVersionResource&,
-                                                    const core::WatchScope&)>;
+using WorkerFactory = std::function<std::unique_ptr<TypeMaterializer>(
+    const core::GroupVersionResource&, const core::WatchScope&, bool sensitive)>;
 
 struct SupervisorOptions {
   WorkerFactory make_worker;

@@ -80,9 +80,7 @@ absl::Status TypeMaterializer::StopAndRelease() {
   Stop();
   auto redis = redisstore::RedisConnection::Connect(options_.redis);
   if (!redis.ok()) return redis.status();
-  redisstore::MaterializationStore store(redis->get(), options_.prefix, options_.gvr,
-                                         options_.scope);
-  return store.Release();
+  return StoreOn(redis->get()).Release();
 }
 
 TypeMaterializerStatus TypeMaterializer::Status() const {
@@ -217,8 +215,7 @@ void TypeMaterializer::Run() {
       WithRetry("connect", [&] { return redisstore::RedisConnection::Connect(options_.redis); });
   if (!redis.ok()) return;  // stopping
   redis_ = std::move(*redis);
-  store_ = std::make_unique<redisstore::MaterializationStore>(redis_.get(), options_.prefix,
-                                                              options_.gvr, options_.scope);
+  store_ = std::make_unique<redisstore::MaterializationStore>(StoreOn(redis_.get()));
   store_->GuardAppends(&lineage_);
   auto mark = WithRetry("read checkpoint", [&] { return store_->ReadMark(); });
   if (!mark.ok()) return;
@@ -609,8 +606,7 @@ void TypeMaterializer::CheckStateWhileIdle() {
     if (!redis.ok()) return;  // Redis down: looked at again next time
     check_redis_ = std::move(*redis);
   }
-  redisstore::MaterializationStore store(check_redis_.get(), options_.prefix, options_.gvr,
-                                         options_.scope);
+  redisstore::MaterializationStore store = StoreOn(check_redis_.get());
   if (auto loss = CheckState(store)) OnStateLost(*loss);
 }
 
@@ -715,8 +711,13 @@ absl::StatusOr<redisstore::MaterializationStore> TypeMaterializer::AdminStore() 
   if (!admin_redis_) {
     ASSIGN_OR_RETURN(admin_redis_, redisstore::RedisConnection::Connect(options_.redis));
   }
-  return redisstore::MaterializationStore(admin_redis_.get(), options_.prefix, options_.gvr,
-                                          options_.scope);
+  return StoreOn(admin_redis_.get());
+}
+
+redisstore::MaterializationStore TypeMaterializer::StoreOn(redisstore::RedisConnection* redis) const {
+  redisstore::MaterializationStore store(redis, options_.prefix, options_.gvr, options_.scope);
+  store.UseBodyCipher(options_.body_cipher, options_.sensitive);
+  return store;
 }
 
 absl::StatusOr<redisstore::CompactionResult> TypeMaterializer::CompactNow() {

@@ -86,6 +86,10 @@ struct TypeMaterializerOptions {
   int64_t list_page_size = 500;
   // How often the keys are checked for lost state when no append checks them.
   absl::Duration state_check_interval = absl::Seconds(5);
+  // A sensitive type's bodies are sealed with `body_cipher` before Redis; without a cipher its
+  // writes fail (nothing sensitive is stored in plaintext). Not owned.
+  bool sensitive = false;
+  const redisstore::BodyCipher* body_cipher = nullptr;
 };
 
 // The status reason while a materialization is rebuilt after its Redis state was lost.
@@ -161,6 +165,8 @@ class TypeMaterializer : private kube::WatchHandler {
   void CountCompaction(const redisstore::CompactionResult& result);
   // A store on the admin connection (opened on first use); call with admin_mu_ held.
   absl::StatusOr<redisstore::MaterializationStore> AdminStore();
+  // This claim's store on `redis`, sealing bodies when the type is sensitive.
+  redisstore::MaterializationStore StoreOn(redisstore::RedisConnection* redis) const;
   void OnEvent(const kube::ReflectorEvent& event) override;
   void OnError(const absl::Status& status) override;
   void OnRefused(kube::ReflectorEventType type, const kube::RefusedObject& object,

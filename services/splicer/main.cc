@@ -148,6 +148,8 @@ class App final : public runtime::ServiceApp {
     TargetManagerOptions options;
     options.stream_defaults.redis = redis;
     options.stream_defaults.prefix = prefix;
+    body_cipher_ = settings->body_cipher;
+    options.stream_defaults.body_cipher = body_cipher_.get();
     options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
     options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
     options.stream_defaults.cursor_ttl = absl::GetFlag(FLAGS_delivery_cursor_ttl);
@@ -245,6 +247,7 @@ class App final : public runtime::ServiceApp {
     }
   }
 
+  std::shared_ptr<const redisstore::BodyCipher> body_cipher_;
   std::unique_ptr<DeliveryClient> delivery_;
   std::unique_ptr<TargetManager> manager_;
   std::shared_ptr<reverser::v1::Catalog::Stub> catalog_stub_;

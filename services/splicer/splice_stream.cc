@@ -586,6 +586,7 @@ absl::Status SpliceStream::Session() {
   const auto gvr = core::FromProto(options_.claim.type().gvr());
   const auto scope = core::FromProto(options_.claim.scope());
   redisstore::MaterializationStore store(redis_.get(), options_.prefix, gvr, scope);
+  store.UseBodyCipher(options_.body_cipher, options_.scope.sensitive);
   pending_.clear();
   dedup_.clear();
   if (options_.refusals != nullptr) options_.refusals->ResetStream(options_.target, options_.claim);

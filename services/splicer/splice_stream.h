@@ -64,6 +64,8 @@ struct SpliceStreamOptions {
   TargetScope scope;
   redisstore::RedisOptions redis;
   redisstore::KeyPrefix prefix = redisstore::KeyPrefix::Default();
+  // Opens sealed bodies (sensitive types) and seals what a sensitive stream compacts. Not owned.
+  const redisstore::BodyCipher* body_cipher = nullptr;
   absl::Duration attribution_grace = redisstore::kDefaultAttributionGrace;
   // Fact lookups for a waiting event start `attribution_first_poll` after it arrived and back off
   // by doubling to at most `attribution_poll` (the reference's fixed 150 ms): a fact usually

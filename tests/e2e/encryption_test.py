@@ -96,6 +96,20 @@ class QuickstartEncryption(unittest.TestCase):
             return c is not None and c["status"] == status and c["reason"] == reason
         local_stack.wait_until(holds, timeout, f"{kind} {name} {type_}={status} ({reason})", poll=0.1)
 
+    def everything_in_redis(self):
+        """Every value of every key, as Redis holds it."""
+        out = []
+        keys = self.stack.redis_cli("--scan").stdout.split()
+        for key in keys:
+            kind = self.stack.redis_cli("TYPE", key).stdout.strip()
+            read = {"string": ["GET", key], "hash": ["HGETALL", key], "stream": ["XRANGE", key, "-", "+"],
+                    "set": ["SMEMBERS", key], "zset": ["ZRANGE", key, "0", "-1"],
+                    "list": ["LRANGE", key, "0", "-1"]}.get(kind)
+            out.append(key)
+            if read:
+                out.append(self.stack.redis_cli(*read).stdout)
+        return "\n".join(out)
+
     def backup_warnings(self):
         return self.stack.logs("catalog").count(BACKUP_WARNING)
 
@@ -169,6 +183,34 @@ class QuickstartEncryption(unittest.TestCase):
             ciphertext, iv, tag = (base64.b64decode(g) for g in match.groups())
             opened[key] = AESGCM(data_key).decrypt(iv, ciphertext + tag, f"data:{key}:".encode()).decode()
         self.assertEqual(opened, self.get("secret", "db-credentials")["data"])
+
+        # Nowhere outside the API server in plaintext: a marker in data, stringData and an
+        # annotation shows in no Redis value, no log line and no metric; its data and stringData
+        # forms in no Git object (metadata stays readable in a SOPS file, as the reference
+        # writes it: encrypted_regex covers data and stringData only).
+        marker = "marker-" + base64.b32encode(os.urandom(10)).decode().lower()
+        stack.kubectl("apply", "-f", "-", user="alice", input=json.dumps(
+            {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": {"name": "marked", "namespace": NS, "annotations": {"note": marker}},
+             "data": {"d": base64.b64encode(marker.encode()).decode()},
+             "stringData": {"s": marker + "-string"}}))
+        stack.wait_for_file(f"{PATH}/{NS}/secrets/marked.sops.yaml")
+        forms = [marker, base64.b64encode(marker.encode()).decode(),
+                 base64.b64encode((marker + "-string").encode()).decode()]
+        redis = self.everything_in_redis()
+        self.assertIn("rvenc1:", redis)  # the Secrets' materialization is there, sealed
+        history = stack.git("log", "-p", "--all")
+        objects = local_stack.run(["git", "-C", stack.remote, "cat-file", "--batch-all-objects",
+                                   "--batch"], errors="replace").stdout
+        for i, form in enumerate(forms):
+            self.assertNotIn(form, redis)
+            for name in stack.procs:
+                self.assertNotIn(form, stack.logs(name), name)
+            for service in ("catalog", "materializer", "splicer", "gitworker"):
+                self.assertNotIn(form, stack.metrics(service), service)
+            if i > 0:  # the base64 forms are what data and stringData hold
+                self.assertNotIn(form, history)
+                self.assertNotIn(form, objects)
 
         # The backup warning: logged on each read of the Secret while the annotation remains
         # (a restarted catalog reads it at once), not on every event.
