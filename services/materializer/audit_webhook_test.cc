@@ -136,6 +136,15 @@ TEST(AuditWebhookServerTest, RequiresTlsMaterialUnlessInsecure) {
   EXPECT_TRUE(absl::StrContains(started.status().message(), "--audit_insecure"));
 }
 
+// The webhook on a free loopback port with mTLS from `pki` (client certificates required).
+AuditWebhookOptions MutualTlsOn(const testing::TestPki& pki) {
+  AuditWebhookOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  options.tls = {pki.server_cert, pki.server_key, pki.ca_cert};
+  return options;
+}
+
 TEST(AuditWebhookServerTest, MutualTlsAcceptsTheClientCertAndRefusesOthers) {
   testing::ScopedTempDir dir("pki");
   auto pki = testing::MakeTestPki(dir.path());
@@ -143,11 +152,8 @@ TEST(AuditWebhookServerTest, MutualTlsAcceptsTheClientCertAndRefusesOthers) {
   RecordingSink sink;
   runtime::MetricsRegistry metrics;
   AuditIntake intake(&sink, &metrics);
-  AuditWebhookOptions options;
-  options.listen_address = "127.0.0.1";
-  options.port = 0;
+  AuditWebhookOptions options = MutualTlsOn(*pki);
   options.max_body_bytes = 64 * 1024;
-  options.tls = {pki->server_cert, pki->server_key, pki->ca_cert};
   AuditWebhookServer server(options, &intake);
   auto port = server.Start();
   ASSERT_TRUE(port.ok()) << port.status();
@@ -212,10 +218,7 @@ TEST(AuditWebhookServerTest, AClientIsAllowedByASubjectAlternativeNameOrByTheWil
     RecordingSink sink;
     runtime::MetricsRegistry metrics;
     AuditIntake intake(&sink, &metrics);
-    AuditWebhookOptions options;
-    options.listen_address = "127.0.0.1";
-    options.port = 0;
-    options.tls = {pki->server_cert, pki->server_key, pki->ca_cert};
+    AuditWebhookOptions options = MutualTlsOn(*pki);
     options.allowed_client_names = allowed;
     AuditWebhookServer server(options, &intake);
     auto port = server.Start();
@@ -226,8 +229,7 @@ TEST(AuditWebhookServerTest, AClientIsAllowedByASubjectAlternativeNameOrByTheWil
     EXPECT_EQ(res->status, want) << allowed[0] << ": " << res->body;
     server.Stop();
   }
-  AuditWebhookOptions none;
-  none.tls = {pki->server_cert, pki->server_key, pki->ca_cert};
+  AuditWebhookOptions none = MutualTlsOn(*pki);
   none.allowed_client_names = {};
   RecordingSink sink;
   runtime::MetricsRegistry metrics;

@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
@@ -19,6 +18,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/test_redis.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
+#include "tests/fixtures/audit_events.h"
 #include "tests/fixtures/certs.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
@@ -42,21 +42,14 @@ std::string Nested(int64_t levels) {
   return text;
 }
 
-// An accepted update of ConfigMap team/`name` (uid u-`name`, written at RV 42) by alice.
+// An accepted update of ConfigMap team/`name` by alice (testing::AuditConfigMapUpdate).
 std::string Update(const std::string& id, const std::string& name,
                    const std::string& request_object = R"({"kind":"ConfigMap"})") {
-  return absl::StrCat(
-      R"({"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":")", id,
-      R"(","stage":"ResponseComplete","verb":"update","user":{"username":"alice"},)",
-      R"("objectRef":{"resource":"configmaps","namespace":"team","name":")", name,
-      R"(","apiVersion":"v1"},"responseStatus":{"code":200},"requestObject":)", request_object,
-      R"(,"responseObject":{"kind":"ConfigMap","metadata":{"name":")", name, R"(","uid":"u-)", name,
-      R"(","resourceVersion":"42"}}})");
+  return testing::AuditConfigMapUpdate(id, name, "alice", request_object);
 }
 
 std::string EventList(const std::vector<std::string>& items) {
-  return absl::StrCat(R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},)",
-                      R"("items":[)", absl::StrJoin(items, ","), "]}");
+  return testing::AuditEventList(items);
 }
 
 // The value of the first series in a Prometheus text page that starts with `series`, or -1.
@@ -123,7 +116,7 @@ class InputLimitsTest : public ::testing::Test {
   // The author fact recorded for ConfigMap `name` by Update(), "" if none.
   std::string FactFor(const std::string& name) {
     auto fact =
-        redis_->Cli({"GET", "reverser:author:v1:audit:configmaps:object:u-" + name + ":42"});
+        redis_->Cli({"GET", testing::AuditConfigMapUpdateFactKey(name)});
     return fact.ok() ? std::string(absl::StripAsciiWhitespace(*fact)) : "";
   }
 

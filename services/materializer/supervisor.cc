@@ -20,7 +20,6 @@ reverser::v1::MaterializationPhase PhaseOf(const std::string& phase) {
 
 caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
   std::map<ClaimKey, std::unique_ptr<TypeMaterializer>> workers;
-  std::map<ClaimKey, bool> sensitivity;  // of each worker's claim, as it was started
   bool running = true;
   self->receive_while([&] { return running; })(
       [&](caf::exit_msg&) { running = false; },
@@ -48,7 +47,7 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
         }
         for (auto it = workers.begin(); it != workers.end();) {
           auto want = wanted.find(it->first);
-          if (want != wanted.end() && want->second == sensitivity[it->first]) {
+          if (want != wanted.end() && want->second == it->second->sensitive()) {
             ++it;
             continue;
           }
@@ -74,7 +73,6 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
         }
         for (const auto& [key, is_sensitive] : wanted) {
           if (workers.count(key)) continue;
-          sensitivity[key] = is_sensitive;
           auto worker = options.make_worker(key.first, key.second, is_sensitive);
           runtime::LogInfo("claim started", {{"type", worker->Name()}});
           worker->Start();

@@ -142,6 +142,7 @@ class TypeMaterializer : private kube::WatchHandler {
   const core::GroupVersionResource& gvr() const { return options_.gvr; }
   const core::WatchScope& scope() const { return options_.scope; }
   std::string Name() const;  // "apps/v1/deployments cluster"
+  bool sensitive() const { return options_.sensitive; }  // its bodies are sealed in Redis
 
  private:
   void Run();

@@ -4,10 +4,10 @@
 // materializer process, redis-server, kube-sim, certificates made by the openssl CLI.
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/fixtures/audit_events.h"
 #include "tests/fixtures/certs.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
@@ -18,16 +18,9 @@
 namespace reverser {
 namespace {
 
-// An accepted update of ConfigMap team/`name` (uid u-`name`, RV 42) by `user`.
+// One accepted update of ConfigMap team/`name` by `user`.
 std::string EventListBy(const std::string& user, const std::string& name) {
-  return absl::StrCat(
-      R"({"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[)",
-      R"({"level":"RequestResponse","auditID":"id-)", name,
-      R"(","stage":"ResponseComplete","verb":"update","user":{"username":")", user,
-      R"("},"objectRef":{"resource":"configmaps","namespace":"team","name":")", name,
-      R"(","apiVersion":"v1"},"responseStatus":{"code":200},"requestObject":{"kind":"ConfigMap"},)",
-      R"("responseObject":{"kind":"ConfigMap","metadata":{"name":")", name, R"(","uid":"u-)", name,
-      R"(","resourceVersion":"42"}}}]})");
+  return testing::AuditEventList({testing::AuditConfigMapUpdate("id-" + name, name, user)});
 }
 
 class AuditClientTest : public ::testing::Test {
@@ -70,7 +63,7 @@ class AuditClientTest : public ::testing::Test {
 
   std::string FactFor(const std::string& name) {
     auto fact =
-        redis_->Cli({"GET", "reverser:author:v1:audit:configmaps:object:u-" + name + ":42"});
+        redis_->Cli({"GET", testing::AuditConfigMapUpdateFactKey(name)});
     return fact.ok() ? std::string(absl::StripAsciiWhitespace(*fact)) : "";
   }
 

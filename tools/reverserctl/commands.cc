@@ -79,7 +79,7 @@ int RunHealth(const CommandContext& ctx) {
     for (const std::string& service : ServiceNames()) {
       auto address = ResolveAddress(ctx.invocation.options, service);
       if (!address.ok()) return Failed(ctx, std::string(address.status().message()));
-      targets.emplace_back(service, *address, ctx.invocation.options);
+      targets.emplace_back(service, *address, ctx.invocation.options, ctx.security);
     }
   }
   bool all_serving = true;
@@ -511,9 +511,8 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
                                       "\": expected catalog, materializer, splicer or gitworker"));
     }
   }
-  if (auto security = SecurityOf(inv.options); !security.ok()) {
-    return usage_error(std::string(security.status().message()));
-  }
+  absl::StatusOr<runtime::GrpcSecurity> security = SecurityOf(inv.options);
+  if (!security.ok()) return usage_error(std::string(security.status().message()));
   const bool json = inv.options.output == OutputFormat::kJson;
   std::optional<Connection> connection;
   if (!service.empty() || !inv.options.addr.empty()) {
@@ -523,9 +522,9 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
       err << "reverserctl: " << address.status().message() << "\n";
       return kFailed;
     }
-    connection.emplace(service, *address, inv.options);
+    connection.emplace(service, *address, inv.options, *security);
   }
-  CommandContext ctx{inv, connection ? &*connection : nullptr, json, out, err};
+  CommandContext ctx{inv, connection ? &*connection : nullptr, *security, json, out, err};
   return command->run(ctx);
 }
 

@@ -21,6 +21,7 @@ struct CommandContext {
   const Invocation& invocation;
   // The command's service; null for `health` without a service (it checks every service).
   const Connection* connection;
+  const runtime::GrpcSecurity& security;  // the transport chosen (health connects on its own)
   bool json;  // -o json (or the command's default)
   std::ostream& out;
   std::ostream& err;

@@ -67,14 +67,14 @@ grpc::ChannelArguments ChannelArgumentsFor(const GlobalOptions& options) {
 
 }  // namespace
 
-Connection::Connection(std::string service, std::string address, const GlobalOptions& options)
+Connection::Connection(std::string service, std::string address, const GlobalOptions& options,
+                       const runtime::GrpcSecurity& security)
     : service_(std::move(service)),
       address_(std::move(address)),
       timeout_(options.timeout),
-      // Run() checks SecurityOf first; a failure here can only mean plaintext was not chosen.
       channel_(grpc::CreateCustomChannel(
           address_,
-          runtime::MeshChannelCredentials(SecurityOf(options).value_or(runtime::GrpcSecurity{})),
+          runtime::MeshChannelCredentials(security),
           ChannelArgumentsFor(options))) {}
 
 void Connection::Prepare(grpc::ClientContext* context) const {

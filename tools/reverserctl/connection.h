@@ -28,7 +28,9 @@ absl::StatusOr<std::string> ResolveAddress(const GlobalOptions& options,
 // A connection to one service, remembered with its name and address for error messages.
 class Connection {
  public:
-  Connection(std::string service, std::string address, const GlobalOptions& options);
+  // `security`: the transport SecurityOf(options) chose (checked once, before any connection).
+  Connection(std::string service, std::string address, const GlobalOptions& options,
+             const runtime::GrpcSecurity& security);
 
   const std::string& service() const { return service_; }
   const std::string& address() const { return address_; }
