@@ -106,6 +106,26 @@ TEST_F(CatalogBinaryTest, BecomesReadyOnceTheCrdsAreInstalled) {
   EXPECT_EQ(WEXITSTATUS(*exit_status), 0);
 }
 
+TEST_F(CatalogBinaryTest, AFailedFirstDiscoveryPassIsRetriedWithoutWaitingThePeriod) {
+  InstallCrds();
+  // The first pass fails: /api and /apis answer 500 once each (without Retry-After the client
+  // does not retry). The period is an hour, so only the catalog's own retry makes it ready.
+  sim_->faults().Add({.action = kubesim::FaultRule::Action::kInternalError,
+                      .verb = "get",
+                      .path_prefix = "/api",
+                      .times = 2});
+  auto service = testing::ServiceProcess::Start(
+      "catalog", Binary(), {"--kubeconfig=" + kubeconfig_, "--discovery_refresh_period=1h"});
+  ASSERT_TRUE(service.ok()) << service.status();
+  testing::ServiceProcess& s = **service;
+  absl::Status ready = s.WaitReady();
+  ASSERT_TRUE(ready.ok()) << ready;
+  auto metrics = s.HttpGet("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_TRUE(absl::StrContains(metrics->second, "reverser_catalog_refresh_failures_total 1"))
+      << metrics->second;
+}
+
 TEST_F(CatalogBinaryTest, BadFlagsAndMissingConfigFailClearly) {
   auto bad_sensitive = testing::RunCommand(
       {Binary(), "--kubeconfig=" + kubeconfig_, "--grpc_port=0", "--http_port=0",

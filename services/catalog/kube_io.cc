@@ -73,10 +73,24 @@ ScanInput DiscoveryLoop::ScanOnce() {
   return input;
 }
 
+absl::Duration DiscoveryLoop::NextWait(const ScanInput& input) {
+  const bool incomplete = !input.scan.ok() || !input.scan->complete || !input.scan->failed.empty();
+  if (!incomplete) {
+    retry_wait_ = kFirstRetryWait;
+    return period_;
+  }
+  // A failed or degraded pass is retried sooner than the period (doubling up to it): one
+  // transient error at startup must not hold readiness back for a whole period.
+  absl::Duration wait = std::min(retry_wait_, period_);
+  retry_wait_ = std::min(retry_wait_ * 2, period_);
+  return wait;
+}
+
 void DiscoveryLoop::Loop() {
   std::unique_lock lock(mu_);
+  absl::Duration wait = period_;
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(period_)),
+    cv_.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(wait)),
                  [this] { return stop_ || kicked_; });
     if (stop_) break;
     kicked_ = false;
@@ -84,6 +98,7 @@ void DiscoveryLoop::Loop() {
     callbacks.swap(callbacks_);
     lock.unlock();
     ScanInput input = ScanOnce();
+    wait = NextWait(input);
     input.callbacks = std::move(callbacks);
     inbox_.Post(std::move(input));
     lock.lock();

@@ -3,7 +3,8 @@
 // The catalog's blocking Kubernetes I/O, each on its own thread, all reporting to the catalog
 // actor through a CatalogInbox:
 //  - DiscoveryLoop: a discovery pass (plus the CRD list as origin evidence) every period, and
-//    at once when kicked (Rescan, a CRD change); kicks arriving during a pass coalesce.
+//    at once when kicked (Rescan, a CRD change); kicks arriving during a pass coalesce. A failed
+//    or degraded pass is retried after 1 s, doubling up to the period.
 //  - ObjectWatches: list+watch (libs/kube Reflector) of GitProvider, GitTarget, WatchRule and
 //    ClusterWatchRule, and of CustomResourceDefinitions as a discovery trigger.
 //  - TaskQueue: ordered blocking requests (status writes, provider probes); a task submitted
@@ -38,12 +39,17 @@ class DiscoveryLoop {
   void Kick(RescanCallback done = nullptr);
 
  private:
+  static constexpr absl::Duration kFirstRetryWait = absl::Seconds(1);
+
   void Loop();
   ScanInput ScanOnce();
+  // How long to wait after `input` (thread of Loop() only).
+  absl::Duration NextWait(const ScanInput& input);
 
   kube::RestClient& client_;
   CatalogInbox& inbox_;
   const absl::Duration period_;
+  absl::Duration retry_wait_ = kFirstRetryWait;
   std::mutex mu_;
   std::condition_variable cv_;
   bool kicked_ = false;

@@ -40,7 +40,7 @@ class GitWorkerServiceTest : public ::testing::Test {
         {"--work_dir=" + dir_.path() + "/work", "--push_cooldown=" + cooldown});
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
-    ASSERT_TRUE(service_->WaitReady().ok());
+    ASSERT_EQ(service_->WaitReady(), absl::OkStatus());
   }
 
   std::vector<std::string> Subjects() {

@@ -64,7 +64,7 @@ class PoisonTest : public ::testing::Test {
         "gitworker", testing::RunfilePath("services/gitworker/gitworker"), flags);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
-    ASSERT_TRUE(service_->WaitReady().ok());
+    ASSERT_EQ(service_->WaitReady(), absl::OkStatus());
   }
 
   void ExpectHealthy() {

@@ -46,7 +46,7 @@ class GitWorkerReferenceMetricsTest : public ::testing::Test {
         {"--work_dir=" + dir_.path() + "/work", "--push_cooldown=0s"});
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
-    ASSERT_TRUE(service_->WaitReady().ok());
+    ASSERT_EQ(service_->WaitReady(), absl::OkStatus());
   }
 
   std::string Metrics() {

@@ -544,7 +544,7 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
        "--static_claims=v1/configmaps@team", "--intake=audit", "--audit_insecure",
        "--audit_port=" + std::to_string(*audit_port)});
   ASSERT_TRUE(service.ok()) << service.status();
-  ASSERT_TRUE((*service)->WaitReady().ok());
+  ASSERT_EQ((*service)->WaitReady(), absl::OkStatus());
   auto channel = grpc::CreateChannel((*service)->grpc_target(), grpc::InsecureChannelCredentials());
   auto admin = reverser::v1::MaterializerAdmin::NewStub(channel);
   ASSERT_TRUE(testing::WaitFor(

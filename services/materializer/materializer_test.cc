@@ -486,7 +486,7 @@ TEST_F(MaterializerTest, BinaryMaterializesAndRecordsAuthorFacts) {
        "--static_claims=v1/configmaps@team", "--audit_insecure",
        "--audit_port=" + std::to_string(*audit_port)});
   ASSERT_TRUE(service.ok()) << service.status();
-  ASSERT_TRUE((*service)->WaitReady().ok());
+  ASSERT_EQ((*service)->WaitReady(), absl::OkStatus());
   // Created only once the initial sync is done, so it reaches Redis as a live append (created
   // during the sync it would land in the checkpoint and no append would be counted).
   ASSERT_TRUE(testing::WaitFor(

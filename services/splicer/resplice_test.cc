@@ -50,7 +50,7 @@ class RespliceTest : public ::testing::Test {
         {"--work_dir=" + dir_.path() + "/work", "--push_cooldown=0s"});
     ASSERT_TRUE(gitworker.ok()) << gitworker.status();
     gitworker_ = std::move(*gitworker);
-    ASSERT_TRUE(gitworker_->WaitReady().ok());
+    ASSERT_EQ(gitworker_->WaitReady(), absl::OkStatus());
 
     delivery_ = std::make_unique<DeliveryClient>(gitworker_->grpc_target(), 100,
                                                  grpc::InsecureChannelCredentials());

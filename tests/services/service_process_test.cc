@@ -104,7 +104,7 @@ TEST_P(ServiceProcessTest, ServesHealthMetricsAdminAndStopsOnSigterm) {
       c.name, testing::RunfilePath("services/" + c.name + "/" + c.name), ArgsFor(c.name));
   ASSERT_TRUE(service.ok()) << service.status();
   ServiceProcess& s = **service;
-  ASSERT_TRUE(s.WaitReady().ok());
+  ASSERT_EQ(s.WaitReady(), absl::OkStatus());
 
   // HTTP: liveness, readiness, Prometheus metrics.
   auto healthz = s.HttpGet("/healthz");

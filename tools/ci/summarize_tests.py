@@ -35,6 +35,26 @@ def count(xml_path):
     return passed, failed, skipped
 
 
+MESSAGE_LIMIT = 2000  # characters of each failure shown; logs stay in bazel-testlogs
+
+
+def failures(xml_path):
+    """(case name, failure text) of each failing case, the text cut to MESSAGE_LIMIT."""
+    out = []
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        for tag in ("failure", "error"):
+            node = case.find(tag)
+            if node is None:
+                continue
+            text = (node.get("message") or "") + "\n" + (node.text or "")
+            text = text.strip()
+            if len(text) > MESSAGE_LIMIT:
+                text = text[:MESSAGE_LIMIT] + f"\n... ({len(text) - MESSAGE_LIMIT} more characters)"
+            out.append((f"{case.get('classname', '')}.{case.get('name', '')}", text))
+            break
+    return out
+
+
 def result_files(target_dir):
     """test.xml of a target, or one per shard (shard_K_of_N/test.xml); [] when any is missing."""
     single = os.path.join(target_dir, "test.xml")
@@ -85,6 +105,10 @@ def main():
             failed += 1
             continue
         if f:
+            # Why, next to the count: CI often shows only the end of the output.
+            for xml_path in xml_paths:
+                for name, text in failures(xml_path):
+                    print(f"--- {target} {name}\n{text}", file=sys.stderr)
             print(f"FAILED: {target} ({f} failing case(s))", file=sys.stderr)
         passed += p
         failed += f
