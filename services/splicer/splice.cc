@@ -1,5 +1,7 @@
 #include "services/splicer/splice.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include "libs/core/json_depth.h"
 #include "libs/core/proto_convert.h"
 #include "libs/sanitize/sanitize.h"
@@ -105,6 +107,17 @@ std::optional<reverser::v1::OperationSet> TargetScope::OperationsFor(const std::
   if (auto it = namespaces.find(""); it != namespaces.end()) return it->second;
   if (auto it = namespaces.find(ns); it != namespaces.end()) return it->second;
   return std::nullopt;
+}
+
+bool TargetScope::operator==(const TargetScope& other) const {
+  if (sensitive != other.sensitive || namespaces.size() != other.namespaces.size()) return false;
+  for (auto a = namespaces.begin(), b = other.namespaces.begin(); a != namespaces.end(); ++a, ++b) {
+    if (a->first != b->first ||
+        !google::protobuf::util::MessageDifferencer::Equals(a->second, b->second)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 TargetScope TargetScope::From(const reverser::v1::WatchedType& type) {

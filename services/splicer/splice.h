@@ -35,6 +35,8 @@ struct TargetScope {
   // The operations selected for an object in `ns`, or nullopt when the namespace is not watched.
   std::optional<reverser::v1::OperationSet> OperationsFor(const std::string& ns) const;
   static TargetScope From(const reverser::v1::WatchedType& type);
+
+  bool operator==(const TargetScope& other) const;
 };
 
 bool Contains(const reverser::v1::OperationSet& set, reverser::v1::Operation op);

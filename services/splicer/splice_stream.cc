@@ -128,6 +128,8 @@ void SpliceStream::Stop() {
 void SpliceStream::UpdateScope(const TargetScope& scope) {
   {
     std::lock_guard lock(mu_);
+    // Another target's change (or a table republished unchanged) leaves this stream alone.
+    if (options_.scope == scope) return;
     options_.scope = scope;
   }
   restart_ = true;

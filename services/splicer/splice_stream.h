@@ -115,6 +115,7 @@ class SpliceStream : public DeliverySubscriber {
   void Start();
   void Stop();
   // New scope (namespaces/operations changed): restart from the cursor with a fresh splice.
+  // The same scope again changes nothing.
   void UpdateScope(const TargetScope& scope);
   // Splices again and sends a fresh resync, then goes on tailing (asynchronous: the stream
   // thread does it at its next round; a request survives a broken gitworker stream).

@@ -185,6 +185,61 @@ TEST_F(TargetManagerTest, ARemovedTargetLosesItsCursorsAReconnectOrCatalogRestar
   EXPECT_FALSE(Exists(WatchKey("tb")));
 }
 
+// Targets are isolated: adding one, changing its scope or removing it restarts no stream of
+// another target. The untouched target's stream resyncs once, at its start, and then reads a
+// later change as a live event.
+TEST_F(TargetManagerTest, OneTargetsChangesRestartNoStreamOfAnother) {
+  auto resyncs_of = [&](const std::string& uid) {
+    int n = 0;
+    for (const auto& resync : peer_.Resyncs()) n += resync.target().uid() == uid;
+    return n;
+  };
+  manager_->Apply(Full(1, {"ta"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("ta"); }, absl::Seconds(10)));
+
+  manager_->Apply(Full(2, {"ta", "tb"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("tb"); }, absl::Seconds(10)));
+  // tb now follows creates only: its stream restarts (from its delivery cursor).
+  reverser::v1::TableUpdate narrowed;
+  narrowed.set_generation(3);
+  reverser::v1::WatchedTypeTable tb = testutil::ConfigMapTable("tb", "team");
+  auto& ops = (*tb.mutable_types(0)->mutable_namespaces())["team"];
+  ops.set_all(false);
+  ops.add_operations(reverser::v1::OPERATION_CREATE);
+  *narrowed.add_upserted() = tb;
+  manager_->Apply(narrowed);
+  auto reason_of = [&](const std::string& uid) {
+    reverser::v1::StreamSummary summary = SummaryOf(uid);
+    return summary.streams_size() == 1 ? summary.streams(0).reason() : std::string("<none>");
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return reason_of("tb") == "ResumedFromCursor"; },
+                               absl::Seconds(10)))
+      << reason_of("tb");
+  reverser::v1::TableUpdate removal;
+  removal.set_generation(4);
+  *removal.add_removed() = tb.target();
+  manager_->Apply(removal);
+  EXPECT_EQ(manager_->stream_count(), 1u);
+
+  // A change after all of that reaches ta as a live event, with no second resync before it.
+  redisstore::MaterializationStore store(conn_.get(), redisstore::KeyPrefix::Default(),
+                                         {"", "v1", "configmaps"},
+                                         core::WatchScope::Namespace("team"));
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "b", "1", 6, redisstore::ChangeOp::kAdded))
+          .ok());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        for (const auto& event : peer_.Events()) {
+          if (event.target().uid() == "ta" && event.object().ref().name() == "b") return true;
+        }
+        return false;
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(resyncs_of("ta"), 1);
+  EXPECT_EQ(reason_of("ta"), "AllStreamsReady") << "ta's stream never restarted";
+}
+
 // Each target reads the materializations its own rules ask for: another target's cluster-wide
 // selection never moves a namespaced one onto the cluster-wide materialization. A forbidden
 // cluster-wide list/watch (the materializer's Blocked state) blocks only the target reading it,

@@ -63,6 +63,10 @@ grpc::Status AckingGitWorker::Deliver(
       std::lock_guard lock(mu_);
       resyncs_.push_back(message.resync());
     }
+    if (message.has_event()) {
+      std::lock_guard lock(mu_);
+      events_.push_back(message.event());
+    }
     reverser::v1::DeliveryFeedback accepted;
     accepted.set_accepted_sequence(message.sequence());
     stream->Write(accepted);
@@ -74,6 +78,11 @@ grpc::Status AckingGitWorker::Deliver(
 std::vector<reverser::v1::ClusterSnapshot> AckingGitWorker::Resyncs() const {
   std::lock_guard lock(mu_);
   return resyncs_;
+}
+
+std::vector<reverser::v1::LiveEvent> AckingGitWorker::Events() const {
+  std::lock_guard lock(mu_);
+  return events_;
 }
 
 reverser::v1::WatchedTypeTable ConfigMapTable(const std::string& uid, const std::string& ns) {

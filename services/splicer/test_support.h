@@ -40,10 +40,13 @@ class AckingGitWorker final : public reverser::v1::GitWorker::Service {
                                                 reverser::v1::DeliveryMessage>* stream) override;
   // Every snapshot (resync) received so far, in arrival order.
   std::vector<reverser::v1::ClusterSnapshot> Resyncs() const;
+  // Every live event received so far, in arrival order.
+  std::vector<reverser::v1::LiveEvent> Events() const;
 
  private:
   mutable std::mutex mu_;
   std::vector<reverser::v1::ClusterSnapshot> resyncs_ ABSL_GUARDED_BY(mu_);
+  std::vector<reverser::v1::LiveEvent> events_ ABSL_GUARDED_BY(mu_);
 };
 
 // The table of GitTarget `uid` (namespace `ns`, name `mirror-<uid>`) following every operation
