@@ -243,7 +243,8 @@ int TailPhase(int port) {
 
   AcceptingGitWorker peer;
   LocalGrpcServer server = LocalGrpcServer::Start(&peer);
-  splicer::DeliveryClient delivery(absl::StrCat("127.0.0.1:", server.port), 1000);
+  splicer::DeliveryClient delivery(absl::StrCat("127.0.0.1:", server.port), 1000,
+                                   grpc::InsecureChannelCredentials());
   delivery.Start();
   runtime::MetricsRegistry metrics;
   splicer::SpliceStreamOptions options;

@@ -123,7 +123,7 @@ class AdminService final
                  });
     if (status.ok() && request->has_claim() && response->results().empty()) {
       status = grpc::Status(grpc::StatusCode::NOT_FOUND,
-                            "this materializer does not own claim " + FormatClaim(request->claim()));
+                            "this materializer does not own claim " + rules::FormatClaim(request->claim()));
     }
     reactor->Finish(status);
     return reactor;
@@ -239,7 +239,7 @@ class App final : public runtime::ServiceApp {
     host.SetComponent("claims", false, "waiting for the first claim set");
 
     if (!static_claims.empty()) {
-      auto set = ParseStaticClaims(static_claims);
+      auto set = rules::ParseStaticClaims(static_claims);
       if (!set.ok()) return set.status();
       caf::anon_send(supervisor_, claims_atom::value, set->SerializeAsString());
     } else {

@@ -446,7 +446,7 @@ TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes
   options.on_applied = [&](size_t n) { workers = n; };
   caf::actor supervisor = SpawnSupervisor(system, options);
   // Two GitTargets claiming the same type yield one claim: one worker, one watch.
-  auto claims = ParseStaticClaims("v1/configmaps@team,v1/configmaps@team");
+  auto claims = rules::ParseStaticClaims("v1/configmaps@team,v1/configmaps@team");
   ASSERT_TRUE(claims.ok());
   caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
   ASSERT_TRUE(testing::WaitFor([&] { return workers == 1 && Converged(); }, absl::Seconds(20)));
@@ -460,18 +460,6 @@ TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes
       [&] { return *redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}) == "0\n"; },
       absl::Seconds(10)));
   caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-}
-
-TEST(StaticClaimsTest, ParsesAndRejects) {
-  auto set = ParseStaticClaims("v1/configmaps, apps/v1/deployments@team");
-  ASSERT_TRUE(set.ok()) << set.status();
-  ASSERT_EQ(set->claims_size(), 2);
-  EXPECT_TRUE(set->claims(0).scope().cluster());
-  EXPECT_EQ(set->claims(1).type().gvr().group(), "apps");
-  EXPECT_EQ(set->claims(1).scope().namespace_(), "team");
-  EXPECT_FALSE(ParseStaticClaims("configmaps").ok());
-  EXPECT_FALSE(ParseStaticClaims("v1/configmaps@Bad_NS").ok());
-  EXPECT_FALSE(ParseStaticClaims("a/b/c/d").ok());
 }
 
 // The binary: watches into Redis and records author facts from the audit webhook.

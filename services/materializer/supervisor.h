@@ -13,7 +13,7 @@
 #include "proto/reverser/v1/catalog.pb.h"
 #include "proto/reverser/v1/materializer.pb.h"
 #include "services/materializer/claim_registry.h"
-#include "services/materializer/claim_syntax.h"
+#include "libs/rules/claim_syntax.h"
 #include "services/materializer/type_materializer.h"
 
 namespace reverser::materializer {

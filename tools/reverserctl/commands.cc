@@ -12,7 +12,7 @@
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
 #include "proto/reverser/v1/splicer.grpc.pb.h"
-#include "services/materializer/claim_syntax.h"
+#include "libs/rules/claim_syntax.h"
 #include "tools/reverserctl/format.h"
 #include "tools/reverserctl/table.h"
 #include "tools/reverserctl/targets.h"
@@ -212,7 +212,7 @@ int RunMaterializations(const CommandContext& ctx) {
 int RunCompact(const CommandContext& ctx) {
   reverser::v1::CompactRequest request;
   if (!ctx.invocation.args.empty()) {
-    auto claim = materializer::ParseClaim(ctx.invocation.args[0]);
+    auto claim = rules::ParseClaim(ctx.invocation.args[0]);
     if (!claim.ok()) return UsageError(ctx, std::string(claim.status().message()));
     *request.mutable_claim() = *claim;
   }
@@ -227,7 +227,7 @@ int RunCompact(const CommandContext& ctx) {
   for (const auto& result : response.results()) {
     if (result.error().empty()) continue;
     ++failed;
-    ctx.err << "reverserctl: " << materializer::FormatClaim(result.claim()) << ": "
+    ctx.err << "reverserctl: " << rules::FormatClaim(result.claim()) << ": "
             << result.error() << "\n";
   }
   return failed == 0 ? kOk : kFailed;

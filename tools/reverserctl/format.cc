@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
-#include "services/materializer/claim_syntax.h"
+#include "libs/rules/claim_syntax.h"
 #include "tools/reverserctl/table.h"
 
 namespace reverser::reverserctl {
@@ -36,7 +36,7 @@ std::string FormatOperations(const reverser::v1::OperationSet& ops) {
   return absl::StrJoin(names, ",");
 }
 
-std::string ClaimText(const reverser::v1::Claim& claim) { return materializer::FormatClaim(claim); }
+std::string ClaimText(const reverser::v1::Claim& claim) { return rules::FormatClaim(claim); }
 
 }  // namespace
 

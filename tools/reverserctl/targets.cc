@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "services/materializer/claim_syntax.h"
+#include "libs/rules/claim_syntax.h"
 #include "tools/reverserctl/format.h"
 
 namespace reverser::reverserctl {
@@ -31,7 +31,7 @@ absl::StatusOr<const reverser::v1::StreamSummary*> FindTarget(
 
 absl::StatusOr<reverser::v1::Claim> FindStream(const reverser::v1::StreamSummary& summary,
                                                const std::string& type) {
-  auto parsed = materializer::ParseClaim(type);
+  auto parsed = rules::ParseClaim(type);
   if (!parsed.ok()) return parsed.status();
   const bool claims_listed =
       std::all_of(summary.streams().begin(), summary.streams().end(),
@@ -42,7 +42,7 @@ absl::StatusOr<reverser::v1::Claim> FindStream(const reverser::v1::StreamSummary
   std::vector<const reverser::v1::Claim*> matches;
   std::vector<std::string> known;
   for (const auto& stream : summary.streams()) {
-    known.push_back(materializer::FormatClaim(stream.claim()));
+    known.push_back(rules::FormatClaim(stream.claim()));
     const auto& gvr = stream.claim().type().gvr();
     if (gvr.group() != want.group() || gvr.version() != want.version() ||
         gvr.resource() != want.resource()) {

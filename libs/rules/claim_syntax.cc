@@ -1,4 +1,4 @@
-#include "services/materializer/claim_syntax.h"
+#include "libs/rules/claim_syntax.h"
 
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/strip.h"
 #include "libs/core/proto_convert.h"
 
-namespace reverser::materializer {
+namespace reverser::rules {
 
 absl::StatusOr<reverser::v1::Claim> ParseClaim(absl::string_view item) {
   item = absl::StripAsciiWhitespace(item);
@@ -54,4 +54,4 @@ std::string FormatClaim(const reverser::v1::Claim& claim) {
   return out;
 }
 
-}  // namespace reverser::materializer
+}  // namespace reverser::rules

@@ -10,7 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/reverser/v1/catalog.pb.h"
 
-namespace reverser::materializer {
+namespace reverser::rules {
 
 // Parses one claim.
 absl::StatusOr<reverser::v1::Claim> ParseClaim(absl::string_view text);
@@ -19,4 +19,4 @@ absl::StatusOr<reverser::v1::ClaimSet> ParseStaticClaims(absl::string_view text)
 // The inverse of ParseClaim.
 std::string FormatClaim(const reverser::v1::Claim& claim);
 
-}  // namespace reverser::materializer
+}  // namespace reverser::rules
