@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
+#include "libs/runtime/ask_actor.h"
 #include "libs/runtime/log.h"
 #include "services/gitworker/refusal.h"
 
@@ -400,21 +401,24 @@ grpc::ServerUnaryReactor* GitWorkerAdminService::ListBranches(
     grpc::CallbackServerContext* context, const reverser::v1::ListBranchesRequest* /*request*/,
     reverser::v1::ListBranchesResponse* response) {
   auto* reactor = context->DefaultReactor();
-  caf::scoped_actor self{host()->actors()};
-  for (const caf::actor& branch : registry_->All()) {
-    self->request(branch, std::chrono::seconds(5), status_atom::value)
-        .receive(
-            [&](const std::string& serialized) {
-              auto* status = response->add_branches();
-              status->ParseFromString(serialized);
-              FillTargetPaths(status->mutable_destination());
-            },
-            [&](caf::error& err) {
-              runtime::LogWarning("branch status unavailable",
-                                  {{"error", host()->actors().render(err)}});
-            });
-  }
-  reactor->Finish(grpc::Status::OK);
+  // Every branch is asked at once and the handler returns: the last answer (or its 5 s
+  // timeout) finishes the call, so one slow branch costs 5 s in all, not 5 s each.
+  runtime::AskAll(
+      host()->actors(), registry_->All(), std::chrono::seconds(5),
+      [this, reactor, response](std::vector<runtime::GatheredReply> replies) {
+        for (runtime::GatheredReply& reply : replies) {
+          if (!reply.ok) {
+            runtime::LogWarning("branch status unavailable",
+                                {{"error", host()->actors().render(reply.error)}});
+            continue;
+          }
+          auto* status = response->add_branches();
+          status->ParseFromString(reply.value);
+          FillTargetPaths(status->mutable_destination());
+        }
+        reactor->Finish(grpc::Status::OK);
+      },
+      status_atom::value);
   return reactor;
 }
 

@@ -13,7 +13,9 @@
 #include "libs/kube/httplib_transport.h"
 #include "libs/catalogclient/catalog_flags.h"
 #include "libs/redisstore/redis_flags.h"
+#include "libs/rules/claim_syntax.h"
 #include "libs/runtime/admin_status.h"
+#include "libs/runtime/ask_actor.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
@@ -95,15 +97,14 @@ class AdminService final
       grpc::CallbackServerContext* context, const reverser::v1::ListMaterializationsRequest*,
       reverser::v1::ListMaterializationsResponse* response) override {
     auto* reactor = context->DefaultReactor();
-    caf::scoped_actor self{host()->actors()};
-    grpc::Status status = grpc::Status::OK;
-    self->request(*supervisor_, std::chrono::seconds(5), list_atom::value)
-        .receive([&](const std::string& serialized) { response->ParseFromString(serialized); },
-                 [&](caf::error& err) {
-                   status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                         host()->actors().render(err));
-                 });
-    reactor->Finish(status);
+    runtime::AskActor(
+        host()->actors(), *supervisor_, std::chrono::seconds(5),
+        [reactor, response](const std::string& serialized) {
+          response->ParseFromString(serialized);
+          reactor->Finish(grpc::Status::OK);
+        },
+        [this, reactor](const caf::error& err) { reactor->Finish(Unavailable(err)); },
+        list_atom::value);
     return reactor;
   }
 
@@ -111,25 +112,30 @@ class AdminService final
                                     const reverser::v1::CompactRequest* request,
                                     reverser::v1::CompactResponse* response) override {
     auto* reactor = context->DefaultReactor();
-    caf::scoped_actor self{host()->actors()};
-    grpc::Status status = grpc::Status::OK;
-    // Folding a large checkpoint takes a while; one call may fold every materialization.
-    self->request(*supervisor_, std::chrono::minutes(5), compact_atom::value,
-                  request->SerializeAsString())
-        .receive([&](const std::string& serialized) { response->ParseFromString(serialized); },
-                 [&](caf::error& err) {
-                   status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                         host()->actors().render(err));
-                 });
-    if (status.ok() && request->has_claim() && response->results().empty()) {
-      status = grpc::Status(grpc::StatusCode::NOT_FOUND,
-                            "this materializer does not own claim " + rules::FormatClaim(request->claim()));
-    }
-    reactor->Finish(status);
+    // Folding a large checkpoint takes a while; one call may fold every materialization. The
+    // handler returns at once: the reply finishes the call.
+    runtime::AskActor(
+        host()->actors(), *supervisor_, std::chrono::minutes(5),
+        [reactor, request, response](const std::string& serialized) {
+          response->ParseFromString(serialized);
+          if (request->has_claim() && response->results().empty()) {
+            reactor->Finish(grpc::Status(
+                grpc::StatusCode::NOT_FOUND,
+                "this materializer does not own claim " + rules::FormatClaim(request->claim())));
+            return;
+          }
+          reactor->Finish(grpc::Status::OK);
+        },
+        [this, reactor](const caf::error& err) { reactor->Finish(Unavailable(err)); },
+        compact_atom::value, request->SerializeAsString());
     return reactor;
   }
 
  private:
+  grpc::Status Unavailable(const caf::error& err) const {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, host()->actors().render(err));
+  }
+
   caf::actor* supervisor_;
 };
 
