@@ -29,6 +29,8 @@ struct ActorState {
 
 using Self = caf::stateful_actor<ActorState>;
 
+constexpr absl::Duration kUnprimedRecheck = absl::Seconds(1);
+
 // Inputs only record facts; the reconcile runs once the inputs already queued behind this one
 // were applied (the reconcile message joins the end of the mailbox). A burst of watch events —
 // e.g. our own status writes coming back — costs one reconcile, not one per event.
@@ -49,9 +51,17 @@ void ReconcileNow(Self* self, const CatalogActorDeps& deps) {
   scans.swap(self->state.applied_scans);
   for (ScanInput& scan : scans) deps.outputs->ScanApplied(catalog, scan);
   std::optional<absl::Time> deadline = catalog.NextDeadline();
+  const absl::Time now = deps.clock->Now();
+  if (!catalog.primed()) {
+    // Until primed, look again at least every second: readiness never hangs on one deadline.
+    const absl::Time recheck = now + kUnprimedRecheck;
+    if (!deadline || recheck < *deadline) deadline = recheck;
+  }
   if (deadline && *deadline < self->state.tick_at) {
     self->state.tick_at = *deadline;
-    absl::Duration delay = std::max(*deadline - deps.clock->Now(), absl::Milliseconds(10));
+    // Rounded up: a tick never arrives before its deadline.
+    absl::Duration delay =
+        std::max(absl::Ceil(*deadline - now, absl::Milliseconds(1)), absl::Milliseconds(10));
     self->delayed_send(self, std::chrono::milliseconds(absl::ToInt64Milliseconds(delay)),
                        tick_atom::value);
   }

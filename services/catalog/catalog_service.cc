@@ -146,9 +146,15 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
   host_.SetDetail("tables_generation", std::to_string(state.tables_generation()));
   host_.SetDetail("catalog_generation", std::to_string(stats.generation));
   host_.SetDetail("registry_revision", std::to_string(state.registry().revision()));
+  const std::string waiting_for = state.WaitingFor();
+  if (waiting_for != last_waiting_for_) {
+    runtime::LogInfo(waiting_for.empty() ? "catalog primed" : "catalog waiting",
+                     {{"waiting_for", waiting_for}});
+    last_waiting_for_ = waiting_for;
+  }
   host_.SetComponent(kCatalog, state.primed(),
                      state.primed() ? "publishing claims and tables"
-                                    : "waiting for discovery and the first listings");
+                                    : absl::StrCat("waiting for ", waiting_for));
   UpdateWatchComponent(state);
 }
 

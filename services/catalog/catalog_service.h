@@ -90,6 +90,7 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   std::map<ObjectKind, absl::Status> watch_health_;  // actor thread only
   CatalogMetrics metrics_;                           // actor thread only
   uint64_t refreshed_generation_ = 0;  // catalog generation after the last pass (actor thread)
+  std::string last_waiting_for_ = "-";  // what priming waited for at the last publish (actor thread)
   bool started_ = false;
 };
 

@@ -103,6 +103,8 @@ class CatalogState {
   // needs answered, so a restarting catalog does not drop encrypted targets from its first
   // tables and claims.
   bool primed() const { return InputsPrimed() && encryption_settled_; }
+  // What priming still waits for, for operators ("" once primed).
+  std::string WaitingFor() const;
   bool synced(ObjectKind kind) const { return synced_.count(kind) > 0; }
   const typeset::Registry& registry() const { return registry_; }
   const typeset::ApiResourceCatalog& catalog() const { return catalog_; }
