@@ -20,7 +20,6 @@ const std::vector<PolicyEntry>& Table() {
       {"/reverser.v1.Catalog/GetType", {kMaterializer, kSplicer, kGitWorker, kAdmin}},
       {"/reverser.v1.Catalog/ListTypes", {kMaterializer, kSplicer, kGitWorker, kAdmin}},
       {"/reverser.v1.Catalog/ReportStreamSummary", {kSplicer}},
-      {"/reverser.v1.Materializer/WatchStates", {kSplicer, kCatalog, kAdmin}},
       {"/reverser.v1.GitWorker/Deliver", {kSplicer}},
       {"/reverser.v1.GitWorker/AttachCommit", {kCatalog}},
       {"/reverser.v1.CatalogAdmin/*", {kAdmin}},

@@ -757,14 +757,6 @@ reverser::v1::BranchStatus BranchWorker::Status() const {
   return status;
 }
 
-std::optional<uint64_t> BranchWorker::FinalizeWithMessage(const std::string& username,
-                                                          const std::string& target_key,
-                                                          const std::string& message) {
-  auto id = AttachToWindow(username, target_key, message);
-  if (id.has_value()) FinalizeWrite(*id);
-  return id;
-}
-
 std::optional<uint64_t> BranchWorker::AttachToWindow(const std::string& username,
                                                      const std::string& target_key,
                                                      const std::string& message) {

@@ -103,18 +103,14 @@ class BranchWorker {
   size_t QueueDepth() const;
   reverser::v1::BranchStatus Status() const;
 
-  // A CommitRequest's finalize signal: closes the open window if it belongs to (username,
-  // target key), with `message` verbatim. Returns the id of the resulting write, or nullopt.
-  std::optional<uint64_t> FinalizeWithMessage(const std::string& username,
-                                              const std::string& target_key,
-                                              const std::string& message);
-  // The same without closing the window yet: the message is attached and FinalizeWrite(id)
-  // closes it later (a CommitRequest's closeDelaySeconds); events may still join meanwhile.
+  // A CommitRequest's message attached to the open window of (username, target key), verbatim:
+  // FinalizeWrite(id) closes it later (its closeDelaySeconds); events may still join meanwhile.
+  // Returns the id of the write, or nullopt when no such window is open.
   std::optional<uint64_t> AttachToWindow(const std::string& username, const std::string& target_key,
                                          const std::string& message);
   // Finalizes the open window if it is still write `id` (finalize-signal).
   void FinalizeWrite(uint64_t id);
-  // Outcome of a write returned by FinalizeWithMessage: nullopt while not pushed; then the
+  // Outcome of a write returned by AttachToWindow: nullopt while not pushed; then the
   // pushed commit sha ("" when the write was a no-op).
   std::optional<std::string> WriteOutcome(uint64_t id) const;
   // True when a window of (username, target key) is open.

@@ -525,7 +525,7 @@ void SpliceStream::ResolveDue(absl::Time now) {
   }
 }
 
-absl::Status SpliceStream::EmitReady(bool /*force_all_due*/) {
+absl::Status SpliceStream::EmitReady() {
   // All lookups first, then all sends: alternating a Redis round trip with a gRPC write per
   // event costs a thread hand-off each way and made the tail ~30% slower (bench/splicer).
   ResolveDue(absl::Now());
@@ -744,7 +744,7 @@ absl::Status SpliceStream::Session() {
       }
     }
     position = batch->last_scanned;
-    if (absl::Status s = EmitReady(false); !s.ok()) {
+    if (absl::Status s = EmitReady(); !s.ok()) {
       if (absl::IsUnavailable(s)) return absl::OkStatus();
       return s;
     }

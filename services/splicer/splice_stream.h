@@ -180,7 +180,7 @@ class SpliceStream : public DeliverySubscriber {
   // Looks up the author of every waiting event whose lookup is due (in stream order; later
   // events of an object still waiting are skipped).
   void ResolveDue(absl::Time now);
-  absl::Status EmitReady(bool force_all_due);
+  absl::Status EmitReady();
   void MarkDone(core::StreamPosition position);
   // Persists the cursor when acks moved it, or when its refresh is due.
   void AdvanceCursor();
