@@ -8,44 +8,18 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "libs/core/utf8.h"
 
 namespace reverser::manifest::goyaml {
 namespace {
 
-// Decodes one UTF-8 sequence (Go's rules); returns its length or 0 if invalid.
-size_t Utf8Length(absl::string_view s, size_t i, char32_t* rune) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) {
-    *rune = b0;
-    return 1;
-  }
-  size_t len;
-  char32_t r, min;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2, r = b0 & 0x1F, min = 0x80;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3, r = b0 & 0x0F, min = 0x800;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4, r = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    r = (r << 6) | (byte(i + k) & 0x3F);
-  }
-  if (r < min || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF)) return 0;
-  *rune = r;
-  return len;
-}
+using core::DecodeUtf8;
 
 std::vector<char32_t> Runes(absl::string_view s) {
   std::vector<char32_t> runes;
   for (size_t i = 0; i < s.size();) {
     char32_t r = 0xFFFD;
-    const size_t len = Utf8Length(s, i, &r);
+    const size_t len = DecodeUtf8(s, i, &r);
     runes.push_back(len == 0 ? 0xFFFD : r);
     i += len == 0 ? 1 : len;
   }
@@ -404,7 +378,7 @@ std::string FormatJsonFloat(double f) {
 
 size_t Utf8SequenceLength(absl::string_view s, size_t i) {
   char32_t rune;
-  return i < s.size() ? Utf8Length(s, i, &rune) : 0;
+  return i < s.size() ? DecodeUtf8(s, i, &rune) : 0;
 }
 
 std::string CoerceUtf8(absl::string_view s) {
@@ -412,7 +386,7 @@ std::string CoerceUtf8(absl::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     char32_t rune;
-    const size_t len = Utf8Length(s, i, &rune);
+    const size_t len = DecodeUtf8(s, i, &rune);
     if (len == 0) {
       out += "\xEF\xBF\xBD";
       ++i;

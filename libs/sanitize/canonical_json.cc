@@ -5,38 +5,12 @@
 #include <cstdint>
 #include <system_error>
 
+#include "libs/core/utf8.h"
+
 namespace reverser::sanitize {
 namespace {
 
 using nlohmann::json;
-
-// Decodes one UTF-8 sequence at s[i] the way Go's utf8.DecodeRuneInString does: returns the
-// length, or 0 for an invalid sequence (overlong, surrogate, truncated, out of range).
-size_t ValidUtf8Length(const std::string& s, size_t i, uint32_t* rune) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  size_t len;
-  uint32_t r;
-  uint32_t min;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2, r = b0 & 0x1F, min = 0x80;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3, r = b0 & 0x0F, min = 0x800;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4, r = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const unsigned char b = byte(i + k);
-    if ((b & 0xC0) != 0x80) return 0;
-    r = (r << 6) | (b & 0x3F);
-  }
-  if (r < min || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF)) return 0;
-  *rune = r;
-  return len;
-}
 
 void AppendString(const std::string& s, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -65,8 +39,8 @@ void AppendString(const std::string& s, std::string* out) {
       ++i;
       continue;
     }
-    uint32_t rune = 0;
-    const size_t len = ValidUtf8Length(s, i, &rune);
+    char32_t rune = 0;
+    const size_t len = core::DecodeUtf8(s, i, &rune);
     if (len == 0) {
       out->append("\\ufffd");
       ++i;
