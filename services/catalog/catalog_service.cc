@@ -37,7 +37,7 @@ void CatalogService::Register() {
   host_.AddGrpcService(&admin_);
   host_.SetComponent(kDiscovery, false, "no discovery pass yet");
   host_.SetComponent(kWatches, false, "not listed yet");
-  host_.SetComponent(kCatalog, false, "waiting for discovery and the first listings");
+  host_.SetComponent(kCatalog, false, "waiting for the first discovery pass");
 }
 
 void CatalogService::Start() {

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "libs/core/clock.h"
 #include "libs/kube/rest_client.h"
@@ -90,7 +91,8 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   std::map<ObjectKind, absl::Status> watch_health_;  // actor thread only
   CatalogMetrics metrics_;                           // actor thread only
   uint64_t refreshed_generation_ = 0;  // catalog generation after the last pass (actor thread)
-  std::string last_waiting_for_ = "-";  // what priming waited for at the last publish (actor thread)
+  // What priming waited for at the last publish; nullopt before the first (actor thread).
+  std::optional<std::string> last_waiting_for_;
   bool started_ = false;
 };
 

@@ -41,24 +41,20 @@ CatalogState::CatalogState(const core::Clock& clock, CatalogStateOptions options
       registry_(clock, options_.registry),
       tables_generation_(options_.generation_epoch) {}
 
-std::string CatalogState::WaitingFor() const {
+std::optional<std::string> CatalogState::InputsWaitingFor() const {
   if (!registry_.Ready() || !first_scan_at_) return "the first discovery pass";
-  const absl::Time settled = *first_scan_at_ + typeset::Registry::kSettleWindow;
-  if (clock_.Now() < settled) return "the settle window after the first discovery pass";
+  if (clock_.Now() < *first_scan_at_ + typeset::Registry::kSettleWindow) {
+    return "the settle window after the first discovery pass";
+  }
   for (ObjectKind kind : kAllObjectKinds) {
     if (!synced(kind)) return absl::StrCat("the first listing of ", KindName(kind));
   }
-  if (!encryption_settled_) return "the encryption Secrets";
-  return "";
+  return std::nullopt;
 }
 
-bool CatalogState::InputsPrimed() const {
-  if (!registry_.Ready() || !first_scan_at_) return false;
-  if (clock_.Now() < *first_scan_at_ + typeset::Registry::kSettleWindow) return false;
-  for (ObjectKind kind : kAllObjectKinds) {
-    if (!synced(kind)) return false;
-  }
-  return true;
+std::string CatalogState::WaitingFor() const {
+  if (auto inputs = InputsWaitingFor()) return *inputs;
+  return encryption_settled_ ? "" : "the encryption Secrets";
 }
 
 void CatalogState::ApplyScan(const typeset::DiscoveryScan& scan) {

@@ -129,7 +129,10 @@ class CatalogState {
   const rules::TableStore& table_store() const { return tables_; }
 
  private:
-  bool InputsPrimed() const;
+  // What the inputs (discovery, its settle window, the first listings) still wait for;
+  // nullopt once they are primed.
+  std::optional<std::string> InputsWaitingFor() const;
+  bool InputsPrimed() const { return !InputsWaitingFor().has_value(); }
   void ParseRule(const ObjectKey& key, const nlohmann::json& object);
   const EncryptionSecretResult* SecretResultFor(const ObjectKey& key,
                                                 const nlohmann::json& target) const;

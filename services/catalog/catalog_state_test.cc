@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "libs/rules/stream_readiness.h"
 #include "libs/typeset/scan_builder.h"
@@ -327,6 +328,19 @@ json EncryptedTarget(const std::string& ns, const std::string& name, const std::
   return t;
 }
 
+TEST_F(CatalogStateTest, WaitingForNamesEachStepOfPriming) {
+  EXPECT_EQ(state_.WaitingFor(), "the first discovery pass");
+  state_.ApplyScan(Scan());
+  EXPECT_EQ(state_.WaitingFor(), "the settle window after the first discovery pass");
+  clock_.Advance(typeset::Registry::kSettleWindow);
+  state_.Tick();
+  EXPECT_TRUE(absl::StartsWith(state_.WaitingFor(), "the first listing of ")) << state_.WaitingFor();
+  for (ObjectKind kind : kAllObjectKinds) state_.ReplaceObjects(kind, {});
+  state_.Reconcile();
+  EXPECT_TRUE(state_.primed());
+  EXPECT_EQ(state_.WaitingFor(), "");
+}
+
 TEST_F(CatalogStateTest, EncryptedTargetsArePublishedOnceTheirSecretIsRead) {
   Prime({Provider("a", "repo")}, {EncryptedTarget("a", "sealed", "x"), Target("a", "plain", "y")},
         {Rule("a", "r1", "sealed", {{{"resources", {"secrets"}}}}),
@@ -337,6 +351,7 @@ TEST_F(CatalogStateTest, EncryptedTargetsArePublishedOnceTheirSecretIsRead) {
   EXPECT_FALSE(first.tables);
   EXPECT_FALSE(first.claims);
   EXPECT_FALSE(state_.primed());
+  EXPECT_EQ(state_.WaitingFor(), "the encryption Secrets");
   ASSERT_EQ(first.encryption_reads.size(), 1u);
   const EncryptionSecretRequest& read = first.encryption_reads[0];
   EXPECT_EQ(read.key.name, "sealed");
@@ -353,6 +368,7 @@ TEST_F(CatalogStateTest, EncryptedTargetsArePublishedOnceTheirSecretIsRead) {
   state_.ApplyEncryptionSecret(read.key, result);
   CatalogChanges published = state_.Reconcile();
   EXPECT_TRUE(state_.primed());
+  EXPECT_EQ(state_.WaitingFor(), "");
   ASSERT_TRUE(published.tables);
   ASSERT_EQ(published.tables->upserted_size(), 2);
   for (const auto& table : published.tables->upserted()) {
