@@ -119,10 +119,12 @@ class Stack:
         return [f"--grpc_tls_ca={self.pki}/ca.crt", f"--grpc_tls_cert={self.pki}/grpc-{name}.crt",
                 f"--grpc_tls_key={self.pki}/grpc-{name}.key"]
 
-    def reverserctl_argv(self, *args):
-        """reverserctl as an operator runs it here: mutual TLS with the admin certificate."""
+    def reverserctl_argv(self, *args, kubeconfig=None):
+        """reverserctl as an operator runs it here: mutual TLS with the admin certificate, and the
+        bearer token of a kubeconfig's user (default: admin's), which the services review with
+        the API server."""
         return [self._binary("tools/reverserctl/reverserctl"), f"--endpoints_dir={self.dir}",
-                *self.mesh_tls_args("admin"), *args]
+                *self.mesh_tls_args("admin"), f"--kubeconfig={kubeconfig or self.kubeconfig}", *args]
 
     def _service(self, name, args):
         endpoints = os.path.join(self.dir, f"{name}.json")
@@ -221,7 +223,12 @@ class Stack:
         if self.materializer_rbac is not None:
             rbac = os.path.join(self.dir, "rbac.json")
             with open(rbac, "w") as f:
-                json.dump([{**rule, "users": [MATERIALIZER_USER]} for rule in self.materializer_rbac], f)
+                # What the chart grants every service besides its own rules (system:auth-delegator):
+                # reviewing operators' bearer tokens.
+                delegation = [{"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
+                              {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+                               "resources": ["subjectaccessreviews"]}]
+                json.dump([{**rule, "users": [MATERIALIZER_USER]} for rule in self.materializer_rbac + delegation], f)
             rbac_args = [f"--rbac_file={rbac}"]
         # HTTPS, as a real API server: kubectl sends bearer tokens only over TLS.
         self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}", *rbac_args,
@@ -347,8 +354,10 @@ current-context: local
         if name == "gitworker":
             # Secrets (credentials, signing keys) through the API, as a key the catalog generates
             # exists only there.
+            # Targets' remotes and Secrets from the catalog, never from a delivery.
             return [f"--work_dir={self.dir}/gitworker", f"--push_cooldown={self.push_cooldown}",
-                    "--secrets_source=api", f"--kubeconfig={self.kubeconfig}"]
+                    "--secrets_source=api", f"--kubeconfig={self.kubeconfig}",
+                    f"--catalog_address={self.grpc('catalog')}"]
         if name == "catalog":
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s"]
         if name == "materializer":
@@ -357,8 +366,9 @@ current-context: local
                     f"--audit_tls_cert={self.pki}/webhook.crt", f"--audit_tls_key={self.pki}/webhook.key",
                     f"--audit_client_ca={self.pki}/ca.crt"]
         if name == "splicer":
+            # Its kubeconfig only reviews operators' tokens (--admin_auth=kubernetes).
             return [*self.redis_auth_args(), f"--catalog_address={self.grpc('catalog')}",
-                    f"--gitworker_address={self.grpc('gitworker')}",
+                    f"--kubeconfig={self.kubeconfig}", f"--gitworker_address={self.grpc('gitworker')}",
                     f"--attribution_grace={self.attribution_grace}"]
         raise ValueError(name)
 

@@ -12,22 +12,27 @@ using enum CallerRole;
 constexpr CallerRole kAllRoles[] = {kCatalog, kMaterializer, kSplicer, kGitWorker, kAdmin};
 
 // Data-plane calls name the one peer that makes them; every *Admin service and reflection are
-// for operators (reverserctl); health is for any member of the mesh.
+// for operators (reverserctl); health is for any member of the mesh. The operator calls that
+// change something come before their service's wildcard.
 const std::vector<PolicyEntry>& Table() {
+  using enum OperatorAccess;
   static const auto* table = new std::vector<PolicyEntry>{
       {"/reverser.v1.Catalog/WatchClaims", {kMaterializer, kAdmin}},
-      {"/reverser.v1.Catalog/WatchTables", {kSplicer, kAdmin}},
+      {"/reverser.v1.Catalog/WatchTables", {kSplicer, kGitWorker, kAdmin}},
       {"/reverser.v1.Catalog/GetType", {kMaterializer, kSplicer, kGitWorker, kAdmin}},
       {"/reverser.v1.Catalog/ListTypes", {kMaterializer, kSplicer, kGitWorker, kAdmin}},
       {"/reverser.v1.Catalog/ReportStreamSummary", {kSplicer}},
       {"/reverser.v1.GitWorker/Deliver", {kSplicer}},
       {"/reverser.v1.GitWorker/AttachCommit", {kCatalog}},
+      {"/reverser.v1.CatalogAdmin/Rescan", {kAdmin}, kWrite},
+      {"/reverser.v1.MaterializerAdmin/Compact", {kAdmin}, kWrite},
+      {"/reverser.v1.SplicerAdmin/Resplice", {kAdmin}, kWrite},
       {"/reverser.v1.CatalogAdmin/*", {kAdmin}},
       {"/reverser.v1.MaterializerAdmin/*", {kAdmin}},
       {"/reverser.v1.SplicerAdmin/*", {kAdmin}},
       {"/reverser.v1.GitWorkerAdmin/*", {kAdmin}},
       {"/grpc.reflection.v1alpha.ServerReflection/*", {kAdmin}},
-      {"/grpc.health.v1.Health/*", {std::begin(kAllRoles), std::end(kAllRoles)}},
+      {"/grpc.health.v1.Health/*", {std::begin(kAllRoles), std::end(kAllRoles)}, kNone},
   };
   return *table;
 }
@@ -93,5 +98,21 @@ absl::Status AuthorizeCall(absl::string_view path, const std::set<CallerRole>& r
 }
 
 const std::vector<PolicyEntry>& CallPolicyTable() { return Table(); }
+
+OperatorAccess OperatorAccessOf(absl::string_view path, const std::set<CallerRole>& roles) {
+  for (const PolicyEntry& entry : Table()) {
+    if (!Matches(entry.path, path)) continue;
+    for (CallerRole role : roles) {
+      if (role != kAdmin && entry.roles.count(role)) return OperatorAccess::kNone;
+    }
+    return roles.count(kAdmin) && entry.roles.count(kAdmin) ? entry.operator_access
+                                                             : OperatorAccess::kNone;
+  }
+  return OperatorAccess::kNone;
+}
+
+absl::string_view OperatorVerb(OperatorAccess access) {
+  return access == OperatorAccess::kWrite ? "update" : "get";
+}
 
 }  // namespace reverser::runtime

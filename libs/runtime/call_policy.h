@@ -28,11 +28,26 @@ std::set<CallerRole> RolesOf(const std::vector<std::string>& certificate_names);
 // denied to everyone. No roles at all (no or an unknown certificate) is Unauthenticated.
 absl::Status AuthorizeCall(absl::string_view path, const std::set<CallerRole>& roles);
 
-// The table, for docs and `reverserctl`: (method path or "/package.Service/*", roles).
+// What an operator's call does, for the Kubernetes review of its bearer token (admin_review.h):
+// kRead calls look (verb "get" on the virtual resource), kWrite calls change something (verb
+// "update": rescan, compact, resplice). kNone: no review (health, open to the whole mesh).
+enum class OperatorAccess { kNone, kRead, kWrite };
+
+// The table, for docs and `reverserctl`: (method path or "/package.Service/*", roles, and what
+// the call means when an operator makes it). The first matching entry decides.
 struct PolicyEntry {
   std::string path;
   std::set<CallerRole> roles;
+  OperatorAccess operator_access = OperatorAccess::kRead;
 };
 const std::vector<PolicyEntry>& CallPolicyTable();
+
+// Whether a call that AuthorizeCall allowed is made as an operator, and so needs the caller's
+// Kubernetes identity reviewed: kNone when a service role of the caller may make it by itself
+// (a splicer following tables) or the call is open to the mesh; else the entry's access.
+OperatorAccess OperatorAccessOf(absl::string_view path, const std::set<CallerRole>& roles);
+
+// "get" or "update": the SubjectAccessReview verb of an operator's call.
+absl::string_view OperatorVerb(OperatorAccess access);
 
 }  // namespace reverser::runtime

@@ -50,6 +50,27 @@ TEST(CallPolicyTest, AdminServicesAndReflectionAreForOperatorsHealthForEveryone)
   }
 }
 
+TEST(CallPolicyTest, AnOperatorsCallsAreReviewedAsReadsOrWritesAServicesAreNot) {
+  using enum OperatorAccess;
+  EXPECT_EQ(OperatorAccessOf("/reverser.v1.GitWorkerAdmin/Status", {kAdmin}), kRead);
+  EXPECT_EQ(OperatorAccessOf("/reverser.v1.Catalog/WatchTables", {kAdmin}), kRead);
+  EXPECT_EQ(OperatorAccessOf("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                             {kAdmin}),
+            kRead);
+  for (const char* path : {"/reverser.v1.MaterializerAdmin/Compact",
+                           "/reverser.v1.SplicerAdmin/Resplice", "/reverser.v1.CatalogAdmin/Rescan"}) {
+    EXPECT_EQ(OperatorAccessOf(path, {kAdmin}), kWrite) << path;
+    EXPECT_TRUE(AuthorizeCall(path, {kAdmin}).ok()) << path;
+  }
+  EXPECT_EQ(OperatorVerb(kWrite), "update");
+  EXPECT_EQ(OperatorVerb(kRead), "get");
+  // A service following tables with its own role is not an operator; health is the mesh's.
+  EXPECT_EQ(OperatorAccessOf("/reverser.v1.Catalog/WatchTables", {kSplicer}), kNone);
+  EXPECT_EQ(OperatorAccessOf("/reverser.v1.Catalog/WatchTables", {kSplicer, kAdmin}), kNone);
+  EXPECT_EQ(OperatorAccessOf("/grpc.health.v1.Health/Check", {kAdmin}), kNone);
+  EXPECT_EQ(OperatorAccessOf("/reverser.v1.GitWorker/Deliver", {kSplicer}), kNone);
+}
+
 TEST(CallPolicyTest, UnknownCallsAndUnknownCallersAreRefused) {
   EXPECT_TRUE(absl::IsUnauthenticated(AuthorizeCall("/grpc.health.v1.Health/Check", {})));
   EXPECT_TRUE(absl::IsPermissionDenied(AuthorizeCall("/reverser.v1.GitWorker/Smuggle", {kAdmin})));

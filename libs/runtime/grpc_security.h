@@ -15,6 +15,7 @@
 
 namespace reverser::runtime {
 
+class AdminReviewer;
 class MetricsRegistry;
 
 struct GrpcSecurity {
@@ -24,9 +25,13 @@ struct GrpcSecurity {
   std::string cert_file;  // this process's certificate (server and client)
   std::string key_file;
   absl::Duration reload_interval = absl::Minutes(1);
+  // --admin_auth=kubernetes (true): an operator's calls also need a Kubernetes user's bearer
+  // token, reviewed by the API server (admin_review.h); certificate (false): the reverser-admin
+  // certificate alone. Without TLS nobody is authenticated either way.
+  bool review_operators = true;
 };
 
-// From --grpc_tls_ca, --grpc_tls_cert, --grpc_tls_key and --grpc_insecure. TLS needs all three
+// From --grpc_tls_ca, --grpc_tls_cert, --grpc_tls_key, --grpc_insecure and --admin_auth. TLS needs all three
 // files, readable now; --grpc_insecure excludes them. Neither is an InvalidArgument error that
 // says what to set.
 absl::StatusOr<GrpcSecurity> GrpcSecurityFromFlags();
@@ -42,9 +47,11 @@ std::shared_ptr<grpc::ChannelCredentials> MeshChannelCredentials(const GrpcSecur
 // Credentials for this process's gRPC server. With TLS a client certificate is requested and
 // verified, and every call is checked by AuthorizeCall: refusals are answered UNAUTHENTICATED or
 // PERMISSION_DENIED without reaching a handler, logged, and counted in
-// reverser_grpc_calls_refused_total{service, reason}.
-std::shared_ptr<grpc::ServerCredentials> MeshServerCredentials(const GrpcSecurity& security,
-                                                               const std::string& service,
-                                                               MetricsRegistry* metrics);
+// reverser_grpc_calls_refused_total{service, reason}. With `operators` (not null), an
+// operator's call (OperatorAccessOf) also needs the `authorization: Bearer <token>` of a
+// Kubernetes user the reviewer allows; the token is consumed, handlers never see it.
+std::shared_ptr<grpc::ServerCredentials> MeshServerCredentials(
+    const GrpcSecurity& security, const std::string& service, MetricsRegistry* metrics,
+    std::shared_ptr<AdminReviewer> operators = nullptr);
 
 }  // namespace reverser::runtime

@@ -124,6 +124,12 @@ absl::Status ServiceHost::Start() {
   });
   const GrpcSecurity& security = options_.grpc_security;
   if (absl::Status s = CheckGrpcSecurity(security); !s.ok()) return s;
+  if (ReviewsOperators() && admin_reviewer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "--admin_auth=kubernetes needs a Kubernetes API to review operators' tokens: give this "
+        "service a kubeconfig (--kubeconfig, $KUBECONFIG, or run in a cluster), or choose "
+        "--admin_auth=certificate");
+  }
   auto http_port = http_.Start(options_.listen_address, options_.http_port);
   if (!http_port.ok()) return http_port.status();
   http_port_ = *http_port;
@@ -132,7 +138,8 @@ absl::Status ServiceHost::Start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.grpc_port),
-                           MeshServerCredentials(security, options_.service, &metrics()),
+                           MeshServerCredentials(security, options_.service, &metrics(),
+                                                 ReviewsOperators() ? admin_reviewer_ : nullptr),
                            &grpc_port_);
   // Resyncs carry whole desired sets; the 4 MiB default is far too small for them.
   builder.SetMaxReceiveMessageSize(512 * 1024 * 1024);

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "libs/runtime/admin_review.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/http_server.h"
 #include "libs/runtime/metrics.h"
@@ -51,6 +52,16 @@ class ServiceHost {
   caf::actor_system& actors() { return *actor_system_; }
   MetricsRegistry& metrics() { return MetricsRegistry::Global(); }
   const ServiceHostOptions& options() const { return options_; }
+
+  // Whether operators' calls are reviewed by the API server (TLS and --admin_auth=kubernetes):
+  // then Setup must give the host a reviewer, or Start() refuses to serve.
+  bool ReviewsOperators() const {
+    return !options_.grpc_security.insecure && options_.grpc_security.review_operators;
+  }
+  // The reviewer of operators' bearer tokens (libs/kube/access_review.h), set before Start().
+  void SetAdminReviewer(std::shared_ptr<AdminReviewer> reviewer) {
+    admin_reviewer_ = std::move(reviewer);
+  }
 
   // Services to serve on the gRPC port, registered before Start(). Not owned.
   void AddGrpcService(grpc::Service* service);
@@ -89,6 +100,7 @@ class ServiceHost {
   std::unique_ptr<caf::actor_system> actor_system_;
   caf::actor process_monitor_;
   std::vector<grpc::Service*> grpc_services_;
+  std::shared_ptr<AdminReviewer> admin_reviewer_;
   std::unique_ptr<grpc::Server> grpc_server_;
   HttpServer http_;
   int grpc_port_ = 0;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "libs/core/json_depth.h"
+#include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/runtime/log.h"
@@ -53,6 +54,9 @@ class App final : public runtime::ServiceApp {
     client_options.max_object_depth = max_depth;
     auto client = kube::NewHttplibRestClient(*config, "reverser-catalog/0.1", client_options);
     if (!client.ok()) return client.status();
+    if (host.ReviewsOperators()) {
+      host.SetAdminReviewer(std::make_shared<kube::KubeAccessReviewer>(*client));
+    }
 
     std::vector<std::string> sensitive;
     for (const std::string& entry : absl::GetFlag(FLAGS_additional_sensitive_resources)) {

@@ -149,6 +149,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
       std::lock_guard lock(shared_->mu);
       shared_->reactor = nullptr;
     }
+    for (uint64_t id : subscriptions_) options_.trusted_configs->Unsubscribe(id);
     for (const auto& [key, actor] : targets_) {
       caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     }
@@ -200,6 +201,10 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     switch (message.payload_case()) {
       case Message::kTargetConfig: {
         count("target_config");
+        if (options_.trusted_configs != nullptr) {
+          DeclareTargetLocked(sequence, message.target_config());
+          return;
+        }
         auto settings = SettingsFromConfig(message.target_config(), options_.limits);
         if (!settings.ok()) {
           RefuseMessageLocked(sequence, message.target_config().target(),
@@ -207,20 +212,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
                               settings.status().message());
           return;
         }
-        const std::string key = (*settings)->TargetKey();
-        auto it = targets_.find(key);
-        if (it == targets_.end()) {
-          TargetStreamOptions options;
-          options.capacity = options_.target_buffer;
-          BranchRegistry* registry = registry_;
-          options.branch_for = [registry](const TargetSettings& settings) {
-            return registry->Get(settings);
-          };
-          options.sink = sink_;
-          options.metrics = options_.metrics;
-          it = targets_.emplace(key, SpawnTargetStream(system_, options)).first;
-        }
-        caf::anon_send(it->second, config_atom::value, *settings);
+        caf::anon_send(TargetLocked((*settings)->TargetKey()), config_atom::value, *settings);
         AcceptLocked(sequence);
         return;
       }
@@ -229,7 +221,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
         const bool resync = message.payload_case() == Message::kResync;
         count(resync ? "resync" : "event");
         const auto& target = resync ? message.resync().target() : message.event().target();
-        const std::string key = absl::StrCat(target.namespace_(), "/", target.name());
+        const std::string key = TargetRefKey(target);
         auto it = targets_.find(key);
         if (it == targets_.end()) {
           RefuseMessageLocked(
@@ -258,9 +250,55 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     }
   }
 
+  // The stream actor of GitTarget `key`, spawned (unconfigured) on first use.
+  caf::actor TargetLocked(const std::string& key) {
+    auto it = targets_.find(key);
+    if (it == targets_.end()) {
+      TargetStreamOptions options;
+      options.capacity = options_.target_buffer;
+      BranchRegistry* registry = registry_;
+      options.branch_for = [registry](const TargetSettings& settings) {
+        return registry->Get(settings);
+      };
+      options.sink = sink_;
+      options.metrics = options_.metrics;
+      options.limits = options_.limits;
+      it = targets_.emplace(key, SpawnTargetStream(system_, options)).first;
+    }
+    return it->second;
+  }
+
+  // The stream carries the delivered config's GitTarget; it is written with the catalog's config
+  // of it, and only while the two agree (target_stream.h). Until then its items wait unaccepted.
+  void DeclareTargetLocked(uint64_t sequence, const reverser::v1::GitTargetConfig& delivered) {
+    const reverser::v1::GitTargetRef& target = delivered.target();
+    if (target.namespace_().empty() || target.name().empty()) {
+      RefuseMessageLocked(sequence, target, reverser::v1::REFUSAL_REASON_INVALID_TARGET_CONFIG,
+                          "target_config names no GitTarget (namespace and name)");
+      return;
+    }
+    const std::string key = TargetRefKey(target);
+    const bool known = targets_.count(key) > 0;
+    caf::actor stream = TargetLocked(key);
+    caf::anon_send(stream, declare_atom::value,
+                   std::make_shared<const reverser::v1::GitTargetConfig>(delivered));
+    if (!known) {
+      // Listeners run under the book's lock: they only post.
+      subscriptions_.push_back(options_.trusted_configs->Subscribe(
+          key, [stream](const reverser::v1::GitTargetConfig* config) {
+            caf::anon_send(stream, catalog_atom::value,
+                           config == nullptr
+                               ? TargetConfigPtr()
+                               : std::make_shared<const reverser::v1::GitTargetConfig>(*config));
+          }));
+    }
+    AcceptLocked(sequence);
+  }
+
   caf::actor_system& system_;
   BranchRegistry* registry_;
   DeliveryOptions options_;
+  std::vector<uint64_t> subscriptions_;  // in options_.trusted_configs, ended with the stream
   std::shared_ptr<StreamShared> shared_;
   std::shared_ptr<StreamSink> sink_;
   Message in_;

@@ -7,9 +7,12 @@
 //     message, in the order messages were read, once it is buffered (target_config: at once;
 //     resync/event: when its GitTarget's buffer had room). At most `max_unaccepted` messages are
 //     read ahead of their acceptance; beyond that the stream is not read (gRPC flow control).
-//   - `target_config` configures (or reconfigures) a GitTarget for the rest of the stream; an
-//     invalid config, or a resync/event for a target without config, is answered `refusal`
-//     (reason code and message) and accepted, and never acked.
+//   - `target_config` declares a GitTarget for the rest of the stream. How it is written comes
+//     from the catalog (target_configs.h), now and whenever the catalog changes it; until the
+//     catalog has published it, the target's resyncs and events wait unaccepted. Nothing a
+//     splicer sends names a remote or a Secret. (With --target_config_source=delivery the
+//     delivered config is used as sent.) An unusable config, or a resync/event for a target
+//     not declared, is answered `refusal` (reason code and message) and accepted, never acked.
 //   - `ack{target, claim, position, commit_sha}` once everything of (target, claim) up to
 //     position is pushed; acks per (target, claim) only move forward. Objects that can never be
 //     written (e.g. sensitive without encryption) are answered `refusal` (naming the object)
@@ -31,6 +34,7 @@
 #include "libs/runtime/admin_status.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/gitworker/branch_actor.h"
+#include "services/gitworker/target_configs.h"
 #include "services/gitworker/target_stream.h"
 
 namespace reverser::gitworker {
@@ -39,6 +43,9 @@ struct DeliveryOptions {
   size_t target_buffer = 1000;  // items per GitTarget buffer
   size_t max_unaccepted = 64;   // messages read ahead of their acceptance
   WriterLimits limits;          // templates of a target_config are tried within these
+  // The catalog's configs (target_configs.h): a delivered target_config then only declares its
+  // GitTarget. Null (--target_config_source=delivery): the delivered config is used as sent.
+  TargetConfigBook* trusted_configs = nullptr;
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
 

@@ -5,13 +5,18 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "libs/catalogclient/catalog_flags.h"
+#include "libs/catalogclient/stream_follower.h"
+#include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
+#include "proto/reverser/v1/catalog.grpc.pb.h"
 #include "services/gitworker/branch_actor.h"
 #include "services/gitworker/delivery_service.h"
 #include "services/gitworker/secret_source.h"
+#include "services/gitworker/target_configs.h"
 #include "services/gitworker/work_dir.h"
 
 ABSL_FLAG(
@@ -55,8 +60,14 @@ ABSL_FLAG(std::string, secrets_source, "files",
           "--credentials_dir) or \"api\" (GET through the Kubernetes API with --kubeconfig or "
           "the in-cluster service account; a signing key the catalog generates is seen at once).");
 ABSL_FLAG(std::string, kubeconfig, "",
-          "With --secrets_source=api: a kubeconfig file. Empty: $KUBECONFIG, else the in-cluster "
+          "A kubeconfig file, for --secrets_source=api and for reviewing operators' tokens "
+          "(--admin_auth=kubernetes). Empty: $KUBECONFIG, else the in-cluster "
           "service account, else ~/.kube/config.");
+ABSL_FLAG(std::string, target_config_source, "catalog",
+          "Where a GitTarget's remote, branch, path and Secrets come from: \"catalog\" (followed "
+          "over the mesh from --catalog_address; a splicer's delivery only names the GitTarget) "
+          "or \"delivery\" (the config a splicer delivers is used as sent: local development "
+          "and tests only, as it lets any splicer name a remote and a Secret).");
 ABSL_FLAG(absl::Duration, signing_key_cache_ttl, absl::Seconds(30),
           "How long a signing key read from its Secret is reused before it is read again (a "
           "rotated key is used within this time).");
@@ -135,6 +146,9 @@ class App final : public runtime::ServiceApp {
       auto client = kube::NewHttplibRestClient(*config, "reverser-gitworker/0.1");
       if (!client.ok()) return client.status();
       secrets = ApiSecretReader(*client);
+      if (host.ReviewsOperators()) {
+        host.SetAdminReviewer(std::make_shared<kube::KubeAccessReviewer>(*client));
+      }
       host.SetDetail("secrets_source", absl::StrCat("api ", config->server));
     } else if (source == "files") {
       if (const std::string dir = absl::GetFlag(FLAGS_credentials_dir); !dir.empty()) {
@@ -145,13 +159,37 @@ class App final : public runtime::ServiceApp {
       return absl::InvalidArgumentError(
           absl::StrCat("--secrets_source must be files or api, not \"", source, "\""));
     }
+    if (host.ReviewsOperators() && source != "api") {
+      auto reviewer =
+          kube::NewAccessReviewer(absl::GetFlag(FLAGS_kubeconfig), "reverser-gitworker/0.1");
+      if (!reviewer.ok()) return reviewer.status();
+      host.SetAdminReviewer(*reviewer);
+    }
     if (secrets) {
       registry.credentials = SecretCredentialsResolver(secrets);
       registry.signing_keys = CachingSigningKeyResolver(secrets, key_ttl);
     }
     registry_ = std::make_unique<BranchRegistry>(host.actors(), registry);
 
+    const std::string config_source = absl::GetFlag(FLAGS_target_config_source);
+    if (config_source != "catalog" && config_source != "delivery") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--target_config_source must be catalog or delivery, not \"", config_source, "\""));
+    }
+    auto catalog = catalogclient::CatalogAddressOrStatic(
+        "target_config_source=delivery", config_source == "delivery" ? config_source : "");
+    if (!catalog.ok()) return catalog.status();
     DeliveryOptions delivery;
+    if (!catalog->empty()) {
+      configs_ = std::make_unique<TargetConfigBook>();
+      FollowCatalog(host, *catalog);
+      delivery.trusted_configs = configs_.get();
+    } else {
+      runtime::LogWarning(
+          "target configs are taken from deliveries (--target_config_source=delivery): any "
+          "splicer may name a remote and a Secret; local development only");
+    }
+    host.SetDetail("target_config_source", config_source);
     delivery.target_buffer = static_cast<size_t>(target_buffer);
     delivery.max_unaccepted = static_cast<size_t>(max_unaccepted);
     delivery.limits = *limits;
@@ -166,7 +204,37 @@ class App final : public runtime::ServiceApp {
     return absl::OkStatus();
   }
 
+  // The catalog's resolution of every GitTarget, from Catalog/WatchTables.
+  void FollowCatalog(runtime::ServiceHost& host, const std::string& address) {
+    auto stub = std::shared_ptr<reverser::v1::Catalog::Stub>(reverser::v1::Catalog::NewStub(
+        grpc::CreateChannel(address, runtime::MeshChannelCredentials(host.options().grpc_security))));
+    host.SetComponent("catalog", false, "waiting for the catalog's target configs",
+                      /*gating=*/false);
+    TargetConfigBook* book = configs_.get();
+    runtime::ServiceHost* h = &host;
+    const std::string subscriber = host.options().instance;
+    tables_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::TableUpdate>>(
+        "tables",
+        [stub, subscriber](grpc::ClientContext* context, uint64_t known_generation) {
+          reverser::v1::WatchTablesRequest request;
+          request.set_known_generation(known_generation);
+          request.set_subscriber(subscriber);
+          return stub->WatchTables(context, request);
+        },
+        [book, h](const reverser::v1::TableUpdate& update) {
+          book->Apply(update);
+          h->SetComponent("catalog", true, absl::StrCat(book->size(), " target config(s)"),
+                          /*gating=*/false);
+        });
+  }
+
+  absl::Status Run(runtime::ServiceHost&) override {
+    if (tables_) tables_->Start();
+    return absl::OkStatus();
+  }
+
   void Stop() override {
+    if (tables_) tables_->Stop();
     // Close open windows and push what is committed before the actor system goes away.
     if (registry_) registry_->StopAll(host_->options().shutdown_grace / 2);
   }
@@ -174,6 +242,8 @@ class App final : public runtime::ServiceApp {
  private:
   runtime::ServiceHost* host_ = nullptr;
   std::unique_ptr<BranchRegistry> registry_;
+  std::unique_ptr<TargetConfigBook> configs_;
+  std::unique_ptr<catalogclient::StreamFollower<reverser::v1::TableUpdate>> tables_;
   std::unique_ptr<GitWorkerService> service_;
   std::unique_ptr<GitWorkerAdminService> admin_;
 };

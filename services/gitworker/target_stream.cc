@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::gitworker {
@@ -11,6 +12,8 @@ namespace {
 struct TargetStreamState {
   TargetStreamOptions options;
   SettingsPtr settings;
+  TargetConfigPtr declared;  // what the splicer delivers with (catalog as the source)
+  TargetConfigPtr catalog;   // the catalog's config of the target
   std::deque<WorkItemPtr> queue;
   std::deque<std::pair<uint64_t, WorkItemPtr>> waiting;  // not yet accepted: buffer full
   size_t in_flight = 0;
@@ -48,16 +51,24 @@ void Enqueue(Self* self, WorkItemPtr item) {
 
 void Pump(Self* self);
 
+// Lets waiting messages into the buffer as far as it has room (and the target has settings).
+void Admit(Self* self) {
+  auto& state = self->state;
+  while (state.settings && !state.waiting.empty() &&
+         state.queue.size() < state.options.capacity) {
+    auto [sequence, item] = std::move(state.waiting.front());
+    state.waiting.pop_front();
+    item->settings = state.settings;
+    Enqueue(self, std::move(item));
+    state.options.sink->Accepted(sequence);
+  }
+}
+
 void Taken(Self* self) {
   auto& state = self->state;
   if (state.in_flight > 0) --state.in_flight;
   Pump(self);  // first hand over what is queued, then let waiting messages in behind it
-  while (!state.waiting.empty() && state.queue.size() < state.options.capacity) {
-    auto [sequence, item] = std::move(state.waiting.front());
-    state.waiting.pop_front();
-    Enqueue(self, std::move(item));
-    state.options.sink->Accepted(sequence);
-  }
+  Admit(self);
   Pump(self);
 }
 
@@ -78,14 +89,66 @@ void Pump(Self* self) {
   }
 }
 
+// With the catalog as the source: settings from its config while the splicer's equals it.
+void Reevaluate(Self* self) {
+  auto& state = self->state;
+  const bool agreed = state.declared && state.catalog &&
+                      google::protobuf::util::MessageDifferencer::Equals(*state.declared,
+                                                                         *state.catalog);
+  if (!agreed) {
+    state.settings = nullptr;  // later items wait for the two to agree
+    return;
+  }
+  if (state.settings) return;
+  auto settings = SettingsFromConfig(*state.catalog, state.options.limits);
+  if (!settings.ok()) {
+    state.options.metrics
+        ->GetCounter("reverser_gitworker_target_configs_unusable_total",
+                     "Catalog configs of a GitTarget the gitworker cannot write with (its items "
+                     "wait until the catalog publishes a usable one).")
+        .Increment();
+    runtime::LogWarning("catalog config of a GitTarget is unusable",
+                        {{"target", absl::StrCat(state.catalog->target().namespace_(), "/",
+                                                 state.catalog->target().name())},
+                         {"error", std::string(settings.status().message())}});
+    return;
+  }
+  state.settings = *settings;
+  Admit(self);
+  Pump(self);
+}
+
 caf::behavior TargetStream(Self* self, TargetStreamOptions options) {
   self->state.options = std::move(options);
   return {
-      [=](config_atom, const SettingsPtr& settings) { self->state.settings = settings; },
+      [=](config_atom, const SettingsPtr& settings) {
+        self->state.settings = settings;
+        Admit(self);
+        Pump(self);
+      },
+      [=](declare_atom, const TargetConfigPtr& config) {
+        if (self->state.declared && config &&
+            !google::protobuf::util::MessageDifferencer::Equals(*self->state.declared, *config)) {
+          self->state.settings = nullptr;
+        }
+        self->state.declared = config;
+        Reevaluate(self);
+      },
+      [=](catalog_atom, const TargetConfigPtr& config) {
+        if (self->state.catalog && config &&
+            !google::protobuf::util::MessageDifferencer::Equals(*self->state.catalog, *config)) {
+          self->state.settings = nullptr;
+        }
+        self->state.catalog = config;
+        Reevaluate(self);
+      },
       [=](deliver_atom, uint64_t sequence, const WorkItemPtr& item) {
         auto& state = self->state;
         item->settings = state.settings;
-        if (!state.waiting.empty() || state.queue.size() >= state.options.capacity) {
+        // Without settings yet (the catalog has not published the target), items wait
+        // unaccepted: the splicer runs out of credit, nothing is dropped.
+        if (!state.settings || !state.waiting.empty() ||
+            state.queue.size() >= state.options.capacity) {
           state.waiting.emplace_back(sequence, item);
           return;
         }

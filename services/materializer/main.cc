@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/audit/audit_event.h"
 #include "libs/core/json_depth.h"
+#include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/catalogclient/catalog_flags.h"
@@ -216,6 +217,9 @@ class App final : public runtime::ServiceApp {
         kube::NewHttplibRestClient(*cluster, "reverser-materializer/0.1", client_options);
     if (!kube_client.ok()) return kube_client.status();
     client_ = *kube_client;
+    if (host.ReviewsOperators()) {
+      host.SetAdminReviewer(std::make_shared<kube::KubeAccessReviewer>(client_));
+    }
 
     SupervisorOptions options;
     auto metrics = &host.metrics();

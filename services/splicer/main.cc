@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 #include "libs/catalogclient/catalog_flags.h"
+#include "libs/kube/access_review.h"
 #include "libs/catalogclient/stream_follower.h"
 #include "libs/redisstore/author_fact_store.h"
 #include "libs/redisstore/redis_flags.h"
@@ -24,6 +25,9 @@
 
 ABSL_FLAG(std::string, targets_file, "",
           "Instead of the catalog: a JSON reverser.v1.TableUpdate with the targets to serve.");
+ABSL_FLAG(std::string, kubeconfig, "",
+          "A kubeconfig for reviewing operators' tokens (--admin_auth=kubernetes). Empty: "
+          "$KUBECONFIG, else the in-cluster service account.");
 ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the gitworker.");
 ABSL_FLAG(bool, attribution, true, "Resolve authors from the audit facts in Redis.");
 ABSL_FLAG(absl::Duration, attribution_grace, reverser::redisstore::kDefaultAttributionGrace,
@@ -141,6 +145,12 @@ class App final : public runtime::ServiceApp {
     auto catalog_address = catalogclient::CatalogAddressOrStatic("targets_file", targets_file);
     if (!catalog_address.ok()) return catalog_address.status();
     const std::string& catalog = *catalog_address;
+    if (host.ReviewsOperators()) {
+      auto reviewer =
+          kube::NewAccessReviewer(absl::GetFlag(FLAGS_kubeconfig), "reverser-splicer/0.1");
+      if (!reviewer.ok()) return reviewer.status();
+      host.SetAdminReviewer(*reviewer);
+    }
     delivery_ =
         std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
                                          static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)),

@@ -42,7 +42,10 @@ class MeshTest : public ::testing::Test {
         "gitworker", testing::RunfilePath("services/gitworker/gitworker"),
         {"--work_dir=" + dir_.path() + "/work", "--grpc_tls_ca=" + served_ + "/ca.crt",
          "--grpc_tls_cert=" + served_ + "/tls.crt", "--grpc_tls_key=" + served_ + "/tls.key",
-         "--grpc_tls_reload_interval=1s"});
+         "--grpc_tls_reload_interval=1s",
+         // Operators here are known by their certificate: tests/security/operator_test.cc
+         // covers the Kubernetes review of their tokens.
+         "--admin_auth=certificate"});
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
   }

@@ -31,6 +31,12 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
     options->tls_key = value;
   } else if (name == "grpc_tls_server_name") {
     options->tls_server_name = value;
+  } else if (name == "kubeconfig") {
+    options->kubeconfig = value;
+  } else if (name == "context") {
+    options->kube_context = value;
+  } else if (name == "token") {
+    options->token = value;
   } else if (name == "timeout") {
     absl::Duration timeout;
     if (!absl::ParseDuration(value, &timeout) || timeout <= absl::ZeroDuration()) {
@@ -56,6 +62,7 @@ bool TakesValue(const std::string& name) {
   return name == "addr" || name == "endpoints_file" || name == "endpoints_dir" || name == "host" ||
          name == "timeout" || name == "o" || name == "output" || name == "grpc_tls_ca" ||
          name == "grpc_tls_cert" || name == "grpc_tls_key" || name == "grpc_tls_server_name" ||
+         name == "kubeconfig" || name == "context" || name == "token" ||
          (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5)));
 }
 
@@ -142,6 +149,11 @@ std::string GlobalOptionsHelp() {
          "  --grpc_tls_server_name=NAME  check the services' certificates against NAME, not\n"
          "                         the host dialed (e.g. over kubectl port-forward)\n"
          "  --grpc_insecure        plaintext, for a stack started with --grpc_insecure\n"
+         "  --kubeconfig=FILE, --context=NAME\n"
+         "                         whose bearer token to send (default: $KUBECONFIG, the\n"
+         "                         in-cluster service account, ~/.kube/config): services\n"
+         "                         check it with a TokenReview and RBAC (docs/security.md)\n"
+         "  --token=TOKEN          this bearer token instead of the kubeconfig's\n"
          "  -h, --help             this help, or a command's help after the command\n"
          "An address flag beats --addr, which beats endpoints files.\n";
 }

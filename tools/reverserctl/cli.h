@@ -32,6 +32,12 @@ struct GlobalOptions {
   // the host dialed (a port-forward dials 127.0.0.1; the certificate names the Service).
   std::string tls_server_name;
   bool insecure = false;
+  // Who the operator is, for services that review operators' calls with the Kubernetes API
+  // (--admin_auth=kubernetes): --token, else the user of --kubeconfig (--context), else of
+  // $KUBECONFIG, the in-cluster service account or ~/.kube/config. Sent only over TLS.
+  std::string kubeconfig;
+  std::string kube_context;
+  std::string token;
   OutputFormat output = OutputFormat::kDefault;     // -o / --output
 };
 

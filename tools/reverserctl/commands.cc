@@ -513,18 +513,22 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
   }
   absl::StatusOr<runtime::GrpcSecurity> security = SecurityOf(inv.options);
   if (!security.ok()) return usage_error(std::string(security.status().message()));
-  const bool json = inv.options.output == OutputFormat::kJson;
+  absl::StatusOr<std::string> token = BearerTokenOf(inv.options);
+  if (!token.ok()) return usage_error(std::string(token.status().message()));
+  Invocation resolved = inv;
+  resolved.options.token = *token;
+  const bool json = resolved.options.output == OutputFormat::kJson;
   std::optional<Connection> connection;
-  if (!service.empty() || !inv.options.addr.empty()) {
+  if (!service.empty() || !resolved.options.addr.empty()) {
     if (service.empty()) service = "service";  // `--addr=... health`: the one address given
-    auto address = ResolveAddress(inv.options, service);
+    auto address = ResolveAddress(resolved.options, service);
     if (!address.ok()) {
       err << "reverserctl: " << address.status().message() << "\n";
       return kFailed;
     }
-    connection.emplace(service, *address, inv.options, *security);
+    connection.emplace(service, *address, resolved.options, *security);
   }
-  CommandContext ctx{inv, connection ? &*connection : nullptr, *security, json, out, err};
+  CommandContext ctx{resolved, connection ? &*connection : nullptr, *security, json, out, err};
   return command->run(ctx);
 }
 

@@ -4,7 +4,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_replace.h"
+#include "libs/kube/config.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::reverserctl {
@@ -57,6 +59,32 @@ absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options) {
   return security;
 }
 
+absl::StatusOr<std::string> BearerTokenOf(const GlobalOptions& options) {
+  if (options.insecure) return std::string();
+  if (!options.token.empty()) return options.token;
+  kube::KubeconfigOptions kube_options;
+  kube_options.context = options.kube_context;
+  absl::StatusOr<kube::ClusterConfig> config =
+      kube::LoadDefaultConfig(options.kubeconfig, kube_options);
+  if (!config.ok()) {
+    // Without any kubeconfig the calls go without a token: a service that reviews operators
+    // answers UNAUTHENTICATED and says so. A kubeconfig asked for by name must be readable.
+    if (absl::IsNotFound(config.status()) && options.kubeconfig.empty()) return std::string();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kubeconfig: ", config.status().message()));
+  }
+  if (!config->token_file.empty()) {
+    absl::StatusOr<std::string> token = kube::ReadFileToString(config->token_file);
+    if (!token.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the kubeconfig's token file ",
+                                                     config->token_file, ": ",
+                                                     token.status().message()));
+    }
+    return std::string(absl::StripAsciiWhitespace(*token));
+  }
+  return config->token;
+}
+
 namespace {
 
 grpc::ChannelArguments ChannelArgumentsFor(const GlobalOptions& options) {
@@ -72,6 +100,7 @@ Connection::Connection(std::string service, std::string address, const GlobalOpt
     : service_(std::move(service)),
       address_(std::move(address)),
       timeout_(options.timeout),
+      bearer_token_(security.insecure ? std::string() : options.token),
       channel_(grpc::CreateCustomChannel(
           address_,
           runtime::MeshChannelCredentials(security),
@@ -79,6 +108,7 @@ Connection::Connection(std::string service, std::string address, const GlobalOpt
 
 void Connection::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout_));
+  if (!bearer_token_.empty()) context->AddMetadata("authorization", "Bearer " + bearer_token_);
 }
 
 std::string Connection::Describe(const grpc::Status& status) const {

@@ -28,7 +28,8 @@ absl::StatusOr<std::string> ResolveAddress(const GlobalOptions& options,
 // A connection to one service, remembered with its name and address for error messages.
 class Connection {
  public:
-  // `security`: the transport SecurityOf(options) chose (checked once, before any connection).
+  // `security`: the transport SecurityOf(options) chose (checked once, before any connection);
+  // `options.token`: the resolved BearerTokenOf(options).
   Connection(std::string service, std::string address, const GlobalOptions& options,
              const runtime::GrpcSecurity& security);
 
@@ -36,7 +37,7 @@ class Connection {
   const std::string& address() const { return address_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
-  // Sets the call deadline (now + --timeout) on `context`.
+  // Sets the call deadline (now + --timeout) and the operator's bearer token on `context`.
   void Prepare(grpc::ClientContext* context) const;
   // "splicer at 127.0.0.1:9090: UNIMPLEMENTED: <message>" on one line.
   std::string Describe(const grpc::Status& status) const;
@@ -45,12 +46,18 @@ class Connection {
   std::string service_;
   std::string address_;
   absl::Duration timeout_;
+  std::string bearer_token_;
   std::shared_ptr<grpc::Channel> channel_;
 };
 
 // The transport the global options ask for: mutual TLS with readable files, or --grpc_insecure;
 // neither is an InvalidArgument error that says what to pass.
 absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options);
+
+// The bearer token an operator's calls carry (GlobalOptions: --token, else the kubeconfig
+// user's token or token file); empty without TLS, or when no kubeconfig has one. An explicit
+// --kubeconfig that cannot be read is an error.
+absl::StatusOr<std::string> BearerTokenOf(const GlobalOptions& options);
 
 // The canonical name of a gRPC status code (UNAVAILABLE, DEADLINE_EXCEEDED, ...).
 std::string StatusCodeName(grpc::StatusCode code);
