@@ -155,6 +155,11 @@ ApiError MethodNotSupported(const ErrorSubject& s, const std::string& action) {
       d);
 }
 
+ApiError MethodNotAllowed() {
+  return Make(405, "MethodNotAllowed",
+              "the server does not allow this method on the requested resource", Json::object());
+}
+
 ApiError UnsupportedMediaType(const std::string& accepted) {
   return Make(415, "UnsupportedMediaType",
               absl::StrCat("the body of the request was in an unknown format - accepted media "

@@ -57,6 +57,9 @@ ApiError Invalid(const ErrorSubject& subject, const std::string& name,
 ApiError InvalidListOptions(const std::vector<StatusCause>& causes);
 ApiError BadRequest(const std::string& message);
 ApiError MethodNotSupported(const ErrorSubject& subject, const std::string& action);
+// The router's 405 for a method a path does not serve (GET on tokenreviews): "the server does
+// not allow this method on the requested resource", empty details.
+ApiError MethodNotAllowed();
 ApiError UnsupportedMediaType(const std::string& accepted);
 ApiError RequestEntityTooLarge(size_t limit);
 ApiError Gone(const std::string& message);  // 410 Expired

@@ -18,6 +18,17 @@ bool AnyOf(const std::vector<std::string>& list, const std::string& value) {
          std::find(list.begin(), list.end(), value) != list.end();
 }
 
+// RBAC's NonResourceURLMatches: "*", the URL itself, or a prefix ending in "*".
+bool NonResourceUrlMatches(const std::vector<std::string>& urls, const std::string& path) {
+  for (const auto& u : urls) {
+    if (u == "*" || u == path) return true;
+    if (!u.empty() && u.back() == '*' && absl::StartsWith(path, u.substr(0, u.size() - 1))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Splits one CSV line honouring double quotes.
 std::vector<std::string> SplitCsv(const std::string& line) {
   std::vector<std::string> out;
@@ -103,6 +114,14 @@ ApiOr<UserInfo> Authenticator::Authenticate(const std::string& authorization) co
   return it->second;
 }
 
+std::optional<UserInfo> Authenticator::LookupToken(const std::string& token) const {
+  std::lock_guard lock(mu_);
+  if (tokens_.empty()) return default_user_;
+  auto it = tokens_.find(token);
+  if (it == tokens_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Authorizer::Enable(bool enabled) {
   std::lock_guard lock(mu_);
   enabled_ = enabled;
@@ -126,32 +145,75 @@ bool Authorizer::enabled() const {
 }
 
 bool Authorizer::Allowed(const UserInfo& user, const AuthzAttributes& a) const {
+  return Decide(user, a).allowed;
+}
+
+AuthzDecision Authorizer::Decide(const UserInfo& user, const AuthzAttributes& a) const {
   std::lock_guard lock(mu_);
-  if (!enabled_) return true;
+  if (!enabled_) return {true, ""};
   for (const auto& g : user.groups) {
-    if (g == "system:masters") return true;
+    if (g == "system:masters") return {true, ""};
   }
   std::string resource =
       a.subresource.empty() ? a.resource : absl::StrCat(a.resource, "/", a.subresource);
-  for (const auto& r : rules_) {
-    bool subject = (r.users.empty() && r.groups.empty()) ||
-                   std::find(r.users.begin(), r.users.end(), user.username) != r.users.end();
-    for (const auto& g : user.groups) {
-      if (std::find(r.groups.begin(), r.groups.end(), g) != r.groups.end()) subject = true;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const RbacRule& r = rules_[i];
+    // Which subject the rule matched, for the reason (RBAC names the binding's subject).
+    std::string subject;
+    if (r.users.empty() && r.groups.empty()) {
+      subject = absl::StrCat("User \"", user.username, "\"");
+    } else if (std::find(r.users.begin(), r.users.end(), user.username) != r.users.end()) {
+      subject = absl::StrCat("User \"", user.username, "\"");
+    } else {
+      for (const auto& g : user.groups) {
+        if (std::find(r.groups.begin(), r.groups.end(), g) != r.groups.end()) {
+          subject = absl::StrCat("Group \"", g, "\"");
+          break;
+        }
+      }
     }
-    if (!subject) continue;
-    if (!AnyOf(r.verbs, a.verb) || !AnyOf(r.api_groups, a.api_group) ||
-        !AnyOf(r.resources, resource)) {
-      continue;
+    if (subject.empty()) continue;
+    if (!AnyOf(r.verbs, a.verb)) continue;
+    if (a.non_resource) {
+      if (!NonResourceUrlMatches(r.non_resource_urls, a.path)) continue;
+    } else {
+      if (!r.non_resource_urls.empty() && r.resources.empty()) continue;  // URLs only
+      if (!AnyOf(r.api_groups, a.api_group) || !AnyOf(r.resources, resource)) continue;
+      if (!r.namespaces.empty() &&
+          (a.namespace_.empty() || std::find(r.namespaces.begin(), r.namespaces.end(),
+                                             a.namespace_) == r.namespaces.end())) {
+        continue;
+      }
     }
-    if (!r.namespaces.empty() &&
-        (a.namespace_.empty() ||
-         std::find(r.namespaces.begin(), r.namespaces.end(), a.namespace_) == r.namespaces.end())) {
-      continue;
-    }
-    return true;
+    return {true, absl::StrCat("RBAC: allowed by kube-sim rule ", i, " to ", subject)};
   }
-  return false;
+  if (a.non_resource && a.verb == "get") {
+    // The bootstrap ClusterRoleBindings of the same names (kube-apiserver's RBAC bootstrap).
+    static const std::vector<std::string> kPublicInfo = {"/healthz", "/livez", "/readyz",
+                                                         "/version", "/version/"};
+    static const std::vector<std::string> kDiscovery = {
+        "/api",     "/api/*",     "/apis",   "/apis/*",  "/healthz", "/livez",
+        "/openapi", "/openapi/*", "/readyz", "/version", "/version/"};
+    auto in = [&](const char* g) {
+      return std::find(user.groups.begin(), user.groups.end(), g) != user.groups.end();
+    };
+    auto reason = [](const char* role, const char* group) {
+      return absl::StrCat("RBAC: allowed by ClusterRoleBinding \"", role, "\" of ClusterRole \"",
+                          role, "\" to Group \"", group, "\"");
+    };
+    if (in("system:authenticated") && NonResourceUrlMatches(kDiscovery, a.path)) {
+      return {true, reason("system:discovery", "system:authenticated")};
+    }
+    if (NonResourceUrlMatches(kPublicInfo, a.path)) {
+      if (in("system:authenticated")) {
+        return {true, reason("system:public-info-viewer", "system:authenticated")};
+      }
+      if (in("system:unauthenticated")) {
+        return {true, reason("system:public-info-viewer", "system:unauthenticated")};
+      }
+    }
+  }
+  return {false, ""};
 }
 
 std::string Authorizer::DenyReason(const UserInfo& user, const AuthzAttributes& a) {

@@ -31,6 +31,9 @@ struct RbacRule {
   std::vector<std::string> api_groups;  // "*" or groups ("" = core)
   std::vector<std::string> resources;   // "*", "configmaps", "deployments/scale"
   std::vector<std::string> namespaces;  // empty: all namespaces and cluster scope
+  // Non-resource URLs ("/metrics", "/apis/*", "*"), matched as RBAC matches them (exact, or a
+  // prefix before a trailing "*"). A rule with these and no `resources` grants no resources.
+  std::vector<std::string> non_resource_urls;
 };
 
 struct AuthzAttributes {
@@ -40,6 +43,17 @@ struct AuthzAttributes {
   std::string subresource;
   std::string namespace_;
   std::string name;
+  // A non-resource request (SubjectAccessReview nonResourceAttributes): `verb` and `path` only.
+  bool non_resource = false;
+  std::string path;
+};
+
+// An authorization decision and the reason kube-apiserver's authorizer chain would give
+// (empty for system:masters and with RBAC off, as the real privileged-group and AlwaysAllow
+// authorizers give none; empty for a denial, as RBAC's no-opinion is).
+struct AuthzDecision {
+  bool allowed = false;
+  std::string reason;
 };
 
 class Authenticator {
@@ -54,6 +68,10 @@ class Authenticator {
 
   // `authorization` is the Authorization header value (may be empty).
   ApiOr<UserInfo> Authenticate(const std::string& authorization) const;
+  // The user a bearer token (without "Bearer ") stands for, as a TokenReview answers: the token
+  // file's user, nothing for an unknown token, the default user when there are no tokens (as
+  // every request is then).
+  std::optional<UserInfo> LookupToken(const std::string& token) const;
 
  private:
   mutable std::mutex mu_;
@@ -70,6 +88,11 @@ class Authorizer {
   bool enabled() const;
   // system:masters is always allowed, as in a real cluster.
   bool Allowed(const UserInfo& user, const AuthzAttributes& attrs) const;
+  // The same decision with its reason (SubjectAccessReview status). Non-resource requests are
+  // also allowed by the bootstrap bindings every cluster has: system:discovery (discovery,
+  // OpenAPI, health and version paths, for system:authenticated) and system:public-info-viewer
+  // (health and version paths, for everyone).
+  AuthzDecision Decide(const UserInfo& user, const AuthzAttributes& attrs) const;
   // The real 403 text: `User "u" cannot list resource "configmaps" in API group "" in the
   // namespace "default"` (or `at the cluster scope`).
   static std::string DenyReason(const UserInfo& user, const AuthzAttributes& attrs);

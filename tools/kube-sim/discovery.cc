@@ -181,6 +181,15 @@ Json MinimalOpenApiV3(const TypeRegistry& registry, const std::string& group,
                            ? absl::StrCat(prefix, "/namespaces/{namespace}/", t->plural, "/{name}")
                            : absl::StrCat(prefix, "/", t->plural, "/{name}");
     Json gvk = {{"group", group}, {"version", version}, {"kind", t->kind}};
+    if (t->review) {
+      // Reviews are created on the collection and have no other operations.
+      Json post = {{"parameters", {field_validation}},
+                   {"x-kubernetes-action", "post"},
+                   {"x-kubernetes-group-version-kind", gvk},
+                   {"responses", {{"201", {{"description", "Created"}}}}}};
+      paths[absl::StrCat(prefix, "/", t->plural)] = {{"post", post}};
+      continue;
+    }
     Json op = {{"parameters", {field_validation}},
                {"x-kubernetes-action", "patch"},
                {"x-kubernetes-group-version-kind", gvk},

@@ -208,6 +208,7 @@ void KubeSim::Impl::ServeRequest(const httplib::Request& req, httplib::Response&
   }
   EmitAudit(*ctx, "RequestReceived", nullptr);
 
+  if (type.review) return Respond(*ctx, Review(*ctx), res);
   if (info.verb == "watch") {
     if (!type.HasVerb("watch"))
       return Respond(*ctx, Reply::Err(MethodNotSupported(type.Subject(), "watch")), res);

@@ -56,6 +56,10 @@ struct KubeSimOptions {
   std::optional<bool> openapi_v2;
   // Serve /_sim/* admin endpoints (faults, compaction, dropping watches).
   bool admin_endpoints = true;
+  // The server's audiences (kube-apiserver --api-audiences, which defaults to the service
+  // account issuer): a TokenReview without spec.audiences is checked against these, and
+  // status.audiences lists the ones the token is good for.
+  std::vector<std::string> api_audiences = {"https://kubernetes.default.svc.cluster.local"};
 };
 
 class KubeSim {

@@ -1062,6 +1062,296 @@ TEST_F(KubeSimTest, TokensRbacAndImpersonation) {
               HasSubstr("cannot impersonate resource \"users\""));
 }
 
+// ----- TokenReview and SubjectAccessReview
+
+class KubeSimReviewTest : public KubeSimTest {
+ protected:
+  void SetUp() override {
+    KubeSimTest::SetUp();
+    // The reviewing service holds what system:auth-delegator grants.
+    sim_->authenticator().AddToken("reviewer-token",
+                                   {"system:serviceaccount:mirror:reverser", "sa-uid", {}, {}});
+    sim_->authenticator().AddToken("operator-token",
+                                   {"alice", "uid-1", {"dev"}, {{"scopes", {"mirror", "read"}}}});
+    sim_->authenticator().AddToken("master-token", {"root", "", {"system:masters"}, {}});
+    sim_->authorizer().AddRule({{"system:serviceaccount:mirror:reverser"},
+                                {},
+                                {"create"},
+                                {"authentication.k8s.io"},
+                                {"tokenreviews"},
+                                {}});
+    sim_->authorizer().AddRule({{"system:serviceaccount:mirror:reverser"},
+                                {},
+                                {"create"},
+                                {"authorization.k8s.io"},
+                                {"subjectaccessreviews"},
+                                {}});
+  }
+  httplib::Result Review(const std::string& resource, const Json& body,
+                         const std::string& token = "reviewer-token") {
+    const std::string group =
+        resource == "tokenreviews" ? "authentication.k8s.io" : "authorization.k8s.io";
+    return client_->Post(("/apis/" + group + "/v1/" + resource).c_str(),
+                         {{"Authorization", "Bearer " + token}}, body.dump(), "application/json");
+  }
+  Json TokenReview(const std::string& token, const Json& audiences = nullptr) {
+    Json spec = {{"token", token}};
+    if (!audiences.is_null()) spec["audiences"] = audiences;
+    auto res = Review(
+        "tokenreviews",
+        {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", spec}});
+    EXPECT_EQ(res->status, 201) << res->body;
+    return Body(res);
+  }
+  Json AccessReview(const Json& spec) {
+    auto res = Review("subjectaccessreviews", {{"apiVersion", "authorization.k8s.io/v1"},
+                                               {"kind", "SubjectAccessReview"},
+                                               {"spec", spec}});
+    EXPECT_EQ(res->status, 201) << res->body;
+    return Body(res);
+  }
+};
+
+TEST_F(KubeSimReviewTest, TokenReviewOfKnownAndUnknownTokens) {
+  Json known = TokenReview("operator-token");
+  EXPECT_EQ(known["kind"], "TokenReview");
+  EXPECT_EQ(known["apiVersion"], "authentication.k8s.io/v1");
+  EXPECT_EQ(known["spec"], Json({{"token", "operator-token"}}));  // echoed, as real servers do
+  EXPECT_EQ(known["status"], Json::parse(R"({"authenticated":true,
+                            "user":{"username":"alice","uid":"uid-1",
+                                    "groups":["dev","system:authenticated"],
+                                    "extra":{"scopes":["mirror","read"]}},
+                            "audiences":["https://kubernetes.default.svc.cluster.local"]})"));
+  // The create handler's field manager ran (manager from the User-Agent), nothing was stored.
+  EXPECT_EQ(known["metadata"]["managedFields"][0]["fieldsV1"],
+            Json::parse(R"({"f:spec":{"f:token":{}}})"));
+  EXPECT_FALSE(known["metadata"].contains("creationTimestamp"));  // modern: omitted
+
+  // An unknown token is still a 201: authenticated is omitted (false), user is empty.
+  Json unknown = TokenReview("no-such-token");
+  EXPECT_EQ(unknown["status"], Json::parse(R"({"user":{},"error":"invalid bearer token"})"));
+
+  // Audiences: the server's that the review asks for; none in common is not authenticated.
+  Json both = TokenReview(
+      "operator-token", {"https://other.example", "https://kubernetes.default.svc.cluster.local"});
+  EXPECT_EQ(both["status"]["audiences"], Json({"https://kubernetes.default.svc.cluster.local"}));
+  EXPECT_EQ(both["spec"]["audiences"].size(), 2u);
+  Json other = TokenReview("operator-token", {"https://other.example"});
+  EXPECT_EQ(other["status"], Json::parse(R"({"user":{},"error":"invalid bearer token"})"));
+
+  auto empty = Review("tokenreviews", {{"spec", Json::object()}});
+  EXPECT_EQ(empty->status, 400);
+  EXPECT_EQ(Body(empty)["message"], "token is required for TokenReview in authentication");
+}
+
+TEST_F(KubeSimReviewTest, SubjectAccessReviewDecidesByRbacRules) {
+  sim_->authorizer().AddRule({{"alice"}, {}, {"get", "list"}, {""}, {"configmaps"}, {"default"}});
+  sim_->authorizer().AddRule({{}, {"ops"}, {"get"}, {}, {}, {}, {"/metrics", "/debug/*"}});
+  Json allowed =
+      AccessReview({{"user", "alice"},
+                    {"uid", "uid-1"},
+                    {"groups", {"dev", "system:authenticated"}},
+                    {"resourceAttributes",
+                     {{"namespace", "default"}, {"verb", "list"}, {"resource", "configmaps"}}}});
+  EXPECT_EQ(
+      allowed["status"],
+      Json::parse(
+          R"({"allowed":true,"reason":"RBAC: allowed by kube-sim rule 2 to User \"alice\""})"));
+  EXPECT_EQ(allowed["spec"]["resourceAttributes"],
+            Json::parse(R"({"namespace":"default","verb":"list","resource":"configmaps"})"));
+  EXPECT_EQ(allowed["spec"]["uid"], "uid-1");
+
+  // Denied: allowed false, no reason, no denied (RBAC only ever has no opinion).
+  for (const Json& attrs :
+       {Json{{"namespace", "default"}, {"verb", "delete"}, {"resource", "configmaps"}},
+        Json{{"namespace", "kube-system"}, {"verb", "get"}, {"resource", "configmaps"}},
+        Json{{"verb", "list"}, {"resource", "configmaps"}},  // all namespaces
+        Json{{"namespace", "default"},
+             {"verb", "get"},
+             {"group", "apps"},
+             {"resource", "deployments"}}}) {
+    Json denied = AccessReview({{"user", "alice"}, {"resourceAttributes", attrs}});
+    EXPECT_EQ(denied["status"], Json({{"allowed", false}})) << attrs;
+  }
+  // system:masters is always allowed, by the privileged-group authorizer (no reason).
+  Json master = AccessReview({{"user", "someone"},
+                              {"groups", {"system:masters"}},
+                              {"resourceAttributes", {{"verb", "*"}, {"resource", "*"}}}});
+  EXPECT_EQ(master["status"], Json({{"allowed", true}}));
+
+  // Non-resource attributes: rules with nonResourceURLs, and the discovery bootstrap binding.
+  Json metrics =
+      AccessReview({{"user", "bob"},
+                    {"groups", {"ops"}},
+                    {"nonResourceAttributes", {{"path", "/debug/pprof"}, {"verb", "get"}}}});
+  EXPECT_EQ(metrics["status"]["allowed"], true);
+  EXPECT_EQ(metrics["status"]["reason"], "RBAC: allowed by kube-sim rule 3 to Group \"ops\"");
+  EXPECT_EQ(
+      AccessReview({{"user", "bob"},
+                    {"groups", {"dev"}},
+                    {"nonResourceAttributes", {{"path", "/metrics"}, {"verb", "get"}}}})["status"],
+      Json({{"allowed", false}}));
+  EXPECT_EQ(AccessReview({{"user", "bob"},
+                          {"groups", {"system:authenticated"}},
+                          {"nonResourceAttributes",
+                           {{"path", "/apis/apps/v1"}, {"verb", "get"}}}})["status"]["reason"],
+            "RBAC: allowed by ClusterRoleBinding \"system:discovery\" of ClusterRole "
+            "\"system:discovery\" to Group \"system:authenticated\"");
+  // A URL-only rule grants no resources.
+  EXPECT_EQ(AccessReview({{"user", "bob"},
+                          {"groups", {"ops"}},
+                          {"resourceAttributes",
+                           {{"verb", "get"}, {"resource", "pods"}}}})["status"]["allowed"],
+            false);
+
+  // With RBAC off everything is allowed.
+  sim_->authorizer().Clear();
+  EXPECT_EQ(AccessReview(
+                {{"user", "nobody"},
+                 {"resourceAttributes", {{"verb", "delete"}, {"resource", "secrets"}}}})["status"],
+            Json({{"allowed", true}}));
+}
+
+TEST_F(KubeSimReviewTest, TheCallerNeedsCreateOnTheReviewAndOtherVerbsAre405) {
+  // The operator's own token may not review: the request itself is authorized first.
+  auto tr = Review("tokenreviews", {{"spec", {{"token", "reviewer-token"}}}}, "operator-token");
+  EXPECT_EQ(tr->status, 403);
+  EXPECT_EQ(
+      Body(tr)["message"],
+      "tokenreviews.authentication.k8s.io is forbidden: User \"alice\" cannot create "
+      "resource \"tokenreviews\" in API group \"authentication.k8s.io\" at the cluster scope");
+  auto sar = Review("subjectaccessreviews",
+                    {{"spec", {{"user", "alice"}, {"resourceAttributes", {{"verb", "get"}}}}}},
+                    "operator-token");
+  EXPECT_EQ(sar->status, 403);
+  EXPECT_EQ(Body(sar)["message"],
+            "subjectaccessreviews.authorization.k8s.io is forbidden: User \"alice\" cannot create "
+            "resource \"subjectaccessreviews\" in API group \"authorization.k8s.io\" at the "
+            "cluster scope");
+  auto bad_token = Review("tokenreviews", {{"spec", {{"token", "x"}}}}, "wrong");
+  EXPECT_EQ(bad_token->status, 401);
+
+  // Reviews are not stored: list/get/watch are the router's 405 (after authorization), a name
+  // is a path it does not serve.
+  const httplib::Headers master = {{"Authorization", "Bearer master-token"}};
+  const std::string kMethodNotAllowed =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server does not allow this method on the requested resource","reason":"MethodNotAllowed","details":{},"code":405})";
+  for (const char* path : {"/apis/authentication.k8s.io/v1/tokenreviews",
+                           "/apis/authentication.k8s.io/v1/tokenreviews?watch=1",
+                           "/apis/authorization.k8s.io/v1/subjectaccessreviews"}) {
+    auto res = client_->Get(path, master);
+    EXPECT_EQ(res->status, 405) << path;
+    EXPECT_EQ(res->body, kMethodNotAllowed) << path;
+  }
+  EXPECT_EQ(client_->Delete("/apis/authentication.k8s.io/v1/tokenreviews", master)->status, 405);
+  EXPECT_EQ(client_->Get("/apis/authentication.k8s.io/v1/tokenreviews/x", master)->status, 404);
+  EXPECT_EQ(client_->Get("/apis/authentication.k8s.io/v1/namespaces/default/tokenreviews", master)
+                ->status,
+            404);
+  auto reader = client_->Get("/apis/authentication.k8s.io/v1/tokenreviews",
+                             {{"Authorization", "Bearer operator-token"}});
+  EXPECT_EQ(reader->status, 403);
+  EXPECT_THAT(Body(reader)["message"].get<std::string>(),
+              HasSubstr("cannot list resource \"tokenreviews\""));
+}
+
+TEST_F(KubeSimReviewTest, MalformedReviewsGetTheRealErrors) {
+  auto parse =
+      client_->Post("/apis/authentication.k8s.io/v1/tokenreviews",
+                    {{"Authorization", "Bearer reviewer-token"}}, "{not json", "application/json");
+  EXPECT_EQ(parse->status, 400);
+  EXPECT_THAT(Body(parse)["message"].get<std::string>(), HasSubstr("json parse error"));
+  auto typed = Review("tokenreviews", {{"spec", {{"token", 42}}}});
+  EXPECT_EQ(typed->status, 400);
+  EXPECT_EQ(Body(typed)["message"],
+            "TokenReview in version \"v1\" cannot be handled as a TokenReview: json: cannot "
+            "unmarshal number into Go struct field TokenReviewSpec.spec.token of type string");
+  auto groups = Review("subjectaccessreviews", {{"spec", {{"groups", "dev"}}}});
+  EXPECT_EQ(groups->status, 400);
+  EXPECT_EQ(
+      Body(groups)["message"],
+      "SubjectAccessReview in version \"v1\" cannot be handled as a SubjectAccessReview: "
+      "json: cannot unmarshal string into Go struct field SubjectAccessReviewSpec.spec.groups "
+      "of type []string");
+  auto kind = Review("tokenreviews", {{"kind", "SubjectAccessReview"}, {"spec", Json::object()}});
+  EXPECT_EQ(kind->status, 400);
+  EXPECT_THAT(Body(kind)["message"].get<std::string>(),
+              HasSubstr("cannot be handled as a TokenReview"));
+
+  // Neither attribute set, no subject: the validation's 422. The REST layer names the kind from
+  // the decoded internal object, whose TypeMeta is empty (hence ".authorization.k8s.io").
+  auto neither = Review("subjectaccessreviews", {{"spec", Json::object()}});
+  EXPECT_EQ(neither->status, 422);
+  EXPECT_EQ(
+      neither->body,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":".authorization.k8s.io \"\" is invalid: [spec.resourceAttributes: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified, spec.user: Invalid value: \"\": at least one of user or group must be specified]","reason":"Invalid","details":{"group":"authorization.k8s.io","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified","field":"spec.resourceAttributes"},{"reason":"FieldValueInvalid","message":"Invalid value: \"\": at least one of user or group must be specified","field":"spec.user"}]},"code":422})");
+  auto both = Review("subjectaccessreviews",
+                     {{"spec",
+                       {{"user", "alice"},
+                        {"resourceAttributes", {{"verb", "get"}}},
+                        {"nonResourceAttributes", {{"path", "/x"}, {"verb", "get"}}}}}});
+  EXPECT_EQ(both->status, 422);
+  EXPECT_EQ(Body(both)["message"],
+            ".authorization.k8s.io \"\" is invalid: spec.nonResourceAttributes: Invalid value: "
+            "authorization.NonResourceAttributes{Path:\"/x\", Verb:\"get\"}: cannot be specified "
+            "in combination with resourceAttributes");
+  auto named = Review("subjectaccessreviews",
+                      {{"metadata", {{"name", "x"}}},
+                       {"spec", {{"user", "alice"}, {"resourceAttributes", {{"verb", "get"}}}}}});
+  EXPECT_EQ(named->status, 422);
+  EXPECT_THAT(Body(named)["message"].get<std::string>(), HasSubstr("metadata: Invalid value: "));
+  EXPECT_THAT(Body(named)["message"].get<std::string>(), HasSubstr(": must be empty"));
+}
+
+TEST_F(KubeSimTest, ReviewsInDiscoveryAndOpenApi) {
+  Json groups = Body(client_->Get("/apis"));
+  std::vector<std::string> names;
+  for (const auto& g : groups["groups"]) names.push_back(g["name"]);
+  EXPECT_THAT(names, ElementsAre("apps", "authentication.k8s.io", "authorization.k8s.io",
+                                 "rbac.authorization.k8s.io", "apiextensions.k8s.io",
+                                 "coordination.k8s.io"));
+  EXPECT_EQ(
+      client_->Get("/apis/authentication.k8s.io/v1")->body,
+      R"({"apiVersion":"v1","groupVersion":"authentication.k8s.io/v1","kind":"APIResourceList","resources":[{"kind":"TokenReview","name":"tokenreviews","namespaced":false,"singularName":"tokenreview","verbs":["create"]}]})");
+  EXPECT_EQ(
+      client_->Get("/apis/authorization.k8s.io/v1")->body,
+      R"({"apiVersion":"v1","groupVersion":"authorization.k8s.io/v1","kind":"APIResourceList","resources":[{"kind":"SubjectAccessReview","name":"subjectaccessreviews","namespaced":false,"singularName":"subjectaccessreview","verbs":["create"]}]})");
+  const char* accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+  Json aggregated = Body(client_->Get("/apis", {{"Accept", accept}}));
+  ASSERT_EQ(aggregated["items"][1]["metadata"]["name"], "authentication.k8s.io");
+  // As kube-apiserver's aggregated document (tests/testdata/k8s/discovery).
+  EXPECT_EQ(
+      aggregated["items"][1]["versions"][0]["resources"][0],
+      Json::parse(
+          R"({"resource":"tokenreviews","responseKind":{"group":"","kind":"TokenReview","version":""},
+                            "scope":"Cluster","singularResource":"tokenreview","verbs":["create"]})"));
+  Json root = Body(client_->Get("/openapi/v3"));
+  std::string url = root["paths"]["apis/authorization.k8s.io/v1"]["serverRelativeURL"];
+  Json doc = Body(client_->Get(url.c_str()));
+  const Json& path = doc["paths"]["/apis/authorization.k8s.io/v1/subjectaccessreviews"];
+  EXPECT_EQ(path["post"]["x-kubernetes-action"], "post");
+  EXPECT_FALSE(path.contains("patch"));
+}
+
+TEST_F(KubeSimTest, ReviewsWithoutTokensOrRbacAndInTheLegacyProfile) {
+  StartSim({.profile = Profile::kLegacy});
+  // No token file: every token is the default user, as every request is.
+  auto res =
+      Post("/apis/authentication.k8s.io/v1/tokenreviews", {{"spec", {{"token", "anything"}}}});
+  ASSERT_EQ(res->status, 201) << res->body;
+  Json tr = Body(res);
+  EXPECT_EQ(tr["status"]["user"]["username"], "system:admin");
+  EXPECT_EQ(tr["metadata"]["creationTimestamp"], nullptr);  // before 1.34: null
+  EXPECT_TRUE(tr["metadata"].contains("creationTimestamp"));
+  auto neither =
+      Post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {{"spec", {{"user", "u"}}}});
+  EXPECT_EQ(neither->status, 422);
+  EXPECT_EQ(Body(neither)["message"],
+            ".authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: "
+            "\"null\": exactly one of nonResourceAttributes or resourceAttributes must be "
+            "specified");
+}
+
 TEST_F(KubeSimTest, FaultInjectionViaApiAndAdminEndpoint) {
   sim_->faults().Add({.action = FaultRule::Action::kTooManyRequests,
                       .verb = "list",

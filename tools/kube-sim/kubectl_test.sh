@@ -196,6 +196,49 @@ expect "deployment stored" "1 nginx:1.25 RollingUpdate" \
 expect "delete namespace" 'namespace "team-a" deleted' "$(k delete namespace team-a 2>&1)"
 expect "namespace contents gone" "" "$(k get cm -A -o name | grep gen || true)"
 
+# Reviews: created, answered, never stored. Without a token file every token is the default user
+# (system:admin); without RBAC every request is allowed. kubectl >= 1.28 validates a kind that has
+# no PATCH operation in /openapi/v3 against /openapi/v2, which the modern profile does not serve
+# (as a server with OpenAPI v2 off): there it needs --validate=false.
+VALIDATE=()
+[[ "$PROFILE" == modern ]] && VALIDATE=(--validate=false)
+if [[ "$PROFILE" == modern ]]; then META='"metadata": {},'; else META='"metadata": {
+        "creationTimestamp": null
+    },'; fi
+expect "create tokenreview -o json" "{
+    \"apiVersion\": \"authentication.k8s.io/v1\",
+    \"kind\": \"TokenReview\",
+    $META
+    \"spec\": {
+        \"token\": \"some-token\"
+    },
+    \"status\": {
+        \"audiences\": [
+            \"https://kubernetes.default.svc.cluster.local\"
+        ],
+        \"authenticated\": true,
+        \"user\": {
+            \"groups\": [
+                \"system:masters\",
+                \"system:authenticated\"
+            ],
+            \"username\": \"system:admin\"
+        }
+    }
+}" "$(echo '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"some-token"}}' |
+  k create "${VALIDATE[@]}" -f - -o json 2>&1)"
+expect "create tokenreview" "tokenreview.authentication.k8s.io/<unknown> created" \
+  "$(echo '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"t"}}' |
+    k create "${VALIDATE[@]}" -f - 2>&1)"
+expect "create subjectaccessreview" "true" \
+  "$(echo '{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"pods"}}}' |
+    k create "${VALIDATE[@]}" -f - -o jsonpath='{.status.allowed}' 2>&1)"
+set +e
+OUT="$(k get tokenreviews 2>&1)"
+set -e
+expect "get tokenreviews" \
+  "Error from server (MethodNotAllowed): the server does not allow this method on the requested resource" "$OUT"
+
 # SIGTERM stops the server cleanly.
 kill -TERM "$SIM_PID"; wait "$SIM_PID"; RC=$?; SIM_PID=""
 expect "sigterm exit code" "0" "$RC"

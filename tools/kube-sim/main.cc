@@ -15,6 +15,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "tools/kube-sim/kube_sim.h"
 #include "tools/kube-sim/yaml_json.h"
@@ -32,8 +33,11 @@ ABSL_FLAG(std::string, tokens_file, "",
           "Static token file (kube-apiserver --token-auth-file format: token,user,uid,\"g1,g2\"). "
           "Without it every request is system:admin.");
 ABSL_FLAG(std::string, rbac_file, "",
-          "JSON list of allow rules {users,groups,verbs,apiGroups,resources,namespaces}; enables "
-          "RBAC (system:masters is always allowed).");
+          "JSON list of allow rules {users,groups,verbs,apiGroups,resources,namespaces,"
+          "nonResourceURLs}; enables RBAC (system:masters is always allowed).");
+ABSL_FLAG(std::string, api_audiences, "https://kubernetes.default.svc.cluster.local",
+          "Comma-separated audiences of the server (kube-apiserver --api-audiences): what a "
+          "TokenReview without spec.audiences checks and reports.");
 ABSL_FLAG(int64_t, history_limit, 10000,
           "Compaction window: write events kept for watch resumption; older RVs get 410.");
 ABSL_FLAG(int, bookmark_interval_seconds, 60, "Seconds between watch bookmarks.");
@@ -127,6 +131,8 @@ int main(int argc, char** argv) {
     return Fail("--openapi-v2 must be auto, on or off");
   }
   options.history_limit = absl::GetFlag(FLAGS_history_limit);
+  options.api_audiences =
+      absl::StrSplit(absl::GetFlag(FLAGS_api_audiences), ',', absl::SkipWhitespace());
   options.bookmark_interval = absl::Seconds(absl::GetFlag(FLAGS_bookmark_interval_seconds));
   options.max_request_body_bytes = absl::GetFlag(FLAGS_max_request_body_bytes);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
@@ -207,7 +213,7 @@ int main(int argc, char** argv) {
       if (!r.is_object()) return Fail(path + ": each rule must be an object");
       (*sim)->authorizer().AddRule({Strings(r, "users"), Strings(r, "groups"), Strings(r, "verbs"),
                                     Strings(r, "apiGroups"), Strings(r, "resources"),
-                                    Strings(r, "namespaces")});
+                                    Strings(r, "namespaces"), Strings(r, "nonResourceURLs")});
     }
   }
   int port = (*sim)->port();

@@ -56,6 +56,17 @@ std::vector<ResourceType> BuiltinTypes() {
   deploy.subresources = {{"scale", "autoscaling", "v1", "Scale", kSubVerbs}, Status()};
   deploy.tracks_generation = true;
   v.push_back(deploy);
+  // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, create only.
+  auto review = [](std::string group, std::string plural, std::string singular, std::string kind) {
+    ResourceType t =
+        Builtin(std::move(group), std::move(plural), std::move(singular), std::move(kind), false);
+    t.verbs = {"create"};
+    t.review = true;
+    return t;
+  };
+  v.push_back(review("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"));
+  v.push_back(review("authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview",
+                     "SubjectAccessReview"));
   // rbac.authorization.k8s.io/v1
   const std::string rbac = "rbac.authorization.k8s.io";
   v.push_back(
@@ -96,7 +107,12 @@ bool ResourceType::HasVerb(const std::string& verb) const {
 
 TypeRegistry::TypeRegistry() {
   for (auto& t : BuiltinTypes()) types_.push_back(std::make_shared<const ResourceType>(t));
-  builtin_group_order_ = {"apps", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
+  // kube-apiserver's group priority order (tests/testdata/k8s/discovery).
+  builtin_group_order_ = {"apps",
+                          "authentication.k8s.io",
+                          "authorization.k8s.io",
+                          "rbac.authorization.k8s.io",
+                          "apiextensions.k8s.io",
                           "coordination.k8s.io"};
 }
 

@@ -39,6 +39,9 @@ struct ResourceType {
   // metadata.generation is kept and bumped when anything but metadata/status changes.
   bool tracks_generation = false;
   bool custom = false;  // defined by a CRD: merge patch only, unstructured
+  // A review (TokenReview, SubjectAccessReview): create only, answered from the request and
+  // never stored; other verbs on it get the router's 405 (reviews.cc).
+  bool review = false;
   // For a CRD-defined scale subresource: JSON pointers into the object.
   std::string spec_replicas_path;
   std::string status_replicas_path;

@@ -222,6 +222,14 @@ class KubeSim::Impl {
   Reply Patch(Ctx& ctx);
   Reply Delete(Ctx& ctx);
   Reply DeleteCollection(Ctx& ctx);
+  // TokenReview / SubjectAccessReview (reviews.cc): every verb of a review type lands here
+  // after the request itself was authorized.
+  Reply Review(Ctx& ctx);
+  Reply TokenReview(Ctx& ctx, const Json& body);
+  Reply SubjectAccessReview(Ctx& ctx, const Json& body);
+  // The echoed object's metadata: as sent, with managedFields (and the legacy profile's
+  // creationTimestamp: null), as the real create handler returns for unstored kinds.
+  Json ReviewMetadata(Ctx& ctx, const Json& sent, const Json& spec, const ResourceType& type);
 
   // Shared write path: `transform` turns the current object (nullptr: absent) into the desired
   // one; the rest (conflicts, no-ops, managedFields, finalizer completion) happens here.
