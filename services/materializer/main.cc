@@ -19,6 +19,7 @@
 #include "libs/runtime/ask_actor.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
+#include "libs/typeset/policy.h"
 #include "libs/runtime/service_main.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
 #include "services/materializer/audit_stream_writer.h"
@@ -251,6 +252,13 @@ class App final : public runtime::ServiceApp {
     if (!static_claims.empty()) {
       auto set = rules::ParseStaticClaims(static_claims);
       if (!set.ok()) return set.status();
+      // Without a catalog, the catalog's default rule decides sensitivity (core secrets):
+      // their bodies are sealed before Redis like any the catalog marks.
+      const typeset::SensitivePolicy sensitive;
+      for (reverser::v1::Claim& claim : *set->mutable_claims()) {
+        const auto& gvr = claim.type().gvr();
+        claim.set_sensitive(sensitive.IsSensitive(gvr.group(), gvr.resource()));
+      }
       caf::anon_send(supervisor_, claims_atom::value, set->SerializeAsString());
     } else {
       caf::actor supervisor = supervisor_;

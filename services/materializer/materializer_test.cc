@@ -1,8 +1,11 @@
 // The materializer against real parts: kube-sim (in-process, real HTTP), a real redis-server,
 // and for the binary test the real materializer process.
 
+#include <fstream>
+
 #include <map>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -529,6 +532,46 @@ TEST_F(MaterializerTest, BinaryMaterializesAndRecordsAuthorFacts) {
   EXPECT_EQ((*service)->HttpGet("/healthz")->first, 200);
   auto stopped = (*service)->process().Terminate();
   ASSERT_TRUE(stopped.ok());
+}
+
+// Without a catalog (--static_claims) the catalog's default rule still marks core Secrets
+// sensitive: their bodies reach Redis sealed, never in plaintext.
+TEST_F(MaterializerTest, StaticClaimsOfSecretsAreSealedInRedis) {
+  testing::ScopedTempDir dir("mat-sealed");
+  ASSERT_TRUE(sim_->WriteKubeconfig(dir.path() + "/kubeconfig").ok());
+  const std::string keys = dir.path() + "/body-keys";
+  {
+    std::ofstream out(keys);
+    out << "k1:" << absl::Base64Escape(std::string(32, '\x5a')) << "\n";
+  }
+  const std::string marker = "static-claim-marker-7f3a";
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"type", "Opaque"},
+                 {"metadata", {{"name", "db"}, {"namespace", "team"}}},
+                 {"data", {{"password", absl::Base64Escape(marker)}}}};
+  ASSERT_EQ(sim_->Call("POST", "/api/v1/namespaces/team/secrets", secret.dump()).status, 201);
+  auto audit_port = testing::PickFreePort();
+  ASSERT_TRUE(audit_port.ok());
+  auto service = testing::ServiceProcess::Start(
+      "materializer", testing::RunfilePath("services/materializer/materializer"),
+      {"--kubeconfig=" + dir.path() + "/kubeconfig", "--redis_address=" + redis_->address(),
+       "--redis_body_key_file=" + keys, "--static_claims=v1/secrets@team", "--audit_insecure",
+       "--audit_port=" + std::to_string(*audit_port)});
+  ASSERT_TRUE(service.ok()) << service.status();
+  ASSERT_EQ((*service)->WaitReady(), absl::OkStatus());
+  std::string stored;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto item = redis_->Cli({"HGET", "reverser:mat:v1:secrets:ns:team:ckpt:items", "team/db"});
+        stored = item.value_or("");
+        return item.ok() && !stored.empty() && stored != "\n";
+      },
+      absl::Seconds(20)))
+      << (*service)->Logs();
+  EXPECT_TRUE(absl::StartsWith(stored, "rvenc1:k1:")) << stored;
+  EXPECT_FALSE(absl::StrContains(stored, absl::Base64Escape(marker))) << stored;
+  EXPECT_FALSE(absl::StrContains(stored, "password")) << stored;
 }
 
 }  // namespace
