@@ -141,8 +141,9 @@ absl::Status ServiceHost::Start() {
                            MeshServerCredentials(security, options_.service, &metrics(),
                                                  ReviewsOperators() ? admin_reviewer_ : nullptr),
                            &grpc_port_);
-  // Resyncs carry whole desired sets; the 4 MiB default is far too small for them.
-  builder.SetMaxReceiveMessageSize(512 * 1024 * 1024);
+  // What a caller may make this server read is bounded per service (a delivery's resync is the
+  // one large request); what it sends (tables, listings) is the service's own making.
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(512 * 1024 * 1024);
   for (grpc::Service* service : grpc_services_) builder.RegisterService(service);
   grpc_server_ = builder.BuildAndStart();

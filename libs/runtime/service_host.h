@@ -40,6 +40,9 @@ struct ServiceHostOptions {
   size_t actor_threads = 2;
   // mTLS and per-call authorization; Start() refuses neither TLS files nor insecure.
   GrpcSecurity grpc_security;
+  // The largest request message the gRPC server reads: small by default, since every inbound
+  // call but a delivery is small; the gitworker raises it for resyncs (whole desired sets).
+  int max_receive_message_bytes = 16 << 20;
 };
 
 class ServiceHost {
@@ -62,6 +65,9 @@ class ServiceHost {
   void SetAdminReviewer(std::shared_ptr<AdminReviewer> reviewer) {
     admin_reviewer_ = std::move(reviewer);
   }
+
+  // Raises (or lowers) the largest request the gRPC server reads; before Start().
+  void SetMaxReceiveMessageBytes(int bytes) { options_.max_receive_message_bytes = bytes; }
 
   // Services to serve on the gRPC port, registered before Start(). Not owned.
   void AddGrpcService(grpc::Service* service);

@@ -144,4 +144,31 @@ TEST_F(CatalogBinaryTest, BadFlagsAndMissingConfigFailClearly) {
 }
 
 }  // namespace
+// What a caller can make the catalog read is bounded (16 MiB; only the gitworker reads resyncs):
+// an oversized request is refused before any handler, and the service keeps serving.
+TEST_F(CatalogBinaryTest, AnOversizedRequestIsRefusedAndTheServiceKeepsServing) {
+  auto service = testing::ServiceProcess::Start(
+      "catalog", Binary(), {"--kubeconfig=" + kubeconfig_, "--discovery_refresh_period=1h"});
+  ASSERT_TRUE(service.ok()) << service.status();
+  testing::ServiceProcess& s = **service;
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(64 << 20);
+  auto stub = reverser::v1::Catalog::NewStub(
+      grpc::CreateCustomChannel(s.grpc_target(), grpc::InsecureChannelCredentials(), args));
+  reverser::v1::StreamSummary huge;
+  huge.set_reason(std::string(17 << 20, 'x'));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  reverser::v1::ReportStreamSummaryResponse response;
+  grpc::Status status = stub->ReportStreamSummary(&context, huge, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  auto healthz = s.HttpGet("/healthz");
+  ASSERT_TRUE(healthz.ok());
+  EXPECT_EQ(healthz->first, 200);
+  reverser::v1::ListTypesResponse types;
+  grpc::ClientContext again;
+  again.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  EXPECT_TRUE(stub->ListTypes(&again, {}, &types).ok());
+}
+
 }  // namespace reverser::catalog

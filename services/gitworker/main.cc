@@ -195,6 +195,8 @@ class App final : public runtime::ServiceApp {
     delivery.limits = *limits;
     service_ = std::make_unique<GitWorkerService>(host.actors(), registry_.get(), delivery);
     admin_ = std::make_unique<GitWorkerAdminService>(&host, registry_.get());
+    // A resync carries a target's whole desired set in one message.
+    host.SetMaxReceiveMessageBytes(512 << 20);
     host.AddGrpcService(service_.get());
     host.AddGrpcService(admin_.get());
     host.SetDetail("work_dir", work_dir);
