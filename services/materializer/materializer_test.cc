@@ -13,6 +13,7 @@
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
 #include "libs/redisstore/author_fact_store.h"
+#include "libs/redisstore/body_cipher.h"
 #include "libs/redisstore/materialization_store.h"
 #include "services/materializer/supervisor.h"
 #include "services/materializer/type_materializer.h"
@@ -532,6 +533,61 @@ TEST_F(MaterializerTest, BinaryMaterializesAndRecordsAuthorFacts) {
   EXPECT_EQ((*service)->HttpGet("/healthz")->first, 200);
   auto stopped = (*service)->process().Terminate();
   ASSERT_TRUE(stopped.ok());
+}
+
+// The catalog marks a type sensitive later (--additional_sensitive_resources changed): the
+// supervisor replaces its worker, and the materialization is rebuilt sealed; unmarked again, it
+// is rebuilt in plaintext.
+TEST_F(MaterializerTest, SupervisorRebuildsATypeThatBecomesSensitiveSealedAndBack) {
+  // Before the actor system: its workers use the cipher until the system is gone.
+  auto cipher = redisstore::BodyCipher::FromKeys({{"k1", std::string(32, '\x11')}});
+  ASSERT_TRUE(cipher.ok()) << cipher.status();
+  std::shared_ptr<const redisstore::BodyCipher> shared_cipher = std::move(*cipher);
+  caf::actor_system_config config;
+  caf::actor_system system{config};
+  std::atomic<size_t> workers{0};
+  SupervisorOptions options;
+  auto base = Options();
+  base.body_cipher = shared_cipher.get();
+  auto client = client_;
+  auto* metrics = &metrics_;
+  options.make_worker = [=](const core::GroupVersionResource& gvr, const core::WatchScope& scope,
+                            bool sensitive) {
+    TypeMaterializerOptions o = base;
+    o.gvr = gvr;
+    o.scope = scope;
+    o.sensitive = sensitive;
+    return std::make_unique<TypeMaterializer>(client, o, metrics);
+  };
+  options.on_applied = [&](size_t n) { workers = n; };
+  caf::actor supervisor = SpawnSupervisor(system, options);
+  PutConfigMap("plain", "visible-value");
+  auto claims = rules::ParseStaticClaims("v1/configmaps@team");
+  ASSERT_TRUE(claims.ok());
+  auto stored = [&] {
+    return redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:items", "team/plain"})
+        .value_or("");
+  };
+  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  ASSERT_TRUE(testing::WaitFor([&] { return absl::StrContains(stored(), "visible-value"); },
+                               absl::Seconds(20)));
+
+  claims->mutable_claims(0)->set_sensitive(true);
+  claims->set_generation(2);
+  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return absl::StartsWith(stored(), "rvenc1:k1:"); }, absl::Seconds(20)))
+      << stored();
+  EXPECT_FALSE(absl::StrContains(stored(), "visible-value"));
+
+  claims->mutable_claims(0)->set_sensitive(false);
+  claims->set_generation(3);
+  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  ASSERT_TRUE(testing::WaitFor([&] { return absl::StrContains(stored(), "visible-value"); },
+                               absl::Seconds(20)))
+      << stored();
+  EXPECT_EQ(workers, 1u);
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
 }
 
 // Without a catalog (--static_claims) the catalog's default rule still marks core Secrets
