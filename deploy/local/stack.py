@@ -271,8 +271,9 @@ class Stack:
         self.kubectl("apply", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}))
 
-        self.start_service("gitworker")
+        # The catalog first: the gitworker follows its target configs, the others its claims.
         self.start_service("catalog")
+        self.start_service("gitworker")
         self.start_service("materializer")
         self.start_service("splicer")
         for name in ("catalog", "materializer", "splicer", "gitworker"):
