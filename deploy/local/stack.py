@@ -81,8 +81,8 @@ class Stack:
         materializer_rbac: kube-sim allow rules ({verbs, apiGroups, resources, namespaces}) for
         the materializer, which then runs as its own user (MATERIALIZER_USER) instead of admin —
         RBAC is on, so alice, bob and ci may do nothing either (admin is system:masters);
-        grpc_tls: the mesh speaks mutual TLS (as in a cluster); False runs it with --grpc_insecure,
-        only for the benchmark's plaintext comparison."""
+        grpc_tls: the mesh and Redis speak mutual TLS (as in a cluster); False runs the mesh with
+        --grpc_insecure and Redis without TLS, only for the benchmark's plaintext comparison."""
         self.bin = bin_dir
         self.root = repo_root
         self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
@@ -328,9 +328,9 @@ current-context: local
         """The services' flags for the stack's Redis: TLS verified against the stack's CA with a
         client certificate, an ACL user with a password from a file, and the key that seals
         sensitive bodies."""
-        return [f"--redis_address={self.redis}", f"--redis_tls_ca={self.pki}/ca.crt",
-                f"--redis_tls_cert={self.pki}/redis-client.crt",
-                f"--redis_tls_key={self.pki}/redis-client.key",
+        tls = [f"--redis_tls_ca={self.pki}/ca.crt", f"--redis_tls_cert={self.pki}/redis-client.crt",
+               f"--redis_tls_key={self.pki}/redis-client.key"] if self.grpc_tls else []
+        return [f"--redis_address={self.redis}", *tls,
                 f"--redis_username={self.REDIS_USER}",
                 f"--redis_password_file={self._redis_password_file()}",
                 f"--redis_body_key_file={self._body_key_file()}"]
@@ -339,11 +339,12 @@ current-context: local
         # No persistence, as in the stack's deployment: a restart comes back empty. TLS only (no
         # plaintext port), clients need a certificate of the stack's CA, and the default user is
         # off: every client authenticates as the ACL user (docs/security.md).
-        self._spawn("redis", ["redis-server", "--port", "0", "--tls-port", str(self.ports["redis"]),
-                              "--bind", "127.0.0.1",
-                              "--tls-cert-file", f"{self.pki}/redis.crt", "--tls-key-file", f"{self.pki}/redis.key",
-                              "--tls-ca-cert-file", f"{self.pki}/ca.crt", "--tls-auth-clients", "yes",
-                              "--save", "", "--appendonly", "no", "--dir", self.dir,
+        port = str(self.ports["redis"])
+        listen = (["--port", "0", "--tls-port", port,
+                   "--tls-cert-file", f"{self.pki}/redis.crt", "--tls-key-file", f"{self.pki}/redis.key",
+                   "--tls-ca-cert-file", f"{self.pki}/ca.crt", "--tls-auth-clients", "yes"]
+                  if self.grpc_tls else ["--port", port])
+        self._spawn("redis", ["redis-server", *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir,
                               "--user", "default", "off",
                               "--user", self.REDIS_USER, "on", f">{self._redis_password()}", "~*", "&*", "+@all"])
         wait_until(lambda: self.redis_cli("ping", check=False).stdout.strip() == "PONG", 10, "redis")
@@ -354,9 +355,9 @@ current-context: local
     def redis_cli_argv(self, *args):
         """redis-cli as the services connect: TLS against the stack's CA with the client
         certificate, as the ACL user."""
-        return ["redis-cli", "-h", "127.0.0.1", "-p", str(self.ports["redis"]), "--tls",
-                "--cacert", f"{self.pki}/ca.crt", "--cert", f"{self.pki}/redis-client.crt",
-                "--key", f"{self.pki}/redis-client.key", "--user", self.REDIS_USER,
+        tls = ["--tls", "--cacert", f"{self.pki}/ca.crt", "--cert", f"{self.pki}/redis-client.crt",
+               "--key", f"{self.pki}/redis-client.key"] if self.grpc_tls else []
+        return ["redis-cli", "-h", "127.0.0.1", "-p", str(self.ports["redis"]), *tls, "--user", self.REDIS_USER,
                 "--pass", self._redis_password(), "--no-auth-warning", *args]
 
     def restart_redis(self):
