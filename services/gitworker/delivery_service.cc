@@ -212,7 +212,8 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
                               settings.status().message());
           return;
         }
-        caf::anon_send(TargetLocked((*settings)->TargetKey()), config_atom::value, *settings);
+        caf::anon_send(TargetLocked((*settings)->TargetKey()), config_atom::value,
+                       SettingsPtr(*settings));
         AcceptLocked(sequence);
         return;
       }
@@ -251,13 +252,13 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   }
 
   // The stream actor of GitTarget `key`, spawned (unconfigured) on first use.
-  caf::actor TargetLocked(const std::string& key) {
+  TargetStreamActor TargetLocked(const std::string& key) {
     auto it = targets_.find(key);
     if (it == targets_.end()) {
       TargetStreamOptions options;
       options.capacity = options_.target_buffer;
       BranchRegistry* registry = registry_;
-      options.branch_for = [registry](const TargetSettings& settings) {
+      options.branch_for = [registry](const TargetSettings& settings) -> BranchItemActor {
         return registry->Get(settings);
       };
       options.sink = sink_;
@@ -279,7 +280,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     }
     const std::string key = TargetRefKey(target);
     const bool known = targets_.count(key) > 0;
-    caf::actor stream = TargetLocked(key);
+    TargetStreamActor stream = TargetLocked(key);
     caf::anon_send(stream, declare_atom::value,
                    std::make_shared<const reverser::v1::GitTargetConfig>(delivered));
     if (!known) {
@@ -306,7 +307,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   std::deque<Feedback> outbox_;
   std::deque<std::pair<uint64_t, bool>> order_;  // sequences read, in order, and accepted yet
   std::map<std::string, core::StreamPosition> acked_;
-  std::map<std::string, caf::actor> targets_;  // GitTarget "namespace/name" → stream actor
+  std::map<std::string, TargetStreamActor> targets_;  // GitTarget "namespace/name" → its actor
   bool writing_ = false;
   bool read_closed_ = false;
   bool read_paused_ = false;
@@ -334,6 +335,57 @@ void StreamSink::RefusedFiles(const reverser::v1::RefusedFiles& files) {
   if (shared_->reactor) shared_->reactor->RefusedFilesLocked(files);
 }
 
+// One AttachCommit call: its response and reactor, finished exactly once by whichever step
+// answers (never on the gRPC thread that took the call when an actor has to be asked).
+struct AttachCall {
+  grpc::ServerUnaryReactor* reactor;
+  reverser::v1::FinalizeResult* response;
+  std::string branch;  // the branch the target writes to ("" when not known yet)
+
+  void Unresolved(reverser::v1::FinalizeOutcome outcome) const {
+    response->set_resolved(false);
+    response->set_outcome(outcome);
+    reactor->Finish(grpc::Status::OK);
+  }
+  void Resolved(reverser::v1::FinalizeOutcome outcome, const std::string& sha) const {
+    response->set_resolved(true);
+    response->set_outcome(outcome);
+    response->set_sha(sha);
+    response->set_branch(branch);
+    *response->mutable_resolved_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+    reactor->Finish(grpc::Status::OK);
+  }
+  void Failed(caf::actor_system& system, const caf::error& err) const {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, system.render(err)));
+  }
+};
+
+constexpr std::chrono::seconds kBranchAskTimeout{10};
+
+// Asks `branch` where write `write_id` stands and answers the call with it.
+void AnswerOutcome(caf::actor_system& system, const BranchActor& branch, uint64_t write_id,
+                   const AttachCall& call) {
+  runtime::AskActor(
+      system, caf::actor_cast<caf::actor>(branch), kBranchAskTimeout,
+      [call](const WriteOutcome& outcome) {
+        switch (outcome.state) {
+          case WriteOutcome::State::kPending:
+            // Attached, not pushed yet: the caller polls again.
+            call.response->set_resolved(false);
+            call.reactor->Finish(grpc::Status::OK);
+            return;
+          case WriteOutcome::State::kCommitted:
+            call.Resolved(reverser::v1::FINALIZE_OUTCOME_COMMITTED, outcome.sha);
+            return;
+          case WriteOutcome::State::kAlreadyPresent:
+            call.Resolved(reverser::v1::FINALIZE_OUTCOME_ALREADY_PRESENT, "");
+            return;
+        }
+      },
+      [call, system = &system](const caf::error& err) { call.Failed(*system, err); },
+      outcome_atom::value, write_id);
+}
+
 }  // namespace
 
 GitWorkerService::GitWorkerService(caf::actor_system& system, BranchRegistry* registry,
@@ -349,79 +401,75 @@ GitWorkerService::Deliver(grpc::CallbackServerContext* /*context*/) {
 grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
     grpc::CallbackServerContext* context, const reverser::v1::AttachCommitRequest* request,
     reverser::v1::FinalizeResult* response) {
-  auto* reactor = context->DefaultReactor();
   const std::string target_key =
       absl::StrCat(request->target().namespace_(), "/", request->target().name());
   const std::string id = request->uid().empty()
                              ? absl::StrCat(request->namespace_(), "/", request->name())
                              : request->uid();
-  caf::scoped_actor self{system_};
-  const std::string branch_name = registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch;
-  auto resolve = [&](reverser::v1::FinalizeOutcome outcome, const std::string& sha) {
-    response->set_resolved(true);
-    response->set_outcome(outcome);
-    response->set_sha(sha);
-    response->set_branch(branch_name);
-    *response->mutable_resolved_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
-  };
-  Attachment attachment;
+  auto* reactor = context->DefaultReactor();
+  AttachCall call{reactor, response,
+                  registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch};
+  std::optional<BranchActor> branch;
+  std::optional<uint64_t> attached;
   {
-    std::lock_guard lock(mu_);
-    auto it = attachments_.find(id);
-    if (it != attachments_.end()) {
-      attachment = it->second;
+    std::lock_guard lock(attachments_->mu);
+    auto it = attachments_->entries.find(id);
+    if (it != attachments_->entries.end()) {
+      if (!it->second.write_id.has_value()) {
+        // Another call of this CommitRequest is attaching it now: poll again.
+        response->set_resolved(false);
+        reactor->Finish(grpc::Status::OK);
+        return reactor;
+      }
+      branch = it->second.branch;
+      attached = it->second.write_id;
     } else {
-      auto branch = registry_->ForTarget(target_key);
+      branch = registry_->ForTarget(target_key);
       if (!branch.has_value()) {
         // Nothing delivered for this target yet: no window to attach to (poll again).
-        response->set_resolved(false);
-        response->set_outcome(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
-        reactor->Finish(grpc::Status::OK);
+        call.Unresolved(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
         return reactor;
       }
-      attachment.branch = *branch;
-      grpc::Status status = grpc::Status::OK;
-      self->request(*branch, std::chrono::seconds(10), attach_atom::value,
-                    request->author().username(), target_key, request->message(),
-                    std::min<uint32_t>(request->close_delay_seconds(), kMaxCloseDelaySeconds))
-          .receive([&](uint64_t write_id) { attachment.write_id = write_id; },
-                   [&](caf::error& err) {
-                     status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));
-                   });
-      if (!status.ok()) {
-        reactor->Finish(status);
-        return reactor;
-      }
-      if (attachment.write_id == 0) {
-        // No open window of this author and target yet: not attached; the caller polls again
-        // until its own deadline (NoWindowInGrace is the caller's verdict).
-        response->set_resolved(false);
-        response->set_outcome(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
-        reactor->Finish(grpc::Status::OK);
-        return reactor;
-      }
-      attachments_[id] = attachment;
+      // Claimed before the branch is asked, so one CommitRequest attaches once.
+      attachments_->entries.emplace(id, Attachments::Entry{*branch, std::nullopt});
     }
   }
+  if (attached.has_value()) {
+    AnswerOutcome(system_, *branch, *attached, call);
+    return reactor;
+  }
 
-  grpc::Status status = grpc::Status::OK;
-  self->request(attachment.branch, std::chrono::seconds(10), outcome_atom::value,
-                attachment.write_id)
-      .receive(
-          [&](const std::string& outcome) {
-            if (outcome == "pending") {
-              response->set_resolved(false);
-              return;
-            }
-            std::string sha = outcome.substr(std::string("pushed:").size());
-            resolve(sha.empty() ? reverser::v1::FINALIZE_OUTCOME_ALREADY_PRESENT
-                                : reverser::v1::FINALIZE_OUTCOME_COMMITTED,
-                    sha);
-          },
-          [&](caf::error& err) {
-            status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));
-          });
-  reactor->Finish(status);
+  AttachRequest attach{request->author().username(), target_key, request->message(),
+                       std::min<uint32_t>(request->close_delay_seconds(), kMaxCloseDelaySeconds)};
+  caf::actor_system* system = &system_;
+  std::shared_ptr<Attachments> attachments = attachments_;
+  runtime::AskActor(
+      system_, caf::actor_cast<caf::actor>(*branch), kBranchAskTimeout,
+      [system, attachments, id, branch = *branch, call](const Attached& reply) {
+        {
+          std::lock_guard lock(attachments->mu);
+          if (!reply.write_id.has_value()) {
+            attachments->entries.erase(id);
+          } else {
+            attachments->entries[id].write_id = reply.write_id;
+          }
+        }
+        if (!reply.write_id.has_value()) {
+          // No open window of this author and target yet: not attached; the caller polls again
+          // until its own deadline (NoWindowInGrace is the caller's verdict).
+          call.Unresolved(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+          return;
+        }
+        AnswerOutcome(*system, branch, *reply.write_id, call);
+      },
+      [system, attachments, id, call](const caf::error& err) {
+        {
+          std::lock_guard lock(attachments->mu);
+          attachments->entries.erase(id);
+        }
+        call.Failed(*system, err);
+      },
+      attach_atom::value, std::move(attach));
   return reactor;
 }
 
@@ -441,8 +489,12 @@ grpc::ServerUnaryReactor* GitWorkerAdminService::ListBranches(
   auto* reactor = context->DefaultReactor();
   // Every branch is asked at once and the handler returns: the last answer (or its 5 s
   // timeout) finishes the call, so one slow branch costs 5 s in all, not 5 s each.
+  std::vector<caf::actor> branches;
+  for (const BranchActor& branch : registry_->All()) {
+    branches.push_back(caf::actor_cast<caf::actor>(branch));
+  }
   runtime::AskAll(
-      host()->actors(), registry_->All(), std::chrono::seconds(5),
+      host()->actors(), std::move(branches), std::chrono::seconds(5),
       [this, reactor, response](std::vector<runtime::GatheredReply> replies) {
         for (runtime::GatheredReply& reply : replies) {
           if (!reply.ok) {

@@ -29,7 +29,10 @@
 
 #include <caf/all.hpp>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "libs/runtime/admin_status.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
@@ -61,16 +64,20 @@ class GitWorkerService final : public reverser::v1::GitWorker::CallbackService {
                                          reverser::v1::FinalizeResult* response) override;
 
  private:
-  struct Attachment {
-    caf::actor branch;
-    uint64_t write_id = 0;  // 0: no window matched
+  // Every CommitRequest's attached write. Reply handlers (on CAF threads) hold it too.
+  struct Attachments {
+    struct Entry {
+      BranchActor branch;
+      std::optional<uint64_t> write_id;  // none while the branch is being asked to attach
+    };
+    std::mutex mu;
+    std::map<std::string, Entry> entries;  // CommitRequest uid → its write
   };
 
   caf::actor_system& system_;
   BranchRegistry* registry_;
   DeliveryOptions options_;
-  std::mutex mu_;
-  std::map<std::string, Attachment> attachments_;  // CommitRequest uid → its finalize
+  std::shared_ptr<Attachments> attachments_ = std::make_shared<Attachments>();
 };
 
 class GitWorkerAdminService final
