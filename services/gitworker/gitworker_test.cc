@@ -264,7 +264,8 @@ TEST(GitWorkerWorkDirTest, AWorkDirOthersMayWriteIsRefusedAtStart) {
   ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
   ASSERT_EQ(chmod(open.c_str(), 0777), 0);
   auto run = testing::RunCommand({testing::RunfilePath("services/gitworker/gitworker"),
-                                  "--work_dir=" + open, "--grpc_port=0", "--http_port=0"});
+                                  "--work_dir=" + open, "--target_config_source=delivery",
+                                  "--grpc_port=0", "--http_port=0"});
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_NE(run->exit_code, 0);
   EXPECT_TRUE(absl::StrContains(run->err, "is writable by other users (mode 0777)")) << run->err;
