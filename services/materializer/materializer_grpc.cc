@@ -5,7 +5,6 @@
 
 #include "libs/rules/claim_syntax.h"
 #include "libs/runtime/ask_actor.h"
-#include "services/materializer/supervisor.h"
 
 namespace reverser::materializer {
 
@@ -13,10 +12,15 @@ grpc::ServerUnaryReactor* MaterializerAdminGrpcService::ListMaterializations(
     grpc::CallbackServerContext* context, const reverser::v1::ListMaterializationsRequest*,
     reverser::v1::ListMaterializationsResponse* response) {
   auto* reactor = context->DefaultReactor();
+  caf::actor supervisor = Supervisor();
+  if (!supervisor) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the supervisor has stopped"));
+    return reactor;
+  }
   runtime::AskActor(
-      host()->actors(), supervisor_, std::chrono::seconds(5),
-      [reactor, response](const std::string& serialized) {
-        response->ParseFromString(serialized);
+      host()->actors(), supervisor, std::chrono::seconds(5),
+      [reactor, response](MaterializationList& list) {
+        response->Swap(&list.response);
         reactor->Finish(grpc::Status::OK);
       },
       [this, reactor](const caf::error& err) { reactor->Finish(Unavailable(err)); },
@@ -30,10 +34,15 @@ grpc::ServerUnaryReactor* MaterializerAdminGrpcService::Compact(
   auto* reactor = context->DefaultReactor();
   // Folding a large checkpoint takes a while and one call may fold every materialization, so
   // the deadline is long; the handler still returns at once and the reply finishes the call.
+  caf::actor supervisor = Supervisor();
+  if (!supervisor) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the supervisor has stopped"));
+    return reactor;
+  }
   runtime::AskActor(
-      host()->actors(), supervisor_, std::chrono::minutes(5),
-      [reactor, request, response](const std::string& serialized) {
-        response->ParseFromString(serialized);
+      host()->actors(), supervisor, std::chrono::minutes(5),
+      [reactor, request, response](CompactOutcome& outcome) {
+        response->Swap(&outcome.response);
         if (request->has_claim() && response->results().empty()) {
           reactor->Finish(grpc::Status(
               grpc::StatusCode::NOT_FOUND,
@@ -43,7 +52,7 @@ grpc::ServerUnaryReactor* MaterializerAdminGrpcService::Compact(
         reactor->Finish(grpc::Status::OK);
       },
       [this, reactor](const caf::error& err) { reactor->Finish(Unavailable(err)); },
-      compact_atom::value, request->SerializeAsString());
+      compact_atom::value, *request);
   return reactor;
 }
 

@@ -13,15 +13,15 @@
 
 #include "libs/runtime/admin_status.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
+#include "services/materializer/supervisor_protocol.h"
 
 namespace reverser::materializer {
 
 class MaterializerAdminGrpcService final
     : public runtime::AdminStatusService<reverser::v1::MaterializerAdmin> {
  public:
-  // `supervisor` answers the messages of supervisor.h.
-  MaterializerAdminGrpcService(runtime::ServiceHost* host, caf::actor supervisor)
-      : AdminStatusService(host), supervisor_(std::move(supervisor)) {}
+  MaterializerAdminGrpcService(runtime::ServiceHost* host, SupervisorActor supervisor)
+      : AdminStatusService(host), supervisor_(caf::actor_cast<caf::weak_actor_ptr>(supervisor)) {}
 
   grpc::ServerUnaryReactor* ListMaterializations(
       grpc::CallbackServerContext* context, const reverser::v1::ListMaterializationsRequest*,
@@ -33,7 +33,12 @@ class MaterializerAdminGrpcService final
  private:
   grpc::Status Unavailable(const caf::error& err) const;
 
-  caf::actor supervisor_;
+  // The supervisor (a SupervisorActor), or null once it ended.
+  caf::actor Supervisor() const { return caf::actor_cast<caf::actor>(supervisor_); }
+
+  // Weak: a detached actor's thread ends only once no strong handle to it is left, and the
+  // handlers outlive the actor system's shutdown.
+  caf::weak_actor_ptr supervisor_;
 };
 
 }  // namespace reverser::materializer

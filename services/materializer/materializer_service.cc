@@ -143,9 +143,10 @@ absl::Status MaterializerService::Setup() {
       const auto& gvr = claim.type().gvr();
       claim.set_sensitive(sensitive.IsSensitive(gvr.group(), gvr.resource()));
     }
-    caf::anon_send(supervisor_, claims_atom::value, set->SerializeAsString());
+    caf::anon_send(supervisor_, claims_atom::value, *set);
   } else {
-    caf::actor target = supervisor_;
+    // Weak, like the admin service's: the follower outlives the actor system's shutdown.
+    auto target = caf::actor_cast<caf::weak_actor_ptr>(supervisor_);
     std::shared_ptr<reverser::v1::Catalog::Stub> stub =
         reverser::v1::Catalog::NewStub(grpc::CreateChannel(
             catalog, runtime::MeshChannelCredentials(host_.options().grpc_security)));
@@ -159,7 +160,9 @@ absl::Status MaterializerService::Setup() {
           return stub->WatchClaims(context, request);
         },
         [target](const reverser::v1::ClaimSet& set) {
-          caf::anon_send(target, claims_atom::value, set.SerializeAsString());
+          if (auto supervisor = caf::actor_cast<SupervisorActor>(target)) {
+            caf::anon_send(supervisor, claims_atom::value, set);
+          }
         });
   }
 
@@ -209,6 +212,8 @@ void MaterializerService::Stop() {
   if (claims_) claims_->Stop();
   if (webhook_) webhook_->Stop();
   if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
+  // The last strong handle: the supervisor's thread ends once the actor is gone.
+  supervisor_ = nullptr;
 }
 
 }  // namespace reverser::materializer

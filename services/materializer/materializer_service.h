@@ -34,6 +34,7 @@
 #include "services/materializer/claim_registry.h"
 #include "services/materializer/materializer_grpc.h"
 #include "services/materializer/redis_fact_sink.h"
+#include "services/materializer/supervisor_protocol.h"
 
 namespace reverser::materializer {
 
@@ -81,7 +82,7 @@ class MaterializerService final {
   std::shared_ptr<kube::RestClient> client_;
   std::shared_ptr<const redisstore::BodyCipher> body_cipher_;
   ClaimRegistry claims_registry_;
-  caf::actor supervisor_;
+  SupervisorActor supervisor_;
   std::unique_ptr<catalogclient::StreamFollower<reverser::v1::ClaimSet>> claims_;
   std::unique_ptr<RedisFactSink> fact_sink_;
   std::unique_ptr<AuditStreamWriter> stream_writer_;
