@@ -448,17 +448,17 @@ TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes
     return std::make_unique<TypeMaterializer>(client, o, metrics);
   };
   options.on_applied = [&](size_t n) { workers = n; };
-  caf::actor supervisor = SpawnSupervisor(system, options);
+  SupervisorActor supervisor = SpawnSupervisor(system, options);
   // Two GitTargets claiming the same type yield one claim: one worker, one watch.
   auto claims = rules::ParseStaticClaims("v1/configmaps@team,v1/configmaps@team");
   ASSERT_TRUE(claims.ok());
-  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  caf::anon_send(supervisor, claims_atom::value, *claims);
   ASSERT_TRUE(testing::WaitFor([&] { return workers == 1 && Converged(); }, absl::Seconds(20)));
   ASSERT_TRUE(testing::WaitFor([&] { return WatchRequests() >= 1; }, absl::Seconds(10)));
   EXPECT_EQ(WatchRequests(), 1);
   EXPECT_EQ(*redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}), "1\n");
   // Withdrawn: the worker stops and the keys go.
-  caf::anon_send(supervisor, claims_atom::value, reverser::v1::ClaimSet().SerializeAsString());
+  caf::anon_send(supervisor, claims_atom::value, reverser::v1::ClaimSet());
   ASSERT_TRUE(testing::WaitFor([&] { return workers == 0; }, absl::Seconds(20)));
   ASSERT_TRUE(testing::WaitFor(
       [&] { return *redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}) == "0\n"; },
@@ -560,7 +560,7 @@ TEST_F(MaterializerTest, SupervisorRebuildsATypeThatBecomesSensitiveSealedAndBac
     return std::make_unique<TypeMaterializer>(client, o, metrics);
   };
   options.on_applied = [&](size_t n) { workers = n; };
-  caf::actor supervisor = SpawnSupervisor(system, options);
+  SupervisorActor supervisor = SpawnSupervisor(system, options);
   PutConfigMap("plain", "visible-value");
   auto claims = rules::ParseStaticClaims("v1/configmaps@team");
   ASSERT_TRUE(claims.ok());
@@ -568,13 +568,13 @@ TEST_F(MaterializerTest, SupervisorRebuildsATypeThatBecomesSensitiveSealedAndBac
     return redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:items", "team/plain"})
         .value_or("");
   };
-  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  caf::anon_send(supervisor, claims_atom::value, *claims);
   ASSERT_TRUE(testing::WaitFor([&] { return absl::StrContains(stored(), "visible-value"); },
                                absl::Seconds(20)));
 
   claims->mutable_claims(0)->set_sensitive(true);
   claims->set_generation(2);
-  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  caf::anon_send(supervisor, claims_atom::value, *claims);
   ASSERT_TRUE(testing::WaitFor(
       [&] { return absl::StartsWith(stored(), "rvenc1:k1:"); }, absl::Seconds(20)))
       << stored();
@@ -582,7 +582,7 @@ TEST_F(MaterializerTest, SupervisorRebuildsATypeThatBecomesSensitiveSealedAndBac
 
   claims->mutable_claims(0)->set_sensitive(false);
   claims->set_generation(3);
-  caf::anon_send(supervisor, claims_atom::value, claims->SerializeAsString());
+  caf::anon_send(supervisor, claims_atom::value, *claims);
   ASSERT_TRUE(testing::WaitFor([&] { return absl::StrContains(stored(), "visible-value"); },
                                absl::Seconds(20)))
       << stored();

@@ -1,8 +1,8 @@
 #include "services/materializer/supervisor.h"
 
-#include <set>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "libs/core/proto_convert.h"
 #include "libs/runtime/log.h"
@@ -18,17 +18,23 @@ reverser::v1::MaterializationPhase PhaseOf(const std::string& phase) {
 
 }  // namespace
 
-caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
-  std::map<ClaimKey, std::unique_ptr<TypeMaterializer>> workers;
-  bool running = true;
-  self->receive_while([&] { return running; })(
-      [&](caf::exit_msg&) { running = false; },
-      [&](claims_atom, const std::string& serialized) {
-        reverser::v1::ClaimSet set;
-        if (!set.ParseFromString(serialized)) {
-          runtime::LogError("malformed claim set ignored");
-          return;
-        }
+SupervisorState::~SupervisorState() { StopAll(); }
+
+void SupervisorState::StopAll() {
+  for (auto& [key, worker] : workers) worker->Stop();
+  workers.clear();
+}
+
+SupervisorActor::behavior_type Supervisor(SupervisorActor::stateful_pointer<SupervisorState> self,
+                                          SupervisorOptions options) {
+  // The workers stop while the actor still runs, as a message it handles, not in its cleanup.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    self->state.StopAll();
+    self->quit(msg.reason);
+  });
+  return {
+      [self, options](claims_atom, const reverser::v1::ClaimSet& set) {
+        auto& workers = self->state.workers;
         std::map<ClaimKey, bool> wanted;  // claim -> sensitive
         for (const auto& claim : set.claims()) {
           wanted[{core::FromProto(claim.type().gvr()), core::FromProto(claim.scope())}] =
@@ -53,8 +59,8 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           }
           if (want != wanted.end()) {
             // Became (or stopped being) sensitive: a new worker rebuilds it sealed (or not).
-            runtime::LogInfo("claim sensitivity changed", {{"type", it->second->Name()},
-                                                          {"sensitive", want->second}});
+            runtime::LogInfo("claim sensitivity changed",
+                             {{"type", it->second->Name()}, {"sensitive", want->second}});
             if (auto s = it->second->StopAndRelease(); !s.ok()) {
               runtime::LogWarning("release failed", {{"error", s.ToString()}});
             }
@@ -80,9 +86,10 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
         }
         if (options.on_applied) options.on_applied(workers.size());
       },
-      [&](list_atom) -> std::string {
-        reverser::v1::ListMaterializationsResponse out;
-        for (const auto& [key, worker] : workers) {
+      [self](list_atom) {
+        MaterializationList list;
+        reverser::v1::ListMaterializationsResponse& out = list.response;
+        for (const auto& [key, worker] : self->state.workers) {
           TypeMaterializerStatus status = worker->Status();
           auto* m = out.add_materializations();
           *m->mutable_claim()->mutable_type()->mutable_gvr() = core::ToProto(key.first);
@@ -100,18 +107,17 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           m->set_stream_length(stored.ok() ? stored->stream_length : status.appended);
           m->set_diverted_entries(stored.ok() ? stored->diverted : status.diverted);
         }
-        return out.SerializeAsString();
+        return list;
       },
-      [&](compact_atom, const std::string& serialized) -> std::string {
-        reverser::v1::CompactRequest request;
-        reverser::v1::CompactResponse out;
-        if (!request.ParseFromString(serialized)) return out.SerializeAsString();
+      [self](compact_atom, const reverser::v1::CompactRequest& request) {
+        CompactOutcome outcome;
+        reverser::v1::CompactResponse& out = outcome.response;
         std::optional<ClaimKey> only;
         if (request.has_claim()) {
           only = ClaimKey{core::FromProto(request.claim().type().gvr()),
                           core::FromProto(request.claim().scope())};
         }
-        for (const auto& [key, worker] : workers) {
+        for (const auto& [key, worker] : self->state.workers) {
           if (only && key != *only) continue;
           auto* result = out.add_results();
           *result->mutable_claim()->mutable_type()->mutable_gvr() = core::ToProto(key.first);
@@ -127,15 +133,13 @@ caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options) {
           result->set_folded(compacted->folded);
           result->set_trimmed(compacted->trimmed);
         }
-        return out.SerializeAsString();
-      });
-  for (auto& [key, worker] : workers) worker->Stop();
-  return {};
+        return outcome;
+      },
+  };
 }
 
-caf::actor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options) {
-  return system.spawn<caf::detached>(
-      [options = std::move(options)](caf::blocking_actor* self) { Supervisor(self, options); });
+SupervisorActor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options) {
+  return system.spawn<caf::detached>(Supervisor, std::move(options));
 }
 
 }  // namespace reverser::materializer

@@ -2,25 +2,28 @@
 
 // The materializer's supervisor actor: owns one TypeMaterializer per claimed (type, scope),
 // starting workers for new claims and stopping (and releasing) them for withdrawn ones. Claim
-// sets arrive as full replacements (catalog WatchClaims, or --static_claims).
+// sets arrive as full replacements (catalog WatchClaims, or --static_claims). Its messages are
+// supervisor_protocol.h.
+//
+// It runs detached (a thread of its own) because what it does blocks: stopping a worker joins
+// its threads, releasing a claim deletes its keys, and `list` and `compact` go to Redis for
+// every claim in turn. Callers on gRPC threads ask it without waiting (runtime::AskActor).
 
 #include <caf/all.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "libs/kube/rest_client.h"
+#include "libs/rules/claim_syntax.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "proto/reverser/v1/materializer.pb.h"
 #include "services/materializer/claim_registry.h"
-#include "libs/rules/claim_syntax.h"
+#include "services/materializer/supervisor_protocol.h"
 #include "services/materializer/type_materializer.h"
 
 namespace reverser::materializer {
-
-using claims_atom = caf::atom_constant<caf::atom("claims")>;
-using list_atom = caf::atom_constant<caf::atom("list")>;
-using compact_atom = caf::atom_constant<caf::atom("compact")>;
 
 // Builds a worker for a claim (injectable for tests).
 using WorkerFactory = std::function<std::unique_ptr<TypeMaterializer>(
@@ -36,14 +39,19 @@ struct SupervisorOptions {
   ClaimRegistry* registry = nullptr;
 };
 
-// Messages:
-//   (claims_atom, std::string serialized reverser.v1.ClaimSet) -> void
-//   (list_atom) -> std::string serialized reverser.v1.ListMaterializationsResponse
-//   (compact_atom, std::string serialized reverser.v1.CompactRequest)
-//       -> std::string serialized reverser.v1.CompactResponse (no results: claim not owned)
-caf::behavior Supervisor(caf::blocking_actor* self, SupervisorOptions options);
+// What the supervisor owns: one worker per claim. Destroyed when the actor ends, which stops
+// every worker.
+struct SupervisorState {
+  ~SupervisorState();
+  void StopAll();
+  std::map<ClaimKey, std::unique_ptr<TypeMaterializer>> workers;
+  static inline const char* name = "materializer-supervisor";
+};
 
-// Spawns the supervisor on its own thread (it joins worker threads when claims go away).
-caf::actor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options);
+SupervisorActor::behavior_type Supervisor(SupervisorActor::stateful_pointer<SupervisorState> self,
+                                          SupervisorOptions options);
+
+// Spawns the supervisor on its own thread.
+SupervisorActor SpawnSupervisor(caf::actor_system& system, SupervisorOptions options);
 
 }  // namespace reverser::materializer
