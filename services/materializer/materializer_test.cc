@@ -401,6 +401,9 @@ TEST_F(MaterializerTest, AnOlderSnapshotIsNoticedAndRebuilt) {
   EXPECT_NE(MaterializedState(), ClusterState());
   PutConfigMap("c", "1");
   ASSERT_TRUE(testing::WaitFor([&] { return Converged(); }, absl::Seconds(20)));
+  // The rebuild's counters move just after its checkpoint swap, which convergence shows first.
+  ASSERT_TRUE(testing::WaitFor([&] { return worker.Status().replays >= 2; }, absl::Seconds(20)))
+      << "replays " << worker.Status().replays;
   EXPECT_EQ(StateLost(metrics_, "went_backwards"), 1);
   EXPECT_EQ(worker.Status().replays, 2);
   worker.Stop();
