@@ -131,8 +131,9 @@ def main():
                         help="where the stack's files live (Git clones, remote, Redis); e.g. /dev/shm "
                              "for a memory-backed volume as the chart's emptyDir.medium=Memory gives")
     parser.add_argument("--compare-plaintext", action="store_true",
-                        help="also run the same schedule with the gRPC mesh in plaintext "
-                             "(--grpc_insecure) on a fresh stack, and print the TLS/plaintext ratios")
+                        help="also run the same schedule with the gRPC mesh and Redis in plaintext "
+                             "(--grpc_insecure, no Redis TLS) on a fresh stack, and print the "
+                             "TLS/plaintext ratios")
     args = parser.parse_args()
     modes = [True, False] if args.compare_plaintext else [True]
     results = {}
@@ -141,7 +142,7 @@ def main():
         total = len(latencies)
         p50, p90, p99 = percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99)
         results[grpc_tls] = (p50, p90, p99)
-        mesh = "mutual TLS" if grpc_tls else "plaintext (--grpc_insecure)"
+        mesh = "mutual TLS (gRPC mesh and Redis)" if grpc_tls else "plaintext (--grpc_insecure, Redis without TLS)"
         print(f"pipeline latency, gRPC mesh {mesh}: {total} creates at {achieved:.1f}/s (target {args.rate}/s), "
               f"commit window 0, push cooldown 0, attribution grace {args.attribution_grace}, files on {fs_type}")
         print(f"  change -> pushed commit: p50 {p50:.0f} ms, p90 {p90:.0f} ms, p99 {p99:.0f} ms, max {max(latencies):.0f} ms")

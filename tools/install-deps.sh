@@ -13,6 +13,8 @@ packages=(
   # Fuzzing (tools/fuzz.sh): clang with the libFuzzer, ASan and UBSan runtimes
   # (libclang-rt-14-dev), libFuzzer itself (libfuzzer-14-dev) and llvm-symbolizer (llvm-14).
   clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14
+  # bench/runtime only: the metrics registry measured against prometheus-cpp.
+  prometheus-cpp-dev
 )
 
 missing=()

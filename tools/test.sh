@@ -28,7 +28,15 @@ fuzz_xml=/tmp/reverser-fuzz.xml
 rm -f "$fuzz_xml"
 bash tools/fuzz.sh --junit "$fuzz_xml" 2>&1 | tee /tmp/reverser-fuzz.log | grep -E '^fuzz: ' || true
 
+# Thread-safety analysis: clang's -Wthread-safety over every source with annotated locks (seconds:
+# syntax only, over the headers the Bazel build generated); one result per source.
+tsa_xml=/tmp/reverser-thread-safety.xml
+rm -f "$tsa_xml"
+bash tools/thread_safety.sh --junit "$tsa_xml" 2>&1 | tee /tmp/reverser-thread-safety.log |
+  grep -E '^thread-safety: ' || true
+
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
+  --extra-junit "$tsa_xml" \
   "$(bazel info bazel-testlogs 2>/dev/null)" $targets
 summary_rc=$?
 if [ $bazel_rc -ne 0 ] || [ $summary_rc -ne 0 ]; then exit 1; fi

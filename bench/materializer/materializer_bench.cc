@@ -10,6 +10,7 @@
 // 50-client figure, the issue's anchor).
 //
 //   bazel run -c opt //bench/materializer:materializer_bench -- --audit_events=200000
+// --redis_tls_too runs (a) and (b) once more over TLS to Redis, to compare the two in one run.
 
 #include <atomic>
 #include <cstdio>
@@ -55,6 +56,10 @@ ABSL_FLAG(int, audit_batch, 100, "Events per EventList (kube-apiserver's batch m
 ABSL_FLAG(int, audit_clients, 4, "Concurrent HTTPS connections posting EventLists.");
 ABSL_FLAG(int, watch_changes, 20000, "Changes in the watch backlog the materializer appends.");
 ABSL_FLAG(double, goal, 0.25, "Goal: each figure at least this fraction of the XADD rate.");
+ABSL_FLAG(bool, redis_tls_too, false,
+          "Then run (a), (b) and the store figures again against a TLS-only redis-server (its "
+          "certificate verified, a client certificate presented) and print them beside the "
+          "plaintext ones.");
 
 namespace reverser::bench {
 namespace {
@@ -515,6 +520,40 @@ int Run() {
       "= %.0f events/s at two SETs per event; (a) is %.1f %% of it\n",
       audit->fact_json.size(), *set_fact, *set_fact / 2,
       100 * audit->events_per_second / (*set_fact / 2));
+
+  if (absl::GetFlag(FLAGS_redis_tls_too)) {
+    // The same paths over TLS to a fresh TLS-only server (tls-auth-clients yes, as the local
+    // stack runs it); the anchors stay plaintext.
+    testing::RedisServerOptions tls_options;
+    tls_options.tls = true;
+    tls_options.tls_auth_clients = true;
+    auto tls_redis = testing::RedisServer::Start(tls_options);
+    if (!tls_redis.ok()) {
+      std::cerr << "TLS redis-server: " << tls_redis.status() << "\n";
+      return 1;
+    }
+    auto tls_audit = AuditEndToEnd(**tls_redis);
+    if (!tls_audit.ok()) {
+      std::cerr << "audit over TLS: " << tls_audit.status() << "\n";
+      return 1;
+    }
+    auto tls_watch = WatchAppends(**tls_redis);
+    if (!tls_watch.ok()) {
+      std::cerr << "watch over TLS: " << tls_watch.status() << "\n";
+      return 1;
+    }
+    std::printf(
+        "TLS     Redis over TLS: (a) %.0f events/s = %.1f %% of plaintext (a); (b) %.0f changes/s "
+        "= %.1f %% of plaintext (b); store alone Append %.0f/s = %.1f %%, AppendAll %.0f/s = "
+        "%.1f %% of plaintext\n",
+        tls_audit->events_per_second, 100 * tls_audit->events_per_second / audit->events_per_second,
+        tls_watch->changes_per_second,
+        100 * tls_watch->changes_per_second / watch->changes_per_second,
+        tls_watch->append_one_per_second,
+        100 * tls_watch->append_one_per_second / watch->append_one_per_second,
+        tls_watch->append_all_per_second,
+        100 * tls_watch->append_all_per_second / watch->append_all_per_second);
+  }
   return 0;
 }
 

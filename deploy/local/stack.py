@@ -81,8 +81,8 @@ class Stack:
         materializer_rbac: kube-sim allow rules ({verbs, apiGroups, resources, namespaces}) for
         the materializer, which then runs as its own user (MATERIALIZER_USER) instead of admin —
         RBAC is on, so alice, bob and ci may do nothing either (admin is system:masters);
-        grpc_tls: the mesh speaks mutual TLS (as in a cluster); False runs it with --grpc_insecure,
-        only for the benchmark's plaintext comparison."""
+        grpc_tls: the mesh and Redis speak mutual TLS (as in a cluster); False runs the mesh with
+        --grpc_insecure and Redis without TLS, only for the benchmark's plaintext comparison."""
         self.bin = bin_dir
         self.root = repo_root
         self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
@@ -173,9 +173,13 @@ class Stack:
         mesh = [(f"grpc-{name}", f"reverser-{name}", loopback + "extendedKeyUsage=serverAuth,clientAuth\n")
                 for name in ("catalog", "materializer", "splicer", "gitworker")]
         mesh.append(("grpc-admin", "reverser-admin", "extendedKeyUsage=clientAuth\n"))
+        # Redis serves TLS on loopback and asks its clients (the services, redis-cli) for a
+        # certificate of this CA (tls-auth-clients).
+        redis = [("redis", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
+                 ("redis-client", "reverser-redis-client", "extendedKeyUsage=clientAuth\n")]
         for name, cn, ext in [("webhook", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
                               ("kube", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
-                              ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")] + mesh:
+                              ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")] + mesh + redis:
             with open(os.path.join(d, f"{name}.ext"), "w") as f:
                 f.write(ext)
             ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -202,14 +206,15 @@ class Stack:
         run(["git", "-C", seed, "push", "-q", "origin", "main"])
         shutil.rmtree(seed)
 
-        # Redis.
+        pki = self._pki()
+        self.pki = pki
+
+        # Redis: TLS only, with the stack's CA (its certificate names 127.0.0.1).
         self.ports["redis"] = free_port()
         self._start_redis()
         self.redis = f"127.0.0.1:{self.ports['redis']}"
-        self.log(f"==> redis-server       {self.redis}")
+        self.log(f"==> redis-server       {self.redis} (TLS)")
 
-        pki = self._pki()
-        self.pki = pki
         self.ports["audit"] = free_port()
 
         # The API server, auditing to the materializer's webhook over mTLS.
@@ -266,8 +271,9 @@ class Stack:
         self.kubectl("apply", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}))
 
-        self.start_service("gitworker")
+        # The catalog first: the gitworker follows its target configs, the others its claims.
         self.start_service("catalog")
+        self.start_service("gitworker")
         self.start_service("materializer")
         self.start_service("splicer")
         for name in ("catalog", "materializer", "splicer", "gitworker"):
@@ -319,17 +325,26 @@ current-context: local
         return path
 
     def redis_auth_args(self):
-        """The services' flags for the stack's Redis: an ACL user with a password from a file,
-        and the key that seals sensitive bodies."""
-        return [f"--redis_address={self.redis}", f"--redis_username={self.REDIS_USER}",
+        """The services' flags for the stack's Redis: TLS verified against the stack's CA with a
+        client certificate, an ACL user with a password from a file, and the key that seals
+        sensitive bodies."""
+        tls = [f"--redis_tls_ca={self.pki}/ca.crt", f"--redis_tls_cert={self.pki}/redis-client.crt",
+               f"--redis_tls_key={self.pki}/redis-client.key"] if self.grpc_tls else []
+        return [f"--redis_address={self.redis}", *tls,
+                f"--redis_username={self.REDIS_USER}",
                 f"--redis_password_file={self._redis_password_file()}",
                 f"--redis_body_key_file={self._body_key_file()}"]
 
     def _start_redis(self):
-        # No persistence, as in the stack's deployment: a restart comes back empty. The default
-        # user is off: every client authenticates as the ACL user (docs/security.md).
-        self._spawn("redis", ["redis-server", "--port", str(self.ports["redis"]), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", self.dir,
+        # No persistence, as in the stack's deployment: a restart comes back empty. TLS only (no
+        # plaintext port), clients need a certificate of the stack's CA, and the default user is
+        # off: every client authenticates as the ACL user (docs/security.md).
+        port = str(self.ports["redis"])
+        listen = (["--port", "0", "--tls-port", port,
+                   "--tls-cert-file", f"{self.pki}/redis.crt", "--tls-key-file", f"{self.pki}/redis.key",
+                   "--tls-ca-cert-file", f"{self.pki}/ca.crt", "--tls-auth-clients", "yes"]
+                  if self.grpc_tls else ["--port", port])
+        self._spawn("redis", ["redis-server", *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir,
                               "--user", "default", "off",
                               "--user", self.REDIS_USER, "on", f">{self._redis_password()}", "~*", "&*", "+@all"])
         wait_until(lambda: self.redis_cli("ping", check=False).stdout.strip() == "PONG", 10, "redis")
@@ -338,7 +353,11 @@ current-context: local
         return run(self.redis_cli_argv(*args), check=check)
 
     def redis_cli_argv(self, *args):
-        return ["redis-cli", "-p", str(self.ports["redis"]), "--user", self.REDIS_USER,
+        """redis-cli as the services connect: TLS against the stack's CA with the client
+        certificate, as the ACL user."""
+        tls = ["--tls", "--cacert", f"{self.pki}/ca.crt", "--cert", f"{self.pki}/redis-client.crt",
+               "--key", f"{self.pki}/redis-client.key"] if self.grpc_tls else []
+        return ["redis-cli", "-h", "127.0.0.1", "-p", str(self.ports["redis"]), *tls, "--user", self.REDIS_USER,
                 "--pass", self._redis_password(), "--no-auth-warning", *args]
 
     def restart_redis(self):

@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::catalogclient {
@@ -39,7 +41,7 @@ class StreamFollower {
   void Stop() {
     stopping_ = true;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (active_ != nullptr) active_->TryCancel();
     }
     if (thread_.joinable()) thread_.join();
@@ -54,7 +56,7 @@ class StreamFollower {
     while (!stopping_) {
       grpc::ClientContext context;
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (stopping_) break;
         active_ = &context;
       }
@@ -68,7 +70,7 @@ class StreamFollower {
       }
       grpc::Status status = reader->Finish();
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         active_ = nullptr;
       }
       connected_ = false;
@@ -86,8 +88,8 @@ class StreamFollower {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> connected_{false};
-  std::mutex mu_;
-  grpc::ClientContext* active_ = nullptr;
+  absl::Mutex mu_;
+  grpc::ClientContext* active_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace reverser::catalogclient

@@ -7,6 +7,8 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace reverser::core {
 
@@ -28,21 +30,21 @@ class FakeClock final : public Clock {
  public:
   explicit FakeClock(absl::Time start = absl::FromUnixSeconds(1'700'000'000)) : now_(start) {}
   absl::Time Now() const override {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return now_;
   }
   void Advance(absl::Duration d) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     now_ += d;
   }
   void Set(absl::Time t) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     now_ = t;
   }
 
  private:
-  mutable std::mutex mu_;
-  absl::Time now_;
+  mutable absl::Mutex mu_;
+  absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 
 inline Clock& Clock::Real() {

@@ -170,7 +170,7 @@ absl::StatusOr<std::unique_ptr<httplib::ClientImpl>> HttplibTransport::NewClient
 }
 
 std::unique_ptr<httplib::ClientImpl> HttplibTransport::TakePooledClient() {
-  std::lock_guard lock(pool_mu_);
+  absl::MutexLock lock(&pool_mu_);
   if (pool_.empty()) return nullptr;
   auto client = std::move(pool_.back());
   pool_.pop_back();
@@ -178,13 +178,13 @@ std::unique_ptr<httplib::ClientImpl> HttplibTransport::TakePooledClient() {
 }
 
 void HttplibTransport::ReturnPooledClient(std::unique_ptr<httplib::ClientImpl> client) {
-  std::lock_guard lock(pool_mu_);
+  absl::MutexLock lock(&pool_mu_);
   if (pool_.size() < kMaxPooledClients) pool_.push_back(std::move(client));
 }
 
 absl::StatusOr<std::string> HttplibTransport::BearerToken(bool reload) {
   if (config_.token_file.empty()) return config_.token;
-  std::lock_guard lock(token_mu_);
+  absl::MutexLock lock(&token_mu_);
   absl::Time now = absl::Now();
   if (reload || now - token_read_at_ >= kTokenRefresh || cached_token_.empty()) {
     absl::StatusOr<std::string> token = ReadFileToString(config_.token_file);

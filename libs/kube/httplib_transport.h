@@ -13,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/kube/config.h"
 #include "libs/kube/rest_client.h"
 #include "libs/kube/transport.h"
@@ -57,12 +59,12 @@ class HttplibTransport final : public HttpTransport {
   const Endpoint endpoint_;
   std::string user_agent_ = "reverser/0.1 (linux) kube-client";
 
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<httplib::ClientImpl>> pool_;
+  absl::Mutex pool_mu_;
+  std::vector<std::unique_ptr<httplib::ClientImpl>> pool_ ABSL_GUARDED_BY(pool_mu_);
 
-  std::mutex token_mu_;
-  std::string cached_token_;
-  absl::Time token_read_at_ = absl::InfinitePast();
+  absl::Mutex token_mu_;
+  std::string cached_token_ ABSL_GUARDED_BY(token_mu_);
+  absl::Time token_read_at_ ABSL_GUARDED_BY(token_mu_) = absl::InfinitePast();
 };
 
 // A RestClient over a new HttplibTransport: how a service or a test talks to one cluster.

@@ -121,18 +121,18 @@ Reflector::Reflector(RestClient& client, ReflectorOptions options, WatchHandler&
 void Reflector::Stop() { stop_.Cancel(); }
 
 std::string Reflector::last_resource_version() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return rv_;
 }
 
 ReflectorStats Reflector::stats() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
 void Reflector::SetResourceVersion(std::string rv) {
   if (rv.empty()) return;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   rv_ = std::move(rv);
 }
 
@@ -159,7 +159,7 @@ WatchOptions Reflector::BaseWatchOptions() {
 absl::Status Reflector::OpenWatch(const WatchOptions& options,
                                   const std::function<absl::Status(WatchEvent)>& on_event) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.watches;
   }
   return client_.Watch(options_.gvr, options_.namespace_, options, on_event, &stop_);
@@ -167,7 +167,7 @@ absl::Status Reflector::OpenWatch(const WatchOptions& options,
 
 void Reflector::Refuse(WatchEventType type, const RefusedObject& object, bool initial) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.refused;
   }
   progressed_ = true;
@@ -233,7 +233,7 @@ absl::Status Reflector::SyncWithWatchList() {
       SetResourceVersion(rv);
       step_ = Step::kWatch;
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         ++stats_.watch_list_syncs;
       }
       Emit({.type = ReflectorEventType::kInitialEventsEnd,
@@ -302,7 +302,7 @@ absl::Status Reflector::SyncWithList() {
   }
   SetResourceVersion(list_rv);
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.list_syncs;
   }
   Emit({.type = ReflectorEventType::kInitialEventsEnd,
@@ -322,7 +322,7 @@ absl::Status Reflector::WatchFromLastResourceVersion() {
 bool Reflector::WaitBeforeRetry(const absl::Status& failure) {
   handler_.OnError(failure);
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.retries;
   }
   if (progressed_) backoff_ = options_.initial_backoff;  // progress since the last failure
@@ -374,7 +374,7 @@ absl::Status Reflector::Run() {
     }
     if (NeedsRelist(status)) {
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         ++stats_.expired;
         rv_.clear();  // relist with "" (never "0"), as client-go does after Expired
       }

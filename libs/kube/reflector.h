@@ -33,6 +33,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/types.h"
 #include "libs/kube/rest_client.h"
 
@@ -172,9 +174,9 @@ class Reflector {
   uint64_t rng_state_;
 
   std::atomic<bool> watch_list_supported_{true};
-  mutable std::mutex mu_;  // guards rv_ and stats_
-  std::string rv_;
-  ReflectorStats stats_;
+  mutable absl::Mutex mu_;
+  std::string rv_ ABSL_GUARDED_BY(mu_);
+  ReflectorStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace reverser::kube

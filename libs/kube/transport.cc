@@ -14,25 +14,25 @@ std::string HttpResponse::Header(absl::string_view name) const {
 // abort_ runs under the lock so ClearAbort() (called before the transport destroys what abort_
 // touches) waits for a running abort to finish.
 void CancelToken::Cancel() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cancelled_) return;
   cancelled_ = true;
   if (abort_) abort_();
 }
 
 bool CancelToken::cancelled() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return cancelled_;
 }
 
 void CancelToken::SetAbort(std::function<void()> abort) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   abort_ = std::move(abort);
   if (cancelled_ && abort_) abort_();
 }
 
 void CancelToken::ClearAbort() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   abort_ = nullptr;
 }
 

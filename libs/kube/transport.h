@@ -13,6 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace reverser::kube {
 
@@ -49,9 +51,9 @@ class CancelToken {
   void ClearAbort();
 
  private:
-  mutable std::mutex mu_;
-  bool cancelled_ = false;
-  std::function<void()> abort_;
+  mutable absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void()> abort_ ABSL_GUARDED_BY(mu_);
 };
 
 class HttpTransport {

@@ -70,18 +70,18 @@ std::optional<StateLoss> StateLossOf(const absl::Status& status) {
 }
 
 LineageTracker::Judgement LineageTracker::Observe(const LineageMark& mark) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return ObserveLocked(mark);
 }
 
 uint64_t LineageTracker::epoch() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return epoch_;
 }
 
 std::optional<LineageTracker::Judgement> LineageTracker::ObserveIfCurrent(const LineageMark& mark,
                                                                          uint64_t epoch) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (epoch != epoch_) return std::nullopt;
   return ObserveLocked(mark);
 }
@@ -121,12 +121,12 @@ LineageTracker::Judgement LineageTracker::ObserveLocked(const LineageMark& mark)
 }
 
 void LineageTracker::Advance(core::StreamPosition position) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (known_) head_ = std::max(head_, position);
 }
 
 void LineageTracker::Rebase(absl::string_view incarnation, core::StreamPosition position) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++epoch_;
   known_ = true;
   incarnation_ = std::string(incarnation);
@@ -135,7 +135,7 @@ void LineageTracker::Rebase(absl::string_view incarnation, core::StreamPosition 
 }
 
 void LineageTracker::Reset() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++epoch_;
   known_ = false;
   incarnation_.clear();
@@ -144,17 +144,17 @@ void LineageTracker::Reset() {
 }
 
 bool LineageTracker::known() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return known_;
 }
 
 std::string LineageTracker::incarnation() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return incarnation_;
 }
 
 core::StreamPosition LineageTracker::head() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return head_;
 }
 

@@ -29,6 +29,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/stream_position.h"
 
 namespace reverser::redisstore {
@@ -102,15 +104,15 @@ class LineageTracker {
 
  private:
   static constexpr size_t kMaxStale = 8;
-  Judgement ObserveLocked(const LineageMark& mark);
+  Judgement ObserveLocked(const LineageMark& mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  uint64_t epoch_ = 0;
-  bool known_ = false;
-  std::string incarnation_;
-  core::StreamPosition head_;
+  mutable absl::Mutex mu_;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  bool known_ ABSL_GUARDED_BY(mu_) = false;
+  std::string incarnation_ ABSL_GUARDED_BY(mu_);
+  core::StreamPosition head_ ABSL_GUARDED_BY(mu_);
   // Incarnations judged stale (seen below the head): they never count as renewed again.
-  std::deque<std::string> stale_;
+  std::deque<std::string> stale_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace reverser::redisstore

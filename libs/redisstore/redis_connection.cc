@@ -3,10 +3,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
 #include <signal.h>
-#include <sys/time.h>
 
-#include <cerrno>
-#include <cstring>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
@@ -16,22 +13,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/status.h"
+#include "libs/redisstore/redis_transport.h"
 
 namespace reverser::redisstore {
 namespace {
 
-// hiredis 0.14 writes with write(2): a peer that went away would raise SIGPIPE and kill the
-// process. Ignore it once, process-wide (gRPC does the same); the write then fails with EPIPE.
+// OpenSSL writes with write(2): a peer that went away would raise SIGPIPE and kill the process.
+// Ignore it once, process-wide (gRPC does the same); the write then fails with EPIPE. (Plaintext
+// is sent with MSG_NOSIGNAL.)
 void IgnoreSigpipeOnce() {
   static std::once_flag once;
   std::call_once(once, [] { signal(SIGPIPE, SIG_IGN); });
-}
-
-timeval SocketTimeval(absl::Duration d) {
-  if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
-  timeval tv = absl::ToTimeval(d);
-  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1;  // 0 would mean "block forever"
-  return tv;
 }
 
 // Converts and frees as it goes: each array element's hiredis copy is released once converted,
@@ -220,6 +212,53 @@ LuaScript::LuaScript(std::string source) : source_(std::move(source)) {
   }
 }
 
+absl::Status CheckRedisTlsFiles(const RedisOptions& options) {
+  if (!options.tls) return absl::OkStatus();
+  return internal::TlsClientConfig::Load(options).status();
+}
+
+// The transport of one connection and hiredis's reply parser, fed from it.
+class RedisConnection::Link {
+ public:
+  Link(std::unique_ptr<internal::ByteTransport> transport, redisReader* reader,
+       absl::Duration timeout)
+      : transport_(std::move(transport)), reader_(reader), timeout_(timeout) {}
+  ~Link() { redisReaderFree(reader_); }
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  // Bounds each wait for the socket from now on.
+  void set_timeout(absl::Duration timeout) { timeout_ = timeout; }
+
+  absl::Status Write(absl::string_view bytes) { return transport_->Write(bytes, timeout_); }
+
+  // The next complete reply (the caller frees it): parses what was received, receiving more
+  // while it is incomplete. Unavailable for bytes that are not RESP.
+  absl::StatusOr<redisReply*> NextReply() {
+    for (;;) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+        return absl::UnavailableError(absl::StrCat("protocol error: ", reader_->errstr));
+      }
+      if (raw != nullptr) return static_cast<redisReply*>(raw);
+      ASSIGN_OR_RETURN(size_t n, transport_->Read(buffer_, sizeof(buffer_), timeout_));
+      if (redisReaderFeed(reader_, buffer_, n) != REDIS_OK) {
+        return absl::UnavailableError(absl::StrCat("protocol error: ", reader_->errstr));
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<internal::ByteTransport> transport_;
+  redisReader* reader_;
+  // As hiredis reads: 16 KiB at a time (the reader moves what is left of its buffer after each
+  // reply, so larger chunks cost more on pipelines of small replies).
+  char buffer_[16 * 1024];
+  absl::Duration timeout_;
+};
+
+RedisConnection::RedisConnection(RedisOptions options) : options_(std::move(options)) {}
+
 absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(RedisOptions options) {
   IgnoreSigpipeOnce();
   std::unique_ptr<RedisConnection> connection(new RedisConnection(std::move(options)));
@@ -229,10 +268,7 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(RedisO
 
 RedisConnection::~RedisConnection() { Drop(); }
 
-void RedisConnection::Drop() {
-  if (context_ != nullptr) redisFree(context_);
-  context_ = nullptr;
-}
+void RedisConnection::Drop() { link_.reset(); }
 
 absl::Status RedisConnection::Reconnect() {
   Drop();
@@ -240,21 +276,30 @@ absl::Status RedisConnection::Reconnect() {
 }
 
 absl::Status RedisConnection::EnsureConnected() {
-  if (context_ != nullptr) return absl::OkStatus();
+  if (link_ != nullptr) return absl::OkStatus();
   std::string where = absl::StrCat(options_.host, ":", options_.port);
-  redisContext* context = redisConnectWithTimeout(options_.host.c_str(), options_.port,
-                                                  SocketTimeval(options_.connect_timeout));
-  if (context == nullptr) {
-    return absl::ResourceExhaustedError("redis: cannot allocate a connection context");
+  if (options_.tls) {
+    // Read again for every connection, so rotated files apply; the last good ones are kept when
+    // a reload fails (a file being replaced), so a reconnect does not fail for it.
+    auto loaded = internal::TlsClientConfig::Load(options_);
+    if (loaded.ok()) {
+      tls_ = std::move(*loaded);
+    } else if (tls_ == nullptr) {
+      return loaded.status();
+    }
   }
-  if (context->err != 0) {
-    std::string message = context->errstr;
-    redisFree(context);
-    return absl::UnavailableError(absl::StrCat("redis: connecting to ", where, ": ", message));
+  auto transport = internal::OpenTransport(
+      options_.host, options_.port, options_.tls ? tls_ : nullptr,
+      options_.tls_server_name.empty() ? options_.host : options_.tls_server_name,
+      options_.connect_timeout);
+  if (!transport.ok()) {
+    return core::Annotate(transport.status(), absl::StrCat("redis: connecting to ", where));
   }
-  context_ = context;
-  RETURN_IF_ERROR(SetSocketTimeout(options_.command_timeout));
-  redisEnableKeepAlive(context_);
+  redisReader* reader = redisReaderCreate();
+  if (reader == nullptr) {
+    return absl::ResourceExhaustedError("redis: cannot allocate a reply reader");
+  }
+  link_ = std::make_unique<Link>(std::move(*transport), reader, options_.command_timeout);
   std::vector<RedisCommand> setup;
   if (!options_.password.empty()) {
     setup.push_back(options_.username.empty()
@@ -274,66 +319,83 @@ absl::Status RedisConnection::EnsureConnected() {
   return absl::OkStatus();
 }
 
-absl::Status RedisConnection::SetSocketTimeout(absl::Duration timeout) {
-  if (redisSetTimeout(context_, SocketTimeval(timeout)) != REDIS_OK) {
-    return ConnectionFailure("setting the socket timeout");
-  }
-  return absl::OkStatus();
+void RedisConnection::SetSocketTimeout(absl::Duration timeout) {
+  if (link_ != nullptr) link_->set_timeout(timeout);
 }
 
-absl::Status RedisConnection::ConnectionFailure(absl::string_view during) {
-  const int saved_errno = errno;  // hiredis leaves the failed syscall's errno in place
-  std::string message = context_ != nullptr ? std::string(context_->errstr) : "not connected";
-  bool timed_out = context_ != nullptr && context_->err == REDIS_ERR_IO &&
-                   (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
-  // A context that saw an I/O or protocol error is unusable; an unanswered command's reply could
+absl::Status RedisConnection::ConnectionFailure(absl::string_view during,
+                                                const absl::Status& failure) {
+  // A link that saw an I/O or protocol error is unusable; an unanswered command's reply could
   // still arrive and be taken for the next command's, so drop the socket in every case.
   Drop();
-  std::string text = absl::StrCat("redis ", options_.host, ":", options_.port, ": ", during, ": ",
-                                  message.empty() ? "connection lost" : message);
-  if (timed_out) return absl::DeadlineExceededError(text);
+  std::string text =
+      absl::StrCat("redis ", options_.host, ":", options_.port, ": ", during, ": ",
+                   failure.message().empty() ? "connection lost" : failure.message());
+  if (absl::IsDeadlineExceeded(failure)) return absl::DeadlineExceededError(text);
   return absl::UnavailableError(text);
 }
+
+namespace {
+
+// Arguments at least this long are sent from where they lie instead of being copied into the
+// command buffer; the buffer is sent whenever it reaches kFlushAt (so a pipeline is never
+// buffered whole).
+constexpr size_t kSendInPlace = 32 * 1024;
+constexpr size_t kFlushAt = 64 * 1024;
+
+}  // namespace
 
 template <typename Argv>
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
     const std::vector<Argv>& commands) {
   RETURN_IF_ERROR(EnsureConnected());
-  // Checked before anything is queued: a command left in hiredis's buffer would be sent with the
-  // next round trip, and its reply taken for another command's.
+  // Checked before anything is sent: a command sent alone would leave the connection out of
+  // step (a MULTI without its EXEC) or its reply taken for another command's.
   for (const Argv& command : commands) {
     if (command.empty()) return absl::InvalidArgumentError("redis: empty command");
   }
-  // Encoded here (RESP: `*<argc>`, then `$<len>` and the bytes per argument) and handed to
-  // hiredis ready-made: redisAppendCommandArgv formats every argument header with sdscatfmt,
-  // ~15 % of the client's CPU on a batch of stream appends. One command at a time, so a pipeline
-  // is buffered once (in hiredis) plus its largest command.
-  std::string resp;
-  for (const Argv& command : commands) {
-    size_t size = 16;
-    for (const auto& arg : command) size += arg.size() + 16;
-    resp.clear();
-    resp.reserve(size);
-    absl::StrAppend(&resp, "*", command.size(), "\r\n");
-    for (const auto& arg : command) {
-      absl::StrAppend(&resp, "$", arg.size(), "\r\n", absl::string_view(arg.data(), arg.size()),
-                      "\r\n");
+  // Encoded here (RESP: `*<argc>`, then `$<len>` and the bytes per argument): hiredis's
+  // formatter builds every argument header with sdscatfmt (~15 % of the client's CPU on a batch
+  // of stream appends) and copies every argument.
+  std::string& out = out_;
+  out.clear();
+  auto send = [&](absl::string_view bytes) -> absl::Status {
+    if (absl::Status s = link_->Write(bytes); !s.ok()) {
+      return ConnectionFailure("sending a command", s);
     }
-    if (redisAppendFormattedCommand(context_, resp.data(), resp.size()) != REDIS_OK) {
-      return ConnectionFailure("sending a command");
+    return absl::OkStatus();
+  };
+  for (const Argv& command : commands) {
+    absl::StrAppend(&out, "*", command.size(), "\r\n");
+    for (const auto& arg : command) {
+      absl::string_view bytes(arg.data(), arg.size());
+      absl::StrAppend(&out, "$", bytes.size(), "\r\n");
+      if (bytes.size() >= kSendInPlace) {
+        RETURN_IF_ERROR(send(out));
+        out.clear();
+        RETURN_IF_ERROR(send(bytes));
+        out.append("\r\n");
+      } else {
+        absl::StrAppend(&out, bytes, "\r\n");
+      }
+      if (out.size() >= kFlushAt) {
+        RETURN_IF_ERROR(send(out));
+        out.clear();
+      }
     }
   }
+  if (!out.empty()) RETURN_IF_ERROR(send(out));
+  out.clear();
   std::vector<RedisReply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
-    void* raw = nullptr;
-    errno = 0;
-    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+    auto reply = link_->NextReply();
+    if (!reply.ok()) {
       return ConnectionFailure(
-          absl::StrCat("waiting for the reply to ", absl::string_view(commands[i][0])));
+          absl::StrCat("waiting for the reply to ", absl::string_view(commands[i][0])),
+          reply.status());
     }
-    auto* reply = static_cast<redisReply*>(raw);
-    replies.push_back(ConvertAndFree(reply));
+    replies.push_back(ConvertAndFree(*reply));
   }
   return replies;
 }
@@ -348,9 +410,9 @@ absl::StatusOr<RedisReply> RedisConnection::Command(const RedisCommand& argv) {
 absl::StatusOr<RedisReply> RedisConnection::BlockingCommand(const RedisCommand& argv,
                                                             absl::Duration block) {
   RETURN_IF_ERROR(EnsureConnected());
-  RETURN_IF_ERROR(SetSocketTimeout(block + options_.command_timeout));
+  SetSocketTimeout(block + options_.command_timeout);
   auto reply = Command(argv);
-  if (context_ != nullptr) RETURN_IF_ERROR(SetSocketTimeout(options_.command_timeout));
+  SetSocketTimeout(options_.command_timeout);  // a no-op when the call dropped the link
   return reply;
 }
 

@@ -1,14 +1,21 @@
 #pragma once
 
-// The one place where this project talks to Redis: a synchronous hiredis 0.14 connection with
-// connect/command timeouts, lazy reconnect, binary-safe argv commands, pipelines, MULTI/EXEC
-// and Lua scripts (EVALSHA with EVAL fallback). Every failure is an absl::Status:
+// The one place where this project talks to Redis: a synchronous connection with connect/command
+// timeouts, lazy reconnect, binary-safe argv commands, pipelines, MULTI/EXEC and Lua scripts
+// (EVALSHA with EVAL fallback), in plaintext or over TLS (OpenSSL, the server's certificate
+// verified against a CA and a name). The connection carries the bytes itself (its own socket,
+// wrapped in TLS or not; the same code path either way) and uses hiredis 0.14 only to parse
+// replies. Every failure is an absl::Status:
 //   Unavailable       connection refused/lost (the next call reconnects), server LOADING/BUSY
 //   DeadlineExceeded  the command timed out (the connection is dropped: its reply may still come)
 //   Aborted           EXEC discarded by WATCH
 //   FailedPrecondition/InvalidArgument/Internal  error replies (WRONGTYPE, ERR ...)
+//   InvalidArgument   (Connect) a TLS file that cannot be loaded
+// A TLS handshake that fails (an untrusted certificate, a wrong name, a plaintext port) is
+// Unavailable with the reason, e.g. "certificate not accepted: unable to get local issuer
+// certificate".
 //
-// A connection is NOT thread-safe (hiredis contexts are not): use one per actor or thread.
+// A connection is NOT thread-safe: use one per actor or thread.
 
 #include <cstdint>
 #include <memory>
@@ -23,9 +30,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-struct redisContext;
-
 namespace reverser::redisstore {
+namespace internal {
+class TlsClientConfig;  // redis_transport.h
+}  // namespace internal
 
 struct RedisOptions {
   std::string host = "127.0.0.1";
@@ -35,6 +43,18 @@ struct RedisOptions {
   int database = 0;      // SELECT after connecting when non-zero
   absl::Duration connect_timeout = absl::Seconds(2);
   absl::Duration command_timeout = absl::Seconds(5);
+
+  // TLS (Redis 6+ `tls-port`). The server's certificate must chain to tls_ca_file (PEM; empty:
+  // the system's trust store) and name tls_server_name (empty: host) as a DNS name, or as an IP
+  // address when the name is one. tls_cert_file + tls_key_file (PEM) are a client certificate,
+  // for a server with `tls-auth-clients yes`. The files are read at Connect and again at each
+  // reconnect (rotated files apply to the next connection; a reload that fails keeps the last
+  // good ones).
+  bool tls = false;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_server_name;
 
   // Parses "host:port" (the --redis_address flag form).
   static absl::StatusOr<RedisOptions> FromAddress(absl::string_view address);
@@ -87,9 +107,13 @@ class RedisReply {
 // Maps a Redis error reply ("WRONGTYPE ...", "NOSCRIPT ...", "ERR ...") to a Status code.
 absl::Status RedisErrorToStatus(absl::string_view message);
 
+// Loads the TLS files of `options` (CA, client certificate and key) as Connect does, without
+// connecting: InvalidArgument naming the file and what is wrong with it. OK when TLS is off.
+absl::Status CheckRedisTlsFiles(const RedisOptions& options);
+
 using RedisCommand = std::vector<std::string>;
 // A command whose arguments refer to bytes the caller keeps alive for the call: large values
-// (stream entry bodies) go to hiredis without a copy into a RedisCommand first.
+// (stream entry bodies) are sent from where they lie, without a copy into a RedisCommand first.
 using RedisCommandView = std::vector<absl::string_view>;
 
 // A Lua script run by SHA1 (EVALSHA), loaded with EVAL on NOSCRIPT (after a Redis restart).
@@ -106,7 +130,10 @@ class LuaScript {
 
 class RedisConnection {
  public:
-  // Connects (with options.connect_timeout) and authenticates; Unavailable if unreachable.
+  // Connects (options.connect_timeout bounds the TCP connect and the TLS handshake together) and
+  // authenticates; Unavailable if unreachable or the handshake fails, InvalidArgument if a TLS
+  // file cannot be loaded. Each later wait for the socket (to send, to receive) is bounded by
+  // options.command_timeout.
   static absl::StatusOr<std::unique_ptr<RedisConnection>> Connect(RedisOptions options);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
@@ -124,8 +151,8 @@ class RedisConnection {
   // element may be a kError reply for a runtime error such as WRONGTYPE). Aborted if EXEC was
   // discarded (WATCH), FailedPrecondition if a command was rejected while queueing.
   absl::StatusOr<std::vector<RedisReply>> Transaction(const std::vector<RedisCommand>& commands);
-  // Transaction for commands whose arguments are views (no copy of the bytes before hiredis:
-  // stream entries are sent from where they lie). After a WATCH on this connection, an
+  // Transaction for commands whose arguments are views (no copy of the bytes first: stream
+  // entries are sent from where they lie). After a WATCH on this connection, an
   // Aborted status means nothing was written (and the watch is over, as after every EXEC).
   absl::StatusOr<std::vector<RedisReply>> TransactionViews(
       const std::vector<RedisCommandView>& commands);
@@ -135,25 +162,32 @@ class RedisConnection {
 
   // Drops the current socket and connects again now.
   absl::Status Reconnect();
-  bool connected() const { return context_ != nullptr; }
+  bool connected() const { return link_ != nullptr; }
   const RedisOptions& options() const { return options_; }
 
  private:
-  explicit RedisConnection(RedisOptions options) : options_(std::move(options)) {}
+  // One open connection: the transport (socket, TLS session if any) and the reply parser.
+  class Link;
+
+  explicit RedisConnection(RedisOptions options);
   absl::Status EnsureConnected();
-  absl::Status SetSocketTimeout(absl::Duration timeout);
-  // Appends commands, then reads one reply per command. Connection-level failures drop the
-  // context (so the next call reconnects) and return Unavailable/DeadlineExceeded.
+  void SetSocketTimeout(absl::Duration timeout);
+  // Sends commands, then reads one reply per command. Connection-level failures drop the
+  // link (so the next call reconnects) and return Unavailable/DeadlineExceeded.
   // (RedisCommand or RedisCommandView; defined in the .cc, the only user.)
   template <typename Argv>
   absl::StatusOr<std::vector<RedisReply>> RoundTrip(const std::vector<Argv>& commands);
   template <typename Argv>
   absl::StatusOr<std::vector<RedisReply>> RunTransaction(const std::vector<Argv>& commands);
-  absl::Status ConnectionFailure(absl::string_view during);
+  // Drops the link; keeps `failure`'s code (Unavailable or DeadlineExceeded), names the server.
+  absl::Status ConnectionFailure(absl::string_view during, const absl::Status& failure);
   void Drop();
 
   RedisOptions options_;
-  redisContext* context_ = nullptr;
+  // The TLS client context last loaded (CA, client certificate); null without TLS.
+  std::shared_ptr<const internal::TlsClientConfig> tls_;
+  std::unique_ptr<Link> link_;
+  std::string out_;  // RESP being sent (reused between calls)
 };
 
 }  // namespace reverser::redisstore

@@ -1,19 +1,52 @@
 #include "libs/redisstore/redis_connection.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "tests/fixtures/redis_server.h"
 #include "libs/redisstore/test_redis.h"
+#include "tests/fixtures/certs.h"
+#include "tests/fixtures/redis_server.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace reverser::redisstore {
 namespace {
 
-class RedisConnectionTest : public ::testing::Test {
+// Every behaviour below holds the same over each transport: plaintext, TLS (the server's
+// certificate verified), TLS with a client certificate (`tls-auth-clients yes`).
+enum class Transport { kPlain, kTls, kMutualTls };
+
+std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
+  switch (info.param) {
+    case Transport::kPlain:
+      return "Plain";
+    case Transport::kTls:
+      return "Tls";
+    case Transport::kMutualTls:
+      return "MutualTls";
+  }
+  return "Unknown";
+}
+
+testing::RedisServerOptions ServerOptions(Transport transport) {
+  testing::RedisServerOptions options;
+  options.tls = transport != Transport::kPlain;
+  options.tls_auth_clients = transport == Transport::kMutualTls;
+  return options;
+}
+
+class RedisConnectionTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override {
-    auto server = testing::RedisServer::Start();
+    auto server = testing::RedisServer::Start(ServerOptions(GetParam()));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     auto connection = Connect();
@@ -32,7 +65,7 @@ class RedisConnectionTest : public ::testing::Test {
   std::unique_ptr<RedisConnection> redis_;
 };
 
-TEST_F(RedisConnectionTest, BinarySafeArgumentsRoundTrip) {
+TEST_P(RedisConnectionTest, BinarySafeArgumentsRoundTrip) {
   std::string value("a\0b\r\n\xff", 6);
   std::string key("k\0ey", 4);
   ASSERT_TRUE(redis_->Command({"SET", key, value}).ok());
@@ -44,7 +77,7 @@ TEST_F(RedisConnectionTest, BinarySafeArgumentsRoundTrip) {
   EXPECT_EQ(got->size(), 6u);
 }
 
-TEST_F(RedisConnectionTest, TypedHelpersAndShapeErrors) {
+TEST_P(RedisConnectionTest, TypedHelpersAndShapeErrors) {
   auto missing = redis_->Command({"GET", "nope"});
   ASSERT_TRUE(missing.ok());
   EXPECT_TRUE(missing->IsNil());
@@ -67,7 +100,7 @@ TEST_F(RedisConnectionTest, TypedHelpersAndShapeErrors) {
   EXPECT_EQ(map->at("b"), "2");
 }
 
-TEST_F(RedisConnectionTest, ErrorRepliesBecomeStatuses) {
+TEST_P(RedisConnectionTest, ErrorRepliesBecomeStatuses) {
   ASSERT_TRUE(redis_->Command({"SET", "s", "x"}).ok());
   auto wrong = redis_->Command({"HGET", "s", "f"});
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition) << wrong.status();
@@ -79,7 +112,7 @@ TEST_F(RedisConnectionTest, ErrorRepliesBecomeStatuses) {
   EXPECT_TRUE(redis_->Command({"PING"}).ok());
 }
 
-TEST_F(RedisConnectionTest, PipelineKeepsPerCommandErrors) {
+TEST_P(RedisConnectionTest, PipelineKeepsPerCommandErrors) {
   ASSERT_TRUE(redis_->Command({"SET", "s", "x"}).ok());
   auto replies = redis_->Pipeline({{"SET", "a", "1"}, {"LPUSH", "s", "v"}, {"GET", "a"}});
   ASSERT_TRUE(replies.ok()) << replies.status();
@@ -90,7 +123,7 @@ TEST_F(RedisConnectionTest, PipelineKeepsPerCommandErrors) {
 }
 
 // Views: the bytes are sent as they are (binary, empty, large), nothing is copied first.
-TEST_F(RedisConnectionTest, TransactionViewsSendsTheReferencedBytes) {
+TEST_P(RedisConnectionTest, TransactionViewsSendsTheReferencedBytes) {
   const std::string value("v\0\r\n$3\r\n*", 10);
   const std::string big(3 << 20, 'b');
   auto replies = redis_->TransactionViews({{"SET", "view", value},
@@ -113,7 +146,7 @@ TEST_F(RedisConnectionTest, TransactionViewsSendsTheReferencedBytes) {
   EXPECT_EQ(later->AsInteger().value_or(-1), 0);
 }
 
-TEST_F(RedisConnectionTest, TransactionIsAllOrNothingAndHonoursWatch) {
+TEST_P(RedisConnectionTest, TransactionIsAllOrNothingAndHonoursWatch) {
   auto ok = redis_->Transaction({{"SET", "a", "1"}, {"INCR", "a"}});
   ASSERT_TRUE(ok.ok()) << ok.status();
   ASSERT_EQ(ok->size(), 2u);
@@ -135,7 +168,7 @@ TEST_F(RedisConnectionTest, TransactionIsAllOrNothingAndHonoursWatch) {
   EXPECT_EQ(*redis_->Command({"GET", "a"})->AsString(), "changed");
 }
 
-TEST_F(RedisConnectionTest, EvalLoadsScriptAfterFlush) {
+TEST_P(RedisConnectionTest, EvalLoadsScriptAfterFlush) {
   LuaScript script("return redis.call('INCRBY', KEYS[1], ARGV[1])");
   EXPECT_EQ(script.sha1().size(), 40u);
   auto first = redis_->Eval(script, {"counter"}, {"5"});
@@ -154,7 +187,7 @@ TEST_F(RedisConnectionTest, EvalLoadsScriptAfterFlush) {
   EXPECT_FALSE(redis_->Eval(failing, {}, {}).ok());
 }
 
-TEST_F(RedisConnectionTest, BlockingReadTimesOutWithNil) {
+TEST_P(RedisConnectionTest, BlockingReadTimesOutWithNil) {
   ASSERT_TRUE(redis_->Command({"XADD", "s", "1-1", "f", "v"}).ok());
   auto reply = redis_->BlockingCommand({"XREAD", "BLOCK", "50", "STREAMS", "s", "$"},
                                        absl::Milliseconds(50));
@@ -162,7 +195,7 @@ TEST_F(RedisConnectionTest, BlockingReadTimesOutWithNil) {
   EXPECT_TRUE(reply->IsNil());
 }
 
-TEST_F(RedisConnectionTest, CommandTimeoutDropsAndNextCallReconnects) {
+TEST_P(RedisConnectionTest, CommandTimeoutDropsAndNextCallReconnects) {
   auto connection = Connect(absl::Milliseconds(100));
   ASSERT_TRUE(connection.ok());
   auto blocked = (*connection)->Command({"BLPOP", "never", "0"});
@@ -173,7 +206,7 @@ TEST_F(RedisConnectionTest, CommandTimeoutDropsAndNextCallReconnects) {
   EXPECT_EQ(*pong->AsString(), "PONG");
 }
 
-TEST_F(RedisConnectionTest, SurvivesServerRestart) {
+TEST_P(RedisConnectionTest, SurvivesServerRestart) {
   ASSERT_TRUE(redis_->Command({"SET", "a", "1"}).ok());
   ASSERT_TRUE(server_->Restart().ok());
   // The old socket is dead: the first call may fail (Unavailable); the one after reconnects.
@@ -185,7 +218,7 @@ TEST_F(RedisConnectionTest, SurvivesServerRestart) {
   ASSERT_TRUE(second.ok()) << second.status();
 }
 
-TEST_F(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
+TEST_P(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
   RedisOptions options = RedisOptionsFor(*server_);
   options.database = 3;
   auto db3 = RedisConnection::Connect(options);
@@ -218,6 +251,249 @@ TEST_F(RedisConnectionTest, SelectsDatabaseAndAuthenticates) {
   auto as_user = RedisConnection::Connect(options);
   ASSERT_TRUE(as_user.ok()) << as_user.status();
   EXPECT_EQ(*(*as_user)->Command({"ACL", "WHOAMI"})->AsString(), "reverser");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RedisConnectionTest,
+                         ::testing::Values(Transport::kPlain, Transport::kTls,
+                                           Transport::kMutualTls),
+                         TransportName);
+
+bool Mentions(const absl::Status& status, absl::string_view text) {
+  return absl::StrContains(status.message(), text);
+}
+
+// A TLS-only Redis with an ACL user (the default user off), as a managed Redis runs.
+class RedisTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::RedisServerOptions options;
+    options.tls = true;
+    options.username = "reverser";
+    options.password = "tls-pass";
+    auto server = testing::RedisServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+  RedisOptions Options() const {
+    RedisOptions options = RedisOptionsFor(*server_);
+    options.connect_timeout = absl::Seconds(5);
+    options.command_timeout = absl::Seconds(5);
+    return options;
+  }
+
+  std::unique_ptr<testing::RedisServer> server_;
+};
+
+TEST_F(RedisTlsTest, TheAclUserOverTls) {
+  auto redis = RedisConnection::Connect(Options());
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  EXPECT_EQ(*(*redis)->Command({"ACL", "WHOAMI"})->AsString(), "reverser");
+  auto replies = (*redis)->Pipeline({{"SET", "k", "v"}, {"GET", "k"}});
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(*(*replies)[1].AsString(), "v");
+  // The same through redis-cli over TLS: the server saw what was written.
+  auto cli = server_->Cli({"GET", "k"});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(absl::StripAsciiWhitespace(*cli), "v");
+
+  RedisOptions wrong = Options();
+  wrong.password = "nope";
+  EXPECT_EQ(RedisConnection::Connect(wrong).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(RedisTlsTest, ACertificateFromAnotherCaIsRefused) {
+  testing::ScopedTempDir other("other-ca");
+  auto pki = testing::MakeTestPki(other.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  RedisOptions options = Options();
+  options.tls_ca_file = pki->ca_cert;
+  auto redis = RedisConnection::Connect(options);
+  EXPECT_EQ(redis.status().code(), absl::StatusCode::kUnavailable) << redis.status();
+  EXPECT_TRUE(Mentions(redis.status(), "certificate is not accepted")) << redis.status();
+  EXPECT_TRUE(Mentions(redis.status(), pki->ca_cert)) << redis.status();
+}
+
+TEST_F(RedisTlsTest, TheCertificateMustNameTheServer) {
+  RedisOptions options = Options();
+  options.tls_server_name = "redis.example.com";
+  auto redis = RedisConnection::Connect(options);
+  EXPECT_EQ(redis.status().code(), absl::StatusCode::kUnavailable) << redis.status();
+  EXPECT_TRUE(Mentions(redis.status(), "hostname mismatch")) << redis.status();
+  EXPECT_TRUE(Mentions(redis.status(), "redis.example.com")) << redis.status();
+
+  options.tls_server_name = "127.0.0.2";  // an address: checked against the IP SANs
+  redis = RedisConnection::Connect(options);
+  EXPECT_EQ(redis.status().code(), absl::StatusCode::kUnavailable) << redis.status();
+  EXPECT_TRUE(Mentions(redis.status(), "IP address mismatch")) << redis.status();
+
+  // The DNS name the certificate carries, dialled by name.
+  options.host = "localhost";
+  options.tls_server_name = "";
+  redis = RedisConnection::Connect(options);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  EXPECT_TRUE((*redis)->Command({"PING"}).ok());
+}
+
+TEST_F(RedisTlsTest, APlaintextClientFailsCleanlyOnTheTlsPort) {
+  RedisOptions options = Options();
+  options.tls = false;
+  options.command_timeout = absl::Seconds(2);
+  // AUTH is the first command: the server ends the connection when its handshake fails.
+  auto redis = RedisConnection::Connect(options);
+  ASSERT_FALSE(redis.ok());
+  EXPECT_TRUE(redis.status().code() == absl::StatusCode::kUnavailable ||
+              redis.status().code() == absl::StatusCode::kDeadlineExceeded)
+      << redis.status();
+}
+
+TEST(RedisTlsStandaloneTest, ATlsClientFailsCleanlyOnAPlaintextPort) {
+  auto server = testing::RedisServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::ScopedTempDir dir("ca");
+  auto pki = testing::MakeTestPki(dir.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  RedisOptions options = RedisOptionsFor(**server);
+  options.tls = true;
+  options.tls_ca_file = pki->ca_cert;
+  options.connect_timeout = absl::Seconds(2);
+  auto redis = RedisConnection::Connect(options);
+  EXPECT_EQ(redis.status().code(), absl::StatusCode::kUnavailable) << redis.status();
+  EXPECT_TRUE(Mentions(redis.status(), "TLS handshake")) << redis.status();
+}
+
+TEST(RedisTlsStandaloneTest, AServerThatWantsAClientCertificate) {
+  testing::RedisServerOptions server_options;
+  server_options.tls = true;
+  server_options.tls_auth_clients = true;
+  auto server = testing::RedisServer::Start(server_options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  RedisOptions options = RedisOptionsFor(**server);
+  auto with = RedisConnection::Connect(options);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_TRUE((*with)->Command({"PING"}).ok());
+
+  // Without one: refused (at the handshake, or, with TLS 1.3, at the first command).
+  options.tls_cert_file.clear();
+  options.tls_key_file.clear();
+  auto without = RedisConnection::Connect(options);
+  absl::Status status = without.ok() ? (*without)->Command({"PING"}).status() : without.status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+
+  // One from another CA: refused the same way.
+  options.tls_cert_file = (*server)->pki()->rogue_cert;
+  options.tls_key_file = (*server)->pki()->rogue_key;
+  auto rogue = RedisConnection::Connect(options);
+  status = rogue.ok() ? (*rogue)->Command({"PING"}).status() : rogue.status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+TEST_F(RedisTlsTest, ReconnectsAfterTheServerCameBack) {
+  auto redis = RedisConnection::Connect(Options());
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  ASSERT_TRUE((*redis)->Command({"SET", "a", "1"}).ok());
+  server_->Crash();
+  auto down = (*redis)->Command({"PING"});
+  EXPECT_EQ(down.status().code(), absl::StatusCode::kUnavailable) << down.status();
+  EXPECT_FALSE((*redis)->connected());
+  EXPECT_EQ((*redis)->Command({"PING"}).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(server_->Revive().ok());
+  auto pong = (*redis)->Command({"PING"});
+  ASSERT_TRUE(pong.ok()) << pong.status();
+  EXPECT_EQ(*pong->AsString(), "PONG");
+  EXPECT_TRUE((*redis)->Command({"GET", "a"})->IsNil());  // no persistence: it came back empty
+}
+
+TEST(RedisTlsStandaloneTest, UnusableTlsFilesAreInvalidArguments) {
+  testing::ScopedTempDir dir("tls-files");
+  auto pki = testing::MakeTestPki(dir.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  RedisOptions options;
+  options.tls = true;
+  options.tls_ca_file = dir.path() + "/absent.crt";
+  absl::Status status = CheckRedisTlsFiles(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(Mentions(status, "cannot read the CA file")) << status;
+  // Connect says the same, before it tries the network.
+  EXPECT_EQ(RedisConnection::Connect(options).status(), status);
+
+  const std::string junk = dir.path() + "/junk.crt";
+  ASSERT_TRUE(testing::WriteFile(junk, "not a certificate\n").ok());
+  options.tls_ca_file = junk;
+  status = CheckRedisTlsFiles(options);
+  EXPECT_TRUE(Mentions(status, "holds no PEM certificate")) << status;
+
+  options.tls_ca_file = pki->ca_cert;
+  EXPECT_TRUE(CheckRedisTlsFiles(options).ok());
+  options.tls_cert_file = pki->client_cert;
+  status = CheckRedisTlsFiles(options);
+  EXPECT_TRUE(Mentions(status, "needs both")) << status;
+  options.tls_key_file = pki->server_key;  // another certificate's key
+  status = CheckRedisTlsFiles(options);
+  EXPECT_TRUE(Mentions(status, "does not belong to the certificate")) << status;
+  options.tls_key_file = junk;
+  status = CheckRedisTlsFiles(options);
+  EXPECT_TRUE(Mentions(status, "is not an unencrypted PEM private key")) << status;
+  options.tls_key_file = pki->client_key;
+  EXPECT_TRUE(CheckRedisTlsFiles(options).ok()) << CheckRedisTlsFiles(options);
+
+  options.tls = false;  // the files are not looked at without TLS
+  options.tls_ca_file = junk;
+  EXPECT_TRUE(CheckRedisTlsFiles(options).ok());
+}
+
+// A "server" that answers every command with `reply` and closes: whatever it sends, the client
+// returns a Status and stays usable.
+class FakeServer {
+ public:
+  explicit FakeServer(std::string reply) : reply_(std::move(reply)) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    socklen_t length = sizeof(address);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    listen(fd_, 4);
+    thread_ = std::thread([this] {
+      int client = accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      char buffer[4096];
+      if (recv(client, buffer, sizeof(buffer), 0) > 0) {
+        (void)send(client, reply_.data(), reply_.size(), MSG_NOSIGNAL);
+      }
+      close(client);
+    });
+  }
+  ~FakeServer() {
+    shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string reply_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(RedisConnectionStandaloneTest, MalformedRepliesAreStatusesNotCrashes) {
+  for (const std::string& reply :
+       {std::string("!bogus\r\n"), std::string("$abc\r\n"), std::string("*-7x\r\n"),
+        std::string("$5\r\nab"), std::string("*3\r\n:1\r\n"), std::string(":12")}) {
+    FakeServer fake(reply);
+    RedisOptions options;
+    options.port = fake.port();
+    options.command_timeout = absl::Seconds(5);
+    auto redis = RedisConnection::Connect(options);
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    auto got = (*redis)->Command({"PING"});
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable)
+        << absl::CEscape(reply) << ": " << got.status();
+    EXPECT_FALSE((*redis)->connected());
+  }
 }
 
 TEST(RedisConnectionStandaloneTest, RefusedConnectionIsUnavailable) {

@@ -2,8 +2,10 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 
@@ -28,7 +30,63 @@ ABSL_FLAG(std::string, redis_password_file, "",
           "File holding the Redis password (a mounted Secret; trailing newlines are ignored). "
           "Empty: no AUTH.");
 
+ABSL_FLAG(bool, redis_tls, false,
+          "Speak TLS to Redis (its tls-port), verifying its certificate against --redis_tls_ca "
+          "(empty: the system's trust store) and --redis_tls_server_name. Implied by "
+          "--redis_tls_ca.");
+ABSL_FLAG(std::string, redis_tls_ca, "",
+          "CA bundle (PEM) that Redis's certificate must chain to; setting it turns on TLS.");
+ABSL_FLAG(std::string, redis_tls_cert, "",
+          "Client certificate (PEM) to present to a Redis with `tls-auth-clients yes`; with "
+          "--redis_tls_key.");
+ABSL_FLAG(std::string, redis_tls_key, "", "The unencrypted private key (PEM) of --redis_tls_cert.");
+ABSL_FLAG(std::string, redis_tls_server_name, "",
+          "The name Redis's certificate must carry (a DNS name, or an IP address checked against "
+          "its IP addresses); empty: the host of --redis_address.");
+
 namespace reverser::redisstore {
+namespace {
+
+// The --redis_tls* flags into `options`; InvalidArgument naming the flag that is wrong.
+absl::Status TlsFromFlags(RedisOptions& options) {
+  const std::string ca = absl::GetFlag(FLAGS_redis_tls_ca);
+  const std::string cert = absl::GetFlag(FLAGS_redis_tls_cert);
+  const std::string key = absl::GetFlag(FLAGS_redis_tls_key);
+  const std::string server_name = absl::GetFlag(FLAGS_redis_tls_server_name);
+  options.tls = absl::GetFlag(FLAGS_redis_tls) || !ca.empty();
+  if (!options.tls) {
+    const std::pair<absl::string_view, absl::string_view> tls_only[] = {
+        {"--redis_tls_cert", cert},
+        {"--redis_tls_key", key},
+        {"--redis_tls_server_name", server_name}};
+    for (const auto& [flag, value] : tls_only) {
+      if (!value.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, " needs --redis_tls or --redis_tls_ca"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (cert.empty() != key.empty()) {
+    return absl::InvalidArgumentError(
+        "--redis_tls_cert and --redis_tls_key go together (a client certificate and its key)");
+  }
+  options.tls_ca_file = ca;
+  options.tls_server_name = server_name;
+  // The CA alone first, so an error names the flag whose file is wrong.
+  if (absl::Status s = CheckRedisTlsFiles(options); !s.ok()) {
+    return core::Annotate(s, ca.empty() ? "--redis_tls" : "--redis_tls_ca");
+  }
+  options.tls_cert_file = cert;
+  options.tls_key_file = key;
+  if (absl::Status s = CheckRedisTlsFiles(options); !s.ok()) {
+    const bool key_is_wrong = absl::StrContains(s.message(), "the client key");
+    return core::Annotate(s, key_is_wrong ? "--redis_tls_key" : "--redis_tls_cert");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> ReadRedisPassword(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -51,6 +109,7 @@ absl::StatusOr<RedisSettings> RedisSettingsFromFlags() {
   if (!options.ok()) return core::Annotate(options.status(), "--redis_address");
   settings.options = *options;
   settings.options.username = absl::GetFlag(FLAGS_redis_username);
+  RETURN_IF_ERROR(TlsFromFlags(settings.options));
   if (const std::string keys = absl::GetFlag(FLAGS_redis_body_key_file); !keys.empty()) {
     auto cipher = BodyCipher::FromKeyFile(keys);
     if (!cipher.ok()) return core::Annotate(cipher.status(), "--redis_body_key_file");

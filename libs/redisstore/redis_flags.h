@@ -1,7 +1,8 @@
 #pragma once
 
 // The Redis command-line flags every Redis-using service shares (--redis_address,
-// --redis_username, --redis_password_file, --redis_key_prefix, --reference_key_prefix), parsed
+// --redis_username, --redis_password_file, --redis_tls, --redis_tls_ca, --redis_tls_cert,
+// --redis_tls_key, --redis_tls_server_name, --redis_key_prefix, --reference_key_prefix), parsed
 // once into connection options and a validated key prefix (its reference() names the families
 // shared with gitops-reverser).
 
@@ -21,7 +22,8 @@ struct RedisSettings {
   std::shared_ptr<const BodyCipher> body_cipher;
 };
 
-// InvalidArgument naming the flag when a value is malformed (or the password file unreadable).
+// InvalidArgument naming the flag when a value is malformed (or the password file, a TLS file
+// unreadable or unusable: the TLS files are loaded here as a connection loads them).
 absl::StatusOr<RedisSettings> RedisSettingsFromFlags();
 
 // The password in `path`, without trailing newlines; an empty or unreadable file is an error.

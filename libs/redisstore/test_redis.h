@@ -7,15 +7,27 @@
 
 #include "absl/status/statusor.h"
 #include "libs/redisstore/redis_connection.h"
+#include "tests/fixtures/certs.h"
 #include "tests/fixtures/redis_server.h"
 
 namespace reverser::redisstore {
 
-// Options that reach `server` (defaults otherwise).
+// Options that reach `server`: TLS against its CA (with its client certificate when it asks
+// for one) and its credentials when it has them; defaults otherwise.
 inline RedisOptions RedisOptionsFor(const testing::RedisServer& server) {
   RedisOptions options;
   options.host = server.host();
   options.port = server.port();
+  options.username = server.options().username;
+  options.password = server.options().password;
+  if (const testing::TestPki* pki = server.pki(); pki != nullptr) {
+    options.tls = true;
+    options.tls_ca_file = pki->ca_cert;
+    if (server.options().tls_auth_clients) {
+      options.tls_cert_file = pki->client_cert;
+      options.tls_key_file = pki->client_key;
+    }
+  }
   return options;
 }
 

@@ -51,7 +51,7 @@ Histogram::Histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
 
 void Histogram::Observe(double value) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < bounds_.size(); ++i) {
     if (value <= bounds_[i]) {
       ++counts_[i];
@@ -63,17 +63,17 @@ void Histogram::Observe(double value) {
 }
 
 uint64_t Histogram::Count() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return count_;
 }
 
 double Histogram::Sum() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return sum_;
 }
 
 std::vector<uint64_t> Histogram::CumulativeCounts() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<uint64_t> out(counts_.size());
   uint64_t running = 0;
   for (size_t i = 0; i < counts_.size(); ++i) {
@@ -99,7 +99,7 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(absl::string_view name, absl
 
 Counter& MetricsRegistry::GetCounter(absl::string_view name, absl::string_view help,
                                      const Labels& labels) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto& slot = FamilyFor(name, help, Type::kCounter).counters[labels];
   if (!slot) slot = std::make_unique<Counter>();
   return *slot;
@@ -107,7 +107,7 @@ Counter& MetricsRegistry::GetCounter(absl::string_view name, absl::string_view h
 
 Gauge& MetricsRegistry::GetGauge(absl::string_view name, absl::string_view help,
                                  const Labels& labels) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto& slot = FamilyFor(name, help, Type::kGauge).gauges[labels];
   if (!slot) slot = std::make_unique<Gauge>();
   return *slot;
@@ -115,14 +115,14 @@ Gauge& MetricsRegistry::GetGauge(absl::string_view name, absl::string_view help,
 
 Histogram& MetricsRegistry::GetHistogram(absl::string_view name, absl::string_view help,
                                          const Labels& labels, const std::vector<double>& bounds) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto& slot = FamilyFor(name, help, Type::kHistogram).histograms[labels];
   if (!slot) slot = std::make_unique<Histogram>(bounds);
   return *slot;
 }
 
 std::string MetricsRegistry::RenderText() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::string out;
   for (const auto& [name, family] : families_) {
     const char* type = family.type == Type::kCounter ? "counter"

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace reverser::runtime {
 
@@ -48,10 +50,10 @@ class Histogram {
 
  private:
   std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;
-  uint64_t count_ = 0;
-  double sum_ = 0;
+  mutable absl::Mutex mu_;
+  std::vector<uint64_t> counts_ ABSL_GUARDED_BY(mu_);
+  uint64_t count_ ABSL_GUARDED_BY(mu_) = 0;
+  double sum_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Default latency buckets in seconds (1 ms .. 60 s).
@@ -82,10 +84,11 @@ class MetricsRegistry {
     std::map<Labels, std::unique_ptr<Gauge>> gauges;
     std::map<Labels, std::unique_ptr<Histogram>> histograms;
   };
-  Family& FamilyFor(absl::string_view name, absl::string_view help, Type type);
+  Family& FamilyFor(absl::string_view name, absl::string_view help, Type type)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);
 };
 
 // Escapes a label value for the text format (backslash, quote, newline).

@@ -109,7 +109,7 @@ absl::Status ServiceHost::Start() {
     bool ready = Ready();
     std::string body;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (const auto& [name, c] : components_) {
         absl::StrAppend(&body, c.ready() ? "[+] " : "[-] ", name,
                         c.detail().empty() ? "" : ": ", c.detail(), "\n");
@@ -176,7 +176,7 @@ void ServiceHost::SetComponent(const std::string& name, bool ready, const std::s
                                bool gating) {
   bool changed = false;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (gating) {
       non_gating_.erase(name);
     } else {
@@ -195,7 +195,7 @@ void ServiceHost::SetComponent(const std::string& name, bool ready, const std::s
 }
 
 bool ServiceHost::Ready() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (shutdown_requested_) return false;
   for (const auto& [name, c] : components_) {
     if (!c.ready() && !non_gating_.count(name)) return false;
@@ -204,7 +204,7 @@ bool ServiceHost::Ready() const {
 }
 
 void ServiceHost::SetDetail(const std::string& key, const std::string& value) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   details_[key] = value;
 }
 
@@ -225,7 +225,7 @@ reverser::v1::ServiceStatus ServiceHost::Status() const {
   status.set_ready(Ready());
   status.set_grpc_port(grpc_port_);
   status.set_http_port(http_port_);
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [name, c] : components_) *status.add_components() = c;
   for (const auto& [k, v] : details_) (*status.mutable_details())[k] = v;
   return status;
@@ -240,21 +240,21 @@ void ServiceHost::WaitForShutdown() {
       LogInfo("shutdown signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
       break;
     }
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shutdown_requested_) break;
   }
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutdown_requested_ = true;
 }
 
 void ServiceHost::RequestShutdown() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutdown_requested_ = true;
 }
 
 void ServiceHost::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     shut_down_ = true;
     shutdown_requested_ = true;

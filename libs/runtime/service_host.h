@@ -15,6 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/runtime/admin_review.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/http_server.h"
@@ -113,12 +115,12 @@ class ServiceHost {
   int http_port_ = 0;
   absl::Time started_at_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, reverser::v1::ComponentStatus> components_;
-  std::set<std::string> non_gating_;
-  std::map<std::string, std::string> details_;
-  bool shutdown_requested_ = false;
-  bool shut_down_ = false;
+  mutable absl::Mutex mu_;
+  std::map<std::string, reverser::v1::ComponentStatus> components_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> non_gating_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> details_ ABSL_GUARDED_BY(mu_);
+  bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Blocks SIGTERM/SIGINT in the calling thread and all threads it later creates, so the host can

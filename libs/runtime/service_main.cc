@@ -1,5 +1,6 @@
 #include "libs/runtime/service_main.h"
 
+#include "libs/core/invariant.h"
 #include "libs/runtime/flags.h"
 #include "libs/runtime/log.h"
 
@@ -9,6 +10,16 @@ int RunServiceMain(int argc, char** argv, const ServiceMainSpec& spec,
                    std::unique_ptr<ServiceApp> (*make_app)()) {
   BlockShutdownSignals();
   ParseServiceFlags(argc, argv, spec.usage);
+  // An impossible state is an error line and a counted series (libs/core/invariant.h).
+  Counter& bugs = MetricsRegistry::Global().GetCounter(
+      "reverser_bugs_total",
+      "States the code rules out that happened anyway (REVERSER_BUG): each is a bug to report.");
+  core::SetBugHandler([&bugs](const core::BugReport& report) {
+    bugs.Increment();
+    LogError("bug", {{"file", report.file},
+                     {"line", std::to_string(report.line)},
+                     {"what", std::string(report.what)}});
+  });
   ServiceHostOptions options = HostOptionsFromFlags(spec.service);
   // Reported after Setup, so a service's own flag errors come first.
   absl::StatusOr<GrpcSecurity> security = GrpcSecurityFromFlags();

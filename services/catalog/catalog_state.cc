@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/commitmeta/messages.h"
+#include "libs/core/invariant.h"
 #include "libs/core/proto_convert.h"
 #include "libs/rules/proto_convert.h"
 #include "libs/rules/stream_readiness.h"
@@ -362,7 +363,12 @@ std::vector<reverser::v1::StreamReadiness> CatalogState::RuleStreams(
   if (selected == table.selections.end()) return out;
   for (const auto& [gvr, ns] : selected->second) {
     auto type = table.types.find(gvr);
-    if (type == table.types.end()) continue;
+    if (type == table.types.end()) {
+      // Resolution adds a type with every selection of it (rules/table.cc): in release the
+      // stream goes unreported rather than invented.
+      REVERSER_BUG("a rule selects a type its GitTarget's table does not hold");
+      continue;
+    }
     const core::WatchScope serving = rules::ServingScope(type->second, ns);
     reverser::v1::StreamReadiness readiness;
     *readiness.mutable_claim()->mutable_type() = rules::ToProto(type->second).type();

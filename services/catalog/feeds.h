@@ -10,10 +10,11 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/reverser/v1/catalog.pb.h"
 
 namespace reverser::catalog {
@@ -33,12 +34,12 @@ class Feed {
   size_t subscribers() const;
 
  protected:
-  void WakeAll();  // call without holding mu_
-  mutable std::mutex mu_;
+  void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
+  mutable absl::Mutex mu_;
 
  private:
-  std::map<int, std::shared_ptr<FeedListener>> listeners_;
-  int next_id_ = 1;
+  std::map<int, std::shared_ptr<FeedListener>> listeners_ ABSL_GUARDED_BY(mu_);
+  int next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 // The claim set. Nothing is offered before the first publish.
@@ -50,7 +51,7 @@ class ClaimFeed final : public Feed {
   std::optional<reverser::v1::ClaimSet> Current() const;
 
  private:
-  std::optional<reverser::v1::ClaimSet> current_;
+  std::optional<reverser::v1::ClaimSet> current_ ABSL_GUARDED_BY(mu_);
 };
 
 // The watched-type tables: the full set plus the recent deltas, so a subscriber one step
@@ -65,8 +66,9 @@ class TableFeed final : public Feed {
   std::optional<reverser::v1::TableUpdate> Current() const;
 
  private:
-  std::optional<reverser::v1::TableUpdate> full_;
-  std::deque<reverser::v1::TableUpdate> deltas_;  // consecutive generations, oldest first
+  std::optional<reverser::v1::TableUpdate> full_ ABSL_GUARDED_BY(mu_);
+  // Consecutive generations, oldest first.
+  std::deque<reverser::v1::TableUpdate> deltas_ ABSL_GUARDED_BY(mu_);
 };
 
 // The type records for ListTypes / GetType, replaced as a whole.
@@ -84,8 +86,9 @@ class TypeFeed {
   std::shared_ptr<const TypeSnapshot> Current() const;
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const TypeSnapshot> current_ = std::make_shared<TypeSnapshot>();
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const TypeSnapshot> current_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<TypeSnapshot>();
 };
 
 }  // namespace reverser::catalog

@@ -20,25 +20,27 @@ DiscoveryLoop::DiscoveryLoop(kube::RestClient& client, CatalogInbox& inbox, absl
 DiscoveryLoop::~DiscoveryLoop() { Stop(); }
 
 void DiscoveryLoop::Start() {
-  kicked_ = true;  // the first pass runs at once
+  {
+    absl::MutexLock lock(&mu_);
+    kicked_ = true;  // the first pass runs at once
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
 void DiscoveryLoop::Stop() {
   std::vector<RescanCallback> orphans;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
     orphans.swap(callbacks_);
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   for (auto& cb : orphans) cb(absl::UnavailableError("the catalog is shutting down"));
 }
 
 void DiscoveryLoop::Kick(RescanCallback done) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stop_) {
       if (done) done(absl::UnavailableError("the catalog is shutting down"));
       return;
@@ -46,7 +48,6 @@ void DiscoveryLoop::Kick(RescanCallback done) {
     kicked_ = true;
     if (done) callbacks_.push_back(std::move(done));
   }
-  cv_.notify_all();
 }
 
 ScanInput DiscoveryLoop::ScanOnce() {
@@ -87,21 +88,26 @@ absl::Duration DiscoveryLoop::NextWait(const ScanInput& input) {
 }
 
 void DiscoveryLoop::Loop() {
-  std::unique_lock lock(mu_);
   absl::Duration wait = period_;
-  while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(wait)),
-                 [this] { return stop_ || kicked_; });
-    if (stop_) break;
-    kicked_ = false;
+  while (true) {
     std::vector<RescanCallback> callbacks;
-    callbacks.swap(callbacks_);
-    lock.unlock();
+    {
+      absl::MutexLock lock(&mu_);
+      // Wakes on a kick or a stop, else when the wait is over.
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](DiscoveryLoop* loop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop->mu_) {
+                                 return loop->stop_ || loop->kicked_;
+                               },
+                               this),
+                           wait);
+      if (stop_) return;
+      kicked_ = false;
+      callbacks.swap(callbacks_);
+    }
     ScanInput input = ScanOnce();
     wait = NextWait(input);
     input.callbacks = std::move(callbacks);
     inbox_.Post(std::move(input));
-    lock.lock();
   }
 }
 
@@ -218,39 +224,43 @@ void TaskQueue::Start() {
 
 void TaskQueue::Stop() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void TaskQueue::Submit(const std::string& key, std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stop_) return;
     if (tasks_.count(key) == 0) order_.push_back(key);
     tasks_[key] = std::move(task);
   }
-  cv_.notify_all();
 }
 
 size_t TaskQueue::pending() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return tasks_.size();
 }
 
 void TaskQueue::Loop() {
-  std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || !order_.empty(); });
-    if (stop_) return;
-    std::string key = std::move(order_.front());
-    order_.pop_front();
-    auto node = tasks_.extract(key);
-    lock.unlock();
-    if (!node.empty()) node.mapped()();
-    lock.lock();
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](TaskQueue* queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue->mu_) {
+            return queue->stop_ || !queue->order_.empty();
+          },
+          this));
+      if (stop_) return;
+      std::string key = std::move(order_.front());
+      order_.pop_front();
+      auto node = tasks_.extract(key);
+      if (!node.empty()) task = std::move(node.mapped());
+    }
+    if (task) task();
   }
 }
 

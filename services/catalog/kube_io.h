@@ -10,16 +10,16 @@
 //  - TaskQueue: ordered blocking requests (status writes, provider probes); a task submitted
 //    under the key of a pending one replaces it, so only the latest status is written.
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "libs/kube/reflector.h"
 #include "libs/kube/rest_client.h"
@@ -50,11 +50,10 @@ class DiscoveryLoop {
   CatalogInbox& inbox_;
   const absl::Duration period_;
   absl::Duration retry_wait_ = kFirstRetryWait;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool kicked_ = false;
-  bool stop_ = false;
-  std::vector<RescanCallback> callbacks_;
+  absl::Mutex mu_;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<RescanCallback> callbacks_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -91,11 +90,10 @@ class TaskQueue {
   void Loop();
 
   const std::string name_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> order_;
-  std::map<std::string, std::function<void()>> tasks_;
-  bool stop_ = false;
+  mutable absl::Mutex mu_;
+  std::deque<std::string> order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

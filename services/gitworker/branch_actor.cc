@@ -18,6 +18,8 @@ struct BranchActorState {
   static inline const char* name = "gitworker.branch";
 };
 
+using Self = BranchActor::stateful_pointer<BranchActorState>;
+
 std::chrono::microseconds ToChrono(absl::Duration d) {
   if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
   return std::chrono::microseconds(absl::ToInt64Microseconds(d));
@@ -27,7 +29,7 @@ std::chrono::microseconds ToChrono(absl::Duration d) {
 // next push. A due push is queued behind the messages already in the mailbox rather than run at
 // once, so every item that arrived meanwhile is committed first and one push carries them all
 // (under load pushes batch by themselves; when idle a push follows its commit immediately).
-void Rearm(caf::stateful_actor<BranchActorState>* self, bool push_now = false) {
+void Rearm(Self self, bool push_now = false) {
   auto& state = self->state;
   if (auto timer = state.worker->WindowTimer();
       timer.has_value() && timer->first != state.armed_generation) {
@@ -48,8 +50,7 @@ void Rearm(caf::stateful_actor<BranchActorState>* self, bool push_now = false) {
   }
 }
 
-caf::behavior BranchActor(caf::stateful_actor<BranchActorState>* self,
-                          BranchWorkerOptions options) {
+BranchActor::behavior_type BranchActorBehavior(Self self, BranchWorkerOptions options) {
   self->state.clock = options.clock;
   self->state.worker = std::make_unique<BranchWorker>(std::move(options));
   return {
@@ -68,27 +69,33 @@ caf::behavior BranchActor(caf::stateful_actor<BranchActorState>* self,
         Rearm(self, /*push_now=*/true);
       },
       [=](status_atom) { return self->state.worker->Status().SerializeAsString(); },
-      [=](attach_atom, const std::string& username, const std::string& target_key,
-          const std::string& message, uint32_t close_delay_seconds) -> uint64_t {
+      [=](attach_atom, const AttachRequest& request) {
         auto& worker = *self->state.worker;
-        auto id = worker.AttachToWindow(username, target_key, message);
-        if (!id.has_value()) return 0;
-        if (close_delay_seconds == 0) {
-          worker.FinalizeWrite(*id);
+        Attached attached;
+        attached.write_id =
+            worker.AttachToWindow(request.username, request.target_key, request.message);
+        if (!attached.write_id.has_value()) return attached;
+        if (request.close_delay_seconds == 0) {
+          worker.FinalizeWrite(*attached.write_id);
           Rearm(self);
         } else {
-          self->delayed_send(self, std::chrono::seconds(close_delay_seconds), finalize_atom::value,
-                             *id);
+          self->delayed_send(self, std::chrono::seconds(request.close_delay_seconds),
+                             finalize_atom::value, *attached.write_id);
         }
-        return *id;
+        return attached;
       },
       [=](finalize_atom, uint64_t id) {
         self->state.worker->FinalizeWrite(id);
         Rearm(self);
       },
-      [=](outcome_atom, uint64_t id) -> std::string {
-        auto outcome = self->state.worker->WriteOutcome(id);
-        return outcome.has_value() ? absl::StrCat("pushed:", *outcome) : "pending";
+      [=](outcome_atom, uint64_t id) {
+        WriteOutcome outcome;
+        if (auto sha = self->state.worker->WriteOutcome(id); sha.has_value()) {
+          outcome.state =
+              sha->empty() ? WriteOutcome::State::kAlreadyPresent : WriteOutcome::State::kCommitted;
+          outcome.sha = *sha;
+        }
+        return outcome;
       },
       [=](stop_atom) {
         self->state.worker->Shutdown();
@@ -100,8 +107,12 @@ caf::behavior BranchActor(caf::stateful_actor<BranchActorState>* self,
 
 }  // namespace
 
-caf::actor SpawnBranchActor(caf::actor_system& system, BranchWorkerOptions options) {
-  return system.spawn<caf::detached>(BranchActor, std::move(options));
+BranchActor SpawnBranchActor(caf::actor_system& system, BranchWorkerOptions options,
+                             BranchActorThread thread) {
+  if (thread == BranchActorThread::kScheduled) {
+    return system.spawn(BranchActorBehavior, std::move(options));
+  }
+  return system.spawn<caf::detached>(BranchActorBehavior, std::move(options));
 }
 
 CredentialsResolver DirectoryCredentialsResolver(std::string dir) {
@@ -111,7 +122,7 @@ CredentialsResolver DirectoryCredentialsResolver(std::string dir) {
 BranchRegistry::BranchRegistry(caf::actor_system& system, BranchRegistryOptions options)
     : system_(system), options_(std::move(options)) {}
 
-caf::actor BranchRegistry::Get(const TargetSettings& settings) {
+BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   const BranchKey key = BranchKey::Of(settings);
   std::lock_guard lock(mu_);
   targets_[settings.TargetKey()] = key;
@@ -137,12 +148,12 @@ caf::actor BranchRegistry::Get(const TargetSettings& settings) {
   }
   runtime::LogInfo("branch worker started",
                    {{"branch", key.ToString()}, {"remote", settings.remote_url}});
-  caf::actor actor = SpawnBranchActor(system_, std::move(options));
+  BranchActor actor = SpawnBranchActor(system_, std::move(options));
   branches_.emplace(key, actor);
   return actor;
 }
 
-std::optional<caf::actor> BranchRegistry::ForTarget(const std::string& target_key) const {
+std::optional<BranchActor> BranchRegistry::ForTarget(const std::string& target_key) const {
   std::lock_guard lock(mu_);
   auto target = targets_.find(target_key);
   if (target == targets_.end()) return std::nullopt;
@@ -158,9 +169,9 @@ std::optional<BranchKey> BranchRegistry::KeyForTarget(const std::string& target_
   return target->second;
 }
 
-std::vector<caf::actor> BranchRegistry::All() const {
+std::vector<BranchActor> BranchRegistry::All() const {
   std::lock_guard lock(mu_);
-  std::vector<caf::actor> out;
+  std::vector<BranchActor> out;
   for (const auto& [key, actor] : branches_) out.push_back(actor);
   return out;
 }
@@ -178,23 +189,28 @@ std::vector<std::string> BranchRegistry::PathsOn(const BranchKey& key) const {
 }
 
 void BranchRegistry::StopAll(absl::Duration timeout) {
-  std::vector<caf::actor> actors;
+  std::vector<BranchActor> actors;
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, actor] : branches_) actors.push_back(actor);
     branches_.clear();
   }
+  // Every branch is asked before any answer is awaited: they finalize and push in parallel.
   caf::scoped_actor self{system_};
-  const absl::Time deadline = absl::Now() + timeout;
-  for (const caf::actor& actor : actors) {
-    auto left = std::max(deadline - absl::Now(), absl::Milliseconds(1));
-    self->request(actor, ToChrono(left), stop_atom::value)
-        .receive([](bool) {},
-                 [&](caf::error& err) {
-                   runtime::LogWarning("branch worker did not stop in time",
-                                       {{"error", system_.render(err)}});
-                   caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-                 });
+  const auto wait = ToChrono(std::max(timeout, absl::Milliseconds(1)));
+  using Pending = decltype(self->request(actors.front(), wait, stop_atom::value));
+  std::vector<Pending> pending;
+  pending.reserve(actors.size());
+  for (const BranchActor& actor : actors) {
+    pending.push_back(self->request(actor, wait, stop_atom::value));
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    pending[i].receive([](bool) {},
+                       [&](caf::error& err) {
+                         runtime::LogWarning("branch worker did not stop in time",
+                                             {{"error", system_.render(err)}});
+                         caf::anon_send_exit(actors[i], caf::exit_reason::user_shutdown);
+                       });
   }
 }
 

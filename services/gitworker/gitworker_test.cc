@@ -4,11 +4,17 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -25,6 +31,58 @@ namespace {
 using ::reverser::testing::Git;
 using namespace ::reverser::gitworker::testsupport;  // NOLINT
 using ::testing::Contains;
+
+// A git:// remote that accepts connections and never answers: a fetch from it blocks until
+// Release() closes every connection (and the port), so the branch writing to it stays busy.
+class HangingRemote {
+ public:
+  HangingRemote() {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        listen(listener_, 16) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      ADD_FAILURE() << "no listening socket";
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+    acceptor_ = std::thread([this] {
+      for (;;) {
+        int connection = accept(listener_, nullptr, nullptr);
+        if (connection < 0) return;  // Release() shut the listener down
+        std::lock_guard lock(mu_);
+        connections_.push_back(connection);
+      }
+    });
+  }
+  ~HangingRemote() { Release(); }
+
+  std::string url() const { return absl::StrCat("git://127.0.0.1:", port_, "/remote.git"); }
+  size_t connections() {
+    std::lock_guard lock(mu_);
+    return connections_.size();
+  }
+  void Release() {
+    if (listener_ < 0) return;
+    shutdown(listener_, SHUT_RDWR);
+    if (acceptor_.joinable()) acceptor_.join();
+    close(listener_);
+    listener_ = -1;
+    std::lock_guard lock(mu_);
+    for (int connection : connections_) close(connection);
+    connections_.clear();
+  }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::vector<int> connections_;
+};
 
 class GitWorkerServiceTest : public ::testing::Test {
  protected:
@@ -189,7 +247,8 @@ TEST_F(GitWorkerServiceTest, ClonesStayInThePrivateWorkDirWhateverTheProviderIsC
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/work")) {
     beside.push_back("work/" + entry.path().filename().string());
   }
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(dir_.path()) / "work" / "repos")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(dir_.path()) / "work" / "repos")) {
     clones.push_back(entry.path().filename());
   }
   EXPECT_THAT(beside,
@@ -205,7 +264,8 @@ TEST(GitWorkerWorkDirTest, AWorkDirOthersMayWriteIsRefusedAtStart) {
   ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
   ASSERT_EQ(chmod(open.c_str(), 0777), 0);
   auto run = testing::RunCommand({testing::RunfilePath("services/gitworker/gitworker"),
-                                  "--work_dir=" + open, "--grpc_port=0", "--http_port=0"});
+                                  "--work_dir=" + open, "--target_config_source=delivery",
+                                  "--grpc_port=0", "--http_port=0"});
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_NE(run->exit_code, 0);
   EXPECT_TRUE(absl::StrContains(run->err, "is writable by other users (mode 0777)")) << run->err;
@@ -327,6 +387,75 @@ TEST_F(GitWorkerServiceTest, AttachCommitFinalizesTheAuthorsWindowWithItsMessage
   EXPECT_EQ(result.sha() + "\n", *head);
   EXPECT_EQ(Subjects().front(), "Release 1: bump settings");
   EXPECT_TRUE(attach().resolved()) << "idempotent once resolved";
+}
+
+// A branch actor stuck in Git I/O holds no gRPC thread: while an AttachCommit waits for it,
+// other calls (another target's AttachCommit, the same CommitRequest polled again, admin
+// Status) are answered.
+TEST_F(GitWorkerServiceTest, CallsAreAnsweredWhileABranchActorIsBusy) {
+  HangingRemote hanging;
+  StartService();
+  auto busy = Config(hanging.url(), 0, "clusters/a", "busy");
+  DeliveryClient client(service_->grpc_target());
+  client.SendConfig(busy);
+  client.SendEvent(
+      Event(busy, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default", "a", "1", 10, "alice"));
+  // Window 0 commits at once, and the first commit fetches: the branch actor is in that fetch.
+  ASSERT_TRUE(testing::WaitFor([&] { return hanging.connections() > 0; }, absl::Seconds(30)))
+      << service_->Logs();
+
+  auto channel = grpc::CreateChannel(service_->grpc_target(), grpc::InsecureChannelCredentials());
+  auto stub = reverser::v1::GitWorker::NewStub(channel);
+  auto admin = reverser::v1::GitWorkerAdmin::NewStub(channel);
+  auto request_for = [](const reverser::v1::GitTargetConfig& config, const std::string& uid) {
+    reverser::v1::AttachCommitRequest request;
+    request.set_namespace_("team");
+    request.set_name(uid);
+    request.set_uid(uid);
+    request.mutable_author()->set_username("alice");
+    *request.mutable_target() = config.target();
+    request.set_message("Release");
+    return request;
+  };
+
+  // Sent first: waits for the busy branch actor.
+  const auto waiting_request = request_for(busy, "cr-busy");
+  grpc::ClientContext waiting_context;
+  reverser::v1::FinalizeResult waiting_result;
+  std::promise<grpc::Status> waiting_done;
+  std::atomic<bool> waiting_answered{false};
+  stub->async()->AttachCommit(&waiting_context, &waiting_request, &waiting_result,
+                              [&](grpc::Status status) {
+                                waiting_answered = true;
+                                waiting_done.set_value(std::move(status));
+                              });
+
+  {
+    grpc::ClientContext context;
+    reverser::v1::FinalizeResult result;
+    auto other = Config(remote_, 0, "clusters/b", "other");
+    ASSERT_TRUE(stub->AttachCommit(&context, request_for(other, "cr-other"), &result).ok());
+    EXPECT_EQ(result.outcome(), reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+  }
+  {
+    grpc::ClientContext context;
+    reverser::v1::ServiceStatus status;
+    ASSERT_TRUE(admin->Status(&context, {}, &status).ok());
+  }
+  EXPECT_FALSE(waiting_answered) << "answered before the branch actor was free";
+
+  // Freed, the branch actor answers the waiting call (its window 0 closed already).
+  hanging.Release();
+  auto answered = waiting_done.get_future();
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  grpc::Status status = answered.get();
+  if (status.ok()) {
+    EXPECT_FALSE(waiting_result.resolved());
+    EXPECT_EQ(waiting_result.outcome(), reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+  } else {
+    // The branch was busy longer than the gitworker asks it (slow machine): still answered.
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  }
 }
 
 TEST_F(GitWorkerServiceTest, OpenWindowIsCommittedAndPushedOnShutdown) {

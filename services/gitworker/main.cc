@@ -1,23 +1,14 @@
 // The gitworker service binary: the only writer of Git. Splicers stream resyncs and live events
 // (GitWorker.Deliver); per-branch actors commit them in windows and push with compare-and-swap.
+// This file holds the flags; gitworker_service.h assembles the parts.
 
 #include <memory>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "libs/catalogclient/catalog_flags.h"
-#include "libs/catalogclient/stream_follower.h"
-#include "libs/kube/access_review.h"
-#include "libs/kube/config.h"
-#include "libs/kube/httplib_transport.h"
-#include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
-#include "proto/reverser/v1/catalog.grpc.pb.h"
-#include "services/gitworker/branch_actor.h"
-#include "services/gitworker/delivery_service.h"
-#include "services/gitworker/secret_source.h"
-#include "services/gitworker/target_configs.h"
-#include "services/gitworker/work_dir.h"
+#include "services/gitworker/gitworker_service.h"
 
 ABSL_FLAG(
     std::string, work_dir, "/var/lib/reverser/gitworker",
@@ -110,144 +101,71 @@ absl::StatusOr<WriterLimits> LimitsFromFlags() {
   return limits;
 }
 
+// The service's options from the flags; a flag out of range is an error.
+absl::StatusOr<GitWorkerServiceOptions> OptionsFromFlags() {
+  GitWorkerServiceOptions options;
+  options.work_dir = absl::GetFlag(FLAGS_work_dir);
+  options.push_cooldown = absl::GetFlag(FLAGS_push_cooldown);
+  if (options.push_cooldown < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--push_cooldown must not be negative");
+  }
+  const int64_t target_buffer = absl::GetFlag(FLAGS_target_buffer);
+  const int64_t max_unaccepted = absl::GetFlag(FLAGS_max_unaccepted);
+  if (target_buffer < 1 || max_unaccepted < 1) {
+    return absl::InvalidArgumentError("--target_buffer and --max_unaccepted must be at least 1");
+  }
+  options.target_buffer = static_cast<size_t>(target_buffer);
+  options.max_unaccepted = static_cast<size_t>(max_unaccepted);
+  auto limits = LimitsFromFlags();
+  if (!limits.ok()) return limits.status();
+  options.limits = *limits;
+  options.signing_key_cache_ttl = absl::GetFlag(FLAGS_signing_key_cache_ttl);
+  if (options.signing_key_cache_ttl < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--signing_key_cache_ttl must not be negative");
+  }
+  const std::string source = absl::GetFlag(FLAGS_secrets_source);
+  if (source == "api") {
+    options.secrets_source = GitWorkerServiceOptions::SecretsSource::kApi;
+  } else if (source == "files") {
+    options.secrets_source = GitWorkerServiceOptions::SecretsSource::kFiles;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--secrets_source must be files or api, not \"", source, "\""));
+  }
+  options.credentials_dir = absl::GetFlag(FLAGS_credentials_dir);
+  options.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  const std::string config_source = absl::GetFlag(FLAGS_target_config_source);
+  if (config_source != "catalog" && config_source != "delivery") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--target_config_source must be catalog or delivery, not \"", config_source, "\""));
+  }
+  auto catalog = catalogclient::CatalogAddressOrStatic(
+      "target_config_source=delivery", config_source == "delivery" ? config_source : "");
+  if (!catalog.ok()) return catalog.status();
+  options.catalog_address = *catalog;
+  return options;
+}
+
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
-    const absl::Duration cooldown = absl::GetFlag(FLAGS_push_cooldown);
-    if (cooldown < absl::ZeroDuration()) {
-      return absl::InvalidArgumentError("--push_cooldown must not be negative");
-    }
-    const int64_t target_buffer = absl::GetFlag(FLAGS_target_buffer);
-    const int64_t max_unaccepted = absl::GetFlag(FLAGS_max_unaccepted);
-    if (target_buffer < 1 || max_unaccepted < 1) {
-      return absl::InvalidArgumentError("--target_buffer and --max_unaccepted must be at least 1");
-    }
-    const std::string work_dir = absl::GetFlag(FLAGS_work_dir);
-    if (absl::Status s = PreparePrivateWorkDir(work_dir); !s.ok()) return s;
-    auto limits = LimitsFromFlags();
-    if (!limits.ok()) return limits.status();
-
-    BranchRegistryOptions registry;
-    registry.work_dir = work_dir;
-    registry.push_cooldown = cooldown;
-    registry.limits = *limits;
-    const absl::Duration key_ttl = absl::GetFlag(FLAGS_signing_key_cache_ttl);
-    if (key_ttl < absl::ZeroDuration()) {
-      return absl::InvalidArgumentError("--signing_key_cache_ttl must not be negative");
-    }
-    const std::string source = absl::GetFlag(FLAGS_secrets_source);
-    SecretReader secrets;
-    if (source == "api") {
-      auto config = kube::LoadDefaultConfig(absl::GetFlag(FLAGS_kubeconfig));
-      if (!config.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "--secrets_source=api: no Kubernetes API configuration: ", config.status().message()));
-      }
-      auto client = kube::NewHttplibRestClient(*config, "reverser-gitworker/0.1");
-      if (!client.ok()) return client.status();
-      secrets = ApiSecretReader(*client);
-      if (host.ReviewsOperators()) {
-        host.SetAdminReviewer(std::make_shared<kube::KubeAccessReviewer>(*client));
-      }
-      host.SetDetail("secrets_source", absl::StrCat("api ", config->server));
-    } else if (source == "files") {
-      if (const std::string dir = absl::GetFlag(FLAGS_credentials_dir); !dir.empty()) {
-        secrets = DirectorySecretReader(dir);
-        host.SetDetail("secrets_source", absl::StrCat("files ", dir));
-      }
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--secrets_source must be files or api, not \"", source, "\""));
-    }
-    if (host.ReviewsOperators() && source != "api") {
-      auto reviewer =
-          kube::NewAccessReviewer(absl::GetFlag(FLAGS_kubeconfig), "reverser-gitworker/0.1");
-      if (!reviewer.ok()) return reviewer.status();
-      host.SetAdminReviewer(*reviewer);
-    }
-    if (secrets) {
-      registry.credentials = SecretCredentialsResolver(secrets);
-      registry.signing_keys = CachingSigningKeyResolver(secrets, key_ttl);
-    }
-    registry_ = std::make_unique<BranchRegistry>(host.actors(), registry);
-
-    const std::string config_source = absl::GetFlag(FLAGS_target_config_source);
-    if (config_source != "catalog" && config_source != "delivery") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--target_config_source must be catalog or delivery, not \"", config_source, "\""));
-    }
-    auto catalog = catalogclient::CatalogAddressOrStatic(
-        "target_config_source=delivery", config_source == "delivery" ? config_source : "");
-    if (!catalog.ok()) return catalog.status();
-    DeliveryOptions delivery;
-    if (!catalog->empty()) {
-      configs_ = std::make_unique<TargetConfigBook>();
-      FollowCatalog(host, *catalog);
-      delivery.trusted_configs = configs_.get();
-    } else {
-      runtime::LogWarning(
-          "target configs are taken from deliveries (--target_config_source=delivery): any "
-          "splicer may name a remote and a Secret; local development only");
-    }
-    host.SetDetail("target_config_source", config_source);
-    delivery.target_buffer = static_cast<size_t>(target_buffer);
-    delivery.max_unaccepted = static_cast<size_t>(max_unaccepted);
-    delivery.limits = *limits;
-    service_ = std::make_unique<GitWorkerService>(host.actors(), registry_.get(), delivery);
-    admin_ = std::make_unique<GitWorkerAdminService>(&host, registry_.get());
-    // A resync carries a target's whole desired set in one message.
-    host.SetMaxReceiveMessageBytes(512 << 20);
-    host.AddGrpcService(service_.get());
-    host.AddGrpcService(admin_.get());
-    host.SetDetail("work_dir", work_dir);
-    host.SetDetail("push_cooldown", absl::FormatDuration(cooldown));
-    host.SetDetail("max_git_file_bytes", std::to_string(limits->max_file_bytes));
-    host_ = &host;
-    return absl::OkStatus();
+    auto options = OptionsFromFlags();
+    if (!options.ok()) return options.status();
+    service_ = std::make_unique<GitWorkerService>(host, *std::move(options));
+    return service_->Register();
   }
 
-  // The catalog's resolution of every GitTarget, from Catalog/WatchTables.
-  void FollowCatalog(runtime::ServiceHost& host, const std::string& address) {
-    auto stub = std::shared_ptr<reverser::v1::Catalog::Stub>(reverser::v1::Catalog::NewStub(
-        grpc::CreateChannel(address, runtime::MeshChannelCredentials(host.options().grpc_security))));
-    host.SetComponent("catalog", false, "waiting for the catalog's target configs",
-                      /*gating=*/false);
-    TargetConfigBook* book = configs_.get();
-    runtime::ServiceHost* h = &host;
-    const std::string subscriber = host.options().instance;
-    tables_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::TableUpdate>>(
-        "tables",
-        [stub, subscriber](grpc::ClientContext* context, uint64_t known_generation) {
-          reverser::v1::WatchTablesRequest request;
-          request.set_known_generation(known_generation);
-          request.set_subscriber(subscriber);
-          return stub->WatchTables(context, request);
-        },
-        [book, h](const reverser::v1::TableUpdate& update) {
-          book->Apply(update);
-          h->SetComponent("catalog", true, absl::StrCat(book->size(), " target config(s)"),
-                          /*gating=*/false);
-        });
-  }
-
-  absl::Status Run(runtime::ServiceHost&) override {
-    if (tables_) tables_->Start();
+  absl::Status Run(runtime::ServiceHost& /*host*/) override {
+    service_->Start();
     return absl::OkStatus();
   }
 
   void Stop() override {
-    if (tables_) tables_->Stop();
-    // Close open windows and push what is committed before the actor system goes away.
-    if (registry_) registry_->StopAll(host_->options().shutdown_grace / 2);
+    if (service_) service_->Stop();
   }
 
  private:
-  runtime::ServiceHost* host_ = nullptr;
-  std::unique_ptr<BranchRegistry> registry_;
-  std::unique_ptr<TargetConfigBook> configs_;
-  std::unique_ptr<catalogclient::StreamFollower<reverser::v1::TableUpdate>> tables_;
   std::unique_ptr<GitWorkerService> service_;
-  std::unique_ptr<GitWorkerAdminService> admin_;
 };
 
 std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>(); }

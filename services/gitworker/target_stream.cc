@@ -20,10 +20,10 @@ struct TargetStreamState {
   static inline const char* name = "gitworker.target";
 };
 
-using Self = caf::stateful_actor<TargetStreamState>;
+using Self = TargetStreamActor::stateful_pointer<TargetStreamState>;
 
 // Appends an item, folding a queued (not yet handed over) event of the same object into it.
-void Enqueue(Self* self, WorkItemPtr item) {
+void Enqueue(Self self, WorkItemPtr item) {
   auto& state = self->state;
   if (item->kind == WorkItem::Kind::kEvent) {
     const std::string key = item->ObjectKey();
@@ -49,13 +49,12 @@ void Enqueue(Self* self, WorkItemPtr item) {
   state.queue.push_back(std::move(item));
 }
 
-void Pump(Self* self);
+void Pump(Self self);
 
 // Lets waiting messages into the buffer as far as it has room (and the target has settings).
-void Admit(Self* self) {
+void Admit(Self self) {
   auto& state = self->state;
-  while (state.settings && !state.waiting.empty() &&
-         state.queue.size() < state.options.capacity) {
+  while (state.settings && !state.waiting.empty() && state.queue.size() < state.options.capacity) {
     auto [sequence, item] = std::move(state.waiting.front());
     state.waiting.pop_front();
     item->settings = state.settings;
@@ -64,7 +63,7 @@ void Admit(Self* self) {
   }
 }
 
-void Taken(Self* self) {
+void Taken(Self self) {
   auto& state = self->state;
   if (state.in_flight > 0) --state.in_flight;
   Pump(self);  // first hand over what is queued, then let waiting messages in behind it
@@ -72,12 +71,12 @@ void Taken(Self* self) {
   Pump(self);
 }
 
-void Pump(Self* self) {
+void Pump(Self self) {
   auto& state = self->state;
   while (state.in_flight < state.options.max_in_flight && !state.queue.empty()) {
     WorkItemPtr item = std::move(state.queue.front());
     state.queue.pop_front();
-    caf::actor branch = state.options.branch_for(*item->settings);
+    BranchItemActor branch = state.options.branch_for(*item->settings);
     ++state.in_flight;
     self->request(branch, caf::infinite, item_atom::value, std::move(item))
         .then([self](bool) { Taken(self); },
@@ -90,11 +89,11 @@ void Pump(Self* self) {
 }
 
 // With the catalog as the source: settings from its config while the splicer's equals it.
-void Reevaluate(Self* self) {
+void Reevaluate(Self self) {
   auto& state = self->state;
-  const bool agreed = state.declared && state.catalog &&
-                      google::protobuf::util::MessageDifferencer::Equals(*state.declared,
-                                                                         *state.catalog);
+  const bool agreed =
+      state.declared && state.catalog &&
+      google::protobuf::util::MessageDifferencer::Equals(*state.declared, *state.catalog);
   if (!agreed) {
     state.settings = nullptr;  // later items wait for the two to agree
     return;
@@ -118,7 +117,7 @@ void Reevaluate(Self* self) {
   Pump(self);
 }
 
-caf::behavior TargetStream(Self* self, TargetStreamOptions options) {
+TargetStreamActor::behavior_type TargetStream(Self self, TargetStreamOptions options) {
   self->state.options = std::move(options);
   return {
       [=](config_atom, const SettingsPtr& settings) {
@@ -158,15 +157,18 @@ caf::behavior TargetStream(Self* self, TargetStreamOptions options) {
       },
       [=](status_atom) {
         auto& state = self->state;
-        return absl::StrCat("queued=", state.queue.size(), " waiting=", state.waiting.size(),
-                            " in_flight=", state.in_flight);
+        return TargetStreamStatus{state.queue.size(), state.waiting.size(), state.in_flight};
       },
   };
 }
 
 }  // namespace
 
-caf::actor SpawnTargetStream(caf::actor_system& system, TargetStreamOptions options) {
+std::string TargetStreamStatus::ToString() const {
+  return absl::StrCat("queued=", queued, " waiting=", waiting, " in_flight=", in_flight);
+}
+
+TargetStreamActor SpawnTargetStream(caf::actor_system& system, TargetStreamOptions options) {
   return system.spawn(TargetStream, std::move(options));
 }
 

@@ -22,7 +22,12 @@ struct HoldingBranchState {
   std::vector<std::string> received;
 };
 
-caf::behavior HoldingBranch(caf::stateful_actor<HoldingBranchState>* self) {
+using HoldingBranchActor =
+    BranchItemActor::extend<caf::reacts_to<release_atom>,
+                            caf::replies_to<taken_atom>::with<std::vector<std::string>>>;
+
+HoldingBranchActor::behavior_type HoldingBranch(
+    HoldingBranchActor::stateful_pointer<HoldingBranchState> self) {
   return {
       [=](item_atom, const WorkItemPtr& item) -> caf::result<bool> {
         std::string entry = item->event.object().ref().name() + ":";
@@ -47,8 +52,8 @@ class TargetStreamTest : public ::testing::Test {
   caf::actor_system system_{config_};
   std::shared_ptr<RecordingSink> sink_ = std::make_shared<RecordingSink>();
 
-  template <typename T>
-  T Ask(const caf::actor& actor, auto... args) {
+  template <typename T, typename Handle>
+  T Ask(const Handle& actor, auto... args) {
     caf::scoped_actor self{system_};
     T out{};
     self->request(actor, std::chrono::seconds(10), args...)
@@ -59,7 +64,7 @@ class TargetStreamTest : public ::testing::Test {
 };
 
 TEST_F(TargetStreamTest, CoalescesQueuedEventsAndWithholdsCreditWhenFull) {
-  caf::actor branch = system_.spawn(HoldingBranch);
+  HoldingBranchActor branch = system_.spawn(HoldingBranch);
   TargetStreamOptions options;
   options.capacity = 2;
   options.max_in_flight = 1;
@@ -67,12 +72,12 @@ TEST_F(TargetStreamTest, CoalescesQueuedEventsAndWithholdsCreditWhenFull) {
   options.sink = sink_;
   runtime::MetricsRegistry metrics;
   options.metrics = &metrics;
-  caf::actor stream = SpawnTargetStream(system_, options);
+  TargetStreamActor stream = SpawnTargetStream(system_, options);
 
   auto config = Config("/nowhere", 0);
   auto settings = SettingsFromConfig(config);
   ASSERT_TRUE(settings.ok());
-  caf::anon_send(stream, config_atom::value, *settings);
+  caf::anon_send(stream, config_atom::value, SettingsPtr(*settings));
   auto send = [&](uint64_t sequence, const std::string& name, uint64_t rv) {
     auto item = std::make_shared<WorkItem>();
     item->event =
@@ -85,7 +90,8 @@ TEST_F(TargetStreamTest, CoalescesQueuedEventsAndWithholdsCreditWhenFull) {
   send(3, "b", 12);  // replaces the queued b, covering 11 and 12
   send(4, "c", 13);  // queued: the buffer (2) is full now
   send(5, "d", 14);  // waits, unaccepted
-  EXPECT_EQ(Ask<std::string>(stream, status_atom::value), "queued=2 waiting=1 in_flight=1");
+  EXPECT_EQ(Ask<TargetStreamStatus>(stream, status_atom::value),
+            (TargetStreamStatus{.queued = 2, .waiting = 1, .in_flight = 1}));
   EXPECT_THAT(sink_->accepted(), ::testing::ElementsAre(1, 2, 3, 4));
   EXPECT_EQ(metrics.GetCounter("reverser_gitworker_events_coalesced_total", "").Value(), 1.0);
 
@@ -93,10 +99,11 @@ TEST_F(TargetStreamTest, CoalescesQueuedEventsAndWithholdsCreditWhenFull) {
   caf::anon_send(branch, release_atom::value);
   EXPECT_TRUE(testing::WaitFor(
       [&] {
-        return Ask<std::string>(stream, status_atom::value) == "queued=2 waiting=0 in_flight=1";
+        return Ask<TargetStreamStatus>(stream, status_atom::value) ==
+               TargetStreamStatus{.queued = 2, .waiting = 0, .in_flight = 1};
       },
       absl::Seconds(10)))
-      << Ask<std::string>(stream, status_atom::value);
+      << Ask<TargetStreamStatus>(stream, status_atom::value).ToString();
   EXPECT_THAT(sink_->accepted(), ::testing::ElementsAre(1, 2, 3, 4, 5));
   EXPECT_THAT(Ask<std::vector<std::string>>(branch, taken_atom::value),
               ::testing::ElementsAre("a:10,", "b:11,12,"));

@@ -60,11 +60,11 @@ grpc::Status AckingGitWorker::Deliver(
   reverser::v1::DeliveryMessage message;
   while (stream->Read(&message)) {
     if (message.has_resync()) {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       resyncs_.push_back(message.resync());
     }
     if (message.has_event()) {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       events_.push_back(message.event());
     }
     reverser::v1::DeliveryFeedback accepted;
@@ -76,12 +76,12 @@ grpc::Status AckingGitWorker::Deliver(
 }
 
 std::vector<reverser::v1::ClusterSnapshot> AckingGitWorker::Resyncs() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return resyncs_;
 }
 
 std::vector<reverser::v1::LiveEvent> AckingGitWorker::Events() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return events_;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "libs/redisstore/materialization_store.h"
@@ -44,7 +45,7 @@ class AckingGitWorker final : public reverser::v1::GitWorker::Service {
   std::vector<reverser::v1::LiveEvent> Events() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<reverser::v1::ClusterSnapshot> resyncs_ ABSL_GUARDED_BY(mu_);
   std::vector<reverser::v1::LiveEvent> events_ ABSL_GUARDED_BY(mu_);
 };

@@ -597,11 +597,23 @@ class E2E(unittest.TestCase):
                                                                "status", "splicer"), check=False)
         self.assertEqual(stranger.returncode, 1, stranger.stdout)
         self.assertIn("UNAVAILABLE", stranger.stderr)
-        # Plaintext does not get in at all.
-        plain = local_stack.run([self.stack._binary("tools/reverserctl/reverserctl"), "--grpc_insecure",
-                                 f"--endpoints_dir={self.stack.dir}", "status", "gitworker"], check=False)
-        self.assertEqual(plain.returncode, 1, plain.stdout)
-        self.assertIn("UNAVAILABLE", plain.stderr)
+        for service in ("catalog", "materializer", "splicer", "gitworker"):
+            # Plaintext does not get in at all.
+            plain = local_stack.run([self.stack._binary("tools/reverserctl/reverserctl"), "--grpc_insecure",
+                                     f"--endpoints_dir={self.stack.dir}", "status", service], check=False)
+            self.assertEqual(plain.returncode, 1, plain.stdout)
+            self.assertIn("UNAVAILABLE", plain.stderr)
+            # The admin certificate alone is not enough: each service has the bearer token reviewed
+            # by the API server, and a token it does not know is refused.
+            forged = local_stack.run(self.stack.reverserctl_argv("--token=forged-token", "status", service),
+                                     check=False)
+            self.assertEqual(forged.returncode, 1, forged.stdout)
+            self.assertIn("UNAUTHENTICATED", forged.stderr)
+            self.assertIn("not valid", forged.stderr)
+            self.assertNotIn("forged-token", self.stack.logs(service))
+            # The kubeconfig's user (admin) is known and allowed.
+            allowed = local_stack.run(self.stack.reverserctl_argv("status", service), check=False)
+            self.assertEqual(allowed.returncode, 0, allowed.stderr)
 
     def test_zz_every_service_exposes_the_reference_metrics(self):
         expected = {

@@ -1,8 +1,8 @@
 #pragma once
 
-// The gitworker's gRPC services.
+// The reactor of one GitWorker.Deliver stream (gitworker_grpc.h serves it).
 //
-// GitWorker.Deliver (one bidirectional stream per splicer):
+// One bidirectional stream per splicer:
 //   - every DeliveryMessage carries a sequence; the answer `accepted_sequence` is sent for each
 //     message, in the order messages were read, once it is buffered (target_config: at once;
 //     resync/event: when its GitTarget's buffer had room). At most `max_unaccepted` messages are
@@ -20,22 +20,21 @@
 //     under a target's path the gitworker refuses to read.
 //   - when the client half-closes, the stream ends after the feedback queued so far is written;
 //     a new stream starts with fresh target buffers (the splicer re-sends from its acked cursor).
-// GitWorker.AttachCommit: attach-then-poll finalize of a CommitRequest's open window.
-// GitWorkerAdmin: Status and ListBranches. A BranchStatus's `destination.path` holds the
-// spec.path of every GitTarget writing to that branch, sorted and joined by ", " ("/" for the
-// repository root): several targets may share one branch.
+//
+// Threads: gRPC calls the reactor's On* callbacks; target stream and branch actors call back
+// through its FeedbackSink from CAF threads. One lock per stream (StreamShared) serializes both;
+// nothing under it blocks or waits for an actor (messages to actors are only posted).
 
 #include <grpcpp/grpcpp.h>
 
 #include <caf/all.hpp>
-#include <map>
-#include <mutex>
+#include <cstddef>
 
-#include "libs/runtime/admin_status.h"
+#include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/gitworker/branch_actor.h"
 #include "services/gitworker/target_configs.h"
-#include "services/gitworker/target_stream.h"
+#include "services/gitworker/target_writer.h"
 
 namespace reverser::gitworker {
 
@@ -49,44 +48,9 @@ struct DeliveryOptions {
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
 
-class GitWorkerService final : public reverser::v1::GitWorker::CallbackService {
- public:
-  GitWorkerService(caf::actor_system& system, BranchRegistry* registry, DeliveryOptions options);
-
-  grpc::ServerBidiReactor<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>* Deliver(
-      grpc::CallbackServerContext* context) override;
-
-  grpc::ServerUnaryReactor* AttachCommit(grpc::CallbackServerContext* context,
-                                         const reverser::v1::AttachCommitRequest* request,
-                                         reverser::v1::FinalizeResult* response) override;
-
- private:
-  struct Attachment {
-    caf::actor branch;
-    uint64_t write_id = 0;  // 0: no window matched
-  };
-
-  caf::actor_system& system_;
-  BranchRegistry* registry_;
-  DeliveryOptions options_;
-  std::mutex mu_;
-  std::map<std::string, Attachment> attachments_;  // CommitRequest uid → its finalize
-};
-
-class GitWorkerAdminService final
-    : public runtime::AdminStatusService<reverser::v1::GitWorkerAdmin> {
- public:
-  GitWorkerAdminService(runtime::ServiceHost* host, BranchRegistry* registry)
-      : AdminStatusService(host), registry_(registry) {}
-
-  grpc::ServerUnaryReactor* ListBranches(grpc::CallbackServerContext* context,
-                                         const reverser::v1::ListBranchesRequest* request,
-                                         reverser::v1::ListBranchesResponse* response) override;
-
- private:
-  void FillTargetPaths(reverser::v1::GitDestination* destination) const;
-
-  BranchRegistry* registry_;
-};
+// A new stream's reactor; it deletes itself when the stream is done (OnDone).
+grpc::ServerBidiReactor<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>*
+NewDeliverReactor(caf::actor_system& system, BranchRegistry* registry,
+                  const DeliveryOptions& options);
 
 }  // namespace reverser::gitworker

@@ -1,21 +1,22 @@
-#include "services/gitworker/delivery_service.h"
+#include "services/gitworker/deliver_reactor.h"
 
 #include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
-#include "libs/runtime/ask_actor.h"
 #include "libs/runtime/log.h"
 #include "services/gitworker/refusal.h"
+#include "services/gitworker/target_stream.h"
 
 namespace reverser::gitworker {
 namespace {
 
 using Message = reverser::v1::DeliveryMessage;
-constexpr uint32_t kMaxCloseDelaySeconds = 3600;
 using Feedback = reverser::v1::DeliveryFeedback;
 
 class DeliverReactor;
@@ -212,7 +213,8 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
                               settings.status().message());
           return;
         }
-        caf::anon_send(TargetLocked((*settings)->TargetKey()), config_atom::value, *settings);
+        caf::anon_send(TargetLocked((*settings)->TargetKey()), config_atom::value,
+                       SettingsPtr(*settings));
         AcceptLocked(sequence);
         return;
       }
@@ -251,13 +253,13 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   }
 
   // The stream actor of GitTarget `key`, spawned (unconfigured) on first use.
-  caf::actor TargetLocked(const std::string& key) {
+  TargetStreamActor TargetLocked(const std::string& key) {
     auto it = targets_.find(key);
     if (it == targets_.end()) {
       TargetStreamOptions options;
       options.capacity = options_.target_buffer;
       BranchRegistry* registry = registry_;
-      options.branch_for = [registry](const TargetSettings& settings) {
+      options.branch_for = [registry](const TargetSettings& settings) -> BranchItemActor {
         return registry->Get(settings);
       };
       options.sink = sink_;
@@ -279,7 +281,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     }
     const std::string key = TargetRefKey(target);
     const bool known = targets_.count(key) > 0;
-    caf::actor stream = TargetLocked(key);
+    TargetStreamActor stream = TargetLocked(key);
     caf::anon_send(stream, declare_atom::value,
                    std::make_shared<const reverser::v1::GitTargetConfig>(delivered));
     if (!known) {
@@ -306,7 +308,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   std::deque<Feedback> outbox_;
   std::deque<std::pair<uint64_t, bool>> order_;  // sequences read, in order, and accepted yet
   std::map<std::string, core::StreamPosition> acked_;
-  std::map<std::string, caf::actor> targets_;  // GitTarget "namespace/name" → stream actor
+  std::map<std::string, TargetStreamActor> targets_;  // GitTarget "namespace/name" → its actor
   bool writing_ = false;
   bool read_closed_ = false;
   bool read_paused_ = false;
@@ -336,128 +338,10 @@ void StreamSink::RefusedFiles(const reverser::v1::RefusedFiles& files) {
 
 }  // namespace
 
-GitWorkerService::GitWorkerService(caf::actor_system& system, BranchRegistry* registry,
-                                   DeliveryOptions options)
-    : system_(system), registry_(registry), options_(options) {}
-
 grpc::ServerBidiReactor<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>*
-GitWorkerService::Deliver(grpc::CallbackServerContext* /*context*/) {
-  runtime::LogInfo("delivery stream started");
-  return new DeliverReactor(system_, registry_, options_);
-}
-
-grpc::ServerUnaryReactor* GitWorkerService::AttachCommit(
-    grpc::CallbackServerContext* context, const reverser::v1::AttachCommitRequest* request,
-    reverser::v1::FinalizeResult* response) {
-  auto* reactor = context->DefaultReactor();
-  const std::string target_key =
-      absl::StrCat(request->target().namespace_(), "/", request->target().name());
-  const std::string id = request->uid().empty()
-                             ? absl::StrCat(request->namespace_(), "/", request->name())
-                             : request->uid();
-  caf::scoped_actor self{system_};
-  const std::string branch_name = registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch;
-  auto resolve = [&](reverser::v1::FinalizeOutcome outcome, const std::string& sha) {
-    response->set_resolved(true);
-    response->set_outcome(outcome);
-    response->set_sha(sha);
-    response->set_branch(branch_name);
-    *response->mutable_resolved_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
-  };
-  Attachment attachment;
-  {
-    std::lock_guard lock(mu_);
-    auto it = attachments_.find(id);
-    if (it != attachments_.end()) {
-      attachment = it->second;
-    } else {
-      auto branch = registry_->ForTarget(target_key);
-      if (!branch.has_value()) {
-        // Nothing delivered for this target yet: no window to attach to (poll again).
-        response->set_resolved(false);
-        response->set_outcome(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
-        reactor->Finish(grpc::Status::OK);
-        return reactor;
-      }
-      attachment.branch = *branch;
-      grpc::Status status = grpc::Status::OK;
-      self->request(*branch, std::chrono::seconds(10), attach_atom::value,
-                    request->author().username(), target_key, request->message(),
-                    std::min<uint32_t>(request->close_delay_seconds(), kMaxCloseDelaySeconds))
-          .receive([&](uint64_t write_id) { attachment.write_id = write_id; },
-                   [&](caf::error& err) {
-                     status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));
-                   });
-      if (!status.ok()) {
-        reactor->Finish(status);
-        return reactor;
-      }
-      if (attachment.write_id == 0) {
-        // No open window of this author and target yet: not attached; the caller polls again
-        // until its own deadline (NoWindowInGrace is the caller's verdict).
-        response->set_resolved(false);
-        response->set_outcome(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
-        reactor->Finish(grpc::Status::OK);
-        return reactor;
-      }
-      attachments_[id] = attachment;
-    }
-  }
-
-  grpc::Status status = grpc::Status::OK;
-  self->request(attachment.branch, std::chrono::seconds(10), outcome_atom::value,
-                attachment.write_id)
-      .receive(
-          [&](const std::string& outcome) {
-            if (outcome == "pending") {
-              response->set_resolved(false);
-              return;
-            }
-            std::string sha = outcome.substr(std::string("pushed:").size());
-            resolve(sha.empty() ? reverser::v1::FINALIZE_OUTCOME_ALREADY_PRESENT
-                                : reverser::v1::FINALIZE_OUTCOME_COMMITTED,
-                    sha);
-          },
-          [&](caf::error& err) {
-            status = grpc::Status(grpc::StatusCode::UNAVAILABLE, system_.render(err));
-          });
-  reactor->Finish(status);
-  return reactor;
-}
-
-void GitWorkerAdminService::FillTargetPaths(reverser::v1::GitDestination* destination) const {
-  BranchKey key{destination->provider_namespace(), destination->provider_name(),
-                destination->branch()};
-  std::vector<std::string> paths = registry_->PathsOn(key);
-  for (std::string& path : paths) {
-    if (path.empty()) path = "/";  // the repository root
-  }
-  destination->set_path(absl::StrJoin(paths, ", "));
-}
-
-grpc::ServerUnaryReactor* GitWorkerAdminService::ListBranches(
-    grpc::CallbackServerContext* context, const reverser::v1::ListBranchesRequest* /*request*/,
-    reverser::v1::ListBranchesResponse* response) {
-  auto* reactor = context->DefaultReactor();
-  // Every branch is asked at once and the handler returns: the last answer (or its 5 s
-  // timeout) finishes the call, so one slow branch costs 5 s in all, not 5 s each.
-  runtime::AskAll(
-      host()->actors(), registry_->All(), std::chrono::seconds(5),
-      [this, reactor, response](std::vector<runtime::GatheredReply> replies) {
-        for (runtime::GatheredReply& reply : replies) {
-          if (!reply.ok) {
-            runtime::LogWarning("branch status unavailable",
-                                {{"error", host()->actors().render(reply.error)}});
-            continue;
-          }
-          auto* status = response->add_branches();
-          status->ParseFromString(reply.value);
-          FillTargetPaths(status->mutable_destination());
-        }
-        reactor->Finish(grpc::Status::OK);
-      },
-      status_atom::value);
-  return reactor;
+NewDeliverReactor(caf::actor_system& system, BranchRegistry* registry,
+                  const DeliveryOptions& options) {
+  return new DeliverReactor(system, registry, options);
 }
 
 }  // namespace reverser::gitworker

@@ -1,0 +1,72 @@
+#pragma once
+
+// The gitworker assembled: the branch registry (branch actors), the catalog's target configs
+// (followed over the mesh), the Secret source and the two gRPC services, on a
+// runtime::ServiceHost.
+//
+//   GitWorkerService gitworker(host, options);
+//   gitworker.Register();  // before host.Start(): work dir, Secrets, gRPC services, components
+//   host.Start();
+//   gitworker.Start();     // follows the catalog's target configs
+//   ...
+//   gitworker.Stop();      // before host.Shutdown(): finalizes and pushes every branch
+//
+// Readiness component `catalog` (not gating): the catalog's target configs arrived.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "libs/catalogclient/stream_follower.h"
+#include "libs/runtime/service_host.h"
+#include "proto/reverser/v1/catalog.pb.h"
+#include "services/gitworker/branch_actor.h"
+#include "services/gitworker/gitworker_grpc.h"
+#include "services/gitworker/target_configs.h"
+#include "services/gitworker/target_writer.h"
+
+namespace reverser::gitworker {
+
+struct GitWorkerServiceOptions {
+  std::string work_dir;  // created private (work_dir.h); branch clones live under it
+  absl::Duration push_cooldown = absl::Seconds(5);
+  size_t target_buffer = 1000;  // items per GitTarget buffer of a stream
+  size_t max_unaccepted = 64;   // messages a stream reads ahead of their acceptance
+  WriterLimits limits;
+
+  // Where credential and signing Secrets are read.
+  enum class SecretsSource { kFiles, kApi };
+  SecretsSource secrets_source = SecretsSource::kFiles;
+  std::string credentials_dir;  // kFiles: mounted Secrets; empty: remotes reached anonymously
+  std::string kubeconfig;       // kApi and operator reviews; empty: the default lookup
+  absl::Duration signing_key_cache_ttl = absl::Seconds(30);
+
+  // The catalog whose target configs are written with; empty: configs are used as delivered
+  // (--target_config_source=delivery, local development only).
+  std::string catalog_address;
+};
+
+class GitWorkerService {
+ public:
+  GitWorkerService(runtime::ServiceHost& host, GitWorkerServiceOptions options);
+  ~GitWorkerService();
+
+  absl::Status Register();
+  void Start();
+  void Stop();
+
+ private:
+  // The catalog's resolution of every GitTarget, from Catalog/WatchTables.
+  void FollowCatalog();
+
+  runtime::ServiceHost& host_;
+  GitWorkerServiceOptions options_;
+  std::unique_ptr<BranchRegistry> registry_;
+  std::unique_ptr<TargetConfigBook> configs_;
+  std::unique_ptr<catalogclient::StreamFollower<reverser::v1::TableUpdate>> tables_;
+  std::unique_ptr<GitWorkerGrpcService> grpc_;
+  std::unique_ptr<GitWorkerAdminGrpcService> admin_;
+};
+
+}  // namespace reverser::gitworker
