@@ -43,6 +43,7 @@ void DeliveryClient::Subscribe(const std::string& key, DeliverySubscriber* subsc
 }
 
 void DeliveryClient::Unsubscribe(const std::string& key) {
+  std::lock_guard dispatch(dispatch_mu_);
   std::lock_guard lock(mu_);
   subscribers_.erase(key);
 }
@@ -75,6 +76,9 @@ void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessa
   reverser::v1::DeliveryFeedback feedback;
   while (stream->Read(&feedback)) {
     if (feedback.has_ack()) {
+      // Held across the call: Unsubscribe waits for it, so an ack never reaches a stream that
+      // is being destroyed.
+      std::lock_guard dispatch(dispatch_mu_);
       DeliverySubscriber* subscriber = nullptr;
       {
         std::lock_guard lock(mu_);

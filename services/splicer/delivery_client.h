@@ -42,7 +42,9 @@ class DeliveryClient {
 
   // Called (on the connection thread) each time a stream is established, before anything else
   // is sent on it: re-send target configs here.
-  void SetOnConnected(std::function<void()> on_connected) { on_connected_ = std::move(on_connected); }
+  void SetOnConnected(std::function<void()> on_connected) {
+    on_connected_ = std::move(on_connected);
+  }
   // Called (on the reader thread) with every `refusal` and `refused_files` feedback. Set before
   // Start().
   void SetOnRefusal(std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal) {
@@ -55,9 +57,11 @@ class DeliveryClient {
   // Sends one message (the sequence is assigned here). Blocks while credit is exhausted, up to
   // `timeout`. Unavailable when the stream is down or broke: the caller restarts from its cursor
   // once `generation()` changed.
-  absl::Status Send(reverser::v1::DeliveryMessage message, absl::Duration timeout = absl::Seconds(30));
+  absl::Status Send(reverser::v1::DeliveryMessage message,
+                    absl::Duration timeout = absl::Seconds(30));
 
   void Subscribe(const std::string& key, DeliverySubscriber* subscriber);
+  // Once it returns, `key`'s subscriber is not called again (an ack being handed to it is done).
   void Unsubscribe(const std::string& key);
 
   // Bumped on every (re)connect; a subscriber that sent on an older generation restarts.
@@ -84,12 +88,15 @@ class DeliveryClient {
   std::mutex mu_;
   std::condition_variable cv_;
   grpc::ClientContext* context_ = nullptr;  // the live stream's context (to cancel)
-  grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>*
-      stream_ = nullptr;
+  grpc::ClientReaderWriter<reverser::v1::DeliveryMessage, reverser::v1::DeliveryFeedback>* stream_ =
+      nullptr;
   uint64_t next_sequence_ = 1;
   uint64_t accepted_sequence_ = 0;
   std::map<std::string, DeliverySubscriber*> subscribers_;
   std::mutex write_mu_;  // one writer at a time on the stream
+  // Held while an ack is handed to its subscriber (taken before mu_; never while a subscriber
+  // holds a lock of its own that OnAck takes).
+  std::mutex dispatch_mu_;
 };
 
 }  // namespace reverser::splicer

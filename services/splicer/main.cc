@@ -1,27 +1,14 @@
-// The splicer service binary: per (GitTarget, type, scope) the splice of the Redis
-// materialization into a desired set, then live events, delivered to the gitworker and
-// acknowledged only once pushed.
-
-#include <fstream>
-#include <sstream>
+// The splicer service binary: flags only. What it runs: splicer_service.h (assembly),
+// splicer_grpc.h (admin calls), target_manager_actor.h (the one owner of the streams).
 
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "google/protobuf/util/json_util.h"
 #include "libs/catalogclient/catalog_flags.h"
 #include "libs/kube/access_review.h"
-#include "libs/catalogclient/stream_follower.h"
 #include "libs/redisstore/author_fact_store.h"
+#include "libs/redisstore/delivery_cursor_store.h"
 #include "libs/redisstore/redis_flags.h"
-#include "libs/runtime/admin_status.h"
-#include "libs/runtime/grpc_security.h"
-#include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
-#include "proto/reverser/v1/catalog.grpc.pb.h"
-#include "proto/reverser/v1/splicer.grpc.pb.h"
-#include "services/splicer/delivery_client.h"
-#include "services/splicer/target_manager.h"
+#include "services/splicer/splicer_service.h"
 
 ABSL_FLAG(std::string, targets_file, "",
           "Instead of the catalog: a JSON reverser.v1.TableUpdate with the targets to serve.");
@@ -55,54 +42,6 @@ ABSL_FLAG(int64_t, refusals_per_target, 1000,
 namespace reverser::splicer {
 namespace {
 
-class AdminService final : public runtime::AdminStatusService<reverser::v1::SplicerAdmin> {
- public:
-  AdminService(runtime::ServiceHost* host, TargetManager* manager)
-      : AdminStatusService(host), manager_(manager) {}
-
-  grpc::ServerUnaryReactor* ListStreams(grpc::CallbackServerContext* context,
-                                        const reverser::v1::ListStreamsRequest* request,
-                                        reverser::v1::ListStreamsResponse* response) override {
-    for (auto& summary : manager_->Summaries()) {
-      if (!request->target().uid().empty() && summary.target().uid() != request->target().uid()) {
-        continue;
-      }
-      *response->add_summaries() = std::move(summary);
-    }
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
-  // Asks the matching streams to splice again; they send their resyncs on their own threads.
-  grpc::ServerUnaryReactor* Resplice(grpc::CallbackServerContext* context,
-                                     const reverser::v1::RespliceRequest* request,
-                                     reverser::v1::RespliceResponse* response) override {
-    auto* reactor = context->DefaultReactor();
-    const auto& target = request->target();
-    if (target.uid().empty() && (target.namespace_().empty() || target.name().empty())) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "target needs a uid or a namespace and name"));
-      return reactor;
-    }
-    const bool has_claim =
-        request->has_claim() && !request->claim().type().gvr().resource().empty();
-    auto claims = manager_->Resplice(target, has_claim ? &request->claim() : nullptr);
-    if (!claims.ok()) {
-      reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(claims.status().code()),
-                                   std::string(claims.status().message())));
-      return reactor;
-    }
-    response->set_streams(static_cast<uint32_t>(claims->size()));
-    for (auto& claim : *claims) *response->add_claims() = std::move(claim);
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
- private:
-  TargetManager* manager_;
-};
-
 absl::Status ValidateCursorFlags(const SpliceStreamOptions& o) {
   if (o.cursor_ttl < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--delivery_cursor_ttl must be at least 1s");
@@ -119,153 +58,62 @@ absl::Status ValidateCursorFlags(const SpliceStreamOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<reverser::v1::TableUpdate> ReadTargetsFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read --targets_file ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  reverser::v1::TableUpdate update;
-  auto status = google::protobuf::util::JsonStringToMessage(ss.str(), &update);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--targets_file ", path, " is not a reverser.v1.TableUpdate: ", status.ToString()));
-  }
-  update.set_full(true);
-  return update;
-}
-
 class App final : public runtime::ServiceApp {
  public:
   absl::Status Setup(runtime::ServiceHost& host) override {
     auto settings = redisstore::RedisSettingsFromFlags();
     if (!settings.ok()) return settings.status();
-    const redisstore::RedisOptions& redis = settings->options;
-    const redisstore::KeyPrefix& prefix = settings->prefix;
     std::string targets_file = absl::GetFlag(FLAGS_targets_file);
     auto catalog_address = catalogclient::CatalogAddressOrStatic("targets_file", targets_file);
     if (!catalog_address.ok()) return catalog_address.status();
-    const std::string& catalog = *catalog_address;
     if (host.ReviewsOperators()) {
       auto reviewer =
           kube::NewAccessReviewer(absl::GetFlag(FLAGS_kubeconfig), "reverser-splicer/0.1");
       if (!reviewer.ok()) return reviewer.status();
       host.SetAdminReviewer(*reviewer);
     }
-    delivery_ =
-        std::make_unique<DeliveryClient>(absl::GetFlag(FLAGS_gitworker_address),
-                                         static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight)),
-                                         runtime::MeshChannelCredentials(host.options().grpc_security));
-    TargetManagerOptions options;
-    options.stream_defaults.redis = redis;
-    options.stream_defaults.prefix = prefix;
-    body_cipher_ = settings->body_cipher;
-    options.stream_defaults.body_cipher = body_cipher_.get();
-    options.stream_defaults.attribution = absl::GetFlag(FLAGS_attribution);
-    options.stream_defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
-    options.stream_defaults.cursor_ttl = absl::GetFlag(FLAGS_delivery_cursor_ttl);
-    options.stream_defaults.cursor_refresh = absl::GetFlag(FLAGS_delivery_cursor_refresh);
-    options.stream_defaults.reference_watch_cursors = absl::GetFlag(FLAGS_reference_watch_cursors);
-    if (absl::Status s = ValidateCursorFlags(options.stream_defaults); !s.ok()) return s;
-    if (absl::GetFlag(FLAGS_refusals_per_target) < 1) {
-      return absl::InvalidArgumentError("--refusals_per_target must be at least 1");
-    }
-    options.refusals.max_objects = static_cast<size_t>(absl::GetFlag(FLAGS_refusals_per_target));
-    manager_ = std::make_unique<TargetManager>(options, delivery_.get(), &host.metrics());
-    TargetManager* manager = manager_.get();
-    runtime::ServiceHost* h = &host;
-    DeliveryClient* delivery = delivery_.get();
-    delivery_->SetOnRefusal([manager](const reverser::v1::DeliveryFeedback& feedback) {
-      manager->OnRefusal(feedback);
-    });
-    delivery_->SetOnConnected([manager, h] {
-      h->SetComponent("gitworker", true, "delivery stream open", /*gating=*/false);
-      manager->SendConfigs();
-    });
-    // The gitworker connection is reported, not gated on: the splicer reconnects by itself.
-    host.SetComponent("gitworker", false, "connecting", /*gating=*/false);
-    host.SetComponent("tables", false, "waiting for watched-type tables");
-
+    SplicerServiceOptions options;
+    options.catalog_address = *catalog_address;
     if (!targets_file.empty()) {
       auto update = ReadTargetsFile(targets_file);
       if (!update.ok()) return update.status();
-      static_tables_ = std::move(*update);
-    } else {
-      catalog_stub_ = reverser::v1::Catalog::NewStub(
-          grpc::CreateChannel(catalog, runtime::MeshChannelCredentials(host.options().grpc_security)));
-      auto stub = catalog_stub_;
-      std::string subscriber = host.options().instance;
-      tables_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::TableUpdate>>(
-          "tables",
-          [stub, subscriber](grpc::ClientContext* context, uint64_t known_generation) {
-            reverser::v1::WatchTablesRequest request;
-            request.set_known_generation(known_generation);
-            request.set_subscriber(subscriber);
-            return stub->WatchTables(context, request);
-          },
-          [manager, h](const reverser::v1::TableUpdate& update) {
-            manager->Apply(update);
-            h->SetComponent("tables", true, absl::StrCat(manager->stream_count(), " stream(s)"));
-          });
+      options.static_tables = std::move(*update);
     }
-    (void)delivery;
-    admin_ = std::make_unique<AdminService>(&host, manager_.get());
-    host.AddGrpcService(admin_.get());
+    options.gitworker_address = absl::GetFlag(FLAGS_gitworker_address);
+    options.max_in_flight = static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight));
+    options.summary_interval = absl::GetFlag(FLAGS_summary_interval);
+    SpliceStreamOptions& defaults = options.manager.stream_defaults;
+    defaults.redis = settings->options;
+    defaults.prefix = settings->prefix;
+    options.body_cipher = settings->body_cipher;
+    defaults.body_cipher = options.body_cipher.get();
+    defaults.attribution = absl::GetFlag(FLAGS_attribution);
+    defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
+    defaults.cursor_ttl = absl::GetFlag(FLAGS_delivery_cursor_ttl);
+    defaults.cursor_refresh = absl::GetFlag(FLAGS_delivery_cursor_refresh);
+    defaults.reference_watch_cursors = absl::GetFlag(FLAGS_reference_watch_cursors);
+    if (absl::Status s = ValidateCursorFlags(defaults); !s.ok()) return s;
+    if (absl::GetFlag(FLAGS_refusals_per_target) < 1) {
+      return absl::InvalidArgumentError("--refusals_per_target must be at least 1");
+    }
+    options.manager.refusals.max_objects =
+        static_cast<size_t>(absl::GetFlag(FLAGS_refusals_per_target));
+    service_ = std::make_unique<SplicerService>(host, std::move(options));
+    service_->Register();
     return absl::OkStatus();
   }
 
-  absl::Status Run(runtime::ServiceHost& host) override {
-    delivery_->Start();
-    if (static_tables_) {
-      manager_->Apply(*static_tables_);
-      host.SetComponent("tables", true, absl::StrCat(manager_->stream_count(), " stream(s)"));
-    }
-    if (tables_) tables_->Start();
-    if (catalog_stub_) {
-      reporter_ = std::thread([this] { ReportSummaries(); });
-    }
+  absl::Status Run(runtime::ServiceHost& /*host*/) override {
+    service_->Start();
     return absl::OkStatus();
   }
 
   void Stop() override {
-    stopping_ = true;
-    if (reporter_.joinable()) reporter_.join();
-    if (tables_) tables_->Stop();
-    manager_->StopAll();
-    delivery_->Stop();
+    if (service_) service_->Stop();
   }
 
  private:
-  // Sends each target's readiness roll-up to the catalog when it changed.
-  void ReportSummaries() {
-    std::map<std::string, std::string> last;
-    while (!stopping_) {
-      for (const auto& summary : manager_->Summaries()) {
-        reverser::v1::StreamSummary comparable = summary;
-        comparable.clear_observed_time();
-        std::string fingerprint = comparable.SerializeAsString();
-        if (last[summary.target().uid()] == fingerprint) continue;
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-        reverser::v1::ReportStreamSummaryResponse response;
-        reverser::v1::StreamSummary out = summary;
-        out.mutable_observed_time()->set_seconds(absl::ToUnixSeconds(absl::Now()));
-        if (catalog_stub_->ReportStreamSummary(&context, out, &response).ok()) {
-          last[summary.target().uid()] = fingerprint;
-        }
-      }
-      absl::SleepFor(absl::GetFlag(FLAGS_summary_interval));
-    }
-  }
-
-  std::shared_ptr<const redisstore::BodyCipher> body_cipher_;
-  std::unique_ptr<DeliveryClient> delivery_;
-  std::unique_ptr<TargetManager> manager_;
-  std::shared_ptr<reverser::v1::Catalog::Stub> catalog_stub_;
-  std::unique_ptr<catalogclient::StreamFollower<reverser::v1::TableUpdate>> tables_;
-  std::optional<reverser::v1::TableUpdate> static_tables_;
-  std::unique_ptr<AdminService> admin_;
-  std::thread reporter_;
-  std::atomic<bool> stopping_{false};
+  std::unique_ptr<SplicerService> service_;
 };
 
 std::unique_ptr<runtime::ServiceApp> MakeApp() { return std::make_unique<App>(); }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "libs/core/proto_convert.h"
+#include "libs/core/status.h"
 #include "libs/redisstore/keys.h"
 #include "libs/runtime/log.h"
 #include "libs/sanitize/sanitize.h"
@@ -47,11 +48,23 @@ std::vector<core::WatchScope> ReferenceWatchScopes(const TargetScope& scope,
 }  // namespace
 
 SpliceStream::SpliceStream(SpliceStreamOptions options, DeliveryClient* delivery,
-                           runtime::MetricsRegistry* metrics)
+                           runtime::MetricsRegistry* metrics, MaterializationReader* reader)
     : options_(std::move(options)),
       key_(StreamKey(options_.target, options_.claim)),
       delivery_(delivery),
-      metrics_(metrics) {
+      metrics_(metrics),
+      reader_(reader) {
+  if (reader_ == nullptr) {
+    MaterializationReaderOptions o;
+    o.claim = options_.claim;
+    o.redis = options_.redis;
+    o.prefix = options_.prefix;
+    o.body_cipher = options_.body_cipher;
+    o.read_batch = options_.read_batch;
+    o.attribution = options_.attribution;
+    own_reader_ = std::make_unique<MaterializationReader>(std::move(o));
+    reader_ = own_reader_.get();
+  }
   const auto& gvr = options_.claim.type().gvr();
   labels_ = {{"gittarget_namespace", options_.target.namespace_()},
              {"gittarget_name", options_.target.name()},
@@ -116,12 +129,20 @@ void SpliceStream::NoteTooDeepInResync(const reverser::v1::ClusterSnapshot& snap
 
 void SpliceStream::Start() {
   delivery_->Subscribe(key_, this);
-  thread_ = std::thread([this] { Run(); });
+  started_ = true;
+  reader_->Add(this);
+}
+
+void SpliceStream::RequestStop() {
+  stopping_ = true;
+  if (started_) reader_->RequestRemove(this);
 }
 
 void SpliceStream::Stop() {
   stopping_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (!started_) return;
+  reader_->Remove(this);
+  started_ = false;
   delivery_->Unsubscribe(key_);
 }
 
@@ -165,21 +186,87 @@ void SpliceStream::SetState(reverser::v1::StreamState state, const std::string& 
                                     {"message", message}});
 }
 
-void SpliceStream::Run() {
-  absl::Duration backoff = absl::Milliseconds(100);
-  while (!Stopping()) {
-    absl::Status status = Session();
-    if (Stopping()) break;
-    if (!status.ok()) {
-      SetState(reverser::v1::STREAM_STATE_BLOCKED, "WatchError",
-               absl::StrCat("retrying: ", status.message()));
-      runtime::LogWarning("splice session ended", {{"stream", key_}, {"error", status.ToString()}});
-      absl::SleepFor(backoff);
-      backoff = std::min(backoff * 2, absl::Seconds(5));
-    } else {
-      backoff = absl::Milliseconds(100);
+void SpliceStream::Fail(const absl::Status& status) {
+  EndSession();
+  if (Stopping()) return;
+  SetState(reverser::v1::STREAM_STATE_BLOCKED, "WatchError",
+           absl::StrCat("retrying: ", status.message()));
+  runtime::LogWarning("splice session ended", {{"stream", key_}, {"error", status.ToString()}});
+  retry_at_ = absl::Now() + backoff_;
+  backoff_ = std::min(backoff_ * 2, absl::Seconds(5));
+}
+
+void SpliceStream::Attach(redisstore::RedisConnection* redis) {
+  facts_ = std::make_unique<redisstore::AuthorFactStore>(redis, options_.prefix);
+  cursors_ = std::make_unique<redisstore::DeliveryCursorStore>(redis, options_.prefix,
+                                                               options_.cursor_ttl);
+}
+
+bool SpliceStream::sensitive() const {
+  std::lock_guard lock(mu_);
+  return options_.scope.sensitive;
+}
+
+std::optional<core::StreamPosition> SpliceStream::TailPosition() const {
+  if (phase_ != Phase::kTailing || Stopping()) return std::nullopt;
+  return position_;
+}
+
+bool SpliceStream::AwaitingFacts() const {
+  return options_.attribution && std::any_of(pending_.begin(), pending_.end(),
+                                             [](const Pending& p) { return !p.resolved; });
+}
+
+absl::Duration SpliceStream::NextWake(absl::Time now) const {
+  if (retry_at_ > now) return retry_at_ - now;
+  if (phase_ == Phase::kTailing) return NextLookupIn(now);
+  if (phase_ == Phase::kIdle && !delivery_->connected()) return absl::Milliseconds(100);
+  return absl::Milliseconds(500);
+}
+
+void SpliceStream::Round(redisstore::MaterializationStore& store) {
+  if (Stopping() || !cursors_ || absl::Now() < retry_at_) return;
+  if (absl::Status s = Step(store); !s.ok()) Fail(s);
+}
+
+absl::Status SpliceStream::Step(redisstore::MaterializationStore& store) {
+  if (phase_ != Phase::kIdle &&
+      (restart_ || delivery_->generation() != generation_ || !delivery_->connected())) {
+    // Start over from the persisted cursor. A resplice whose resync was not sent yet is kept.
+    if (phase_ != Phase::kTailing && session_resplice_) resplice_requested_ = true;
+    EndSession();
+  }
+  if (phase_ == Phase::kIdle) {
+    if (!delivery_->connected()) return absl::OkStatus();  // NextWake looks again soon
+    RETURN_IF_ERROR(StartSession());
+  }
+  if (phase_ == Phase::kAwaiting) {
+    ASSIGN_OR_RETURN(bool ready, AwaitStep(store));
+    if (!ready) return absl::OkStatus();
+  }
+  if (phase_ == Phase::kResyncing) {
+    auto sent = SendResync(store, &position_, resync_reason_);
+    if (!sent.ok()) {
+      if (resync_is_resplice_) resplice_requested_ = true;  // not sent: the next session does it
+      return sent.status();
+    }
+    if (!*sent) return absl::OkStatus();  // waiting for a usable checkpoint
+    resync_is_resplice_ = false;
+    session_resplice_ = false;
+    phase_ = Phase::kTailing;
+    backoff_ = absl::Milliseconds(100);
+  }
+  if (phase_ == Phase::kTailing) {
+    AdvanceCursor();
+    if (absl::Status s = EmitReady(); !s.ok()) {
+      if (absl::IsUnavailable(s)) {
+        EndSession();
+        return absl::OkStatus();
+      }
+      return s;
     }
   }
+  return absl::OkStatus();
 }
 
 void SpliceStream::OnAck(const reverser::v1::DeliveryAck& ack) {
@@ -288,19 +375,6 @@ void SpliceStream::NoteUsableAgain() {
   waiting_.reset();
 }
 
-absl::StatusOr<redisstore::LineageTracker::Verdict> SpliceStream::AwaitMaterialization(
-    redisstore::MaterializationStore& store, uint64_t generation, const std::string& reason) {
-  while (true) {
-    if (Stopping() || restart_ || delivery_->generation() != generation) {
-      return absl::AbortedError("restart");
-    }
-    auto mark = store.ReadMark();
-    if (!mark.ok()) return mark.status();
-    redisstore::LineageTracker::Judgement judged = lineage_.Observe(*mark);
-    if (UsableOrWait(store, judged, reason)) return judged.verdict;
-  }
-}
-
 bool SpliceStream::UsableOrWait(redisstore::MaterializationStore& store,
                                 const redisstore::LineageTracker::Judgement& judged,
                                 const std::string& reason) {
@@ -317,7 +391,7 @@ bool SpliceStream::UsableOrWait(redisstore::MaterializationStore& store,
              "waiting for the materializer's first checkpoint");
     FollowMaterializationState(store);  // a forbidden list/watch never brings one
   }
-  absl::SleepFor(absl::Milliseconds(200));
+  retry_at_ = absl::Now() + absl::Milliseconds(200);
   return false;
 }
 
@@ -386,20 +460,17 @@ std::optional<core::StreamPosition> SpliceStream::UsableCursor(
   return remembered->position;
 }
 
-absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
-                                      core::StreamPosition* head, const std::string& reason) {
-  uint64_t generation = delivery_->generation();
+absl::StatusOr<bool> SpliceStream::SendResync(redisstore::MaterializationStore& store,
+                                              core::StreamPosition* head,
+                                              const std::string& reason) {
   SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, "splicing checkpoint and stream");
-  while (true) {
-    if (Stopping() || restart_ || delivery_->generation() != generation) {
-      return absl::AbortedError("restart");
-    }
+  {
     auto view = store.Load();
     if (!view.ok()) return view.status();
     // Only from a usable checkpoint at or past everything seen: a resync from a missing,
     // partial or older state would sweep the files of objects that still exist.
     // (No usable checkpoint in the view is never judged usable.)
-    if (!UsableOrWait(store, lineage_.Observe(view->mark), reason)) continue;
+    if (!UsableOrWait(store, lineage_.Observe(view->mark), reason)) return false;
     session_incarnation_ = view->mark.incarnation;
     TargetScope scope;
     {
@@ -447,7 +518,7 @@ absl::Status SpliceStream::SendResync(redisstore::MaterializationStore& store,
     SetState(
         reverser::v1::STREAM_STATE_STREAMING, "AllStreamsReady",
         absl::StrCat("resync of ", desired, " object(s) sent at ", head->ToString(), "; tailing"));
-    return absl::OkStatus();
+    return true;
   }
 }
 
@@ -572,23 +643,11 @@ absl::Status SpliceStream::EmitReady() {
   return absl::OkStatus();
 }
 
-absl::Status SpliceStream::Session() {
-  if (!delivery_->WaitConnected(absl::Seconds(1))) return absl::OkStatus();
-  uint64_t generation = delivery_->generation();
+absl::Status SpliceStream::StartSession() {
+  generation_ = delivery_->generation();
   restart_ = false;
-  const bool resplice = resplice_requested_.exchange(false);
-  if (!redis_) {
-    auto redis = redisstore::RedisConnection::Connect(options_.redis);
-    if (!redis.ok()) return redis.status();
-    redis_ = std::move(*redis);
-    facts_ = std::make_unique<redisstore::AuthorFactStore>(redis_.get(), options_.prefix);
-    cursors_ = std::make_unique<redisstore::DeliveryCursorStore>(redis_.get(), options_.prefix,
-                                                                 options_.cursor_ttl);
-  }
-  const auto gvr = core::FromProto(options_.claim.type().gvr());
-  const auto scope = core::FromProto(options_.claim.scope());
-  redisstore::MaterializationStore store(redis_.get(), options_.prefix, gvr, scope);
-  store.UseBodyCipher(options_.body_cipher, options_.scope.sensitive);
+  session_resplice_ = resplice_requested_.exchange(false);
+  resync_is_resplice_ = false;
   pending_.clear();
   dedup_.clear();
   if (options_.refusals != nullptr) options_.refusals->ResetStream(options_.target, options_.claim);
@@ -599,155 +658,161 @@ absl::Status SpliceStream::Session() {
     cursor_ = core::StreamPosition();
     cursor_dirty_ = false;
   }
+  const auto gvr = core::FromProto(options_.claim.type().gvr());
+  const auto scope = core::FromProto(options_.claim.scope());
   auto cursor = cursors_->ReadCursor(options_.target.uid(), gvr, scope);
-  if (!cursor.ok()) return cursor.status();
+  if (!cursor.ok()) {
+    if (session_resplice_) resplice_requested_ = true;
+    return cursor.status();
+  }
+  session_cursor_ = std::move(*cursor);
+  phase_ = Phase::kAwaiting;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SpliceStream::AwaitStep(redisstore::MaterializationStore& store) {
+  const std::string reason = session_cursor_.has_value() ? "ResumeReplay" : "InitialReplay";
   // The materialization first: nothing is delivered from one that is missing or was lost.
-  auto verdict = AwaitMaterialization(store, generation,
-                                      cursor->has_value() ? "ResumeReplay" : "InitialReplay");
-  if (absl::IsAborted(verdict.status())) return absl::OkStatus();
-  if (!verdict.ok()) return verdict.status();
+  auto mark = store.ReadMark();
+  if (!mark.ok()) {
+    if (session_resplice_) resplice_requested_ = true;
+    return mark.status();
+  }
+  if (!UsableOrWait(store, lineage_.Observe(*mark), reason)) return false;
   session_incarnation_ = lineage_.incarnation();
   // A cursor of this lineage (persisted, or what this process acked); none after a rebuild.
-  std::optional<core::StreamPosition> resume = UsableCursor(*cursor);
-  core::StreamPosition position;
+  std::optional<core::StreamPosition> resume = UsableCursor(session_cursor_);
+  position_ = core::StreamPosition();
   if (resume) {
     // Also before a resplice: the resync's ack then only moves the cursor forward (max).
-    position = *resume;
+    position_ = *resume;
     std::lock_guard lock(mu_);
-    cursor_ = position;
-    status_.cursor = position.ToString();
+    cursor_ = position_;
+    status_.cursor = position_.ToString();
   }
-  if (!resume || resplice) {
-    if (resplice) runtime::LogInfo("resplice requested", {{"stream", key_}});
-    if (!resume && cursor->has_value()) {
+  if (!resume || session_resplice_) {
+    if (session_resplice_) runtime::LogInfo("resplice requested", {{"stream", key_}});
+    if (!resume && session_cursor_.has_value()) {
       runtime::LogInfo("the delivery cursor belongs to another incarnation; splicing again",
                        {{"stream", key_},
-                        {"cursor", (*cursor)->position.ToString()},
-                        {"cursor_incarnation", (*cursor)->incarnation},
+                        {"cursor", session_cursor_->position.ToString()},
+                        {"cursor_incarnation", session_cursor_->incarnation},
                         {"incarnation", session_incarnation_}});
     }
-    absl::Status s =
-        SendResync(store, &position, cursor->has_value() ? "ResumeReplay" : "InitialReplay");
-    if (!s.ok() && resplice) resplice_requested_ = true;  // not sent: the next session does it
-    if (absl::IsAborted(s)) return absl::OkStatus();
-    if (!s.ok()) return s;
+    resync_reason_ = reason;
+    resync_is_resplice_ = session_resplice_;
+    phase_ = Phase::kResyncing;
   } else {
     SetState(reverser::v1::STREAM_STATE_STREAMING, "ResumedFromCursor",
-             absl::StrCat("tailing after the delivery cursor ", position.ToString()));
+             absl::StrCat("tailing after the delivery cursor ", position_.ToString()));
     SplicerMetrics(metrics_).CursorResumed(options_.target);
+    phase_ = Phase::kTailing;
+    backoff_ = absl::Milliseconds(100);
   }
+  return true;
+}
 
-  // Facts of this type wake the read below, so a waiting event is attributed as soon as its
-  // fact lands rather than at its next lookup.
-  const std::string group_resource = redisstore::GroupResourceSegment(
-      options_.claim.type().gvr().group(), options_.claim.type().gvr().resource());
-  redisstore::MaterializationStore::WakeSignal fact_signal;
-  fact_signal.key = redisstore::AuthorFactSignalKey(options_.prefix, group_resource);
-  if (options_.attribution) {
-    auto latest = facts_->LatestSignal(group_resource);
-    if (!latest.ok()) return latest.status();
-    fact_signal.last_id = *latest;
+void SpliceStream::OnBatch(redisstore::MaterializationStore& store,
+                           const redisstore::StreamBatch& batch, bool facts_fired) {
+  if (Stopping() || phase_ != Phase::kTailing) return;
+  if (absl::Status s = HandleBatch(store, batch, facts_fired); !s.ok()) Fail(s);
+}
+
+absl::Status SpliceStream::HandleBatch(redisstore::MaterializationStore& store,
+                                       const redisstore::StreamBatch& batch, bool facts_fired) {
+  if (restart_ || delivery_->generation() != generation_ || !delivery_->connected()) {
+    EndSession();  // start over from the persisted cursor
+    return absl::OkStatus();
   }
-
-  while (!Stopping()) {
-    if (restart_ || delivery_->generation() != generation || !delivery_->connected()) {
-      return absl::OkStatus();  // start over from the persisted cursor
-    }
-    AdvanceCursor();
-    absl::Duration block = NextLookupIn(absl::Now());
-    bool awaiting_facts =
-        options_.attribution &&
-        std::any_of(pending_.begin(), pending_.end(), [](const Pending& p) { return !p.resolved; });
-    auto batch = store.WaitAfter(position, options_.read_batch, block,
-                                 awaiting_facts ? &fact_signal : nullptr);
-    if (!batch.ok()) return batch.status();
-    // What still arrives is delivered; the stream is not live while its materialization is not.
-    FollowMaterializationState(store);
-    if (fact_signal.fired) {
-      fact_signal.fired = false;
-      auto latest = facts_->LatestSignal(group_resource);
-      if (!latest.ok()) return latest.status();
-      fact_signal.last_id = *latest;
-      absl::Time now = absl::Now();
-      for (Pending& pending : pending_) pending.next_lookup = now;  // look again right away
-    }
-    // Judged on every read: what the entries come from must still be the lineage tailed.
-    redisstore::LineageTracker::Judgement judged = lineage_.Observe(batch->mark);
-    if (judged.verdict == redisstore::LineageTracker::Verdict::kLost) {
-      NoteLoss(*judged.loss);
-      return absl::OkStatus();  // the next session waits for the rebuild
-    }
-    if (judged.verdict == redisstore::LineageTracker::Verdict::kRenewed) {
-      runtime::LogInfo("materialization rebuilt (a new incarnation); splicing again",
-                       {{"stream", key_}, {"incarnation", lineage_.incarnation()}});
-      return absl::OkStatus();  // the next session splices: the cursor is of the old one
-    }
-    if (batch->behind_checkpoint) {
-      // The stream was trimmed past what we delivered: splice again.
-      runtime::LogInfo("stream trimmed past the cursor; splicing again", {{"stream", key_}});
-      SetState(reverser::v1::STREAM_STATE_REPLAYING, "ExpiredResourceVersion",
-               absl::StrCat("stream trimmed past ", position.ToString()));
-      absl::Status s = SendResync(store, &position, "ResumeReplay");
-      if (absl::IsAborted(s)) return absl::OkStatus();
-      if (!s.ok()) return s;
-      continue;
-    }
-    TargetScope target_scope;
+  // What still arrives is delivered; the stream is not live while its materialization is not.
+  FollowMaterializationState(store);
+  if (facts_fired) {
+    absl::Time now = absl::Now();
+    for (Pending& pending : pending_) pending.next_lookup = now;  // look again right away
+  }
+  // Judged on every read: what the entries come from must still be the lineage tailed.
+  redisstore::LineageTracker::Judgement judged = lineage_.Observe(batch.mark);
+  if (judged.verdict == redisstore::LineageTracker::Verdict::kLost) {
+    NoteLoss(*judged.loss);
+    EndSession();  // the next session waits for the rebuild
+    return absl::OkStatus();
+  }
+  if (judged.verdict == redisstore::LineageTracker::Verdict::kRenewed) {
+    runtime::LogInfo("materialization rebuilt (a new incarnation); splicing again",
+                     {{"stream", key_}, {"incarnation", lineage_.incarnation()}});
+    EndSession();  // the next session splices: the cursor is of the old one
+    return absl::OkStatus();
+  }
+  if (batch.behind_checkpoint) {
+    // The stream was trimmed past what we delivered: splice again.
+    runtime::LogInfo("stream trimmed past the cursor; splicing again", {{"stream", key_}});
+    SetState(reverser::v1::STREAM_STATE_REPLAYING, "ExpiredResourceVersion",
+             absl::StrCat("stream trimmed past ", position_.ToString()));
+    resync_reason_ = "ResumeReplay";
+    resync_is_resplice_ = false;
+    phase_ = Phase::kResyncing;
+    return Step(store);
+  }
+  TargetScope target_scope;
+  {
+    std::lock_guard lock(mu_);
+    target_scope = options_.scope;
+  }
+  absl::Time now = absl::Now();
+  for (const auto& entry : batch.entries) {
+    // The read serves every follower from its own position: only what lies after this one's.
+    if (entry.position <= position_) continue;
     {
       std::lock_guard lock(mu_);
-      target_scope = options_.scope;
+      tracked_[entry.position] = false;
     }
-    absl::Time now = absl::Now();
-    for (const auto& entry : batch->entries) {
-      {
-        std::lock_guard lock(mu_);
-        tracked_[entry.position] = false;
-      }
-      Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_,
-                                       options_.claim.type().gvk().kind());
-      if (derived.skipped == SkipReason::kTooDeep) {
-        NoteTooDeep(entry.namespace_, entry.name, entry.uid, entry.position);
-      } else if (derived.event) {
-        too_deep_logged_.erase(entry.Identity());  // deliverable again: a new refusal logs
-      }
-      if (!derived.event) {
-        metrics_
-            ->GetCounter("reverser_splicer_entries_skipped_total",
-                         "Stream entries that needed no event.",
-                         [&] {
-                           runtime::Labels l = labels_;
-                           l.emplace_back("reason", SkipReasonName(derived.skipped));
-                           return l;
-                         }())
-            .Increment();
-        MarkDone(entry.position);
-        continue;
-      }
-      Pending pending{entry.position,
-                      std::move(*derived.event),
-                      entry.resource_version,
-                      now,
-                      now,
-                      std::nullopt,
-                      false,
-                      now,
-                      options_.attribution_first_poll};
-      // Authors are looked up in EmitReady, all due ones together (with no grace: all of them,
-      // each once), not between the derivations here.
-      pending_.push_back(std::move(pending));
+    Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_,
+                                     options_.claim.type().gvk().kind());
+    if (derived.skipped == SkipReason::kTooDeep) {
+      NoteTooDeep(entry.namespace_, entry.name, entry.uid, entry.position);
+    } else if (derived.event) {
+      too_deep_logged_.erase(entry.Identity());  // deliverable again: a new refusal logs
     }
-    if (batch->entries.empty() && pending_.empty()) {
-      std::lock_guard lock(mu_);
-      if (tracked_.empty() && cursor_ < batch->last_scanned) {
-        cursor_ = batch->last_scanned;  // only malformed entries were skipped
-        cursor_dirty_ = true;
-      }
+    if (!derived.event) {
+      metrics_
+          ->GetCounter("reverser_splicer_entries_skipped_total",
+                       "Stream entries that needed no event.",
+                       [&] {
+                         runtime::Labels l = labels_;
+                         l.emplace_back("reason", SkipReasonName(derived.skipped));
+                         return l;
+                       }())
+          .Increment();
+      MarkDone(entry.position);
+      continue;
     }
-    position = batch->last_scanned;
-    if (absl::Status s = EmitReady(); !s.ok()) {
-      if (absl::IsUnavailable(s)) return absl::OkStatus();
-      return s;
+    Pending pending{entry.position,
+                    std::move(*derived.event),
+                    entry.resource_version,
+                    now,
+                    now,
+                    std::nullopt,
+                    false,
+                    now,
+                    options_.attribution_first_poll};
+    // Authors are looked up in EmitReady, all due ones together (with no grace: all of them,
+    // each once), not between the derivations here.
+    pending_.push_back(std::move(pending));
+  }
+  if (batch.entries.empty() && pending_.empty()) {
+    std::lock_guard lock(mu_);
+    if (tracked_.empty() && cursor_ < batch.last_scanned) {
+      cursor_ = batch.last_scanned;  // only malformed entries were skipped
+      cursor_dirty_ = true;
     }
+  }
+  position_ = std::max(position_, batch.last_scanned);
+  if (absl::Status s = EmitReady(); !s.ok()) {
+    if (absl::IsUnavailable(s)) {
+      EndSession();
+      return absl::OkStatus();
+    }
+    return s;
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
 #pragma once
 
-// One (GitTarget, type, scope) delivery, on its own thread:
+// One (GitTarget, type, scope) delivery, driven by the reader of its materialization
+// (materialization_reader.h: one thread and one Redis connection per materialization, shared by
+// every target that follows it). Never blocks the reader but to send (gitworker credit):
 //   1. Read the delivery cursor (the last position pushed to Git for this target). None, or the
 //      stream was trimmed past it → splice (checkpoint + tail → ClusterSnapshot) and send it as
 //      a resync. No checkpoint yet → wait (fail closed: no resync, no sweep).
@@ -45,7 +47,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "libs/core/stream_position.h"
 #include "libs/redisstore/author_fact_store.h"
@@ -53,6 +54,7 @@
 #include "libs/redisstore/materialization_store.h"
 #include "libs/runtime/metrics.h"
 #include "services/splicer/delivery_client.h"
+#include "services/splicer/materialization_reader.h"
 #include "services/splicer/refusal_book.h"
 #include "services/splicer/splice.h"
 
@@ -108,17 +110,21 @@ inline constexpr absl::string_view kRedisStateLostReason = "RedisStateLost";
 
 class SpliceStream : public DeliverySubscriber {
  public:
+  // `reader`: the reader of the stream's materialization (not owned; it outlives the stream).
+  // Null: the stream has a reader of its own.
   SpliceStream(SpliceStreamOptions options, DeliveryClient* delivery,
-               runtime::MetricsRegistry* metrics);
+               runtime::MetricsRegistry* metrics, MaterializationReader* reader = nullptr);
   ~SpliceStream() override;
 
   void Start();
+  // Asks the reader to let the stream go, without waiting (Stop() then returns sooner).
+  void RequestStop();
   void Stop();
   // New scope (namespaces/operations changed): restart from the cursor with a fresh splice.
   // The same scope again changes nothing.
   void UpdateScope(const TargetScope& scope);
-  // Splices again and sends a fresh resync, then goes on tailing (asynchronous: the stream
-  // thread does it at its next round; a request survives a broken gitworker stream).
+  // Splices again and sends a fresh resync, then goes on tailing (asynchronous: the reader
+  // does it at its next round; a request survives a broken gitworker stream).
   void Resplice();
 
   void OnAck(const reverser::v1::DeliveryAck& ack) override;
@@ -126,6 +132,26 @@ class SpliceStream : public DeliverySubscriber {
   std::string key() const { return key_; }
   const reverser::v1::GitTargetRef& target() const { return options_.target; }
   const reverser::v1::Claim& claim() const { return options_.claim; }
+
+ private:
+  friend class MaterializationReader;
+  // What the reader calls, on its thread.
+  //   Attach: the reader's connection (cursor and fact lookups use it).
+  //   Round: everything but the shared read (session start, waiting for a usable
+  //     materialization, resync, events whose author resolved, cursor persistence).
+  //   TailPosition: where the stream reads from while it tails, else nullopt.
+  //   NextWake: how soon the stream has work due (bounds the reader's wait).
+  //   OnBatch: the entries after TailPosition(); `facts_fired`: an author fact of the type came.
+  //   Fail: a Redis failure of the reader: the session ends and is retried after a backoff.
+  void Attach(redisstore::RedisConnection* redis);
+  void Round(redisstore::MaterializationStore& store);
+  std::optional<core::StreamPosition> TailPosition() const;
+  absl::Duration NextWake(absl::Time now) const;
+  bool AwaitingFacts() const;
+  bool sensitive() const;
+  void OnBatch(redisstore::MaterializationStore& store, const redisstore::StreamBatch& batch,
+               bool facts_fired);
+  void Fail(const absl::Status& status);
 
  private:
   struct Pending {
@@ -140,24 +166,29 @@ class SpliceStream : public DeliverySubscriber {
     absl::Duration lookup_interval;  // doubles after each miss, up to attribution_poll
   };
 
-  void Run();
-  // One pass from the persisted cursor until the delivery generation changes or stop.
-  absl::Status Session();
-  // `reason`: the Replaying reason shown while splicing (InitialReplay or ResumeReplay). Waits
-  // while the materialization has no usable checkpoint or was lost; drops the pending events
-  // the resync covers.
-  absl::Status SendResync(redisstore::MaterializationStore& store, core::StreamPosition* head,
-                          const std::string& reason);
-  // Until the materialization is usable (its first checkpoint, or rebuilt after a loss): the
-  // verdict (kSame or kRenewed). Aborted when the session must start over.
-  absl::StatusOr<redisstore::LineageTracker::Verdict> AwaitMaterialization(
-      redisstore::MaterializationStore& store, uint64_t generation, const std::string& reason);
+  // Where a session is: started (cursor read) and waiting for a usable materialization, sending
+  // a resync, or tailing. kIdle: a new session starts (from the persisted cursor) at the next
+  // round.
+  enum class Phase { kIdle, kAwaiting, kResyncing, kTailing };
+  absl::Status Step(redisstore::MaterializationStore& store);
+  absl::Status StartSession();
+  // True once the session knows where it goes on from (a resync to send, or tailing).
+  absl::StatusOr<bool> AwaitStep(redisstore::MaterializationStore& store);
+  absl::Status HandleBatch(redisstore::MaterializationStore& store,
+                           const redisstore::StreamBatch& batch, bool facts_fired);
+  void EndSession() { phase_ = Phase::kIdle; }
+  // `reason`: the Replaying reason shown while splicing (InitialReplay or ResumeReplay). False
+  // while the materialization has no usable checkpoint or was lost (tried again at a later
+  // round); drops the pending events the resync covers.
+  absl::StatusOr<bool> SendResync(redisstore::MaterializationStore& store,
+                                  core::StreamPosition* head, const std::string& reason);
   // Where to tail from given the persisted cursor, or nullopt: splice. Puts back (and counts) a
   // cursor that vanished or went backwards in Redis while the lineage is the same.
   std::optional<core::StreamPosition> UsableCursor(
       const std::optional<redisstore::DeliveryCursor>& persisted);
   // True for a usable materialization (kSame, kRenewed); otherwise says why it waits (a loss,
-  // a blocked materialization, or no first checkpoint), pauses a poll interval and returns false.
+  // a blocked materialization, or no first checkpoint), retries after a poll interval and
+  // returns false.
   bool UsableOrWait(redisstore::MaterializationStore& store,
                     const redisstore::LineageTracker::Judgement& judged, const std::string& reason);
   // Reads the materialization's state record (at most every materialization_state_poll): while
@@ -193,24 +224,33 @@ class SpliceStream : public DeliverySubscriber {
   DeliveryClient* delivery_;
   runtime::MetricsRegistry* metrics_;
   runtime::Labels labels_;
-  std::thread thread_;
+  MaterializationReader* reader_;
+  std::unique_ptr<MaterializationReader> own_reader_;  // when no reader was given
+  bool started_ = false;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> restart_{false};
   std::atomic<bool> resplice_requested_{false};
 
-  // Session state (stream thread), with `tracked_`/`sent_order_` shared with OnAck under mu_.
-  std::unique_ptr<redisstore::RedisConnection> redis_;
+  // Session state (reader thread), with `tracked_`/`sent_order_` shared with OnAck under mu_.
+  Phase phase_ = Phase::kIdle;
+  uint64_t generation_ = 0;  // the delivery generation the session sends on
+  bool session_resplice_ = false;
+  std::optional<redisstore::DeliveryCursor> session_cursor_;  // persisted at session start
+  std::string resync_reason_;
+  bool resync_is_resplice_ = false;
+  core::StreamPosition position_;  // read position while tailing
+  absl::Time retry_at_ = absl::InfinitePast();
+  absl::Duration backoff_ = absl::Milliseconds(100);
   std::unique_ptr<redisstore::AuthorFactStore> facts_;
   std::unique_ptr<redisstore::DeliveryCursorStore> cursors_;
   DedupCache dedup_;
   std::deque<Pending> pending_;
-  uint64_t session_generation_ = 0;
   // What this stream has seen of the materialization, across sessions.
   redisstore::LineageTracker lineage_;
   std::string session_incarnation_;               // the lineage the session delivers from
   std::optional<redisstore::StateLoss> waiting_;  // a loss being waited out (counted once)
   absl::Time next_cursor_refresh_ = absl::InfinitePast();
-  std::set<std::string> too_deep_logged_;  // identities whose refusal is logged (stream thread)
+  std::set<std::string> too_deep_logged_;  // identities whose refusal is logged (reader thread)
   absl::Time next_state_check_ = absl::InfinitePast();
 
   mutable std::mutex mu_;

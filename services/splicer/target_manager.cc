@@ -200,6 +200,10 @@ void TargetManager::Reconcile() {
       }
     }
   }
+  // All leaving streams are let go at once, so their readers' next rounds drop them together.
+  for (auto& [key, stream] : streams_) {
+    if (!wanted.count(key)) stream->RequestStop();
+  }
   for (auto it = streams_.begin(); it != streams_.end();) {
     if (wanted.count(it->first)) {
       ++it;
@@ -216,17 +220,40 @@ void TargetManager::Reconcile() {
       continue;
     }
     runtime::LogInfo("splice stream started", {{"stream", key}});
-    auto stream = std::make_unique<SpliceStream>(std::move(o), delivery_, metrics_);
+    MaterializationReader* reader = ReaderFor(o.claim, o);
+    auto stream = std::make_unique<SpliceStream>(std::move(o), delivery_, metrics_, reader);
     stream->Start();
     streams_.emplace(key, std::move(stream));
+  }
+  // A materialization no target follows any more needs no reader.
+  for (auto it = readers_.begin(); it != readers_.end();) {
+    it = it->second->size() == 0 ? readers_.erase(it) : std::next(it);
   }
   SplicerMetrics(metrics_).Streams(streams_.size());
 }
 
+MaterializationReader* TargetManager::ReaderFor(const reverser::v1::Claim& claim,
+                                                const SpliceStreamOptions& o) {
+  auto& reader = readers_[MaterializationKey(claim)];
+  if (!reader) {
+    MaterializationReaderOptions ro;
+    ro.claim = claim;
+    ro.redis = o.redis;
+    ro.prefix = o.prefix;
+    ro.body_cipher = o.body_cipher;
+    ro.read_batch = o.read_batch;
+    ro.attribution = o.attribution;
+    reader = std::make_unique<MaterializationReader>(std::move(ro));
+  }
+  return reader.get();
+}
+
 void TargetManager::StopAll() {
   std::lock_guard lock(mu_);
+  for (auto& [key, stream] : streams_) stream->RequestStop();
   for (auto& [key, stream] : streams_) stream->Stop();
   streams_.clear();
+  readers_.clear();
 }
 
 size_t TargetManager::stream_count() const {

@@ -61,6 +61,8 @@ class TargetManager {
 
  private:
   void Reconcile();  // holds mu_
+  // The reader of `claim`'s materialization, started on first use (holds mu_).
+  MaterializationReader* ReaderFor(const reverser::v1::Claim& claim, const SpliceStreamOptions& o);
   // Deletes the cursors of removed targets (after Reconcile stopped their streams).
   void DeleteRemovedCursors();
 
@@ -70,6 +72,9 @@ class TargetManager {
   runtime::MetricsRegistry* metrics_;
   mutable std::mutex mu_;
   std::map<std::string, reverser::v1::WatchedTypeTable> tables_;  // by target uid
+  // One reader per materialization (by MaterializationKey), shared by the streams that follow
+  // it; declared before streams_ so that the streams go first.
+  std::map<std::string, std::unique_ptr<MaterializationReader>> readers_;
   std::map<std::string, std::unique_ptr<SpliceStream>> streams_;  // by StreamKey
   // Removed targets whose cursors are still to be deleted, by uid.
   std::map<std::string, reverser::v1::GitTargetRef> cursors_to_delete_;

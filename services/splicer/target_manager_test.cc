@@ -212,8 +212,8 @@ TEST_F(TargetManagerTest, OneTargetsChangesRestartNoStreamOfAnother) {
     reverser::v1::StreamSummary summary = SummaryOf(uid);
     return summary.streams_size() == 1 ? summary.streams(0).reason() : std::string("<none>");
   };
-  ASSERT_TRUE(testing::WaitFor([&] { return reason_of("tb") == "ResumedFromCursor"; },
-                               absl::Seconds(10)))
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return reason_of("tb") == "ResumedFromCursor"; }, absl::Seconds(10)))
       << reason_of("tb");
   reverser::v1::TableUpdate removal;
   removal.set_generation(4);
@@ -237,6 +237,78 @@ TEST_F(TargetManagerTest, OneTargetsChangesRestartNoStreamOfAnother) {
       },
       absl::Seconds(10)));
   EXPECT_EQ(resyncs_of("ta"), 1);
+  EXPECT_EQ(reason_of("ta"), "AllStreamsReady") << "ta's stream never restarted";
+}
+
+// Targets of one materialization share its reader yet each receives exactly its own events, in
+// stream order: one tailing since before the changes, one that joined later (its resync covers
+// what came before), one that follows creates only.
+TEST_F(TargetManagerTest, TargetsOfOneMaterializationEachReceiveExactlyTheirEvents) {
+  redisstore::MaterializationStore store(conn_.get(), redisstore::KeyPrefix::Default(),
+                                         {"", "v1", "configmaps"},
+                                         core::WatchScope::Namespace("team"));
+  auto names_of = [&](const std::string& uid) {
+    std::vector<std::string> names;
+    core::StreamPosition last;
+    for (const auto& event : peer_.Events()) {
+      if (event.target().uid() != uid) continue;
+      core::StreamPosition position = core::FromProto(event.position());
+      if (position <= last) names.push_back("<out of order>");
+      last = position;
+      names.push_back(event.object().ref().name() + ":" +
+                      reverser::v1::Operation_Name(event.operation()));
+    }
+    return names;
+  };
+  auto reason_of = [&](const std::string& uid) {
+    reverser::v1::StreamSummary summary = SummaryOf(uid);
+    return summary.streams_size() == 1 ? summary.streams(0).reason() : std::string("<none>");
+  };
+  manager_->Apply(Full(1, {"ta"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("ta"); }, absl::Seconds(10)));
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "b", "1", 6, redisstore::ChangeOp::kAdded))
+          .ok());
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "a", "2", 7, redisstore::ChangeOp::kModified))
+          .ok());
+  ASSERT_TRUE(testing::WaitFor([&] { return names_of("ta").size() >= 2; }, absl::Seconds(10)));
+
+  reverser::v1::TableUpdate joined = Full(2, {"ta", "tb"});
+  reverser::v1::WatchedTypeTable tc = testutil::ConfigMapTable("tc", "team");
+  auto& ops = (*tc.mutable_types(0)->mutable_namespaces())["team"];
+  ops.set_all(false);
+  ops.add_operations(reverser::v1::OPERATION_CREATE);
+  *joined.add_upserted() = tc;
+  manager_->Apply(joined);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return reason_of("tb") == "AllStreamsReady" && reason_of("tc") == "AllStreamsReady"; },
+      absl::Seconds(10)));
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "c", "1", 8, redisstore::ChangeOp::kAdded))
+          .ok());
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "a", "3", 9, redisstore::ChangeOp::kModified))
+          .ok());
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "b", "1", 10, redisstore::ChangeOp::kDeleted))
+          .ok());
+  ASSERT_TRUE(
+      store.Append(testutil::ConfigMapEntry("team", "d", "1", 11, redisstore::ChangeOp::kAdded))
+          .ok());
+  // Each stream delivers in order: once every target has d, everything before it has come.
+  auto has_d = [&](const std::string& uid) {
+    auto names = names_of(uid);
+    return !names.empty() && names.back() == "d:OPERATION_CREATE";
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return has_d("ta") && has_d("tb") && has_d("tc"); },
+                               absl::Seconds(10)));
+  EXPECT_EQ(names_of("ta"), (std::vector<std::string>{"b:OPERATION_CREATE", "a:OPERATION_UPDATE",
+                                                      "c:OPERATION_CREATE", "a:OPERATION_UPDATE",
+                                                      "b:OPERATION_DELETE", "d:OPERATION_CREATE"}));
+  EXPECT_EQ(names_of("tb"), (std::vector<std::string>{"c:OPERATION_CREATE", "a:OPERATION_UPDATE",
+                                                      "b:OPERATION_DELETE", "d:OPERATION_CREATE"}));
+  EXPECT_EQ(names_of("tc"), (std::vector<std::string>{"c:OPERATION_CREATE", "d:OPERATION_CREATE"}));
   EXPECT_EQ(reason_of("ta"), "AllStreamsReady") << "ta's stream never restarted";
 }
 
