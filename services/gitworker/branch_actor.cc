@@ -124,7 +124,7 @@ BranchRegistry::BranchRegistry(caf::actor_system& system, BranchRegistryOptions 
 
 BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   const BranchKey key = BranchKey::Of(settings);
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   targets_[settings.TargetKey()] = key;
   target_paths_[settings.TargetKey()] = settings.path;
   if (auto it = branches_.find(key); it != branches_.end()) return it->second;
@@ -154,7 +154,7 @@ BranchActor BranchRegistry::Get(const TargetSettings& settings) {
 }
 
 std::optional<BranchActor> BranchRegistry::ForTarget(const std::string& target_key) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto target = targets_.find(target_key);
   if (target == targets_.end()) return std::nullopt;
   auto branch = branches_.find(target->second);
@@ -163,21 +163,21 @@ std::optional<BranchActor> BranchRegistry::ForTarget(const std::string& target_k
 }
 
 std::optional<BranchKey> BranchRegistry::KeyForTarget(const std::string& target_key) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto target = targets_.find(target_key);
   if (target == targets_.end()) return std::nullopt;
   return target->second;
 }
 
 std::vector<BranchActor> BranchRegistry::All() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<BranchActor> out;
   for (const auto& [key, actor] : branches_) out.push_back(actor);
   return out;
 }
 
 std::vector<std::string> BranchRegistry::PathsOn(const BranchKey& key) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::set<std::string> paths;
   for (const auto& [target, branch] : targets_) {
     if (branch != key) continue;
@@ -191,7 +191,7 @@ std::vector<std::string> BranchRegistry::PathsOn(const BranchKey& key) const {
 void BranchRegistry::StopAll(absl::Duration timeout) {
   std::vector<BranchActor> actors;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [key, actor] : branches_) actors.push_back(actor);
     branches_.clear();
   }

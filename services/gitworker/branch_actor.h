@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "libs/core/clock.h"
 #include "libs/git/credentials.h"
@@ -70,10 +72,11 @@ class BranchRegistry {
  private:
   caf::actor_system& system_;
   BranchRegistryOptions options_;
-  mutable std::mutex mu_;
-  std::map<BranchKey, BranchActor> branches_;
-  std::map<std::string, BranchKey> targets_;
-  std::map<std::string, std::string> target_paths_;  // target key → its normalized path
+  mutable absl::Mutex mu_;
+  std::map<BranchKey, BranchActor> branches_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, BranchKey> targets_ ABSL_GUARDED_BY(mu_);
+  // Target key → its normalized path.
+  std::map<std::string, std::string> target_paths_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace reverser::gitworker

@@ -13,7 +13,7 @@ std::string TargetRefKey(const reverser::v1::GitTargetRef& target) {
 }
 
 void TargetConfigBook::Apply(const reverser::v1::TableUpdate& update) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::set<std::string> listed;
   for (const reverser::v1::WatchedTypeTable& table : update.upserted()) {
     if (!table.has_config()) continue;
@@ -33,7 +33,7 @@ void TargetConfigBook::Apply(const reverser::v1::TableUpdate& update) {
 }
 
 void TargetConfigBook::Put(const reverser::v1::GitTargetConfig& config) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   PutLocked(config);
 }
 
@@ -50,7 +50,7 @@ void TargetConfigBook::PutLocked(const reverser::v1::GitTargetConfig& config) {
 }
 
 void TargetConfigBook::Remove(const std::string& key) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   RemoveLocked(key);
 }
 
@@ -62,14 +62,14 @@ void TargetConfigBook::RemoveLocked(const std::string& key) {
 }
 
 std::optional<reverser::v1::GitTargetConfig> TargetConfigBook::Get(const std::string& key) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = configs_.find(key);
   if (it == configs_.end()) return std::nullopt;
   return it->second;
 }
 
 uint64_t TargetConfigBook::Subscribe(const std::string& key, Listener listener) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   if (auto it = configs_.find(key); it != configs_.end()) listener(&it->second);
   subscriptions_.emplace(id, Subscription{key, std::move(listener)});
@@ -77,12 +77,12 @@ uint64_t TargetConfigBook::Subscribe(const std::string& key, Listener listener) 
 }
 
 void TargetConfigBook::Unsubscribe(uint64_t id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   subscriptions_.erase(id);
 }
 
 size_t TargetConfigBook::size() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return configs_.size();
 }
 

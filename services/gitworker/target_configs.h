@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/reverser/v1/catalog.pb.h"
 
 namespace reverser::gitworker {
@@ -44,17 +46,17 @@ class TargetConfigBook {
   size_t size() const;
 
  private:
-  void PutLocked(const reverser::v1::GitTargetConfig& config);
-  void RemoveLocked(const std::string& key);
+  void PutLocked(const reverser::v1::GitTargetConfig& config) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, reverser::v1::GitTargetConfig> configs_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, reverser::v1::GitTargetConfig> configs_ ABSL_GUARDED_BY(mu_);
   struct Subscription {
     std::string key;
     Listener listener;
   };
-  std::map<uint64_t, Subscription> subscriptions_;
-  uint64_t next_id_ = 1;
+  std::map<uint64_t, Subscription> subscriptions_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace reverser::gitworker

@@ -85,7 +85,7 @@ absl::StatusOr<AuditStreamWriter::LastKnown> AuditStreamWriter::FindLastKnown(
 
 absl::Status AuditStreamWriter::Append(
     const std::vector<const audit::AuditEvent*>& accepted_events) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!redis_) {
     ASSIGN_OR_RETURN(redis_, redisstore::RedisConnection::Connect(options_));
   }
@@ -99,6 +99,7 @@ absl::Status AuditStreamWriter::Append(
   };
   std::map<ClaimKey, Pending> pending;
   auto flush = [&]() -> absl::Status {
+    mu_.AssertHeld();  // called only below, under the lock
     for (auto& [target, batch] : pending) {
       redisstore::MaterializationStore store = StoreFor(target, claims);
       ASSIGN_OR_RETURN(std::vector<redisstore::AppendResult> results,

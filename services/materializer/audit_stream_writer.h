@@ -17,6 +17,8 @@
 #include <mutex>
 #include <optional>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/redisstore/keys.h"
 #include "libs/redisstore/materialization_store.h"
 #include "libs/redisstore/redis_connection.h"
@@ -42,18 +44,21 @@ class AuditStreamWriter final : public StreamSink {
     std::optional<std::string> body;
   };
   absl::StatusOr<LastKnown> FindLastKnown(redisstore::MaterializationStore& store,
-                                          const std::string& identity);
+                                          const std::string& identity)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Count(const core::GroupVersionResource& gvr, absl::string_view outcome);
   redisstore::MaterializationStore StoreFor(const ClaimKey& claim,
-                                            const ClaimRegistry::Reader& claims);
+                                            const ClaimRegistry::Reader& claims)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   redisstore::RedisOptions options_;
   redisstore::KeyPrefix prefix_;
   ClaimRegistry* claims_;
   runtime::MetricsRegistry* metrics_;
   const redisstore::BodyCipher* body_cipher_;
-  std::mutex mu_;
-  std::unique_ptr<redisstore::RedisConnection> redis_;  // connected lazily, guarded by mu_
+  absl::Mutex mu_;
+  // Connected lazily.
+  std::unique_ptr<redisstore::RedisConnection> redis_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace reverser::materializer

@@ -11,7 +11,7 @@ RedisFactSink::RedisFactSink(redisstore::RedisOptions options, redisstore::KeyPr
 
 absl::StatusOr<std::unique_ptr<redisstore::RedisConnection>> RedisFactSink::Borrow() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!idle_.empty()) {
       std::unique_ptr<redisstore::RedisConnection> connection = std::move(idle_.back());
       idle_.pop_back();
@@ -22,7 +22,7 @@ absl::StatusOr<std::unique_ptr<redisstore::RedisConnection>> RedisFactSink::Borr
 }
 
 void RedisFactSink::Return(std::unique_ptr<redisstore::RedisConnection> connection) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (idle_.size() < max_idle_) idle_.push_back(std::move(connection));
 }
 

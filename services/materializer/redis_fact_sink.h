@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/redisstore/author_fact_store.h"
 #include "services/materializer/audit_webhook.h"
 
@@ -30,8 +32,8 @@ class RedisFactSink final : public FactSink {
   redisstore::KeyPrefix prefix_;
   absl::Duration fact_ttl_;
   size_t max_idle_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<redisstore::RedisConnection>> idle_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<redisstore::RedisConnection>> idle_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace reverser::materializer

@@ -38,7 +38,7 @@ reverser::v1::Refusal Sample(const reverser::v1::Refusal& refusal) {
 
 void RefusalBook::OnRefusal(const reverser::v1::Refusal& refusal) {
   if (refusal.target().uid().empty()) return;  // nothing to report it on
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   Target& target = targets_[refusal.target().uid()];
   if (!refusal.file().empty()) {
     auto same = [&](const reverser::v1::Refusal& r) { return r.file() == refusal.file(); };
@@ -63,14 +63,14 @@ void RefusalBook::OnRefusal(const reverser::v1::Refusal& refusal) {
 
 void RefusalBook::OnRefusedFiles(const reverser::v1::RefusedFiles& files) {
   if (files.target().uid().empty()) return;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   Target& target = targets_[files.target().uid()];
   target.files.assign(files.refusals().begin(), files.refusals().end());
 }
 
 void RefusalBook::OnResyncSent(const reverser::v1::GitTargetRef& target,
                                const reverser::v1::Claim& claim, core::StreamPosition head) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!targets_.count(target.uid())) return;  // nothing refused: nothing to settle
   checks_[StreamKey(target, claim)].push_back({head, "", ++clock_});
 }
@@ -78,7 +78,7 @@ void RefusalBook::OnResyncSent(const reverser::v1::GitTargetRef& target,
 void RefusalBook::OnEventSent(const reverser::v1::GitTargetRef& target,
                               const reverser::v1::Claim& claim, core::StreamPosition position,
                               const reverser::v1::ObjectBody& object) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = targets_.find(target.uid());
   if (it == targets_.end()) return;
   const std::string stream = StreamKey(target, claim);
@@ -116,7 +116,7 @@ void RefusalBook::Settle(Target& target, const std::string& stream, const Check&
 void RefusalBook::OnAck(const reverser::v1::DeliveryAck& ack) {
   const core::StreamPosition position = core::FromProto(ack.position());
   const std::string stream = StreamKey(ack.target(), ack.claim());
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto checks = checks_.find(stream);
   if (checks == checks_.end()) return;
   auto target = targets_.find(ack.target().uid());
@@ -133,12 +133,12 @@ void RefusalBook::OnAck(const reverser::v1::DeliveryAck& ack) {
 
 void RefusalBook::ResetStream(const reverser::v1::GitTargetRef& target,
                               const reverser::v1::Claim& claim) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   checks_.erase(StreamKey(target, claim));
 }
 
 void RefusalBook::ForgetTarget(const std::string& target_uid) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   targets_.erase(target_uid);
   const std::string prefix = absl::StrCat(target_uid, "|");
   for (auto it = checks_.begin(); it != checks_.end();) {
@@ -147,7 +147,7 @@ void RefusalBook::ForgetTarget(const std::string& target_uid) {
 }
 
 void RefusalBook::Fill(reverser::v1::StreamSummary* summary) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   summary->clear_refusals();
   summary->set_refused_objects(0);
   summary->set_refused_files(0);

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/stream_position.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "proto/reverser/v1/gitworker.pb.h"
@@ -78,10 +80,10 @@ class RefusalBook {
   void Settle(Target& target, const std::string& stream, const Check& check);
 
   const RefusalBookOptions options_;
-  mutable std::mutex mu_;
-  uint64_t clock_ = 0;                               // orders receipts and sends
-  std::map<std::string, Target> targets_;            // by target uid
-  std::map<std::string, std::deque<Check>> checks_;  // by StreamKey
+  mutable absl::Mutex mu_;
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;                    // orders receipts and sends
+  std::map<std::string, Target> targets_ ABSL_GUARDED_BY(mu_);  // by target uid
+  std::map<std::string, std::deque<Check>> checks_ ABSL_GUARDED_BY(mu_);  // by StreamKey
 };
 
 }  // namespace reverser::splicer
