@@ -21,6 +21,11 @@ using Feedback = reverser::v1::DeliveryFeedback;
 
 class DeliverReactor;
 
+// One splice stream's lane in the ack bookkeeping.
+std::string AckKey(const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim) {
+  return absl::StrCat(target.namespace_(), "/", target.name(), "|", ClaimKey(claim));
+}
+
 // What a sink shares with its stream: the lock over the reactor's feedback state, and the
 // reactor itself until the stream is done.
 struct StreamShared {
@@ -75,8 +80,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   }
 
   void AckLocked(const reverser::v1::DeliveryAck& ack) {
-    const std::string key = absl::StrCat(ack.target().namespace_(), "/", ack.target().name(), "|",
-                                         ClaimKey(ack.claim()));
+    const std::string key = AckKey(ack.target(), ack.claim());
     const core::StreamPosition position = core::FromProto(ack.position());
     auto it = acked_.find(key);
     if (it != acked_.end() && it->second >= position) return;
@@ -233,6 +237,9 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
         }
         auto item = std::make_shared<WorkItem>();
         if (resync) {
+          // A resync starts the splicer's session over: its ack must reach the splicer even
+          // when an earlier session already saw that position acked.
+          acked_.erase(AckKey(target, message.resync().claim()));
           item->kind = WorkItem::Kind::kResync;
           item->resync = message.resync();
         } else {

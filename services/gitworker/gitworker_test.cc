@@ -190,6 +190,30 @@ TEST_F(GitWorkerServiceTest, ResyncAndEventsArePushedThenAckedAndRedeliveryIsIde
   EXPECT_EQ(branches.branches(0).pending_writes(), 0u);
 }
 
+// A splicer that starts its session over on the same stream re-sends the resync at the same
+// head; it waits for that resync's ack, so the ack comes again although the position is acked.
+TEST_F(GitWorkerServiceTest, AResyncResentOnTheSameStreamIsAckedAgain) {
+  StartService();
+  auto config = Config(remote_, 0);
+  DeliveryClient client(service_->grpc_target());
+  client.SendConfig(config);
+  auto snapshot =
+      Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 100);
+  auto acks_at_100 = [&] {
+    int n = 0;
+    for (const auto& f : client.Feedback()) n += f.has_ack() && f.ack().position().rv() == 100;
+    return n;
+  };
+  client.SendResync(snapshot);
+  ASSERT_TRUE(testing::WaitFor([&] { return acks_at_100() == 1; }, absl::Seconds(30)))
+      << service_->Logs();
+  const size_t commits = Subjects().size();
+  client.SendResync(snapshot);
+  ASSERT_TRUE(testing::WaitFor([&] { return acks_at_100() == 2; }, absl::Seconds(30)))
+      << service_->Logs();
+  EXPECT_EQ(Subjects().size(), commits) << "the second resync changes nothing";
+}
+
 // Several GitTargets may share a branch: ListBranches names all their paths ("/" for the root).
 TEST_F(GitWorkerServiceTest, ListBranchesNamesThePathsOfTheTargetsOnEachBranch) {
   StartService();

@@ -51,8 +51,8 @@ void DeliveryClient::Unsubscribe(const std::string& key) {
 bool DeliveryClient::WaitConnected(absl::Duration timeout) {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] {
-    return connected_.load() || stopping_.load();
-  }) && connected_.load();
+    return ready_.load() || stopping_.load();
+  }) && ready_.load();
 }
 
 absl::Status DeliveryClient::Send(reverser::v1::DeliveryMessage message, absl::Duration timeout) {
@@ -128,11 +128,16 @@ void DeliveryClient::Run() {
     // Configs first, before any subscriber learns of the new generation.
     if (on_connected_) on_connected_();
     generation_++;
+    {
+      std::lock_guard lock(mu_);
+      ready_ = true;
+    }
     cv_.notify_all();
     runtime::LogInfo("delivering to gitworker", {{"gitworker", address_}});
     Reader(stream.get());
     {
       std::lock_guard lock(mu_);
+      ready_ = false;
       connected_ = false;
       stream_ = nullptr;
       context_ = nullptr;

@@ -66,7 +66,10 @@ class DeliveryClient {
 
   // Bumped on every (re)connect; a subscriber that sent on an older generation restarts.
   uint64_t generation() const { return generation_.load(); }
-  bool connected() const { return connected_.load(); }
+  // True once a stream is up, its configs are re-sent and its generation is published: only
+  // then may subscribers send (a session started earlier would carry the old generation and
+  // could reach the gitworker before the target config).
+  bool connected() const { return ready_.load(); }
   // Waits until connected (or timeout/stop).
   bool WaitConnected(absl::Duration timeout);
 
@@ -82,7 +85,8 @@ class DeliveryClient {
   std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> connected_{false};
+  std::atomic<bool> connected_{false};  // the stream is open (on_connected may send)
+  std::atomic<bool> ready_{false};      // and subscribers may send: see connected()
   std::atomic<uint64_t> generation_{0};
 
   std::mutex mu_;

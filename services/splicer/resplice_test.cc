@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "libs/core/proto_convert.h"
@@ -232,6 +234,24 @@ TEST_F(RespliceTest, ARefusedObjectIsReportedUntilAResyncNoLongerRefusesIt) {
   ASSERT_TRUE(manager_->Resplice(by_uid, nullptr).ok());
   ASSERT_TRUE(testing::WaitFor([&] { return !refused().has_value(); }, absl::Seconds(20)))
       << manager_->Summaries()[0].DebugString();
+}
+
+// A stream that started its session while the configs were being re-sent would carry the old
+// generation (and so start over at once) and could reach the gitworker before its target config.
+TEST_F(RespliceTest, StreamsMaySendOnlyOnceTheConfigsAreResentAndTheGenerationIsNew) {
+  DeliveryClient client(gitworker_->grpc_target(), 100, grpc::InsecureChannelCredentials());
+  std::atomic<bool> connected_while_configs_sent{true};
+  std::atomic<uint64_t> generation_while_configs_sent{99};
+  client.SetOnConnected([&] {
+    connected_while_configs_sent = client.connected();
+    generation_while_configs_sent = client.generation();
+  });
+  client.Start();
+  ASSERT_TRUE(client.WaitConnected(absl::Seconds(20)));
+  EXPECT_FALSE(connected_while_configs_sent.load());
+  EXPECT_EQ(generation_while_configs_sent.load(), 0u);
+  EXPECT_EQ(client.generation(), 1u);
+  client.Stop();
 }
 
 TEST_F(RespliceTest, UnknownTargetOrTypeIsNotFoundAndNamesWhatExists) {
