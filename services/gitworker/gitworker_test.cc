@@ -197,8 +197,7 @@ TEST_F(GitWorkerServiceTest, AResyncResentOnTheSameStreamIsAckedAgain) {
   auto config = Config(remote_, 0);
   DeliveryClient client(service_->grpc_target());
   client.SendConfig(config);
-  auto snapshot =
-      Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 100);
+  auto snapshot = Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 100);
   auto acks_at_100 = [&] {
     int n = 0;
     for (const auto& f : client.Feedback()) n += f.has_ack() && f.ack().position().rv() == 100;
