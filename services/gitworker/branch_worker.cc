@@ -90,8 +90,8 @@ void BranchWorker::Add(WorkItem item) {
   std::vector<Coverage> covers = item.covers;
   RefusedSubject subject;  // the event's object (its identity only), or the resync as a whole
   const bool resync = item.kind == WorkItem::Kind::kResync;
-  const reverser::v1::GitTargetRef target = item.settings ? item.settings->target
-                                                          : reverser::v1::GitTargetRef();
+  const reverser::v1::GitTargetRef target =
+      item.settings ? item.settings->target : reverser::v1::GitTargetRef();
   if (item.kind == WorkItem::Kind::kEvent) {
     subject.object = item.event.object().ref();
     subject.kind = item.event.object().gvk().kind();
@@ -618,6 +618,7 @@ void BranchWorker::PushIfDue(bool force) {
         options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
     runtime::LogWarning("push cycle failed; local commits kept",
                         {{"branch", options_.key.ToString()}, {"error", error}});
+    GitWorkerMetrics(options_.metrics).PushCycleFailed(BranchLabels());
     CountPendingResyncFailures();
   };
   auto count = [&](const char* operation) {

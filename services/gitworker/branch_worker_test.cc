@@ -605,6 +605,15 @@ TEST_F(BranchWorkerTest, TransientPushFailureKeepsLocalCommitsForTheNextCycle) {
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
   EXPECT_FALSE(worker->Status().last_error().empty());
   EXPECT_EQ(worker->Status().pending_writes(), 1u);
+  auto failures = [&] {
+    for (absl::string_view line : absl::StrSplit(metrics_.RenderText(), '\n')) {
+      if (absl::StartsWith(line, "reverser_gitworker_push_failures_total{")) {
+        return std::string(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return std::string("absent");
+  };
+  EXPECT_EQ(failures(), "1");
   ASSERT_TRUE(worker->NextPushAt().has_value());
   EXPECT_GE(*worker->NextPushAt(), clock_.Now() + absl::Seconds(1)) << "backs off";
   ASSERT_EQ(std::rename(away.c_str(), remote_.c_str()), 0);
@@ -612,6 +621,7 @@ TEST_F(BranchWorkerTest, TransientPushFailureKeepsLocalCommitsForTheNextCycle) {
   worker->PushIfDue();
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
   EXPECT_TRUE(worker->Status().last_error().empty());
+  EXPECT_EQ(failures(), "1") << "a cycle that succeeds is not counted";
   EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/b.yaml"));
 }
 

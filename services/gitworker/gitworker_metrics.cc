@@ -42,6 +42,13 @@ void GitWorkerMetrics::GitOperation(absl::string_view operation) {
         {{"operation", std::string(operation)}});
 }
 
+void GitWorkerMetrics::PushCycleFailed(const runtime::Labels& branch) {
+  Count("reverser_gitworker_push_failures_total",
+        "Commit-and-push cycles of a branch that failed (fetch, commit or push; local commits "
+        "are kept and the cycle is retried after the backoff).",
+        branch);
+}
+
 void GitWorkerMetrics::EncryptionAttempted() {
   Count("gitopsreverser_secret_encryption_attempts_total",
         "Sensitive objects SOPS-encrypted (no cached file could be reused).");

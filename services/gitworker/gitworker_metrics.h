@@ -26,6 +26,9 @@ class GitWorkerMetrics {
   void EventsCommitted(size_t events);
   // One libgit2 operation (fetch, push, commit): reverser_gitworker_git_operations_total.
   void GitOperation(absl::string_view operation);
+  // A commit-and-push cycle of a branch that failed (local commits kept, retried after the
+  // backoff): reverser_gitworker_push_failures_total{provider_namespace,provider_name,branch}.
+  void PushCycleFailed(const runtime::Labels& branch);
 
   // gitopsreverser_secret_encryption_*_total: an encryption attempted (the cache had no file for
   // the object) and how it ended; a file reused from the cache counts as a cache hit and, as in
