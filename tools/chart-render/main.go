@@ -288,9 +288,11 @@ func parseSet(expr string, asString bool) (map[string]interface{}, error) {
 	return out, nil
 }
 
+// splitEscaped splits at sep outside {...} lists, keeping escapes for unescape.
 func splitEscaped(s string, sep byte) []string {
 	var parts []string
 	var cur strings.Builder
+	depth := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) {
 			cur.WriteByte(s[i])
@@ -298,7 +300,13 @@ func splitEscaped(s string, sep byte) []string {
 			i++
 			continue
 		}
-		if s[i] == sep {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if s[i] == sep && depth == 0 {
 			parts = append(parts, cur.String())
 			cur.Reset()
 			continue
