@@ -25,6 +25,27 @@ refused "- catalog.replicas: Invalid type" --set-string catalog.replicas=two
 refused "- redis.address: String length" --set redis.embedded=false
 refused "- rbac.watchTypes.selected: Array must have at least 1 items" --set rbac.watchTypes.mode=selected
 refused "- quickstart.gitProvider.url: String length" --set quickstart.enabled=true
+# Every level with named properties refuses others (free-form maps name none).
+if ! python3 - "$chart/values.schema.json" <<'PY'
+import json, sys
+open_levels = []
+def walk(schema, path):
+    if not isinstance(schema, dict):
+        return
+    if "properties" in schema and schema.get("additionalProperties") is not False:
+        open_levels.append(path or "(root)")
+    for key, sub in schema.get("properties", {}).items():
+        walk(sub, f"{path}.{key}" if path else key)
+    walk(schema.get("items"), path + "[]")
+walk(json.load(open(sys.argv[1])), "")
+if open_levels:
+    print("FAIL: values.schema.json levels without additionalProperties false: " + ", ".join(open_levels))
+    sys.exit(1)
+print("ok: every level of values.schema.json refuses unknown keys")
+PY
+then
+  status=1
+fi
 for values in deploy/helm/testdata/*.values.yaml deploy/helm/install.values.yaml; do
   [[ $(basename "$values") == typo.values.yaml ]] && continue
   if ! "$renderer" --fake-secrets -f "$values" "$chart" >/dev/null 2>"$TEST_TMPDIR/err"; then
