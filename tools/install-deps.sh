@@ -10,6 +10,9 @@ packages=(
   libgit2-dev libhiredis-dev libabsl-dev libgtest-dev libgmock-dev
   libcpp-httplib-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev libssl-dev libre2-dev
   redis-server python3-kubernetes python3-yaml age openssh-server openssh-client
+  # tools/chart-render (renders deploy/helm/reverser without helm): Go and its libraries.
+  golang-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v3-dev
+  golang-github-xeipuuv-gojsonschema-dev
   # Fuzzing (tools/fuzz.sh): clang with the libFuzzer, ASan and UBSan runtimes
   # (libclang-rt-14-dev), libFuzzer itself (libfuzzer-14-dev) and llvm-symbolizer (llvm-14).
   clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14

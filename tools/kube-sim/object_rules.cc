@@ -230,6 +230,25 @@ Json ApplyDefaults(const ResourceType& type, Json o) {
     if (spec.contains("template") && spec["template"].is_object()) {
       DefaultContainers(spec["template"]["spec"]);
     }
+  } else if (p == "statefulsets") {
+    Json& spec = o["spec"];
+    if (!spec.is_object()) spec = Json::object();
+    if (!spec.contains("replicas")) spec["replicas"] = 1;
+    if (!spec.contains("podManagementPolicy")) spec["podManagementPolicy"] = "OrderedReady";
+    if (!spec.contains("updateStrategy") || !spec["updateStrategy"].is_object() ||
+        !spec["updateStrategy"].contains("type")) {
+      spec["updateStrategy"] = {{"type", "RollingUpdate"}, {"rollingUpdate", {{"partition", 0}}}};
+    }
+    if (!spec.contains("revisionHistoryLimit")) spec["revisionHistoryLimit"] = 10;
+    if (!spec.contains("persistentVolumeClaimRetentionPolicy")) {
+      spec["persistentVolumeClaimRetentionPolicy"] = {{"whenDeleted", "Retain"},
+                                                      {"whenScaled", "Retain"}};
+    }
+    if (spec.contains("template") && spec["template"].is_object()) {
+      DefaultContainers(spec["template"]["spec"]);
+    }
+  } else if (p == "poddisruptionbudgets") {
+    // No defaults beyond metadata.
   } else if (p == "pods") {
     DefaultContainers(o["spec"]);
     if (!o.contains("status")) o["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};

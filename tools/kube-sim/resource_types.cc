@@ -56,6 +56,10 @@ std::vector<ResourceType> BuiltinTypes() {
   deploy.subresources = {{"scale", "autoscaling", "v1", "Scale", kSubVerbs}, Status()};
   deploy.tracks_generation = true;
   v.push_back(deploy);
+  auto sts = Builtin("apps", "statefulsets", "statefulset", "StatefulSet", true, {"sts"}, {"all"});
+  sts.subresources = {{"scale", "autoscaling", "v1", "Scale", kSubVerbs}, Status()};
+  sts.tracks_generation = true;
+  v.push_back(sts);
   // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, create only.
   auto review = [](std::string group, std::string plural, std::string singular, std::string kind) {
     ResourceType t =
@@ -67,6 +71,12 @@ std::vector<ResourceType> BuiltinTypes() {
   v.push_back(review("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"));
   v.push_back(review("authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview",
                      "SubjectAccessReview"));
+  // policy/v1
+  auto pdb = Builtin("policy", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
+                     true, {"pdb"});
+  pdb.subresources = {Status()};
+  pdb.tracks_generation = true;
+  v.push_back(pdb);
   // rbac.authorization.k8s.io/v1
   const std::string rbac = "rbac.authorization.k8s.io";
   v.push_back(
@@ -111,6 +121,7 @@ TypeRegistry::TypeRegistry() {
   builtin_group_order_ = {"apps",
                           "authentication.k8s.io",
                           "authorization.k8s.io",
+                          "policy",
                           "rbac.authorization.k8s.io",
                           "apiextensions.k8s.io",
                           "coordination.k8s.io"};

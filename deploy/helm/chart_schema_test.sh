@@ -1,0 +1,55 @@
+#!/bin/bash
+# values.schema.json refuses typos and wrong values, naming the field; every example passes.
+set -euo pipefail
+renderer="$TEST_TMPDIR/chart-render"
+bash tools/chart-render/build.sh "$renderer"
+chart=deploy/helm/reverser
+status=0
+refused() {  # what the error must name, renderer args...
+  local want=$1; shift
+  if "$renderer" "$@" "$chart" >/dev/null 2>"$TEST_TMPDIR/err"; then
+    echo "FAIL: $* was accepted"; status=1; return
+  fi
+  if ! grep -qF -- "$want" "$TEST_TMPDIR/err"; then
+    echo "FAIL: $* was refused without naming $want:"; cat "$TEST_TMPDIR/err"; status=1; return
+  fi
+  echo "ok: $* refused: $(grep -F -- "$want" "$TEST_TMPDIR/err")"
+}
+refused "- rbac.watchTypes.mdoe: unknown field" -f deploy/helm/testdata/typo.values.yaml
+refused "- atribution: unknown field" --set atribution.enabled=false
+refused "- redis.server.persistence.sise: unknown field" --set redis.server.persistence.sise=1Gi
+refused "- auditService.type: auditService.type must be one of" --set auditService.type=Ingress
+refused "- rbac.watchTypes.mode: rbac.watchTypes.mode must be one of" --set rbac.watchTypes.mode=some
+refused "- attribution.grace: Does not match pattern" --set attribution.grace=3sec
+refused "- catalog.replicas: Invalid type" --set-string catalog.replicas=two
+refused "- redis.address: String length" --set redis.embedded=false
+refused "- rbac.watchTypes.selected: Array must have at least 1 items" --set rbac.watchTypes.mode=selected
+refused "- quickstart.gitProvider.url: String length" --set quickstart.enabled=true
+# Every level with named properties refuses others (free-form maps name none).
+if ! python3 - "$chart/values.schema.json" <<'PY'
+import json, sys
+open_levels = []
+def walk(schema, path):
+    if not isinstance(schema, dict):
+        return
+    if "properties" in schema and schema.get("additionalProperties") is not False:
+        open_levels.append(path or "(root)")
+    for key, sub in schema.get("properties", {}).items():
+        walk(sub, f"{path}.{key}" if path else key)
+    walk(schema.get("items"), path + "[]")
+walk(json.load(open(sys.argv[1])), "")
+if open_levels:
+    print("FAIL: values.schema.json levels without additionalProperties false: " + ", ".join(open_levels))
+    sys.exit(1)
+print("ok: every level of values.schema.json refuses unknown keys")
+PY
+then
+  status=1
+fi
+for values in deploy/helm/testdata/*.values.yaml deploy/helm/install.values.yaml; do
+  [[ $(basename "$values") == typo.values.yaml ]] && continue
+  if ! "$renderer" --fake-secrets -f "$values" "$chart" >/dev/null 2>"$TEST_TMPDIR/err"; then
+    echo "FAIL: $values is refused:"; cat "$TEST_TMPDIR/err"; status=1
+  fi
+done
+exit $status

@@ -1,0 +1,45 @@
+{{/* Each service's own flags (after reverser.commonArgs); every flag is one of its --help. */}}
+{{- define "reverser.args.catalog" -}}
+- --discovery_refresh_period={{ .Values.catalog.discoveryRefreshPeriod }}
+{{- with .Values.additionalSensitiveResources }}
+- --additional_sensitive_resources={{ join "," . }}
+{{- end }}
+{{- end -}}
+
+{{- define "reverser.args.materializer" -}}
+- --catalog_address={{ include "reverser.grpcAddress" (dict "root" . "component" "catalog") }}
+- --intake={{ .Values.materializer.intake }}
+- --compact_after_entries={{ .Values.materializer.compactAfterEntries | int64 }}
+- --use_watch_list={{ .Values.materializer.useWatchList }}
+- --author_fact_ttl={{ .Values.attribution.ttl }}
+{{ include "reverser.redisArgs" . }}
+{{- if .Values.servers.audit.enabled }}
+- --audit_webhook=true
+- --audit_port={{ .Values.servers.audit.port }}
+- --audit_tls_cert=/etc/reverser/audit/tls.crt
+- --audit_tls_key=/etc/reverser/audit/tls.key
+- --audit_client_ca=/etc/reverser/audit/ca.crt
+- --audit_client_names={{ join "," .Values.servers.audit.clientNames }}
+- --audit_max_body_bytes={{ .Values.servers.audit.maxRequestBodyBytes | int64 }}
+- --audit_max_event_bytes={{ .Values.servers.audit.maxEventBytes | int64 }}
+{{- else }}
+- --audit_webhook=false
+{{- end }}
+{{- end -}}
+
+{{- define "reverser.args.splicer" -}}
+- --catalog_address={{ include "reverser.grpcAddress" (dict "root" . "component" "catalog") }}
+- --gitworker_address={{ include "reverser.grpcAddress" (dict "root" . "component" "gitworker") }}
+- --attribution={{ .Values.attribution.enabled }}
+- --attribution_grace={{ .Values.attribution.grace }}
+- --max_in_flight={{ .Values.splicer.maxInFlight | int64 }}
+{{ include "reverser.redisArgs" . }}
+{{- end -}}
+
+{{- define "reverser.args.gitworker" -}}
+- --catalog_address={{ include "reverser.grpcAddress" (dict "root" . "component" "catalog") }}
+- --target_config_source=catalog
+- --secrets_source=api
+- --work_dir={{ .Values.gitworker.workDir }}
+- --push_cooldown={{ .Values.gitworker.pushCooldown }}
+{{- end -}}
