@@ -172,6 +172,9 @@ for name in "${images[@]}"; do
     'BEGIN { printf "build.sh: %-12s %-38s %s %6.1f MB %5.1f s%s\n", n, r, id, size / 1e6, now - start, repro }' >&2
 done
 
+# Earlier builds' images that lost their tag to these: only this private store is pruned.
+podman image prune -f >/dev/null 2>&1 || true
+
 # ---- export and push -----------------------------------------------------------------------
 if [ -n "$export_archives" ] && [ $failed -eq 0 ]; then
   mkdir -p "$out"
