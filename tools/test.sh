@@ -36,17 +36,17 @@ bash tools/thread_safety.sh --junit "$tsa_xml" 2>&1 | tee /tmp/reverser-thread-s
   grep -E '^thread-safety: ' || true
 
 # Container images (deploy/image): built from this build's (fastbuild) binaries, each built twice
-# to prove the same inputs give the same image ID, exported as OCI archives; then each image is
-# smoke-tested (read-only, nobody, no capabilities: /healthz, /readyz, gRPC health, redis-cli
-# PING). One result per image and step, counted in the closing line (a missing image fails its
-# smoke test too).
+# to prove the same inputs give the same image ID, and exported as OCI archives; the archives are
+# then loaded into a fresh store (same IDs) and each image is smoke-tested (read-only, nobody, no
+# capabilities: /healthz, /readyz, gRPC health, redis-cli PING). One result per image and step,
+# counted in the closing line (an image that did not build fails its smoke test too).
 image_build_xml=/tmp/reverser-image-build.xml
 image_smoke_xml=/tmp/reverser-image-smoke.xml
 rm -f "$image_build_xml" "$image_smoke_xml"
 rm -rf /tmp/reverser-images
 { bash deploy/image/build.sh --compilation_mode fastbuild --check-reproducible --out /tmp/reverser-images \
     --junit "$image_build_xml"
-  bash deploy/image/smoke_test.sh --junit "$image_smoke_xml"; } 2>&1 | tee /tmp/reverser-image.log |
+  bash deploy/image/smoke_test.sh --archives /tmp/reverser-images --junit "$image_smoke_xml"; } 2>&1 | tee /tmp/reverser-image.log |
   grep -E '^(build.sh|image-smoke): ' || true
 
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \

@@ -6,8 +6,8 @@
 # Usage: deploy/image/build.sh [options] [image...]
 #   --compilation_mode M  Bazel's compilation mode for the binaries: opt (default), fastbuild, dbg
 #   --out DIR             where the OCI archives go (default deploy/image/out, gitignored):
-#                         DIR/reverser-<name>-<version>.oci.tar, plus DIR/images.txt (name, tag,
-#                         image ID, size)
+#                         DIR/reverser-<name>-<version>.oci.tar (byte-for-byte reproducible),
+#                         plus DIR/images.txt (reference, image ID, size in bytes)
 #   --no-export           build into the private store only, write no archives
 #   --push REGISTRY       also copy each image to docker://REGISTRY/reverser-<name>:<version>
 #   --dest-tls-verify B   passed to `skopeo copy` when pushing (true|false; default skopeo's: true)
@@ -185,6 +185,7 @@ if [ -n "$export_archives" ] && [ $failed -eq 0 ]; then
     rm -f "$file"
     skopeo copy -q "containers-storage:$ref" "oci-archive:$file:$ref" ||
       { echo "build.sh: exporting $ref failed" >&2; failed=1; continue; }
+    python3 "$root/deploy/image/normalize_tar.py" "$file"
     printf '%s %s %s\n' "$ref" "${id_of[$name]}" "$(podman image inspect --format '{{.Size}}' "$ref")" >>"$out/images.txt.new"
   done
   mv -f "$out/images.txt.new" "$out/images.txt"

@@ -15,7 +15,7 @@ gRPC health is asked with the reverserctl image (`reverserctl --grpc_insecure --
 which is the reverserctl image's own test. One result per image; nothing is left behind (every
 container carries a label and is removed on exit, also on failure or SIGTERM).
 
-Usage: smoke_test.py --version V --kube-sim BIN [--junit FILE] [--timeout S] [image...]
+Usage: smoke_test.py --version V --kube-sim BIN [--junit FILE] [--timeout S] [--expect-ids FILE] [image...]
 """
 import argparse
 import json
@@ -313,6 +313,7 @@ def main():
     p.add_argument("--kube-sim", required=True)
     p.add_argument("--junit")
     p.add_argument("--timeout", type=float, default=60, help="seconds each step may take")
+    p.add_argument("--expect-ids", help="images.txt of build.sh: each image must have that ID")
     p.add_argument("images", nargs="*", default=ALL)
     args = p.parse_args()
 
@@ -336,6 +337,16 @@ def main():
         missing = [n for n in wanted if run(["podman", "image", "exists", smoke.image(n)], check=False).returncode]
         for n in missing:
             record(n, False, f"no image {smoke.image(n)} (run deploy/image/build.sh)", time.monotonic())
+        if args.expect_ids:
+            with open(args.expect_ids) as f:
+                expected = dict(line.split()[:2] for line in f if line.strip())
+            for n in wanted:
+                if n in results:
+                    continue
+                have = run(["podman", "image", "inspect", "--format", "{{.Id}}", smoke.image(n)]).stdout.strip()
+                if expected.get(smoke.image(n)) != have:
+                    record(n, False, f"image ID {have[:12]}, but images.txt says "
+                           f"{expected.get(smoke.image(n), 'nothing')[:12]}", time.monotonic())
         try:
             smoke.pki()
             smoke.start_kube_sim()
