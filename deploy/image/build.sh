@@ -9,6 +9,8 @@
 #                         DIR/reverser-<name>-<version>.oci.tar (byte-for-byte reproducible),
 #                         plus DIR/images.txt (reference, image ID, size in bytes)
 #   --no-export           build into the private store only, write no archives
+#   --docker-archives     also write DIR/reverser-<name>-<version>.docker.tar (docker-archive, the
+#                         format of `docker save`, which every `kind load image-archive` takes)
 #   --push REGISTRY       also copy each image to docker://REGISTRY/reverser-<name>:<version>
 #   --dest-tls-verify B   passed to `skopeo copy` when pushing (true|false; default skopeo's: true)
 #   --dest-creds U:P      passed to `skopeo copy` when pushing
@@ -27,6 +29,7 @@ root=$(pwd)
 mode=opt
 out=$root/deploy/image/out
 export_archives=1
+docker_archives=
 push=
 tls_verify=
 creds=
@@ -39,13 +42,14 @@ while [ $# -gt 0 ]; do
     --compilation_mode=*) mode=${1#*=}; shift ;;
     --out) out=$2; shift 2 ;;
     --no-export) export_archives=; shift ;;
+    --docker-archives) docker_archives=1; shift ;;
     --push) push=$2; shift 2 ;;
     --dest-tls-verify) tls_verify=$2; shift 2 ;;
     --dest-tls-verify=*) tls_verify=${1#*=}; shift ;;
     --dest-creds) creds=$2; shift 2 ;;
     --check-reproducible) check_repro=1; shift ;;
     --junit) junit=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "build.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) images+=("$1"); shift ;;
   esac
@@ -80,9 +84,13 @@ for i in "${images[@]}"; do
 done
 bin=
 if [ ${#labels[@]} -gt 0 ]; then
+  # Another mode than Bazel's default leaves the workspace's bazel-bin symlink alone (it keeps
+  # pointing at the fastbuild outputs the tests and deploy/local use).
+  symlinks=()
+  [ "$mode" = fastbuild ] || symlinks=(--symlink_prefix=/)
   echo "build.sh: bazel build --compilation_mode=$mode ${labels[*]}" >&2
-  bazel build --compilation_mode="$mode" "${labels[@]}" 2>&1 | grep -E '^(ERROR|INFO: (Elapsed|Build))' >&2 ||
-    true
+  bazel build --compilation_mode="$mode" "${symlinks[@]}" "${labels[@]}" 2>&1 |
+    grep -E '^(ERROR|INFO: (Elapsed|Build))' >&2 || true
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "build.sh: bazel build failed" >&2; exit 1; }
   bin=$(bazel info --compilation_mode="$mode" bazel-bin 2>/dev/null)
 fi
@@ -186,6 +194,13 @@ if [ -n "$export_archives" ] && [ $failed -eq 0 ]; then
     skopeo copy -q "containers-storage:$ref" "oci-archive:$file:$ref" ||
       { echo "build.sh: exporting $ref failed" >&2; failed=1; continue; }
     python3 "$root/deploy/image/normalize_tar.py" "$file"
+    if [ -n "$docker_archives" ]; then
+      dfile=${file%.oci.tar}.docker.tar
+      rm -f "$dfile"
+      skopeo copy -q "containers-storage:$ref" "docker-archive:$dfile:$ref" ||
+        { echo "build.sh: exporting $ref as a docker archive failed" >&2; failed=1; continue; }
+      python3 "$root/deploy/image/normalize_tar.py" "$dfile"
+    fi
     printf '%s %s %s\n' "$ref" "${id_of[$name]}" "$(podman image inspect --format '{{.Size}}' "$ref")" >>"$out/images.txt.new"
   done
   mv -f "$out/images.txt.new" "$out/images.txt"
