@@ -37,7 +37,9 @@ SERVICES = ["catalog", "gitworker", "materializer", "splicer"]
 ALL = ["redis"] + SERVICES + ["reverserctl"]
 TOKEN = "smoke-admin-token"
 LOCKDOWN = ["--read-only", "--user", "65534:65534", "--cap-drop=ALL",
-            "--security-opt=no-new-privileges", "--network=host", "--pids-limit=512"]
+            "--security-opt=no-new-privileges", "--network=host", "--pids-limit=512", "--pull=never",
+            # As Kubernetes' readOnlyRootFilesystem: no tmpfs on /tmp, /run, /var/tmp either.
+            "--read-only-tmpfs=false"]
 
 
 def run(argv, check=True, timeout=60, **kw):
