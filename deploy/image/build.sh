@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
     --dest-creds) creds=$2; shift 2 ;;
     --check-reproducible) check_repro=1; shift ;;
     --junit) junit=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "build.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) images+=("$1"); shift ;;
   esac

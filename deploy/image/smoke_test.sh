@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --kube-sim) kube_sim=$2; shift 2 ;;
     --archives) archives=$(cd "$2" && pwd); shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done
