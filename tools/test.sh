@@ -43,11 +43,12 @@ bash tools/thread_safety.sh --junit "$tsa_xml" 2>&1 | tee /tmp/reverser-thread-s
 image_build_xml=/tmp/reverser-image-build.xml
 image_smoke_xml=/tmp/reverser-image-smoke.xml
 rm -f "$image_build_xml" "$image_smoke_xml"
-rm -rf /tmp/reverser-images
-{ bash deploy/image/build.sh --compilation_mode fastbuild --check-reproducible --out /tmp/reverser-images \
+image_out=$(mktemp -d /tmp/reverser-images.XXXXXX)
+{ bash deploy/image/build.sh --compilation_mode fastbuild --check-reproducible --out "$image_out" \
     --junit "$image_build_xml"
-  bash deploy/image/smoke_test.sh --archives /tmp/reverser-images --junit "$image_smoke_xml"; } 2>&1 | tee /tmp/reverser-image.log |
-  grep -E '^(build.sh|image-smoke): ' || true
+  bash deploy/image/smoke_test.sh --archives "$image_out" --junit "$image_smoke_xml"; } 2>&1 |
+  tee /tmp/reverser-image.log | grep -E '^(build.sh|image-smoke): ' || true
+rm -rf "$image_out"
 
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
   --extra-junit "$tsa_xml" --extra-junit "$image_build_xml" --extra-junit "$image_smoke_xml" \
