@@ -320,8 +320,13 @@ def main():
     args = p.parse_args()
 
     smoke = Smoke(args.version, args.kube_sim, args.timeout)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    interrupted = []
+
+    def stop(signum, _frame):
+        interrupted.append(signum)
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     results = {}  # image -> (ok, why, log file, seconds)
     logdir = tempfile.mkdtemp(prefix="reverser-image-smoke-logs.")
 
@@ -399,6 +404,8 @@ def main():
             record("reverserctl", ctl_ok, ctl_why, t)
     finally:
         left = smoke.cleanup()
+        if interrupted:  # stopped from outside: nothing to look at, nothing left behind
+            shutil.rmtree(logdir, ignore_errors=True)
         if left:
             print(f"image-smoke: FAIL cleanup: containers left behind: {left}", flush=True)
             results["cleanup"] = (False, f"containers left behind: {left}", "", 0)
