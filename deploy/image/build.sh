@@ -73,6 +73,9 @@ image_ref() {  # the local name of an image
 }
 archive_name() { case "$1" in reverserctl) echo "reverserctl-$version.oci.tar" ;; *) echo "reverser-$1-$version.oci.tar" ;; esac; }
 
+work=$(mktemp -d "${TMPDIR:-/tmp}/reverser-image.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
 # ---- binaries ------------------------------------------------------------------------------
 labels=()
 for i in "${images[@]}"; do
@@ -89,9 +92,14 @@ if [ ${#labels[@]} -gt 0 ]; then
   symlinks=()
   [ "$mode" = fastbuild ] || symlinks=(--symlink_prefix=/)
   echo "build.sh: bazel build --compilation_mode=$mode ${labels[*]}" >&2
-  bazel build --compilation_mode="$mode" "${symlinks[@]}" "${labels[@]}" 2>&1 |
-    grep -E '^(ERROR|INFO: (Elapsed|Build))' >&2 || true
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "build.sh: bazel build failed" >&2; exit 1; }
+  bazel_rc=0
+  bazel build --compilation_mode="$mode" "${symlinks[@]}" "${labels[@]}" >"$work/bazel.log" 2>&1 || bazel_rc=$?
+  grep -E '^(ERROR|INFO: (Elapsed|Build completed))' "$work/bazel.log" | awk '!seen[$0]++' >&2 || true
+  if [ $bazel_rc -ne 0 ]; then
+    tail -30 "$work/bazel.log" >&2
+    echo "build.sh: bazel build failed" >&2
+    exit 1
+  fi
   bin=$(bazel info --compilation_mode="$mode" bazel-bin 2>/dev/null)
 fi
 if printf '%s\n' "${images[@]}" | grep -qx redis; then
@@ -99,9 +107,6 @@ if printf '%s\n' "${images[@]}" | grep -qx redis; then
     [ -x "$b" ] || { echo "build.sh: $b is missing (apt-get install redis-server)" >&2; exit 1; }
   done
 fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/reverser-image.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 
 # ---- one image -----------------------------------------------------------------------------
 # The rootfs.py arguments and the Containerfile of an image, into context directory $2.
