@@ -18,6 +18,9 @@ packages=(
   clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14
   # bench/runtime only: the metrics registry measured against prometheus-cpp.
   prometheus-cpp-dev
+  # Container images (deploy/image): podman (its `build` is buildah's library) with runc, as crun
+  # refuses this kind of VM's cgroup layout, and skopeo to export and push.
+  podman skopeo runc
 )
 
 missing=()

@@ -35,8 +35,23 @@ rm -f "$tsa_xml"
 bash tools/thread_safety.sh --junit "$tsa_xml" 2>&1 | tee /tmp/reverser-thread-safety.log |
   grep -E '^thread-safety: ' || true
 
+# Container images (deploy/image): built from this build's (fastbuild) binaries, each built twice
+# to prove the same inputs give the same image ID, and exported as OCI archives; the archives are
+# then loaded into a fresh store (same IDs) and each image is smoke-tested (read-only, nobody, no
+# capabilities: /healthz, /readyz, gRPC health, redis-cli PING). One result per image and step,
+# counted in the closing line (an image that did not build fails its smoke test too).
+image_build_xml=/tmp/reverser-image-build.xml
+image_smoke_xml=/tmp/reverser-image-smoke.xml
+rm -f "$image_build_xml" "$image_smoke_xml"
+image_out=$(mktemp -d /tmp/reverser-images.XXXXXX)
+{ bash deploy/image/build.sh --compilation_mode fastbuild --check-reproducible --out "$image_out" \
+    --junit "$image_build_xml"
+  bash deploy/image/smoke_test.sh --archives "$image_out" --junit "$image_smoke_xml"; } 2>&1 |
+  tee /tmp/reverser-image.log | grep -E '^(build.sh|image-smoke): ' || true
+rm -rf "$image_out"
+
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
-  --extra-junit "$tsa_xml" \
+  --extra-junit "$tsa_xml" --extra-junit "$image_build_xml" --extra-junit "$image_smoke_xml" \
   "$(bazel info bazel-testlogs 2>/dev/null)" $targets
 summary_rc=$?
 if [ $bazel_rc -ne 0 ] || [ $summary_rc -ne 0 ]; then exit 1; fi
