@@ -77,6 +77,15 @@ void SetTimeout(httplib::ClientImpl& client, absl::Duration timeout) {
   client.set_read_timeout(usec / 1'000'000, usec % 1'000'000);
 }
 
+// Whether a request that failed on a reused connection may go again on a new one: when it could
+// not be written (the server cannot have acted on it), or when it is idempotent (RFC 9110).
+bool RetryableOnNewConnection(absl::string_view method, httplib::Error error) {
+  if (error == httplib::Error::Write) return true;
+  if (error != httplib::Error::Read) return false;
+  return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" ||
+         method == "OPTIONS";
+}
+
 absl::Status TransportError(const HttpRequest& request, httplib::Error error) {
   return absl::UnavailableError(
       absl::StrCat(request.method, " ", request.path, ": ", httplib::to_string(error)));
@@ -240,11 +249,20 @@ absl::StatusOr<HttpResponse> HttplibTransport::SendWithToken(const HttpRequest& 
   ASSIGN_OR_RETURN(httplib::Request req,
                    ToHttplibRequest(request, endpoint_.path_prefix, token, user_agent_));
   std::unique_ptr<httplib::ClientImpl> client = TakePooledClient();
+  const bool reused = client != nullptr;
   if (!client) {
     ASSIGN_OR_RETURN(client, NewClient());
   }
   SetTimeout(*client, request.timeout);
   httplib::Result result = client->send(req);
+  if (!result && reused && RetryableOnNewConnection(request.method, result.error())) {
+    // A server closes a kept-alive connection when it likes (an idle timeout, a request limit),
+    // possibly just as a request goes out on it: such a request is tried once more on a new
+    // connection, as Go's client does.
+    ASSIGN_OR_RETURN(client, NewClient());
+    SetTimeout(*client, request.timeout);
+    result = client->send(req);
+  }
   if (!result) return TransportError(request, result.error());
   HttpResponse response;
   CopyHead(*result, response);
