@@ -21,6 +21,8 @@ packages=(
   # Container images (deploy/image): podman (its `build` is buildah's library) with runc, as crun
   # refuses this kind of VM's cgroup layout, and skopeo to export and push.
   podman skopeo runc
+  # The chart-run test (deploy/helm/chart_run_test.py): container DNS on a private network.
+  netavark aardvark-dns
 )
 
 missing=()

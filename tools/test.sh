@@ -50,8 +50,22 @@ image_out=$(mktemp -d /tmp/reverser-images.XXXXXX)
   tee /tmp/reverser-image.log | grep -E '^(build.sh|image-smoke): ' || true
 rm -rf "$image_out"
 
+# The chart's default render run as containers from those images (deploy/helm/chart_run_test.py):
+# kube-sim as the API server, a Git remote over HTTP, the story of two users; one result.
+chart_run_xml=/tmp/reverser-chart-run.xml
+rm -f "$chart_run_xml"
+chart_dir=$(mktemp -d /tmp/reverser-chart.XXXXXX)
+{ bash tools/chart-render/build.sh "$chart_dir/chart-render" &&
+    "$chart_dir/chart-render" --include-crds deploy/helm/reverser >"$chart_dir/render.yaml" &&
+    "$chart_dir/chart-render" --notes deploy/helm/reverser >"$chart_dir/notes.txt" &&
+    python3 deploy/helm/chart_run_test.py --render "$chart_dir/render.yaml" --notes "$chart_dir/notes.txt" \
+      --kube_sim "$(bazel info bazel-bin 2>/dev/null)/tools/kube-sim/kube-sim" --junit "$chart_run_xml"; } 2>&1 |
+  tee /tmp/reverser-chart-run.log | grep -E '^chart-run: (passed|FAILED)' || true
+rm -rf "$chart_dir"
+
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
   --extra-junit "$tsa_xml" --extra-junit "$image_build_xml" --extra-junit "$image_smoke_xml" \
+  --extra-junit "$chart_run_xml" \
   "$(bazel info bazel-testlogs 2>/dev/null)" $targets
 summary_rc=$?
 if [ $bazel_rc -ne 0 ] || [ $summary_rc -ne 0 ]; then exit 1; fi

@@ -121,6 +121,8 @@ def main():
             failed += 1
             continue
         if f:
+            for name, text in failures(xml_path):
+                print(f"--- {xml_path} {name}\n{text}", file=sys.stderr)
             print(f"FAILED: {xml_path} ({f} failing case(s))", file=sys.stderr)
         passed += p
         failed += f
