@@ -351,6 +351,10 @@ absl::StatusOr<int> AuditWebhookServer::Start() {
   // a full mTLS handshake every 5 batches. Idle connections still close after the keep-alive
   // timeout, which frees their worker thread.
   routes.set_keep_alive_max_count(kRequestsPerConnection);
+  auto seconds = [](absl::Duration d) { return std::max<int64_t>(1, absl::ToInt64Seconds(d)); };
+  routes.set_read_timeout(seconds(options_.read_timeout), 0);
+  routes.set_write_timeout(seconds(options_.write_timeout), 0);
+  routes.set_keep_alive_timeout(seconds(options_.idle_timeout));
   return server_->Start(options_.listen_address, options_.port);
 }
 

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "libs/audit/audit_event.h"
 #include "libs/runtime/http_server.h"
 #include "libs/runtime/metrics.h"
@@ -69,6 +70,12 @@ struct AuditWebhookOptions {
   // With mTLS, the client certificate must also carry one of these names (its common name or
   // a DNS/URI subject alternative name); "*" takes any certificate the CA signed.
   std::vector<std::string> allowed_client_names = {std::string(kDefaultAuditClientName)};
+  // A connection is closed when a read of its request (read) or a write of the answer (write)
+  // waits longer than this, or when it sits idle between requests (idle): a client that stops
+  // sending holds a worker thread only this long. The defaults are gitops-reverser's.
+  absl::Duration read_timeout = absl::Seconds(15);
+  absl::Duration write_timeout = absl::Seconds(30);
+  absl::Duration idle_timeout = absl::Seconds(60);
 };
 
 struct AuditIntakeOptions {

@@ -1,5 +1,10 @@
 #include "services/materializer/audit_webhook.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <mutex>
 
 #include "absl/strings/match.h"
@@ -307,6 +312,40 @@ TEST(AuditIntakeTest, BrokenFramingRefusesTheListAndRecordsNothing) {
   EXPECT_TRUE(absl::StrContains(
       metrics.RenderText(),
       "reverser_materializer_audit_bodies_refused_total{reason=\"malformed\"} 1"));
+}
+
+// A client that stops in the middle of its request is answered once the read timeout passes and
+// disconnected once the idle timeout does, so it holds a worker thread no longer than those.
+TEST(AuditWebhookServerTest, AClientThatStopsSendingIsDisconnected) {
+  RecordingSink sink;
+  runtime::MetricsRegistry metrics;
+  AuditIntake intake(&sink, &metrics);
+  AuditWebhookOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  options.insecure = true;
+  options.read_timeout = absl::Seconds(1);
+  options.idle_timeout = absl::Seconds(1);  // after the read timeout's 400, nothing holds it open
+  AuditWebhookServer server(options, &intake);
+  auto port = server.Start();
+  ASSERT_TRUE(port.ok()) << port.status();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(*port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string partial = "POST /audit-webhook HTTP/1.1\r\nHost: x\r\nContent-Le";
+  ASSERT_EQ(write(fd, partial.data(), partial.size()), static_cast<ssize_t>(partial.size()));
+  // The server may answer the torn request first; then it closes the connection.
+  std::string answer;
+  char chunk[512];
+  ssize_t n;
+  while ((n = read(fd, chunk, sizeof(chunk))) > 0) answer.append(chunk, static_cast<size_t>(n));
+  EXPECT_EQ(n, 0) << "the server closes the connection";
+  EXPECT_FALSE(absl::StrContains(answer, "200 OK")) << answer;
+  close(fd);
+  EXPECT_TRUE(sink.Names().empty());
 }
 
 TEST(AuditWebhookServerTest, ABodyOverTheLimitRecordsWhatCameBeforeIt) {

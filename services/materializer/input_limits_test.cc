@@ -115,8 +115,7 @@ class InputLimitsTest : public ::testing::Test {
 
   // The author fact recorded for ConfigMap `name` by Update(), "" if none.
   std::string FactFor(const std::string& name) {
-    auto fact =
-        redis_->Cli({"GET", testing::AuditConfigMapUpdateFactKey(name)});
+    auto fact = redis_->Cli({"GET", testing::AuditConfigMapUpdateFactKey(name)});
     return fact.ok() ? std::string(absl::StripAsciiWhitespace(*fact)) : "";
   }
 
@@ -363,7 +362,9 @@ TEST(InputLimitFlagsTest, LimitsOutsideTheirRangeAreRejectedAtStart) {
            {"--json_max_depth=10001", "--json_max_depth must be within 1..10000"},
            {"--json_max_depth=0", "--json_max_depth must be within 1..10000"},
            {"--audit_max_event_bytes=10", "--audit_max_event_bytes must be at least 1024"},
-           {"--audit_max_body_bytes=2048", "at least --audit_max_event_bytes"}}) {
+           {"--audit_max_body_bytes=2048", "at least --audit_max_event_bytes"},
+           {"--audit_read_timeout=0s", "--audit_read_timeout must be at least 1s"},
+           {"--audit_idle_timeout=500ms", "--audit_idle_timeout must be at least 1s"}}) {
     auto run =
         testing::RunCommand({binary, flag, "--static_claims=v1/configmaps",
                              "--redis_address=127.0.0.1:1", "--grpc_port=0", "--http_port=0"});

@@ -62,6 +62,13 @@ ABSL_FLAG(int64_t, audit_max_event_bytes,
           "Largest single audit event decoded; a larger one is skipped (counted in "
           "reverser_materializer_audit_events_refused_total{reason=\"too_large\"}, logged with "
           "its auditID) and the rest of its list is recorded. The most memory one request holds.");
+ABSL_FLAG(absl::Duration, audit_read_timeout, absl::Seconds(15),
+          "Audit webhook: a connection whose request stops arriving for this long is closed "
+          "(whole seconds, at least 1s).");
+ABSL_FLAG(absl::Duration, audit_write_timeout, absl::Seconds(30),
+          "Audit webhook: a connection whose answer cannot be written for this long is closed.");
+ABSL_FLAG(absl::Duration, audit_idle_timeout, absl::Seconds(60),
+          "Audit webhook: a kept-alive connection idle this long between requests is closed.");
 ABSL_FLAG(int64_t, json_max_depth, reverser::core::kApiObjectMaxDepth,
           "Deepest object nesting accepted from the cluster, in watch objects, LIST items and "
           "audit events (objects and arrays count one level each). A deeper object is skipped, "
@@ -96,6 +103,9 @@ MaterializerServiceOptions OptionsFromFlags() {
   o.audit_insecure = absl::GetFlag(FLAGS_audit_insecure);
   o.audit_max_body_bytes = absl::GetFlag(FLAGS_audit_max_body_bytes);
   o.audit_max_event_bytes = absl::GetFlag(FLAGS_audit_max_event_bytes);
+  o.audit_read_timeout = absl::GetFlag(FLAGS_audit_read_timeout);
+  o.audit_write_timeout = absl::GetFlag(FLAGS_audit_write_timeout);
+  o.audit_idle_timeout = absl::GetFlag(FLAGS_audit_idle_timeout);
   o.json_max_depth = absl::GetFlag(FLAGS_json_max_depth);
   o.author_fact_ttl = absl::GetFlag(FLAGS_author_fact_ttl);
   o.fact_index_size_interval = absl::GetFlag(FLAGS_fact_index_size_interval);

@@ -27,6 +27,13 @@ absl::Status CheckLimits(const MaterializerServiceOptions& options, int64_t& max
                                                    core::kApiObjectMaxDepth,
                                                    " (the API server's own limit)"));
   }
+  for (const auto& [flag, value] : {std::pair{"--audit_read_timeout", options.audit_read_timeout},
+                                    {"--audit_write_timeout", options.audit_write_timeout},
+                                    {"--audit_idle_timeout", options.audit_idle_timeout}}) {
+    if (value < absl::Seconds(1)) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " must be at least 1s"));
+    }
+  }
   const int64_t event_bytes = options.audit_max_event_bytes;
   const int64_t body_bytes = options.audit_max_body_bytes;
   if (event_bytes < 1024) {
@@ -185,6 +192,9 @@ absl::Status MaterializerService::Setup() {
     audit.tls = {options_.audit_tls_cert, options_.audit_tls_key, options_.audit_client_ca};
     audit.insecure = options_.audit_insecure;
     audit.allowed_client_names = options_.audit_client_names;
+    audit.read_timeout = options_.audit_read_timeout;
+    audit.write_timeout = options_.audit_write_timeout;
+    audit.idle_timeout = options_.audit_idle_timeout;
     webhook_ = std::make_unique<AuditWebhookServer>(audit, intake_.get());
     // Ready means the API server can deliver: the claims may apply before Start() listens.
     host_.SetComponent("audit_webhook", false, "not listening yet");

@@ -22,6 +22,9 @@
 - --audit_client_names={{ join "," .Values.servers.audit.clientNames }}
 - --audit_max_body_bytes={{ .Values.servers.audit.maxRequestBodyBytes | int64 }}
 - --audit_max_event_bytes={{ .Values.servers.audit.maxEventBytes | int64 }}
+- --audit_read_timeout={{ .Values.servers.audit.timeouts.read }}
+- --audit_write_timeout={{ .Values.servers.audit.timeouts.write }}
+- --audit_idle_timeout={{ .Values.servers.audit.timeouts.idle }}
 {{- else }}
 - --audit_webhook=false
 {{- end }}
