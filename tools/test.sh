@@ -44,24 +44,30 @@ image_build_xml=/tmp/reverser-image-build.xml
 image_smoke_xml=/tmp/reverser-image-smoke.xml
 rm -f "$image_build_xml" "$image_smoke_xml"
 image_out=$(mktemp -d /tmp/reverser-images.XXXXXX)
+# A podman store of this run's own (the chart-run step below uses its images): runs at the same
+# time on one machine do not retag each other's images.
+export REVERSER_IMAGE_STATE=$image_out/state
 { bash deploy/image/build.sh --compilation_mode fastbuild --check-reproducible --out "$image_out" \
     --junit "$image_build_xml"
   bash deploy/image/smoke_test.sh --archives "$image_out" --junit "$image_smoke_xml"; } 2>&1 |
   tee /tmp/reverser-image.log | grep -E '^(build.sh|image-smoke): ' || true
-rm -rf "$image_out"
 
-# The chart's default render run as containers from those images (deploy/helm/chart_run_test.py):
-# kube-sim as the API server, a Git remote over HTTP, the story of two users; one result.
+# The chart's default render (plus the quickstart mirror of run.values.yaml) run as containers
+# from those images (deploy/helm/chart_run_test.py): kube-sim as the API server, a Git remote over
+# HTTP, the story of two users; one result.
 chart_run_xml=/tmp/reverser-chart-run.xml
 rm -f "$chart_run_xml"
 chart_dir=$(mktemp -d /tmp/reverser-chart.XXXXXX)
 { bash tools/chart-render/build.sh "$chart_dir/chart-render" &&
-    "$chart_dir/chart-render" --include-crds deploy/helm/reverser >"$chart_dir/render.yaml" &&
-    "$chart_dir/chart-render" --notes deploy/helm/reverser >"$chart_dir/notes.txt" &&
+    "$chart_dir/chart-render" --include-crds -f deploy/helm/testdata/run.values.yaml deploy/helm/reverser \
+      >"$chart_dir/render.yaml" &&
+    "$chart_dir/chart-render" --notes -f deploy/helm/testdata/run.values.yaml deploy/helm/reverser \
+      >"$chart_dir/notes.txt" &&
     python3 deploy/helm/chart_run_test.py --render "$chart_dir/render.yaml" --notes "$chart_dir/notes.txt" \
       --kube_sim "$(bazel info bazel-bin 2>/dev/null)/tools/kube-sim/kube-sim" --junit "$chart_run_xml"; } 2>&1 |
   tee /tmp/reverser-chart-run.log | grep -E '^chart-run: (passed|FAILED)' || true
 rm -rf "$chart_dir"
+rm -rf "$image_out"
 
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
   --extra-junit "$tsa_xml" --extra-junit "$image_build_xml" --extra-junit "$image_smoke_xml" \

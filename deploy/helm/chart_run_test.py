@@ -185,17 +185,30 @@ class Cluster:
     # -- lifecycle
 
     def cleanup(self):
+        """Removes what was started; returns what could not be removed."""
         for name in reversed(self.containers):
             self.podman("rm", "-f", "-t", "2", name, check=False)
         self.podman("network", "rm", "-f", self.network, check=False)
+        left = self.podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"name={self.network}",
+                           check=False).stdout.split()
+        left += [n for n in self.podman("network", "ls", "--format", "{{.Name}}", check=False).stdout.split()
+                 if n == self.network]
         if not self.args.keep:
             shutil.rmtree(self.work, ignore_errors=True)
         else:
             log(f"kept {self.work}")
+        return left
 
     def path(self, *parts):
+        """A file's path under the work directory, its folder made."""
         p = os.path.join(self.work, *parts)
         os.makedirs(os.path.dirname(p), exist_ok=True)
+        return p
+
+    def folder(self, *parts):
+        """A folder under the work directory, made."""
+        p = os.path.join(self.work, *parts)
+        os.makedirs(p, exist_ok=True)
         return p
 
     def write(self, rel, data, mode=0o644, uid=0, gid=0):
@@ -212,7 +225,7 @@ class Cluster:
     # -- PKI for the API server (the chart makes every other certificate)
 
     def pki(self):
-        d = self.path("pki", "x")[:-2]
+        d = self.folder("pki")
 
         def ossl(*a):
             subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
@@ -317,7 +330,7 @@ class Cluster:
         self.remote = self.path("git", "repo.git")
         run(["git", "init", "-q", "--bare", "-b", "main", self.remote])
         run(["git", "-C", self.remote, "config", "http.receivepack", "true"])
-        seed = self.path("git", "seed", "x")[:-2]
+        seed = self.folder("git", "seed")
         run(["git", "clone", "-q", self.remote, seed])
         with open(os.path.join(seed, "README.md"), "w") as f:
             f.write("cluster mirror\n")
@@ -326,7 +339,7 @@ class Cluster:
         run(["git", "-C", seed, "push", "-q", "origin", "main"])
         server = self.write("git/server.py", GIT_SERVER)
         self.host_container("git", 3, ["git.example.test"],
-                            [sys.executable, server, self.path("git", "x")[:-2], self.git_user, self.git_password],
+                            [sys.executable, server, self.folder("git"), self.git_user, self.git_password],
                             [self.work])
         self.git_url = "http://git.example.test:8080/repo.git"
         wait_until(lambda: http_status(f"http://{self.ip(3)}:8080/healthz") == 200, 30, "the Git server")
@@ -413,7 +426,7 @@ class Cluster:
             ro = ",ro" if m.get("readOnly") else ""
             cmd += ["--mount", f"type=bind,source={source},destination={m['mountPath']}{ro}"]
         if spec.get("automountServiceAccountToken", True) and spec.get("serviceAccountName"):
-            token_dir = self.path("pods", pod_name, "serviceaccount", "token")[:-len("/token")]
+            token_dir = self.folder("pods", pod_name, "serviceaccount")
             sa = spec["serviceAccountName"]
             self.write(os.path.relpath(os.path.join(token_dir, "token"), self.work), self.tokens[f"sa:{sa}"],
                        0o440, 0, fs_group or 0)
@@ -445,7 +458,7 @@ class Cluster:
         raise RuntimeError(f"valueFrom {source} is not what this runner knows")
 
     def volume_dir(self, render, pod_name, volume, uid, gid, fs_group):
-        d = self.path("pods", pod_name, "volumes", volume["name"], "x")[:-2]
+        d = self.folder("pods", pod_name, "volumes", volume["name"])
         if "secret" in volume or "configMap" in volume:
             src = volume.get("secret") or volume.get("configMap")
             data = (render.secret_data(src["secretName"]) if "secret" in volume
@@ -727,9 +740,7 @@ def main():
                     message += f"\n--- {kind} {item['metadata']['namespace']}/{item['metadata']['name']}: {conditions}"
         print(message, file=sys.stderr)
     finally:
-        cluster.cleanup()
-    left = cluster.podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"name={cluster.network}").stdout.split()
-    left += [n for n in cluster.podman("network", "ls", "--format", "{{.Name}}").stdout.split() if n == cluster.network]
+        left = cluster.cleanup()
     if left:
         ok, message = False, message + f"\nleft behind after the cleanup: {left}"
         print(message, file=sys.stderr)
