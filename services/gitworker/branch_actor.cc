@@ -149,6 +149,14 @@ BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   runtime::LogInfo("branch worker started",
                    {{"branch", key.ToString()}, {"remote", settings.remote_url}});
   BranchActor actor = SpawnBranchActor(system_, std::move(options));
+  if (stopping_) {
+    // It pushes what reaches it before the stop; the rest is redelivered after the restart. It
+    // is not kept: a detached actor's thread ends only once no handle to it is left.
+    runtime::LogInfo("branch worker started during shutdown; stopping it",
+                     {{"branch", key.ToString()}});
+    caf::anon_send(actor, stop_atom::value);
+    return actor;
+  }
   branches_.emplace(key, actor);
   return actor;
 }
@@ -192,6 +200,7 @@ void BranchRegistry::StopAll(absl::Duration timeout) {
   std::vector<BranchActor> actors;
   {
     absl::MutexLock lock(&mu_);
+    stopping_ = true;
     for (const auto& [key, actor] : branches_) actors.push_back(actor);
     branches_.clear();
   }

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/clock.h"
 #include "libs/git/credentials.h"
 #include "libs/runtime/metrics.h"
@@ -65,8 +65,10 @@ class BranchRegistry {
   // The spec.path of every GitTarget last seen writing to `key` ("" = repository root), sorted.
   std::vector<std::string> PathsOn(const BranchKey& key) const;
   // Asks every branch actor at once to finalize and push, waiting up to `timeout` in all. It
-  // blocks its caller: only ServiceApp::Stop calls it, on the main thread, after the servers
-  // stopped taking calls (never on a gRPC or actor thread).
+  // blocks its caller: only ServiceApp::Stop calls it, on the main thread (never on a gRPC or
+  // actor thread). The gRPC server still takes calls then, so a branch first used afterwards
+  // is told to stop as soon as it starts and is not kept: the actor system joins every actor at
+  // exit, and one left running, or still referenced, would hold the process.
   void StopAll(absl::Duration timeout);
 
  private:
@@ -74,6 +76,7 @@ class BranchRegistry {
   BranchRegistryOptions options_;
   mutable absl::Mutex mu_;
   std::map<BranchKey, BranchActor> branches_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // StopAll began
   std::map<std::string, BranchKey> targets_ ABSL_GUARDED_BY(mu_);
   // Target key → its normalized path.
   std::map<std::string, std::string> target_paths_ ABSL_GUARDED_BY(mu_);

@@ -219,7 +219,8 @@ TEST_F(PipelineCommandsTest, EndpointsFilesAndUnreachableServices) {
 
   // Stop the gitworker: the CLI names it, its address and the gRPC status, on one line.
   std::string gitworker = gitworker_->grpc_target();
-  ASSERT_TRUE(gitworker_->process().Terminate().ok());
+  auto stopped = gitworker_->process().Terminate();
+  ASSERT_TRUE(stopped.ok()) << stopped.status() << "\n" << Logs();
   auto down = testing::RunCommand({ctl, "--grpc_insecure", "--endpoints_dir=" + endpoints, "branches"});
   ASSERT_TRUE(down.ok());
   EXPECT_EQ(down->exit_code, 1);
