@@ -72,10 +72,12 @@ struct AuditWebhookOptions {
   std::vector<std::string> allowed_client_names = {std::string(kDefaultAuditClientName)};
   // A connection is closed when a read of its request (read) or a write of the answer (write)
   // waits longer than this, or when it sits idle between requests (idle): a client that stops
-  // sending holds a worker thread only this long. The defaults are gitops-reverser's.
+  // sending holds a worker thread only this long. Read and write are gitops-reverser's; idle is
+  // shorter than its 60s because stopping the server waits for each kept-alive connection's
+  // idle wait (cpp-httplib 0.11), and the API server keeps one open between batches.
   absl::Duration read_timeout = absl::Seconds(15);
   absl::Duration write_timeout = absl::Seconds(30);
-  absl::Duration idle_timeout = absl::Seconds(60);
+  absl::Duration idle_timeout = absl::Seconds(5);
 };
 
 struct AuditIntakeOptions {

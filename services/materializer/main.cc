@@ -67,8 +67,10 @@ ABSL_FLAG(absl::Duration, audit_read_timeout, absl::Seconds(15),
           "(whole seconds, at least 1s).");
 ABSL_FLAG(absl::Duration, audit_write_timeout, absl::Seconds(30),
           "Audit webhook: a connection whose answer cannot be written for this long is closed.");
-ABSL_FLAG(absl::Duration, audit_idle_timeout, absl::Seconds(60),
-          "Audit webhook: a kept-alive connection idle this long between requests is closed.");
+ABSL_FLAG(absl::Duration, audit_idle_timeout, absl::Seconds(5),
+          "Audit webhook: a kept-alive connection idle this long between requests is closed. "
+          "Shutting down waits this long for an idle connection, so keep it below the pod's "
+          "termination grace.");
 ABSL_FLAG(int64_t, json_max_depth, reverser::core::kApiObjectMaxDepth,
           "Deepest object nesting accepted from the cluster, in watch objects, LIST items and "
           "audit events (objects and arrays count one level each). A deeper object is skipped, "

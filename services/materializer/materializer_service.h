@@ -60,7 +60,7 @@ struct MaterializerServiceOptions {
   int64_t audit_max_event_bytes = static_cast<int64_t>(audit::kDefaultMaxEventBytes);
   absl::Duration audit_read_timeout = absl::Seconds(15);
   absl::Duration audit_write_timeout = absl::Seconds(30);
-  absl::Duration audit_idle_timeout = absl::Seconds(60);
+  absl::Duration audit_idle_timeout = absl::Seconds(5);
   int64_t json_max_depth = core::kApiObjectMaxDepth;
   absl::Duration author_fact_ttl = absl::Minutes(15);
   absl::Duration fact_index_size_interval = absl::Seconds(10);
