@@ -66,28 +66,7 @@ declare -A verdict reason summary log_of
 
 write_junit() {
   [ -n "$junit" ] || return 0
-  python3 - "$junit" "$@" <<'EOF'
-import sys
-from xml.sax.saxutils import escape, quoteattr
-path, rows = sys.argv[1], sys.argv[2:]
-cases, failures = [], 0
-for i in range(0, len(rows), 4):
-    name, verdict, why, log = rows[i:i + 4]
-    body = ""
-    if verdict != "PASS":
-        failures += 1
-        try:
-            tail = "".join(open(log, errors="replace").readlines()[-60:]) if log else ""
-        except OSError:
-            tail = ""
-        # XML 1.0 has no room for other control characters (a log may echo input bytes).
-        tail = "".join(c if c >= " " or c in "\t\n\r" else "?" for c in tail)
-        body = f"<failure message={quoteattr(why)}>{escape(tail)}</failure>"
-    cases.append(f'  <testcase classname="fuzz" name={quoteattr(name)}>{body}</testcase>')
-with open(path, "w") as out:
-    out.write(f'<testsuites>\n<testsuite name="fuzz" tests="{len(cases)}" failures="{failures}">\n')
-    out.write("\n".join(cases) + "\n</testsuite>\n</testsuites>\n")
-EOF
+  python3 tools/ci/junit.py "$junit" fuzz "$@"
 }
 
 build_log=$work/build.log

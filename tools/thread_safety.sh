@@ -51,25 +51,6 @@ else
   echo "thread-safety: ${#units[@]} annotated source(s), $failed with findings"
 fi
 
-[ -n "$junit" ] && python3 - "$junit" "${rows[@]}" <<'PY'
-import sys
-from xml.sax.saxutils import escape, quoteattr
-path, rows = sys.argv[1], sys.argv[2:]
-cases, failures = [], 0
-for i in range(0, len(rows), 4):
-    name, verdict, why, log = rows[i:i + 4]
-    body = ""
-    if verdict != "PASS":
-        failures += 1
-        try:
-            tail = "".join(open(log, errors="replace").readlines()[-40:]) if log else ""
-        except OSError:
-            tail = ""
-        body = f"<failure message={quoteattr(why)}>{escape(tail)}</failure>"
-    cases.append(f'  <testcase classname="thread_safety" name={quoteattr(name)}>{body}</testcase>')
-with open(path, "w") as out:
-    out.write(f'<testsuites>\n<testsuite name="thread_safety" tests="{len(cases)}" failures="{failures}">\n')
-    out.write("\n".join(cases) + "\n</testsuite>\n</testsuites>\n")
-PY
+[ -n "$junit" ] && python3 tools/ci/junit.py "$junit" thread_safety "${rows[@]}"
 for ((i = 1; i < ${#rows[@]}; i += 4)); do [ "${rows[$i]}" = PASS ] || exit 1; done
 exit 0

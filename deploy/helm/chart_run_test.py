@@ -42,13 +42,13 @@ import traceback
 import urllib.error
 import urllib.request
 import socket
-import xml.sax.saxutils
 
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "deploy", "local"))
-from stack import find_kubectl  # noqa: E402  (the project's kubectl finder)
+sys.path[:0] = [os.path.join(ROOT, "deploy", "local"), os.path.join(ROOT, "tools", "ci")]
+import junit  # noqa: E402  (tools/ci: what tools/test.sh counts)
+from stack import find_kubectl, run  # noqa: E402  (the local stack's helpers)
 
 NAMESPACE = "reverser"        # the release namespace of run.values.yaml
 TEAM = "team"                 # where the story's objects live
@@ -59,14 +59,9 @@ def log(msg):
     print(f"chart-run: {msg}", flush=True)
 
 
-def run(cmd, check=True, input=None, env=None):
-    p = subprocess.run(cmd, input=input, capture_output=True, text=True, env=env)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
-    return p
-
-
 def wait_until(predicate, timeout, what, poll=0.1):
+    """Like the local stack's, but a predicate that raises is asked again (a probe's refused
+    connection, an object not there yet) and its last error is reported on timeout."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -687,17 +682,6 @@ def story(cluster, render):
     return log_lines()
 
 
-def write_junit(path, name, ok, seconds, message):
-    with open(path, "w") as f:
-        f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-        f.write(f'<testsuites><testsuite name="chart-run" tests="1" failures="{0 if ok else 1}">'
-                f'<testcase classname="chart-run" name="{name}" time="{seconds:.1f}">')
-        if not ok:
-            f.write(f'<failure message="{xml.sax.saxutils.escape(message.splitlines()[0][:200], {chr(34): "&quot;"})}">'
-                    f'{xml.sax.saxutils.escape(message)}</failure>')
-        f.write("</testcase></testsuite></testsuites>\n")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--render", required=True, help="the chart rendered with --include-crds (a file)")
@@ -706,6 +690,8 @@ def main():
     ap.add_argument("--junit", help="write one JUnit result here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (containers are removed)")
     args = ap.parse_args()
+    if not os.access(args.kube_sim, os.X_OK):
+        ap.error(f"--kube_sim {args.kube_sim}: not an executable (bazel build //tools/kube-sim)")
     with open(args.render) as f:
         render = Render(f.read())
     with open(args.notes) as f:
@@ -747,7 +733,8 @@ def main():
     seconds = time.monotonic() - started
     log(("passed" if ok else "FAILED") + f" in {seconds:.0f} s")
     if args.junit:
-        write_junit(args.junit, "default render runs the story", ok, seconds, message)
+        junit.write(args.junit, "chart-run", [("default render runs the story", ok,
+                                               message.splitlines()[0] if message else "", message)])
     return 0 if ok else 1
 
 

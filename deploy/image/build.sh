@@ -226,6 +226,6 @@ fi
 if [ -n "$junit" ]; then
   rows=()
   for name in "${images[@]}"; do rows+=("$name" "${verdict[$name]:-FAIL}" "${why[$name]:-not built}" "$work/$name.log"); done
-  python3 "$root/deploy/image/junit.py" "$junit" image-build "${rows[@]}"
+  python3 "$root/tools/ci/junit.py" "$junit" image-build "${rows[@]}"
 fi
 exit $failed

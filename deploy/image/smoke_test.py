@@ -305,7 +305,7 @@ def write_junit(path, results):
     rows = []
     for name, (ok, why, log, seconds) in results.items():
         rows += [name, "PASS" if ok else "FAIL", why, log]
-    subprocess.run([sys.executable, os.path.join(ROOT, "deploy", "image", "junit.py"), path, "image-smoke", *rows],
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "ci", "junit.py"), path, "image-smoke", *rows],
                    check=True)
 
 

@@ -104,13 +104,17 @@ std::unique_ptr<HttplibTransport> TransportTo(const ClosingServer& server) {
   return std::move(*transport);
 }
 
+HttpRequest Get() {
+  HttpRequest get;
+  get.path = "/api";
+  return get;
+}
+
 TEST(KeepAliveTest, AGetOnAConnectionTheServerClosesGoesAgainOnANewOne) {
   ClosingServer server;
   auto transport = TransportTo(server);
-  HttpRequest get;
-  get.path = "/api";
-  ASSERT_TRUE(transport->Send(get).ok());
-  auto second = transport->Send(get);  // on the kept connection, which the server drops
+  ASSERT_TRUE(transport->Send(Get()).ok());
+  auto second = transport->Send(Get());  // on the kept connection, which the server drops
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->status, 200);
   EXPECT_EQ(server.requests(), 3) << "the dropped request and its retry";
@@ -120,9 +124,7 @@ TEST(KeepAliveTest, AGetOnAConnectionTheServerClosesGoesAgainOnANewOne) {
 TEST(KeepAliveTest, APostOnAConnectionTheServerClosesIsNotSentTwice) {
   ClosingServer server;
   auto transport = TransportTo(server);
-  HttpRequest get;
-  get.path = "/api";
-  ASSERT_TRUE(transport->Send(get).ok());
+  ASSERT_TRUE(transport->Send(Get()).ok());
   HttpRequest post;
   post.method = "POST";
   post.path = "/api/v1/namespaces/team/configmaps";

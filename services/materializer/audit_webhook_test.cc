@@ -314,16 +314,22 @@ TEST(AuditIntakeTest, BrokenFramingRefusesTheListAndRecordsNothing) {
       "reverser_materializer_audit_bodies_refused_total{reason=\"malformed\"} 1"));
 }
 
+// Plain HTTP on a free loopback port: for tests of the server's own limits, not of its TLS.
+AuditWebhookOptions PlainLoopbackOptions() {
+  AuditWebhookOptions options;
+  options.listen_address = "127.0.0.1";
+  options.port = 0;
+  options.insecure = true;
+  return options;
+}
+
 // A client that stops in the middle of its request is answered once the read timeout passes and
 // disconnected once the idle timeout does, so it holds a worker thread no longer than those.
 TEST(AuditWebhookServerTest, AClientThatStopsSendingIsDisconnected) {
   RecordingSink sink;
   runtime::MetricsRegistry metrics;
   AuditIntake intake(&sink, &metrics);
-  AuditWebhookOptions options;
-  options.listen_address = "127.0.0.1";
-  options.port = 0;
-  options.insecure = true;
+  AuditWebhookOptions options = PlainLoopbackOptions();
   options.read_timeout = absl::Seconds(1);
   options.idle_timeout = absl::Seconds(1);  // after the read timeout's 400, nothing holds it open
   AuditWebhookServer server(options, &intake);
@@ -352,10 +358,7 @@ TEST(AuditWebhookServerTest, ABodyOverTheLimitRecordsWhatCameBeforeIt) {
   RecordingSink sink;
   runtime::MetricsRegistry metrics;
   AuditIntake intake(&sink, &metrics);
-  AuditWebhookOptions options;
-  options.listen_address = "127.0.0.1";
-  options.port = 0;
-  options.insecure = true;
+  AuditWebhookOptions options = PlainLoopbackOptions();
   options.max_body_bytes = 64 * 1024;
   AuditWebhookServer server(options, &intake);
   auto port = server.Start();
