@@ -59,6 +59,10 @@ absl::Status KubeSim::Impl::Start() {
     }
     port_ = options_.port;
   }
+  webhooks_ = std::make_unique<ValidatingWebhooks>(options_.admission, &webhook_calls_);
+  if (options_.async_namespace_controller) {
+    namespace_controller_ = std::thread([this] { RunNamespaceController(); });
+  }
   // Seed the namespaces every cluster has.
   for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
     httplib::Request req;
@@ -92,6 +96,12 @@ absl::Status KubeSim::Impl::Start() {
 void KubeSim::Impl::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  {
+    std::lock_guard lock(namespace_mu_);
+    namespace_controller_stop_ = true;
+    namespace_cv_.notify_all();
+  }
+  if (namespace_controller_.joinable()) namespace_controller_.join();
   store_.Shutdown();  // open watches end their streams
   server_->stop();
   if (listen_thread_.joinable()) listen_thread_.join();
@@ -310,6 +320,7 @@ void KubeSim::Impl::EmitAudit(Ctx& ctx, const std::string& stage, const Reply* r
             {"annotations",
              {{"authorization.k8s.io/decision", reply && reply->code == 403 ? "forbid" : "allow"},
               {"authorization.k8s.io/reason", ""}}}};
+  for (const auto& [k, v] : ctx.audit_annotations) e["annotations"][k] = v;
   if (ctx.impersonated) e["impersonatedUser"] = ctx.impersonated->ToJson();
   Json ref = {{"resource", info.resource}, {"apiVersion", info.version}};
   if (!info.group.empty()) ref["apiGroup"] = info.group;
@@ -527,6 +538,22 @@ std::optional<Reply> KubeSim::Impl::ServeAdmin(Ctx& ctx) {
     std::lock_guard lock(log_mu_);
     return Reply::Of(200, {{"requests", log_}});
   }
+  if (req.path == "/_sim/admission" && req.method == "GET") {
+    // Validating webhook calls, oldest first.
+    Json calls = Json::array();
+    for (const WebhookCall& c : webhook_calls_.Calls()) {
+      calls.push_back({{"configuration", c.configuration},
+                       {"webhook", c.webhook},
+                       {"operation", c.operation},
+                       {"resource", c.resource},
+                       {"namespace", c.namespace_},
+                       {"name", c.name},
+                       {"dryRun", c.dry_run},
+                       {"outcome", OutcomeName(c.outcome)},
+                       {"message", c.message}});
+    }
+    return Reply::Of(200, {{"calls", calls}});
+  }
   if (req.path == "/_sim/state" && req.method == "GET") {
     Json s = {{"resourceVersion", std::to_string(store_.CurrentRv())},
               {"activeWatches", active_watches_.load()},
@@ -603,6 +630,14 @@ bool KubeSim::WaitForActiveWatches(int n, absl::Duration timeout) const {
   return true;
 }
 AuditWebhookBackend* KubeSim::audit() { return impl_->audit_.get(); }
+WebhookCallLog& KubeSim::webhook_calls() { return impl_->webhook_calls_; }
+
+bool KubeSim::WaitForNamespaceController(absl::Duration timeout) const {
+  std::unique_lock lock(impl_->namespace_mu_);
+  return impl_->namespace_cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] {
+    return impl_->terminating_namespaces_.empty() && !impl_->namespace_controller_busy_;
+  });
+}
 
 std::vector<std::string> KubeSim::RequestLog() const {
   std::lock_guard lock(impl_->log_mu_);

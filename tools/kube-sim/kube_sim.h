@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "tools/kube-sim/admission.h"
 #include "tools/kube-sim/api_error.h"
 #include "tools/kube-sim/audit.h"
 #include "tools/kube-sim/auth.h"
@@ -60,6 +61,11 @@ struct KubeSimOptions {
   // account issuer): a TokenReview without spec.audiences is checked against these, and
   // status.audiences lists the ones the token is good for.
   std::vector<std::string> api_audiences = {"https://kubernetes.default.svc.cluster.local"};
+  // Validating admission webhooks: where clientConfig.service references are reached.
+  AdmissionOptions admission;
+  // Namespace deletion: the namespace controller runs on its own thread (a deleted namespace is
+  // Terminating until it has emptied it). false: it runs before the DELETE answers.
+  bool async_namespace_controller = true;
 };
 
 class KubeSim {
@@ -90,6 +96,10 @@ class KubeSim {
   // Open watch streams; tests wait for a client's watch to be established before writing.
   int ActiveWatches() const;
   bool WaitForActiveWatches(int n, absl::Duration timeout) const;
+  // Every validating admission webhook call and its outcome.
+  WebhookCallLog& webhook_calls();
+  // Waits until no namespace is waiting for the namespace controller.
+  bool WaitForNamespaceController(absl::Duration timeout) const;
   // Null unless audit_webhook was configured.
   AuditWebhookBackend* audit();
   // "METHOD /path?query" of every request served, in order (for asserting client behaviour).

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "tools/kube-sim/admission.h"
 #include "tools/kube-sim/crd_schema.h"
 #include "tools/kube-sim/managed_fields.h"
 #include "tools/kube-sim/names.h"
@@ -176,6 +177,10 @@ std::vector<StatusCause> ValidateObject(const ResourceType& type, const Json& ob
       }
     }
   }
+  if (type.plural == "validatingwebhookconfigurations") {
+    std::vector<StatusCause> webhook_causes = ValidateWebhookConfiguration(object);
+    causes.insert(causes.end(), webhook_causes.begin(), webhook_causes.end());
+  }
   if (meta.contains("labels") && !meta["labels"].is_object()) {
     causes.push_back(FieldInvalid("metadata.labels", meta["labels"], "must be a map"));
   }
@@ -247,6 +252,8 @@ Json ApplyDefaults(const ResourceType& type, Json o) {
     if (spec.contains("template") && spec["template"].is_object()) {
       DefaultContainers(spec["template"]["spec"]);
     }
+  } else if (p == "validatingwebhookconfigurations") {
+    o = DefaultWebhookConfiguration(std::move(o));
   } else if (p == "poddisruptionbudgets") {
     // No defaults beyond metadata.
   } else if (p == "pods") {
@@ -307,6 +314,23 @@ Json PrepareForUpdate(const ResourceType& type, const Json& current, Json next,
       next["status"] = status;
     }
     return next;
+  }
+  const bool is_namespace = type.group.empty() && type.plural == "namespaces";
+  if (is_namespace && subresource == "finalize") {
+    // Only spec.finalizers moves through /finalize.
+    Json finalizers = next.value("spec", Json::object()).value("finalizers", Json::array());
+    next = current;
+    next["spec"]["finalizers"] = finalizers.is_array() ? finalizers : Json::array();
+    return next;
+  }
+  if (is_namespace && current.contains("spec") && current["spec"].is_object()) {
+    // The main resource keeps spec.finalizers: only /finalize changes them.
+    if (!next["spec"].is_object()) next["spec"] = Json::object();
+    if (current["spec"].contains("finalizers")) {
+      next["spec"]["finalizers"] = current["spec"]["finalizers"];
+    } else {
+      next["spec"].erase("finalizers");
+    }
   }
   Json& meta = next["metadata"];
   if (!meta.is_object()) meta = Json::object();

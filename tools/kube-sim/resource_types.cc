@@ -84,6 +84,10 @@ std::vector<ResourceType> BuiltinTypes() {
   v.push_back(Builtin(rbac, "clusterroles", "clusterrole", "ClusterRole", false));
   v.push_back(Builtin(rbac, "rolebindings", "rolebinding", "RoleBinding", true));
   v.push_back(Builtin(rbac, "roles", "role", "Role", true));
+  // admissionregistration.k8s.io/v1
+  v.push_back(Builtin("admissionregistration.k8s.io", "validatingwebhookconfigurations",
+                      "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false,
+                      {}, {"api-extensions"}));
   // apiextensions.k8s.io/v1
   auto crd =
       Builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
@@ -123,6 +127,7 @@ TypeRegistry::TypeRegistry() {
                           "authorization.k8s.io",
                           "policy",
                           "rbac.authorization.k8s.io",
+                          "admissionregistration.k8s.io",
                           "apiextensions.k8s.io",
                           "coordination.k8s.io"};
 }

@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <fstream>
+#include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -74,6 +76,8 @@ struct Ctx {
   bool dry_run = false;
   int cut_watch_after = -1;           // a kCutWatch fault hit: initial events sent before the cut
   std::vector<std::string> warnings;  // sent as `Warning: 299 - "<text>"` headers
+  // Admission webhooks' auditAnnotations ("<webhook name>/<key>"), added to the audit event.
+  std::map<std::string, std::string> audit_annotations;
 
   const UserInfo& effective_user() const { return impersonated ? *impersonated : user; }
   const Params& params() const { return req->params; }
@@ -204,6 +208,20 @@ class KubeSim::Impl {
   mutable std::mutex log_mu_;
   std::vector<std::string> log_;
   std::string openapi_core_, openapi_apps_;
+  WebhookCallLog webhook_calls_;
+  std::unique_ptr<ValidatingWebhooks> webhooks_;
+  // The namespace controller: namespaces being deleted wait here until their contents are gone.
+  mutable std::mutex namespace_mu_;
+  mutable std::condition_variable namespace_cv_;
+  std::set<std::string> terminating_namespaces_;
+  bool namespace_controller_busy_ = false;
+  bool namespace_controller_stop_ = false;
+  std::thread namespace_controller_;
+  void RunNamespaceController();
+  // A namespace became Terminating: hand it to the controller (or run it now, when synchronous).
+  void StartNamespaceDeletion(const std::string& name);
+  // Deletes what is in the namespace and finalizes it once empty; returns whether it is done.
+  bool FinalizeNamespace(const std::string& name);
 
  private:
   // Pipeline pieces.
@@ -234,11 +252,31 @@ class KubeSim::Impl {
   // Shared write path: `transform` turns the current object (nullptr: absent) into the desired
   // one; the rest (conflicts, no-ops, managedFields, finalizer completion) happens here.
   using Transform = std::function<ApiOr<Json>(const Json* current)>;
+  // What the validating webhooks are asked about a write `mutator` decided (nullopt: nothing).
+  using ReviewBuilder = std::function<std::optional<AdmissionAttributes>(const Json* current)>;
+  // A store write with validating admission between deciding and storing: `mutator` decides
+  // under the store lock (nothing stored), the webhooks are asked outside it, and exactly that
+  // decision is stored if the object did not change meanwhile (otherwise it is decided, and
+  // asked about, again), as kube-apiserver's optimistic update loop does.
+  ApiOr<WriteResult> AdmittedWrite(Ctx& ctx, const ResourceType& type, const std::string& ns,
+                                   const std::string& name, const Mutator& mutator,
+                                   const ReviewBuilder& review);
+  std::vector<Json> WebhookConfigurations() const;
+  std::optional<ApiError> Admit(Ctx& ctx, const AdmissionAttributes& attrs,
+                                const std::vector<Json>& configurations);
+  // The namespace field of an admission request (a Namespace's own name for namespaces).
+  std::string AdmissionNamespace(const ResourceType& type, const std::string& ns,
+                                 const std::string& name) const;
+  // Serves a request in-process as a controller's service account (audited as in a cluster).
+  void ServeAsController(const std::string& method, const std::string& path, const Json& body,
+                         const UserInfo& user, const std::string& controller);
   ApiOr<WriteResult> WriteObject(Ctx& ctx, const std::string& ns, const std::string& name,
                                  const Transform& transform, bool create_if_missing,
                                  const std::string& operation, const Json& applied);
+  // `collection`: an item of a deletecollection (its admission request carries no name).
   ApiOr<WriteResult> DeleteObject(Ctx& ctx, const ResourceType& type, const std::string& ns,
-                                  const std::string& name, const Json& options);
+                                  const std::string& name, const Json& options,
+                                  bool collection = false);
   void AfterWrite(Ctx& ctx, const ResourceType& type, const WriteResult& r);
   std::optional<ApiError> ParseBody(Ctx& ctx, Json& out, bool allow_yaml_apply);
   // A custom resource write against its CRD schema: unknown fields pruned (fieldValidation

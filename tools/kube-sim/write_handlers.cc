@@ -66,6 +66,7 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
   ManagerWrite write{FieldManager(ctx), operation, ctx.info.subresource, type.ApiVersion(),
                      absl::Now()};
   absl::Time now = write.time;
+  Json admitted;  // the object as it would be stored: what validating webhooks see
   Mutator mutator = [&](const Json* current) -> ApiOr<WriteDecision> {
     if (!current && !create_if_missing) return NotFound(type.Subject(), name);
     ApiOr<Json> desired = transform(current);
@@ -90,6 +91,7 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
       causes = ValidateSchema(type, next, nullptr);
       if (!causes.empty()) return Invalid(type.Subject(), name, causes);
       next = UpdateManagedFields(Json(nullptr), next, applied, write);
+      admitted = next;
       return WriteDecision{WriteDecision::Kind::kPut, std::move(next)};
     }
     const Json& meta = next["metadata"];
@@ -109,21 +111,129 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     next["metadata"]["managedFields"] =
         (*current)["metadata"].value("managedFields", Json::array());
     next = UpdateManagedFields(*current, next, applied, write);
+    admitted = next;
     if (SameContent(next, *current)) {
       return WriteDecision{WriteDecision::Kind::kNoChange, *current};
     }
     // Removing the last finalizer of an object being deleted completes the deletion. Like the
     // real registry, the stored state is deleted, so DELETED shows the last stored object
     // (finalizers included) at the deletion's resourceVersion.
+    // A namespace also waits for its spec.finalizers (the namespace controller's).
+    const bool namespace_finalized =
+        type.plural != "namespaces" || !type.group.empty() ||
+        next.value("spec", Json::object()).value("finalizers", Json::array()).empty();
     if (next["metadata"].contains("deletionTimestamp") &&
-        next["metadata"].value("finalizers", Json::array()).empty()) {
+        next["metadata"].value("finalizers", Json::array()).empty() && namespace_finalized) {
       return WriteDecision{WriteDecision::Kind::kDelete, *current};
     }
     return WriteDecision{WriteDecision::Kind::kPut, std::move(next)};
   };
-  ApiOr<WriteResult> r = store_.Write(type.Key(), ns, name, mutator, ctx.dry_run);
+  auto review = [&](const Json* current) -> std::optional<AdmissionAttributes> {
+    AdmissionAttributes a;
+    a.operation = current ? "UPDATE" : "CREATE";
+    a.type = ctx.type;
+    a.subresource = ctx.info.subresource;
+    a.name = name;
+    a.namespace_ = AdmissionNamespace(type, ns, name);
+    a.user = ctx.effective_user();
+    a.dry_run = ctx.dry_run;
+    if (ctx.info.subresource == "scale") {
+      // The scale subresource speaks autoscaling/v1 Scale.
+      a.kind_group = "autoscaling";
+      a.kind_version = "v1";
+      a.kind = "Scale";
+      a.object = ToScale(type, admitted);
+      if (current) a.old_object = ToScale(type, *current);
+    } else {
+      a.object = admitted;
+      if (current) a.old_object = *current;
+    }
+    a.options = {{"kind", current ? "UpdateOptions" : "CreateOptions"},
+                 {"apiVersion", "meta.k8s.io/v1"}};
+    if (ctx.dry_run) a.options["dryRun"] = {"All"};
+    if (ctx.Has("fieldManager")) a.options["fieldManager"] = ctx.Param("fieldManager");
+    if (ctx.Has("fieldValidation")) a.options["fieldValidation"] = ctx.Param("fieldValidation");
+    return a;
+  };
+  ApiOr<WriteResult> r = AdmittedWrite(ctx, type, ns, name, mutator, review);
   if (r.ok() && !ctx.dry_run) AfterWrite(ctx, type, *r);
   return r;
+}
+
+std::vector<Json> KubeSim::Impl::WebhookConfigurations() const {
+  ApiOr<Store::Snapshot> snap =
+      store_.List("admissionregistration.k8s.io/validatingwebhookconfigurations", "");
+  if (!snap.ok()) return {};
+  return std::move(snap->items);
+}
+
+std::string KubeSim::Impl::AdmissionNamespace(const ResourceType& type, const std::string& ns,
+                                              const std::string& name) const {
+  if (type.group.empty() && type.plural == "namespaces") return name;
+  return type.namespaced ? ns : "";
+}
+
+std::optional<ApiError> KubeSim::Impl::Admit(Ctx& ctx, const AdmissionAttributes& attrs,
+                                             const std::vector<Json>& configurations) {
+  AdmissionSideInfo side;
+  std::optional<ApiError> rejection = webhooks_->Admit(
+      attrs, configurations,
+      [this](const std::string& ns) { return store_.Get("/namespaces", "", ns); },
+      [this](const std::string& group, const std::string& plural) {
+        std::vector<std::string> versions;
+        for (const auto& t : types_.All()) {
+          if (t->group == group && t->plural == plural) versions.push_back(t->version);
+        }
+        return versions;
+      },
+      &side);
+  for (auto& w : side.warnings) {
+    if (std::find(ctx.warnings.begin(), ctx.warnings.end(), w) == ctx.warnings.end()) {
+      ctx.warnings.push_back(std::move(w));
+    }
+  }
+  ctx.audit_annotations.insert(side.audit_annotations.begin(), side.audit_annotations.end());
+  return rejection;
+}
+
+ApiOr<WriteResult> KubeSim::Impl::AdmittedWrite(Ctx& ctx, const ResourceType& type,
+                                                const std::string& ns, const std::string& name,
+                                                const Mutator& mutator,
+                                                const ReviewBuilder& review) {
+  std::vector<Json> configurations;
+  if (!IsAdmissionConfigurationResource(type)) configurations = WebhookConfigurations();
+  if (configurations.empty()) return store_.Write(type.Key(), ns, name, mutator, ctx.dry_run);
+  constexpr int kMaxAttempts = 10;
+  for (int attempt = 1;; ++attempt) {
+    std::optional<Json> seen;
+    WriteDecision decision;
+    Mutator decide = [&](const Json* current) -> ApiOr<WriteDecision> {
+      if (current) seen = *current;
+      ApiOr<WriteDecision> d = mutator(current);
+      if (d.ok()) decision = *d;
+      return d;
+    };
+    ApiOr<WriteResult> decided = store_.Write(type.Key(), ns, name, decide, /*dry_run=*/true);
+    if (!decided.ok()) return decided;
+    if (std::optional<AdmissionAttributes> attrs = review(seen ? &*seen : nullptr)) {
+      if (auto rejection = Admit(ctx, *attrs, configurations)) return *rejection;
+    }
+    if (ctx.dry_run) return decided;
+    bool raced = false;
+    Mutator commit = [&](const Json* current) -> ApiOr<WriteDecision> {
+      const bool unchanged =
+          current ? seen && (*current)["metadata"].value("resourceVersion", "") ==
+                                (*seen)["metadata"].value("resourceVersion", "")
+                  : !seen;
+      if (!unchanged) {
+        raced = true;
+        return ModifiedConflict(type.Subject(), name);
+      }
+      return decision;
+    };
+    ApiOr<WriteResult> r = store_.Write(type.Key(), ns, name, commit, false);
+    if (r.ok() || !raced || attempt == kMaxAttempts) return r;
+  }
 }
 
 std::optional<ApiError> KubeSim::Impl::PruneAndDefault(Ctx& ctx, const ResourceType& type,
@@ -236,26 +346,105 @@ void KubeSim::Impl::CollectGarbage(const Json& owner, const Json& options) {
           absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/", t->version, "/",
                        t->namespaced ? "namespaces/" + m.value("namespace", "") + "/" : "",
                        t->plural, "/", m.value("name", ""));
-      httplib::Request req;
-      req.method = "DELETE";
-      req.path = path;
-      req.target = path;
-      req.body =
-          Json{{"kind", "DeleteOptions"},
-               {"apiVersion", "v1"},
-               {"propagationPolicy", "Background"},
-               {"preconditions",
-                {{"uid", m.value("uid", "")}, {"resourceVersion", m.value("resourceVersion", "")}}}}
-              .dump();
-      req.set_header("Content-Type", "application/json");
-      req.set_header("User-Agent",
-                     "kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/kube-sim/"
-                     "system:serviceaccount:kube-system:generic-garbage-collector");
-      req.remote_addr = "127.0.0.1";
-      httplib::Response res;
-      Serve(req, res, &kGarbageCollector);
+      ServeAsController("DELETE", path,
+                        Json{{"kind", "DeleteOptions"},
+                             {"apiVersion", "v1"},
+                             {"propagationPolicy", "Background"},
+                             {"preconditions",
+                              {{"uid", m.value("uid", "")},
+                               {"resourceVersion", m.value("resourceVersion", "")}}}},
+                        kGarbageCollector, "generic-garbage-collector");
     }
   }
+}
+
+void KubeSim::Impl::ServeAsController(const std::string& method, const std::string& path,
+                                      const Json& body, const UserInfo& user,
+                                      const std::string& controller) {
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  req.target = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.set_header("User-Agent",
+                 absl::StrCat("kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/kube-sim/"
+                              "system:serviceaccount:kube-system:",
+                              controller));
+  req.remote_addr = "127.0.0.1";
+  httplib::Response res;
+  Serve(req, res, &user);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The namespace controller
+
+void KubeSim::Impl::StartNamespaceDeletion(const std::string& name) {
+  if (!options_.async_namespace_controller) {
+    FinalizeNamespace(name);
+    return;
+  }
+  std::lock_guard lock(namespace_mu_);
+  terminating_namespaces_.insert(name);
+  namespace_cv_.notify_all();
+}
+
+void KubeSim::Impl::RunNamespaceController() {
+  std::unique_lock lock(namespace_mu_);
+  while (!namespace_controller_stop_) {
+    if (terminating_namespaces_.empty()) {
+      namespace_cv_.wait(lock);
+      continue;
+    }
+    std::set<std::string> work = terminating_namespaces_;
+    namespace_controller_busy_ = true;
+    lock.unlock();
+    std::set<std::string> done;
+    for (const auto& name : work) {
+      if (FinalizeNamespace(name)) done.insert(name);
+    }
+    lock.lock();
+    namespace_controller_busy_ = false;
+    for (const auto& name : done) terminating_namespaces_.erase(name);
+    namespace_cv_.notify_all();
+    // Contents held by finalizers: look again shortly, as the real controller requeues.
+    if (!terminating_namespaces_.empty() && !namespace_controller_stop_) {
+      namespace_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+}
+
+bool KubeSim::Impl::FinalizeNamespace(const std::string& name) {
+  static const UserInfo kNamespaceController{
+      "system:serviceaccount:kube-system:namespace-controller",
+      NewUid(),
+      {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+      {}};
+  std::optional<Json> ns = store_.Get("/namespaces", "", name);
+  if (!ns || !(*ns)["metadata"].contains("deletionTimestamp")) return true;
+  // One deletecollection per namespaced type, empty or not, as the controller sends them.
+  bool empty = true;
+  for (const auto& t : types_.All()) {
+    if (!t->namespaced || t->review || !t->HasVerb("deletecollection")) continue;
+    ServeAsController("DELETE",
+                      absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/",
+                                   t->version, "/namespaces/", name, "/", t->plural),
+                      Json{{"kind", "DeleteOptions"},
+                           {"apiVersion", "v1"},
+                           {"propagationPolicy", "Background"}},
+                      kNamespaceController, "namespace-controller");
+    ApiOr<Store::Snapshot> after = store_.List(t->Key(), name);
+    if (after.ok() && !after->items.empty()) empty = false;
+  }
+  if (!empty) return false;
+  Json finalize = *ns;
+  finalize["spec"]["finalizers"] = Json::array();
+  finalize["metadata"].erase("managedFields");
+  ServeAsController("PUT", absl::StrCat("/api/v1/namespaces/", name, "/finalize"), finalize,
+                    kNamespaceController, "namespace-controller");
+  // Done unless the finalize lost a race (then the next round tries again).
+  std::optional<Json> now = store_.Get("/namespaces", "", name);
+  return !now || now->value("spec", Json::object()).value("finalizers", Json::array()).empty();
 }
 
 Reply KubeSim::Impl::Create(Ctx& ctx) {
@@ -399,7 +588,8 @@ Reply KubeSim::Impl::Patch(Ctx& ctx) {
 
 ApiOr<WriteResult> KubeSim::Impl::DeleteObject(Ctx& ctx, const ResourceType& type,
                                                const std::string& ns, const std::string& name,
-                                               const Json& options) {
+                                               const Json& options, bool collection) {
+  const bool is_namespace = type.group.empty() && type.plural == "namespaces";
   absl::Time now = absl::Now();
   Json preconditions = options.value("preconditions", Json::object());
   Mutator mutator = [&](const Json* current) -> ApiOr<WriteDecision> {
@@ -418,6 +608,24 @@ ApiOr<WriteResult> KubeSim::Impl::DeleteObject(Ctx& ctx, const ResourceType& typ
         }
       }
     }
+    if (is_namespace) {
+      if (meta.contains("deletionTimestamp")) {
+        return Conflict(type.Subject(), name,
+                        "The system is ensuring all content is removed from this namespace.  "
+                        "Upon completion, this namespace will automatically be purged by the "
+                        "system.");
+      }
+      const Json& spec_finalizers =
+          current->value("spec", Json::object()).value("finalizers", Json::array());
+      if (spec_finalizers.is_array() && !spec_finalizers.empty()) {
+        // The namespace controller empties it and then removes its finalizer.
+        Json next = *current;
+        next["metadata"]["deletionTimestamp"] = Rfc3339(now);
+        next["metadata"]["deletionGracePeriodSeconds"] = 0;
+        next["status"]["phase"] = "Terminating";
+        return WriteDecision{WriteDecision::Kind::kPut, std::move(next)};
+      }
+    }
     Json finalizers = meta.value("finalizers", Json::array());
     if (finalizers.is_array() && !finalizers.empty()) {
       if (meta.contains("deletionTimestamp")) {
@@ -434,7 +642,24 @@ ApiOr<WriteResult> KubeSim::Impl::DeleteObject(Ctx& ctx, const ResourceType& typ
     }
     return WriteDecision{WriteDecision::Kind::kDelete, *current};
   };
-  return store_.Write(type.Key(), ns, name, mutator, ctx.dry_run);
+  auto review = [&](const Json* current) -> std::optional<AdmissionAttributes> {
+    if (!current) return std::nullopt;
+    AdmissionAttributes a;
+    a.operation = "DELETE";
+    a.type = types_.Find(type.group, type.version, type.plural);
+    if (!a.type) return std::nullopt;
+    a.name = collection ? "" : name;
+    a.namespace_ = AdmissionNamespace(type, ns, name);
+    a.user = ctx.effective_user();
+    a.dry_run = ctx.dry_run;
+    a.old_object = *current;
+    a.options = options.is_object() ? options : Json::object();
+    a.options["kind"] = "DeleteOptions";
+    a.options["apiVersion"] = "meta.k8s.io/v1";
+    if (ctx.dry_run) a.options["dryRun"] = {"All"};
+    return a;
+  };
+  return AdmittedWrite(ctx, type, ns, name, mutator, review);
 }
 
 Reply KubeSim::Impl::Delete(Ctx& ctx) {
@@ -448,26 +673,14 @@ Reply KubeSim::Impl::Delete(Ctx& ctx) {
     }
   }
   const std::string& name = ctx.info.name;
-  if (type.plural == "namespaces" && !ctx.dry_run) {
-    // The namespace controller's work, done at once: contents go, then the namespace.
-    if (!store_.Get(type.Key(), "", name)) return Reply::Err(NotFound(type.Subject(), name));
-    for (const auto& t : types_.All()) {
-      if (!t->namespaced) continue;
-      ApiOr<Store::Snapshot> snap = store_.List(t->Key(), name);
-      if (!snap.ok()) continue;
-      for (const auto& o : snap->items) {
-        store_.Write(
-            t->Key(), name, o["metadata"].value("name", ""),
-            [](const Json* cur) -> ApiOr<WriteDecision> {
-              return WriteDecision{WriteDecision::Kind::kDelete, cur ? *cur : Json()};
-            },
-            false);
-      }
-    }
-  }
   ApiOr<WriteResult> r = DeleteObject(ctx, type, ctx.info.namespace_, name, options);
   if (!r.ok()) return Reply::Err(r.error());
   if (!ctx.dry_run) AfterWrite(ctx, type, *r);
+  if (!ctx.dry_run && type.group.empty() && type.plural == "namespaces" &&
+      r->event == "MODIFIED") {
+    StartNamespaceDeletion(name);
+    return Reply::Of(200, r->object);  // Terminating
+  }
   if (r->event != "DELETED") return Reply::Of(202, r->object);  // pending finalizers
   if (!ctx.dry_run) CollectGarbage(r->object, options);
   if (type.custom || type.plural == "pods" || type.plural == "namespaces" ||
@@ -500,8 +713,11 @@ Reply KubeSim::Impl::DeleteCollection(Ctx& ctx) {
     if (!labels->Matches(o) || !fields->Matches(o)) continue;
     const Json& m = o["metadata"];
     ApiOr<WriteResult> r =
-        DeleteObject(ctx, type, m.value("namespace", ""), m.value("name", ""), options);
-    if (!r.ok()) continue;  // raced with another delete
+        DeleteObject(ctx, type, m.value("namespace", ""), m.value("name", ""), options, true);
+    if (!r.ok()) {
+      if (r.error().code == 404) continue;  // raced with another delete
+      return Reply::Err(r.error());         // e.g. an admission webhook denied this item
+    }
     if (!ctx.dry_run) AfterWrite(ctx, type, *r);
     if (!ctx.dry_run && r->event == "DELETED") CollectGarbage(r->object, options);
     items.push_back(StripForList(r->object));
