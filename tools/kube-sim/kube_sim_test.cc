@@ -1308,7 +1308,8 @@ TEST_F(KubeSimTest, ReviewsInDiscoveryAndOpenApi) {
   std::vector<std::string> names;
   for (const auto& g : groups["groups"]) names.push_back(g["name"]);
   EXPECT_THAT(names, ElementsAre("apps", "authentication.k8s.io", "authorization.k8s.io",
-                                 "policy", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
+                                 "policy", "rbac.authorization.k8s.io",
+                                 "admissionregistration.k8s.io", "apiextensions.k8s.io",
                                  "coordination.k8s.io"));
   EXPECT_EQ(
       client_->Get("/apis/authentication.k8s.io/v1")->body,

@@ -194,6 +194,9 @@ expect "create deployment" "deployment.apps/d created" "$(k -n team-a create dep
 expect "deployment stored" "1 nginx:1.25 RollingUpdate" \
   "$(k -n team-a get deploy d -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].image} {.spec.strategy.type}')"
 expect "delete namespace" 'namespace "team-a" deleted' "$(k delete namespace team-a 2>&1)"
+# The namespace is Terminating until the namespace controller has emptied and finalized it.
+ns_gone() { ! k get namespace team-a >/dev/null 2>&1; }
+wait_for "namespace team-a gone" ns_gone
 expect "namespace contents gone" "" "$(k get cm -A -o name | grep gen || true)"
 
 # Reviews: created, answered, never stored. Without a token file every token is the default user
