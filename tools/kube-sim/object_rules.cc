@@ -192,7 +192,9 @@ Json ApplyDefaults(const ResourceType& type, Json o) {
   const std::string& p = type.plural;
   if (p == "namespaces") {
     o["metadata"]["labels"]["kubernetes.io/metadata.name"] = o["metadata"].value("name", "");
-    if (!o.contains("spec")) o["spec"] = {{"finalizers", {"kubernetes"}}};
+    // The namespace controller's finalizer, whatever the client sent (an empty spec too).
+    if (!o["spec"].is_object()) o["spec"] = Json::object();
+    if (!o["spec"].contains("finalizers")) o["spec"]["finalizers"] = {"kubernetes"};
     if (!o.contains("status")) o["status"] = {{"phase", "Active"}};
   } else if (p == "secrets") {
     if (!o.contains("type")) o["type"] = "Opaque";
