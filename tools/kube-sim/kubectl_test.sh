@@ -13,13 +13,62 @@ KUBECTL_BIN="$KUBECTL_DIR/$KUBECTL_NAME"
 WORK="$(mktemp -d "${TEST_TMPDIR:-/tmp}/kubectl.XXXXXX")"
 SIM_PID=""
 WATCH_PID=""
+HOOK_PID=""
 cleanup() {
   [[ -n "$WATCH_PID" ]] && kill "$WATCH_PID" 2>/dev/null || true
+  [[ -n "$HOOK_PID" ]] && kill "$HOOK_PID" 2>/dev/null || true
   [[ -n "$SIM_PID" ]] && kill -TERM "$SIM_PID" 2>/dev/null && wait "$SIM_PID" || true
 }
 trap cleanup EXIT
 
-"$SIM" --port=0 --port-file="$WORK/port" --profile="$PROFILE" 2>"$WORK/sim.log" &
+# A validating admission webhook over HTTPS (Python's standard library), reached through a
+# Service reference that kube-sim maps to its loopback port; its certificate names the Service.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=hook-ca -keyout "$WORK/ca.key" \
+  -out "$WORK/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=denier -keyout "$WORK/hook.key" \
+  -out "$WORK/hook.csr" 2>/dev/null
+printf 'subjectAltName=DNS:denier.hooks.svc\n' >"$WORK/hook.ext"
+openssl x509 -req -in "$WORK/hook.csr" -CA "$WORK/ca.crt" -CAkey "$WORK/ca.key" \
+  -CAcreateserial -days 2 -extfile "$WORK/hook.ext" -out "$WORK/hook.crt" 2>/dev/null
+cat >"$WORK/hook.py" <<'PY'
+import http.server, json, os, ssl, sys
+work = sys.argv[1]
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["request"]
+        labels = ((request.get("object") or {}).get("metadata") or {}).get("labels") or {}
+        with open(os.path.join(work, "hook.log"), "a") as log:
+            log.write("%s %s %s dryRun=%s\n" % (request["operation"], request["kind"]["kind"],
+                      request.get("name", ""), str(request["dryRun"]).lower()))
+        response = {"uid": request["uid"], "allowed": True}
+        if labels.get("deny") == "yes":
+            response = {"uid": request["uid"], "allowed": False,
+                        "status": {"code": 403, "message": "configmaps labelled deny=yes are refused"}}
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                           "response": response}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(os.path.join(work, "hook.crt"), os.path.join(work, "hook.key"))
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+with open(os.path.join(work, "hook.port.tmp"), "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(os.path.join(work, "hook.port.tmp"), os.path.join(work, "hook.port"))
+server.serve_forever()
+PY
+python3 "$WORK/hook.py" "$WORK" 2>"$WORK/hook.err" &
+HOOK_PID=$!
+for _ in $(seq 1 500); do [[ -s "$WORK/hook.port" ]] && break; sleep 0.02; done
+[[ -s "$WORK/hook.port" ]] || { echo "webhook did not start"; cat "$WORK/hook.err"; exit 1; }
+
+"$SIM" --port=0 --port-file="$WORK/port" --profile="$PROFILE" \
+  --webhook-service-override="hooks/denier=127.0.0.1:$(cat "$WORK/hook.port")" 2>"$WORK/sim.log" &
 SIM_PID=$!
 
 # Poll a condition with a deadline (no sleeps as synchronisation).
@@ -241,6 +290,54 @@ OUT="$(k get tokenreviews 2>&1)"
 set -e
 expect "get tokenreviews" \
   "Error from server (MethodNotAllowed): the server does not allow this method on the requested resource" "$OUT"
+
+# Validating admission: a denying webhook rejects kubectl's create with kube-apiserver's text;
+# --dry-run=server calls it too (sideEffects None), with dryRun true, and stores nothing.
+cat >"$WORK/vwc.yaml" <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: deny-labelled
+webhooks:
+- name: deny.example.com
+  clientConfig:
+    service: {namespace: hooks, name: denier, path: /validate}
+    caBundle: $(base64 -w0 "$WORK/ca.crt")
+  rules:
+  - {operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 5
+YAML
+expect "create webhook configuration" \
+  "validatingwebhookconfiguration.admissionregistration.k8s.io/deny-labelled created" \
+  "$(k create -f "$WORK/vwc.yaml" 2>&1)"
+cat >"$WORK/denied.yaml" <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: denied, labels: {deny: "yes"}}
+data: {k: v}
+YAML
+DENIAL='admission webhook "deny.example.com" denied the request: configmaps labelled deny=yes are refused'
+set +e
+OUT="$(k create -f "$WORK/denied.yaml" 2>&1)"; RC=$?
+set -e
+# The webhook's status has no reason (as the real capture's), so kubectl names none.
+expect "denied create" "Error from server: error when creating \"$WORK/denied.yaml\": $DENIAL" "$OUT"
+expect "denied create rc" "1" "$RC"
+set +e
+OUT="$(k create -f "$WORK/denied.yaml" --dry-run=server 2>&1)"; RC=$?
+set -e
+expect "denied dry-run create" "Error from server: error when creating \"$WORK/denied.yaml\": $DENIAL" "$OUT"
+expect "allowed dry-run create" "configmap/allowed created (server dry run)" \
+  "$(k create configmap allowed --from-literal=k=v --dry-run=server 2>&1)"
+expect "dry run stored nothing" "" "$(k get cm allowed --ignore-not-found -o name 2>&1)"
+expect "allowed create" "configmap/allowed created" "$(k create configmap allowed --from-literal=k=v 2>&1)"
+expect "webhook saw" "CREATE ConfigMap denied dryRun=false
+CREATE ConfigMap denied dryRun=true
+CREATE ConfigMap allowed dryRun=true
+CREATE ConfigMap allowed dryRun=false" "$(cat "$WORK/hook.log")"
+expect "sim logged the calls" "4" "$(grep -c 'kube-sim: admission webhook "deny.example.com" CREATE configmaps default/' "$WORK/sim.log")"
 
 # SIGTERM stops the server cleanly.
 kill -TERM "$SIM_PID"; wait "$SIM_PID"; RC=$?; SIM_PID=""

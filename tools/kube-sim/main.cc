@@ -58,6 +58,10 @@ ABSL_FLAG(std::string, audit_webhook_client_key, "", "Client key for mTLS.");
 ABSL_FLAG(int, audit_webhook_batch_max_size, 400, "Events per batch.");
 ABSL_FLAG(double, audit_webhook_batch_max_wait_seconds, 30, "Max seconds an event waits.");
 ABSL_FLAG(double, audit_webhook_initial_backoff_seconds, 10, "First retry delay.");
+ABSL_FLAG(std::vector<std::string>, webhook_service_override, {},
+          "Where admission webhooks' clientConfig.service references are reached: "
+          "NAMESPACE/NAME=HOST:PORT, comma-separated (the certificate is still "
+          "verified for NAME.NAMESPACE.svc).");
 
 namespace {
 
@@ -97,7 +101,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "kube-sim [flags]: a protocol-accurate Kubernetes API server for tests.\n"
       "Admin endpoints: POST /_sim/faults, DELETE /_sim/faults, POST /_sim/compact,\n"
-      "POST /_sim/drop-watches, POST /_sim/audit, GET /_sim/requests, GET /_sim/state\n"
+      "POST /_sim/drop-watches, POST /_sim/audit, GET /_sim/requests, GET /_sim/state,\n"
+      "GET /_sim/admission\n"
       "(see README.md).");
   // Accept kube-style dashed flags (--port-file) as well as absl's underscores (--port_file).
   std::vector<std::string> args(argv, argv + argc);
@@ -188,6 +193,16 @@ int main(int argc, char** argv) {
     w.max_wait = absl::Seconds(absl::GetFlag(FLAGS_audit_webhook_batch_max_wait_seconds));
     w.initial_backoff = absl::Seconds(absl::GetFlag(FLAGS_audit_webhook_initial_backoff_seconds));
     options.audit_webhook = w;
+  }
+
+  for (const std::string& entry : absl::GetFlag(FLAGS_webhook_service_override)) {
+    size_t eq = entry.find('=');
+    std::string service = entry.substr(0, eq);
+    std::string target = eq == std::string::npos ? "" : entry.substr(eq + 1);
+    if (service.find('/') == std::string::npos || target.rfind(':') == std::string::npos) {
+      return Fail("--webhook-service-override: want NAMESPACE/NAME=HOST:PORT, got " + entry);
+    }
+    options.admission.service_overrides[service] = target;
   }
 
   // Block SIGTERM/SIGINT before any thread starts, so only sigwait() below sees them.
