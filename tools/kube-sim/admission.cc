@@ -500,6 +500,12 @@ std::vector<StatusCause> ValidateWebhookConfiguration(const Json& configuration)
         causes.push_back(FieldRequired(f + ".clientConfig.service.namespace",
                                        "service namespace is required"));
       }
+      if (service.is_object() && service.contains("port") &&
+          (!service["port"].is_number_integer() || service["port"].get<int64_t>() < 1 ||
+           service["port"].get<int64_t>() > 65535)) {
+        causes.push_back(FieldInvalid(f + ".clientConfig.service.port", service["port"],
+                                      "port is not valid: must be between 1 and 65535, inclusive"));
+      }
     }
     if (cc.is_object() && cc.contains("caBundle")) {
       std::string pem;
@@ -644,6 +650,8 @@ std::optional<ApiError> ValidatingWebhooks::Admit(const AdmissionAttributes& att
   for (auto& p : pending) {
     p->thread = std::thread([&attrs, &type, p = p.get(), this] {
       const absl::Time start = absl::Now();
+      // An answer of the wrong JSON shape must fail the call, not the thread (and the server).
+      try {
       const Json& hook = p->hook;
       const std::string name = hook.value("name", "");
       const bool fail_open = hook.value("failurePolicy", "Fail") == "Ignore";
@@ -775,6 +783,17 @@ std::optional<ApiError> ValidatingWebhooks::Admit(const AdmissionAttributes& att
             }
           }
         }
+      }
+      } catch (const std::exception& e) {
+        const std::string name =
+            p->hook.contains("name") && p->hook["name"].is_string() ? p->hook["name"] : "";
+        p->verdict = Verdict{};
+        p->verdict.outcome = p->hook.value("failurePolicy", Json("Fail")) == "Ignore"
+                                 ? WebhookCall::Outcome::kFailedOpen
+                                 : WebhookCall::Outcome::kFailedClosed;
+        p->verdict.error = InternalError(absl::StrCat("failed calling webhook \"", name,
+                                                      "\": received invalid webhook response: ",
+                                                      e.what()));
       }
       p->took = absl::Now() - start;
     });

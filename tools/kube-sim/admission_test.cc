@@ -462,6 +462,13 @@ TEST_F(AdmissionTest, FailurePolicyOnUnreachableAndGarbage) {
   EXPECT_THAT(Json::parse(r.body)["message"].get<std::string>(),
               HasSubstr("received invalid webhook response: expected webhook response of "
                         "admission.k8s.io/v1, Kind=AdmissionReview, got /v1, Kind=Status"));
+  // A field of the wrong JSON type fails the call (and kube-sim keeps serving).
+  receiver_->SetRawReply(R"({"apiVersion":"admission.k8s.io/v1","kind":7,"response":[]})");
+  r = CreateConfigMap("y");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_THAT(Json::parse(r.body)["message"].get<std::string>(),
+              HasSubstr("failed calling webhook \"garbage.example.com\": received invalid webhook "
+                        "response"));
   receiver_->SetRawReply(
       R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"wrong","allowed":true}})");
   r = CreateConfigMap("y");
@@ -628,6 +635,59 @@ class AuditReceiver {
   std::vector<Json> events_;
 };
 
+TEST(AdmissionAuditTest, WarningsReachTheClientAndAnnotationsTheAuditEvent) {
+  reverser::testing::ScopedTempDir dir("admission-audit");
+  auto pki = reverser::testing::MakeTestPki(dir.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  WebhookReceiver hook(pki->server_cert, pki->server_key);
+  hook.SetDecide([](const Json&) {
+    return Json{{"allowed", true},
+                {"warnings", {"configmap k is deprecated"}},
+                {"auditAnnotations", {{"scenario", "recorded"}}}};
+  });
+  AuditReceiver audit;
+  KubeSimOptions options;
+  options.audit_webhook = AuditWebhookOptions{
+      .url = audit.url(), .max_batch_size = 100, .max_wait = absl::Milliseconds(20)};
+  auto sim = KubeSim::Start(options);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  Json configuration = {
+      {"metadata", {{"name", "cfg"}}},
+      {"webhooks",
+       {{{"name", "record.example.com"},
+         {"clientConfig",
+          {{"url", absl::StrCat("https://127.0.0.1:", hook.port(), "/")},
+           {"caBundle", absl::Base64Escape(ReadAll(pki->ca_cert))}}},
+         {"rules",
+          {{{"operations", {"CREATE"}},
+            {"apiGroups", {""}},
+            {"apiVersions", {"v1"}},
+            {"resources", {"configmaps"}}}}},
+         {"sideEffects", "None"},
+         {"admissionReviewVersions", {"v1"}}}}}};
+  ASSERT_EQ((*sim)
+                ->Call("POST",
+                       "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+                       configuration.dump())
+                .status,
+            201);
+  httplib::Client http("127.0.0.1", (*sim)->port());
+  auto created = http.Post("/api/v1/namespaces/default/configmaps",
+                           R"({"metadata":{"name":"c"},"data":{"k":"v"}})", "application/json");
+  ASSERT_EQ(created->status, 201);
+  EXPECT_EQ(created->get_header_value("Warning"), "299 - \"configmap k is deprecated\"");
+  ASSERT_TRUE((*sim)->audit()->WaitIdle(absl::Seconds(20)));
+  bool found = false;
+  for (const Json& e : audit.Events()) {
+    if (e["verb"] == "create" && e["stage"] == "ResponseComplete" &&
+        e["objectRef"].value("resource", "") == "configmaps") {
+      EXPECT_EQ(e["annotations"]["record.example.com/scenario"], "recorded");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(NamespaceControllerTest, DeletionTerminatesThenEmptiesAndFinalizesAsTheController) {
   AuditReceiver receiver;
   KubeSimOptions options;
@@ -655,14 +715,14 @@ TEST(NamespaceControllerTest, DeletionTerminatesThenEmptiesAndFinalizesAsTheCont
   EXPECT_THAT(Json::parse(again.body)["message"].get<std::string>(),
               HasSubstr("The system is ensuring all content is removed from this namespace."));
   // The controller empties what it can; the finalizer holds the rest, and so the namespace.
+  auto held_marked = [&] {
+    Json held = Json::parse(s.Call("GET", "/api/v1/namespaces/gone/secrets/held").body);
+    return held["metadata"].contains("deletionTimestamp");
+  };
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (s.Call("GET", "/api/v1/namespaces/gone/configmaps/a").status != 404 &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  while (!held_marked() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(held_marked());
   EXPECT_EQ(s.Call("GET", "/api/v1/namespaces/gone/configmaps/a").status, 404);
-  Json held = Json::parse(s.Call("GET", "/api/v1/namespaces/gone/secrets/held").body);
-  EXPECT_TRUE(held["metadata"].contains("deletionTimestamp"));
   EXPECT_EQ(s.Call("GET", "/api/v1/namespaces/gone").status, 200);
   ASSERT_EQ(s.Call("PATCH", "/api/v1/namespaces/gone/secrets/held",
                    R"({"metadata":{"finalizers":null}})", "application/merge-patch+json")

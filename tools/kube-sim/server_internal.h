@@ -260,8 +260,11 @@ class KubeSim::Impl {
   // asked about, again), as kube-apiserver's optimistic update loop does.
   ApiOr<WriteResult> AdmittedWrite(Ctx& ctx, const ResourceType& type, const std::string& ns,
                                    const std::string& name, const Mutator& mutator,
-                                   const ReviewBuilder& review);
-  std::vector<Json> WebhookConfigurations() const;
+                                   const ReviewBuilder& review,
+                                   const std::vector<Json>& configurations);
+  // The stored ValidatingWebhookConfigurations that apply to writes of `type` (none for the
+  // admission configuration types themselves).
+  std::vector<Json> WebhookConfigurations(const ResourceType& type) const;
   std::optional<ApiError> Admit(Ctx& ctx, const AdmissionAttributes& attrs,
                                 const std::vector<Json>& configurations);
   // The namespace field of an admission request (a Namespace's own name for namespaces).

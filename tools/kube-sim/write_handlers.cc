@@ -66,7 +66,9 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
   ManagerWrite write{FieldManager(ctx), operation, ctx.info.subresource, type.ApiVersion(),
                      absl::Now()};
   absl::Time now = write.time;
-  Json admitted;  // the object as it would be stored: what validating webhooks see
+  // The object as it would be stored: what validating webhooks see (kept only when some exist).
+  const std::vector<Json> configurations = WebhookConfigurations(type);
+  Json admitted;
   Mutator mutator = [&](const Json* current) -> ApiOr<WriteDecision> {
     if (!current && !create_if_missing) return NotFound(type.Subject(), name);
     ApiOr<Json> desired = transform(current);
@@ -91,7 +93,7 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
       causes = ValidateSchema(type, next, nullptr);
       if (!causes.empty()) return Invalid(type.Subject(), name, causes);
       next = UpdateManagedFields(Json(nullptr), next, applied, write);
-      admitted = next;
+      if (!configurations.empty()) admitted = next;
       return WriteDecision{WriteDecision::Kind::kPut, std::move(next)};
     }
     const Json& meta = next["metadata"];
@@ -111,7 +113,7 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     next["metadata"]["managedFields"] =
         (*current)["metadata"].value("managedFields", Json::array());
     next = UpdateManagedFields(*current, next, applied, write);
-    admitted = next;
+    if (!configurations.empty()) admitted = next;
     if (SameContent(next, *current)) {
       return WriteDecision{WriteDecision::Kind::kNoChange, *current};
     }
@@ -155,12 +157,13 @@ ApiOr<WriteResult> KubeSim::Impl::WriteObject(Ctx& ctx, const std::string& ns,
     if (ctx.Has("fieldValidation")) a.options["fieldValidation"] = ctx.Param("fieldValidation");
     return a;
   };
-  ApiOr<WriteResult> r = AdmittedWrite(ctx, type, ns, name, mutator, review);
+  ApiOr<WriteResult> r = AdmittedWrite(ctx, type, ns, name, mutator, review, configurations);
   if (r.ok() && !ctx.dry_run) AfterWrite(ctx, type, *r);
   return r;
 }
 
-std::vector<Json> KubeSim::Impl::WebhookConfigurations() const {
+std::vector<Json> KubeSim::Impl::WebhookConfigurations(const ResourceType& type) const {
+  if (IsAdmissionConfigurationResource(type)) return {};
   ApiOr<Store::Snapshot> snap =
       store_.List("admissionregistration.k8s.io/validatingwebhookconfigurations", "");
   if (!snap.ok()) return {};
@@ -199,9 +202,8 @@ std::optional<ApiError> KubeSim::Impl::Admit(Ctx& ctx, const AdmissionAttributes
 ApiOr<WriteResult> KubeSim::Impl::AdmittedWrite(Ctx& ctx, const ResourceType& type,
                                                 const std::string& ns, const std::string& name,
                                                 const Mutator& mutator,
-                                                const ReviewBuilder& review) {
-  std::vector<Json> configurations;
-  if (!IsAdmissionConfigurationResource(type)) configurations = WebhookConfigurations();
+                                                const ReviewBuilder& review,
+                                                const std::vector<Json>& configurations) {
   if (configurations.empty()) return store_.Write(type.Key(), ns, name, mutator, ctx.dry_run);
   constexpr int kMaxAttempts = 10;
   for (int attempt = 1;; ++attempt) {
@@ -659,7 +661,7 @@ ApiOr<WriteResult> KubeSim::Impl::DeleteObject(Ctx& ctx, const ResourceType& typ
     if (ctx.dry_run) a.options["dryRun"] = {"All"};
     return a;
   };
-  return AdmittedWrite(ctx, type, ns, name, mutator, review);
+  return AdmittedWrite(ctx, type, ns, name, mutator, review, WebhookConfigurations(type));
 }
 
 Reply KubeSim::Impl::Delete(Ctx& ctx) {
