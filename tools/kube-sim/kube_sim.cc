@@ -96,6 +96,7 @@ absl::Status KubeSim::Impl::Start() {
 void KubeSim::Impl::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  if (!server_) return;
   {
     std::lock_guard lock(namespace_mu_);
     namespace_controller_stop_ = true;
@@ -580,7 +581,10 @@ KubeSim::~KubeSim() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<KubeSim>> KubeSim::Start(KubeSimOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
-  if (absl::Status s = impl->Start(); !s.ok()) return s;
+  if (absl::Status s = impl->Start(); !s.ok()) {
+    impl->Stop();  // joins the threads a partial start left running
+    return s;
+  }
   return std::unique_ptr<KubeSim>(new KubeSim(std::move(impl)));
 }
 
