@@ -87,8 +87,8 @@ std::vector<StatusCause> ValidateLabelSelector(const Json& selector, const std::
       size_t values = e.value("values", Json::array()).size();
       if (op == "In" || op == "NotIn") {
         if (values == 0) {
-          causes.push_back(FieldRequired(f + ".values",
-                                         "must be specified when `operator` is 'In' or 'NotIn'"));
+          causes.push_back(
+              FieldRequired(f + ".values", "must be specified when `operator` is 'In' or 'NotIn'"));
         }
       } else if (op == "Exists" || op == "DoesNotExist") {
         if (values > 0) {
@@ -96,8 +96,7 @@ std::vector<StatusCause> ValidateLabelSelector(const Json& selector, const std::
               f + ".values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
         }
       } else {
-        causes.push_back(
-            FieldInvalid(f + ".operator", op, "not a valid selector operator"));
+        causes.push_back(FieldInvalid(f + ".operator", op, "not a valid selector operator"));
       }
     }
   }
@@ -178,14 +177,14 @@ Endpoint ResolveEndpoint(const Json& client_config, int timeout_seconds,
   // The REST client adds the timeout as a query parameter, so webhook servers see it.
   e.path_and_query = absl::StrCat(path, absl::StrContains(path, '?') ? "&" : "?",
                                   "timeout=", GoDuration(timeout_seconds));
-  e.url = absl::StrCat("https://", e.host, e.port == 443 && !client_config.contains("service")
-                                               ? ""
-                                               : absl::StrCat(":", e.port),
-                       e.path_and_query);
+  e.url = absl::StrCat(
+      "https://", e.host,
+      e.port == 443 && !client_config.contains("service") ? "" : absl::StrCat(":", e.port),
+      e.path_and_query);
   if (client_config.contains("url") && client_config["url"].is_string()) {
     std::string url = client_config["url"];
-    e.url = absl::StrCat(url, absl::StrContains(url, '?') ? "&" : "?", "timeout=",
-                         GoDuration(timeout_seconds));
+    e.url = absl::StrCat(url, absl::StrContains(url, '?') ? "&" : "?",
+                         "timeout=", GoDuration(timeout_seconds));
   }
   return e;
 }
@@ -258,8 +257,7 @@ HttpOutcome PostWithDeadline(const Endpoint& endpoint, const std::string& ca_pem
     state->cv.notify_all();
   }).detach();
   std::unique_lock lock(state->mu);
-  if (!state->cv.wait_for(lock, absl::ToChronoMilliseconds(timeout),
-                          [&] { return state->done; })) {
+  if (!state->cv.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] { return state->done; })) {
     state->client->stop();  // the request thread ends on its own; its state is shared
     HttpOutcome out;
     out.error = "context deadline exceeded";
@@ -286,8 +284,8 @@ bool RuleMatches(const Json& rule, const std::string& operation, const std::stri
     if (parts.size() == 1) {
       resource_ok = subresource.empty() && (res == "*" || res == type.plural);
     } else {
-      resource_ok = (res == "*" || res == type.plural) &&
-                    (parts[1] == "*" ? true : parts[1] == subresource);
+      resource_ok =
+          (res == "*" || res == type.plural) && (parts[1] == "*" ? true : parts[1] == subresource);
       if (parts[1] != "*" && subresource.empty()) resource_ok = false;
     }
     if (resource_ok) break;
@@ -320,7 +318,8 @@ struct Verdict {
 // kube-apiserver's rejection Status (webhookerrors.ToStatusErr).
 ApiError Denial(const std::string& webhook, const Json& status) {
   ApiError e;
-  const std::string denied_by = absl::StrCat("admission webhook \"", webhook, "\" denied the request");
+  const std::string denied_by =
+      absl::StrCat("admission webhook \"", webhook, "\" denied the request");
   int code = status.is_object() ? status.value("code", 0) : 0;
   e.code = code < 400 ? 400 : code;
   std::string message = status.is_object() ? status.value("message", "") : "";
@@ -417,8 +416,8 @@ std::vector<StatusCause> ValidateWebhookConfiguration(const Json& configuration)
     }
     const Json& versions = hook.value("admissionReviewVersions", Json::array());
     if (!versions.is_array() || versions.empty()) {
-      causes.push_back(FieldRequired(f + ".admissionReviewVersions",
-                                     "must specify one of v1, v1beta1"));
+      causes.push_back(
+          FieldRequired(f + ".admissionReviewVersions", "must specify one of v1, v1beta1"));
     } else if (!Contains(versions, "v1") && !Contains(versions, "v1beta1")) {
       causes.push_back(FieldInvalid(f + ".admissionReviewVersions", versions,
                                     "must include at least one of v1, v1beta1"));
@@ -489,16 +488,18 @@ std::vector<StatusCause> ValidateWebhookConfiguration(const Json& configuration)
                                       "'https' is the only allowed URL scheme"));
       } else if (url.size() == std::string("https://").size() ||
                  url[std::string("https://").size()] == '/') {
-        causes.push_back(FieldInvalid(f + ".clientConfig.url", cc["url"], "host must be specified"));
+        causes.push_back(
+            FieldInvalid(f + ".clientConfig.url", cc["url"], "host must be specified"));
       }
     } else {
       const Json& service = cc["service"];
       if (!service.is_object() || service.value("name", "").empty()) {
-        causes.push_back(FieldRequired(f + ".clientConfig.service.name", "service name is required"));
+        causes.push_back(
+            FieldRequired(f + ".clientConfig.service.name", "service name is required"));
       }
       if (!service.is_object() || service.value("namespace", "").empty()) {
-        causes.push_back(FieldRequired(f + ".clientConfig.service.namespace",
-                                       "service namespace is required"));
+        causes.push_back(
+            FieldRequired(f + ".clientConfig.service.namespace", "service namespace is required"));
       }
       if (service.is_object() && service.contains("port") &&
           (!service["port"].is_number_integer() || service["port"].get<int64_t>() < 1 ||
@@ -509,7 +510,8 @@ std::vector<StatusCause> ValidateWebhookConfiguration(const Json& configuration)
     }
     if (cc.is_object() && cc.contains("caBundle")) {
       std::string pem;
-      if (!cc["caBundle"].is_string() || !absl::Base64Unescape(cc["caBundle"].get<std::string>(), &pem)) {
+      if (!cc["caBundle"].is_string() ||
+          !absl::Base64Unescape(cc["caBundle"].get<std::string>(), &pem)) {
         causes.push_back(FieldInvalid(f + ".clientConfig.caBundle", cc["caBundle"],
                                       "must be base64-encoded PEM"));
       }
@@ -652,138 +654,142 @@ std::optional<ApiError> ValidatingWebhooks::Admit(const AdmissionAttributes& att
       const absl::Time start = absl::Now();
       // An answer of the wrong JSON shape must fail the call, not the thread (and the server).
       try {
-      const Json& hook = p->hook;
-      const std::string name = hook.value("name", "");
-      const bool fail_open = hook.value("failurePolicy", "Fail") == "Ignore";
-      auto call_failed = [&](const std::string& reason) {
-        const std::string text = absl::StrCat("failed calling webhook \"", name, "\": ", reason);
-        if (fail_open) {
-          p->verdict.outcome = WebhookCall::Outcome::kFailedOpen;
-          p->verdict.error = InternalError(text);  // logged, not returned
-        } else {
-          p->verdict.outcome = WebhookCall::Outcome::kFailedClosed;
-          p->verdict.error = InternalError(text);
-        }
-      };
-      const std::string side_effects = hook.value("sideEffects", "");
-      const Json& review_versions = hook.value("admissionReviewVersions", Json::array());
-      std::string review_version =
-          Contains(review_versions, "v1") ? "v1"
-                                          : (Contains(review_versions, "v1beta1") ? "v1beta1" : "");
-      if (attrs.dry_run && side_effects != "None" && side_effects != "NoneOnDryRun") {
-        p->verdict.outcome = WebhookCall::Outcome::kDryRunUnsupported;
-        p->verdict.error =
-            BadRequest(absl::StrCat("admission webhook \"", name, "\" does not support dry run"));
-      } else if (review_version.empty()) {
-        call_failed("webhook does not accept v1 or v1beta1 AdmissionReview");
-      } else {
-        const std::string review_api_version = "admission.k8s.io/" + review_version;
-        const std::string uid = NewUid();
-        const std::string kind_group = attrs.kind.empty() ? type.group : attrs.kind_group;
-        const std::string kind_version = attrs.kind.empty() ? p->version : attrs.kind_version;
-        const std::string kind = attrs.kind.empty() ? type.kind : attrs.kind;
-        // matchPolicy Equivalent through another version: the object is converted (a CRD's
-        // None conversion: only apiVersion changes).
-        auto converted = [&](Json o) {
-          if (o.is_object() && attrs.kind.empty() && p->version != type.version) {
-            o["apiVersion"] =
-                type.group.empty() ? p->version : absl::StrCat(type.group, "/", p->version);
-          }
-          return o;
-        };
-        Json request = {
-            {"uid", uid},
-            {"kind", GroupVersionKind(kind_group, kind_version, kind)},
-            {"resource", GroupVersionResource(type.group, p->version, type.plural)},
-            {"requestKind",
-             GroupVersionKind(attrs.kind.empty() ? type.group : attrs.kind_group,
-                              attrs.kind.empty() ? type.version : attrs.kind_version, kind)},
-            {"requestResource", GroupVersionResource(type.group, type.version, type.plural)},
-        };
-        if (!attrs.subresource.empty()) {
-          request["subResource"] = attrs.subresource;
-          request["requestSubResource"] = attrs.subresource;
-        }
-        if (!attrs.name.empty()) request["name"] = attrs.name;
-        if (!attrs.namespace_.empty()) request["namespace"] = attrs.namespace_;
-        request["operation"] = attrs.operation;
-        request["userInfo"] = attrs.user.ToJson();
-        request["object"] = converted(attrs.object);
-        request["oldObject"] = converted(attrs.old_object);
-        request["dryRun"] = attrs.dry_run;
-        request["options"] = attrs.options;
-        Json review = {{"kind", "AdmissionReview"},
-                       {"apiVersion", review_api_version},
-                       {"request", request}};
-        const int timeout_seconds = std::clamp(hook.value("timeoutSeconds", 10), 1, 30);
-        const Json& cc = hook.value("clientConfig", Json::object());
-        Endpoint endpoint = ResolveEndpoint(cc, timeout_seconds, options_);
-        std::string ca_pem;
-        if (cc.contains("caBundle") && cc["caBundle"].is_string()) {
-          absl::Base64Unescape(cc["caBundle"].get<std::string>(), &ca_pem);
-        }
-        const std::string post = absl::StrCat("failed to call webhook: Post \"", endpoint.url, "\": ");
-        if (!endpoint.error.empty()) {
-          call_failed(post + endpoint.error);
-        } else {
-          HttpOutcome http =
-              PostWithDeadline(endpoint, ca_pem, review.dump(), absl::Seconds(timeout_seconds));
-          if (!http.sent) {
-            call_failed(post + http.error);
-          } else if (http.status < 200 || http.status > 299) {
-            call_failed("failed to call webhook: " + HttpStatusError(http.status, http.body));
+        const Json& hook = p->hook;
+        const std::string name = hook.value("name", "");
+        const bool fail_open = hook.value("failurePolicy", "Fail") == "Ignore";
+        auto call_failed = [&](const std::string& reason) {
+          const std::string text = absl::StrCat("failed calling webhook \"", name, "\": ", reason);
+          if (fail_open) {
+            p->verdict.outcome = WebhookCall::Outcome::kFailedOpen;
+            p->verdict.error = InternalError(text);  // logged, not returned
           } else {
-            Json answer = Json::parse(http.body, nullptr, false);
-            if (answer.is_discarded()) {
-              call_failed(absl::StrCat(
-                  "failed to call webhook: couldn't get version/kind; json parse error: ",
-                  JsonParseError(http.body)));
-            } else if (!answer.is_object() || answer.value("kind", "") != "AdmissionReview" ||
-                       answer.value("apiVersion", "") != review_api_version) {
-              std::string got_version =
-                  answer.is_object() ? answer.value("apiVersion", "") : std::string();
-              std::string got_kind = answer.is_object() ? answer.value("kind", "") : std::string();
-              std::string group_version = absl::StrContains(got_version, '/')
-                                              ? got_version
-                                              : absl::StrCat("/", got_version);
-              call_failed(absl::StrCat("received invalid webhook response: expected webhook "
-                                       "response of ",
-                                       review_api_version, ", Kind=AdmissionReview, got ",
-                                       group_version, ", Kind=", got_kind));
-            } else if (!answer.contains("response") || !answer["response"].is_object()) {
-              call_failed("received invalid webhook response: webhook response was absent");
+            p->verdict.outcome = WebhookCall::Outcome::kFailedClosed;
+            p->verdict.error = InternalError(text);
+          }
+        };
+        const std::string side_effects = hook.value("sideEffects", "");
+        const Json& review_versions = hook.value("admissionReviewVersions", Json::array());
+        std::string review_version = Contains(review_versions, "v1")
+                                         ? "v1"
+                                         : (Contains(review_versions, "v1beta1") ? "v1beta1" : "");
+        if (attrs.dry_run && side_effects != "None" && side_effects != "NoneOnDryRun") {
+          p->verdict.outcome = WebhookCall::Outcome::kDryRunUnsupported;
+          p->verdict.error =
+              BadRequest(absl::StrCat("admission webhook \"", name, "\" does not support dry run"));
+        } else if (review_version.empty()) {
+          call_failed("webhook does not accept v1 or v1beta1 AdmissionReview");
+        } else {
+          const std::string review_api_version = "admission.k8s.io/" + review_version;
+          const std::string uid = NewUid();
+          const std::string kind_group = attrs.kind.empty() ? type.group : attrs.kind_group;
+          const std::string kind_version = attrs.kind.empty() ? p->version : attrs.kind_version;
+          const std::string kind = attrs.kind.empty() ? type.kind : attrs.kind;
+          // matchPolicy Equivalent through another version: the object is converted (a CRD's
+          // None conversion: only apiVersion changes).
+          auto converted = [&](Json o) {
+            if (o.is_object() && attrs.kind.empty() && p->version != type.version) {
+              o["apiVersion"] =
+                  type.group.empty() ? p->version : absl::StrCat(type.group, "/", p->version);
+            }
+            return o;
+          };
+          Json request = {
+              {"uid", uid},
+              {"kind", GroupVersionKind(kind_group, kind_version, kind)},
+              {"resource", GroupVersionResource(type.group, p->version, type.plural)},
+              {"requestKind",
+               GroupVersionKind(attrs.kind.empty() ? type.group : attrs.kind_group,
+                                attrs.kind.empty() ? type.version : attrs.kind_version, kind)},
+              {"requestResource", GroupVersionResource(type.group, type.version, type.plural)},
+          };
+          if (!attrs.subresource.empty()) {
+            request["subResource"] = attrs.subresource;
+            request["requestSubResource"] = attrs.subresource;
+          }
+          if (!attrs.name.empty()) request["name"] = attrs.name;
+          if (!attrs.namespace_.empty()) request["namespace"] = attrs.namespace_;
+          request["operation"] = attrs.operation;
+          request["userInfo"] = attrs.user.ToJson();
+          request["object"] = converted(attrs.object);
+          request["oldObject"] = converted(attrs.old_object);
+          request["dryRun"] = attrs.dry_run;
+          request["options"] = attrs.options;
+          Json review = {{"kind", "AdmissionReview"},
+                         {"apiVersion", review_api_version},
+                         {"request", request}};
+          const int timeout_seconds = std::clamp(hook.value("timeoutSeconds", 10), 1, 30);
+          const Json& cc = hook.value("clientConfig", Json::object());
+          Endpoint endpoint = ResolveEndpoint(cc, timeout_seconds, options_);
+          std::string ca_pem;
+          if (cc.contains("caBundle") && cc["caBundle"].is_string()) {
+            absl::Base64Unescape(cc["caBundle"].get<std::string>(), &ca_pem);
+          }
+          const std::string post =
+              absl::StrCat("failed to call webhook: Post \"", endpoint.url, "\": ");
+          if (!endpoint.error.empty()) {
+            call_failed(post + endpoint.error);
+          } else {
+            HttpOutcome http =
+                PostWithDeadline(endpoint, ca_pem, review.dump(), absl::Seconds(timeout_seconds));
+            if (!http.sent) {
+              call_failed(post + http.error);
+            } else if (http.status < 200 || http.status > 299) {
+              call_failed("failed to call webhook: " + HttpStatusError(http.status, http.body));
             } else {
-              const Json& response = answer["response"];
-              std::string got_uid =
-                  response.contains("uid") && response["uid"].is_string() ? response["uid"] : "";
-              if (review_version == "v1" && got_uid != uid) {
-                call_failed(absl::StrCat("received invalid webhook response: expected "
-                                         "response.uid=\"",
-                                         uid, "\", got \"", got_uid, "\""));
+              Json answer = Json::parse(http.body, nullptr, false);
+              if (answer.is_discarded()) {
+                call_failed(absl::StrCat(
+                    "failed to call webhook: couldn't get version/kind; json parse error: ",
+                    JsonParseError(http.body)));
+              } else if (!answer.is_object() || answer.value("kind", "") != "AdmissionReview" ||
+                         answer.value("apiVersion", "") != review_api_version) {
+                std::string got_version =
+                    answer.is_object() ? answer.value("apiVersion", "") : std::string();
+                std::string got_kind =
+                    answer.is_object() ? answer.value("kind", "") : std::string();
+                std::string group_version = absl::StrContains(got_version, '/')
+                                                ? got_version
+                                                : absl::StrCat("/", got_version);
+                call_failed(
+                    absl::StrCat("received invalid webhook response: expected webhook "
+                                 "response of ",
+                                 review_api_version, ", Kind=AdmissionReview, got ", group_version,
+                                 ", Kind=", got_kind));
+              } else if (!answer.contains("response") || !answer["response"].is_object()) {
+                call_failed("received invalid webhook response: webhook response was absent");
               } else {
-                for (const std::string& w : Strings(response.value("warnings", Json::array()))) {
-                  p->verdict.warnings.push_back(w);
-                }
-                const Json& annotations = response.value("auditAnnotations", Json::object());
-                if (annotations.is_object()) {
-                  for (const auto& [k, v] : annotations.items()) {
-                    if (v.is_string()) p->verdict.audit_annotations[name + "/" + k] = v;
-                  }
-                }
-                const bool allowed = response.contains("allowed") &&
-                                     response["allowed"].is_boolean() &&
-                                     response["allowed"].get<bool>();
-                if (allowed) {
-                  p->verdict.outcome = WebhookCall::Outcome::kAllowed;
+                const Json& response = answer["response"];
+                std::string got_uid =
+                    response.contains("uid") && response["uid"].is_string() ? response["uid"] : "";
+                if (review_version == "v1" && got_uid != uid) {
+                  call_failed(
+                      absl::StrCat("received invalid webhook response: expected "
+                                   "response.uid=\"",
+                                   uid, "\", got \"", got_uid, "\""));
                 } else {
-                  p->verdict.outcome = WebhookCall::Outcome::kDenied;
-                  p->verdict.error = Denial(name, response.value("status", Json::object()));
+                  for (const std::string& w : Strings(response.value("warnings", Json::array()))) {
+                    p->verdict.warnings.push_back(w);
+                  }
+                  const Json& annotations = response.value("auditAnnotations", Json::object());
+                  if (annotations.is_object()) {
+                    for (const auto& [k, v] : annotations.items()) {
+                      if (v.is_string()) p->verdict.audit_annotations[name + "/" + k] = v;
+                    }
+                  }
+                  const bool allowed = response.contains("allowed") &&
+                                       response["allowed"].is_boolean() &&
+                                       response["allowed"].get<bool>();
+                  if (allowed) {
+                    p->verdict.outcome = WebhookCall::Outcome::kAllowed;
+                  } else {
+                    p->verdict.outcome = WebhookCall::Outcome::kDenied;
+                    p->verdict.error = Denial(name, response.value("status", Json::object()));
+                  }
                 }
               }
             }
           }
         }
-      }
       } catch (const std::exception& e) {
         const std::string name =
             p->hook.contains("name") && p->hook["name"].is_string() ? p->hook["name"] : "";
@@ -791,9 +797,9 @@ std::optional<ApiError> ValidatingWebhooks::Admit(const AdmissionAttributes& att
         p->verdict.outcome = p->hook.value("failurePolicy", Json("Fail")) == "Ignore"
                                  ? WebhookCall::Outcome::kFailedOpen
                                  : WebhookCall::Outcome::kFailedClosed;
-        p->verdict.error = InternalError(absl::StrCat("failed calling webhook \"", name,
-                                                      "\": received invalid webhook response: ",
-                                                      e.what()));
+        p->verdict.error =
+            InternalError(absl::StrCat("failed calling webhook \"", name,
+                                       "\": received invalid webhook response: ", e.what()));
       }
       p->took = absl::Now() - start;
     });
@@ -815,8 +821,8 @@ std::optional<ApiError> ValidatingWebhooks::Admit(const AdmissionAttributes& att
     call.message = p->verdict.error ? p->verdict.error->message : "";
     call.took = p->took;
     if (options_.log_calls) {
-      std::cerr << absl::StrCat("kube-sim: admission webhook \"", name, "\" ", attrs.operation,
-                                " ", call.resource, " ", attrs.namespace_,
+      std::cerr << absl::StrCat("kube-sim: admission webhook \"", name, "\" ", attrs.operation, " ",
+                                call.resource, " ", attrs.namespace_,
                                 attrs.namespace_.empty() ? "" : "/", attrs.name, ": ",
                                 OutcomeName(call.outcome),
                                 call.message.empty() ? "" : " (" + call.message + ")", " in ",

@@ -114,7 +114,8 @@ class ValidatingWebhooks {
   // timeoutSeconds. Returns the first rejection (in configuration order), or nullopt to proceed.
   std::optional<ApiError> Admit(const AdmissionAttributes& attrs,
                                 const std::vector<Json>& configurations,
-                                const NamespaceLookup& namespaces, const VersionsLookup& versions_of,
+                                const NamespaceLookup& namespaces,
+                                const VersionsLookup& versions_of,
                                 AdmissionSideInfo* side_info) const;
 
  private:

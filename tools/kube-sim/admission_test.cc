@@ -140,18 +140,17 @@ class AdmissionTest : public ::testing::Test {
 
   // A webhook on 127.0.0.1 that sees configmaps CREATE/UPDATE/DELETE (fields overridable).
   Json Hook(const std::string& name, Json overrides = Json::object()) {
-    Json hook = {
-        {"name", name},
-        {"clientConfig",
-         {{"url", absl::StrCat("https://127.0.0.1:", receiver_->port(), "/validate")},
-          {"caBundle", ca_bundle_}}},
-        {"rules",
-         {{{"operations", {"CREATE", "UPDATE", "DELETE"}},
-           {"apiGroups", {""}},
-           {"apiVersions", {"v1"}},
-           {"resources", {"configmaps"}}}}},
-        {"sideEffects", "None"},
-        {"admissionReviewVersions", {"v1"}}};
+    Json hook = {{"name", name},
+                 {"clientConfig",
+                  {{"url", absl::StrCat("https://127.0.0.1:", receiver_->port(), "/validate")},
+                   {"caBundle", ca_bundle_}}},
+                 {"rules",
+                  {{{"operations", {"CREATE", "UPDATE", "DELETE"}},
+                    {"apiGroups", {""}},
+                    {"apiVersions", {"v1"}},
+                    {"resources", {"configmaps"}}}}},
+                 {"sideEffects", "None"},
+                 {"admissionReviewVersions", {"v1"}}};
     hook.merge_patch(overrides);
     return hook;
   }
@@ -195,14 +194,14 @@ TEST_F(AdmissionTest, ConfigurationIsServedWithDefaultsAndValidated) {
   auto bad = Call("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
                   {{"metadata", {{"name", "bad"}}},
                    {"webhooks",
-                    {Hook("plain.example.com",
-                          {{"clientConfig", {{"url", "http://127.0.0.1:1/x"}}},
-                           {"sideEffects", "Some"},
-                           {"timeoutSeconds", 31}})}}});
+                    {Hook("plain.example.com", {{"clientConfig", {{"url", "http://127.0.0.1:1/x"}}},
+                                                {"sideEffects", "Some"},
+                                                {"timeoutSeconds", 31}})}}});
   EXPECT_EQ(bad.status, 422);
   std::string message = Json::parse(bad.body)["message"];
-  EXPECT_THAT(message, HasSubstr("webhooks[0].clientConfig.url: Invalid value: "
-                                 "\"http://127.0.0.1:1/x\": 'https' is the only allowed URL scheme"));
+  EXPECT_THAT(message,
+              HasSubstr("webhooks[0].clientConfig.url: Invalid value: "
+                        "\"http://127.0.0.1:1/x\": 'https' is the only allowed URL scheme"));
   EXPECT_THAT(message, HasSubstr("webhooks[0].sideEffects: Unsupported value: \"Some\": supported "
                                  "values: \"None\", \"NoneOnDryRun\""));
   EXPECT_THAT(message, HasSubstr("webhooks[0].timeoutSeconds: Invalid value: 31: the timeout "
@@ -221,9 +220,9 @@ TEST_F(AdmissionTest, CreateSendsTheAdmissionReviewAfterUidAssignment) {
   sim_->authenticator().AddToken("t", {"alice", "alice-uid", {"devs"}, {{"team", {"blue"}}}});
   httplib::Client http("127.0.0.1", sim_->port());
   http.set_bearer_token_auth("t");
-  auto created = http.Post("/api/v1/namespaces/team/configmaps?fieldManager=tester",
-                           R"({"metadata":{"generateName":"cm-"},"data":{"k":"v"}})",
-                           "application/json");
+  auto created =
+      http.Post("/api/v1/namespaces/team/configmaps?fieldManager=tester",
+                R"({"metadata":{"generateName":"cm-"},"data":{"k":"v"}})", "application/json");
   ASSERT_EQ(created->status, 201) << created->body;
   Json stored = Json::parse(created->body);
   ASSERT_EQ(receiver_->Reviews().size(), 1u);
@@ -239,11 +238,10 @@ TEST_F(AdmissionTest, CreateSendsTheAdmissionReviewAfterUidAssignment) {
             (Json{{"group", ""}, {"version", "v1"}, {"resource", "configmaps"}}));
   EXPECT_EQ(request["requestKind"], request["kind"]);
   EXPECT_EQ(request["requestResource"], request["resource"]);
-  EXPECT_EQ(request["userInfo"],
-            (Json{{"username", "alice"},
-                  {"uid", "alice-uid"},
-                  {"groups", {"devs", "system:authenticated"}},
-                  {"extra", {{"team", {"blue"}}}}}));
+  EXPECT_EQ(request["userInfo"], (Json{{"username", "alice"},
+                                       {"uid", "alice-uid"},
+                                       {"groups", {"devs", "system:authenticated"}},
+                                       {"extra", {{"team", {"blue"}}}}}));
   // What reverser's command authorship relies on: the uid the object is stored with.
   EXPECT_EQ(request["object"]["metadata"]["uid"], stored["metadata"]["uid"]);
   EXPECT_EQ(request["object"]["metadata"]["creationTimestamp"],
@@ -319,7 +317,8 @@ TEST_F(AdmissionTest, UpdatePatchDeleteAndDeleteCollection) {
 
 TEST_F(AdmissionTest, DeniedDeleteCollectionItemFailsTheRequest) {
   ASSERT_EQ(CreateConfigMap("keep", {{"protected", "yes"}}).status, 201);
-  Configure("cfg", {Hook("protect.example.com", {{"objectSelector", {{"matchLabels", {{"protected", "yes"}}}}}})});
+  Configure("cfg", {Hook("protect.example.com",
+                         {{"objectSelector", {{"matchLabels", {{"protected", "yes"}}}}}})});
   receiver_->SetDecide([](const Json&) {
     return Json{{"allowed", false}, {"status", {{"message", "protected"}}}};
   });
@@ -329,26 +328,23 @@ TEST_F(AdmissionTest, DeniedDeleteCollectionItemFailsTheRequest) {
 }
 
 TEST_F(AdmissionTest, RulesSelectorsAndScope) {
-  Configure("cfg",
-            {Hook("status.example.com",
-                  {{"rules",
-                    {{{"operations", {"UPDATE"}},
-                      {"apiGroups", {""}},
-                      {"apiVersions", {"v1"}},
-                      {"resources", {"pods/status"}}}}}}),
-             Hook("labelled-ns.example.com",
-                  {{"namespaceSelector", {{"matchLabels", {{"watched", "yes"}}}}}}),
-             Hook("labelled-object.example.com",
-                  {{"objectSelector",
-                    {{"matchExpressions",
-                      {{{"key", "tier"}, {"operator", "In"}, {"values", {"db"}}}}}}}}),
-             Hook("cluster.example.com",
-                  {{"rules",
-                    {{{"operations", {"*"}},
-                      {"apiGroups", {"*"}},
-                      {"apiVersions", {"*"}},
-                      {"resources", {"*"}},
-                      {"scope", "Cluster"}}}}})});
+  Configure("cfg", {Hook("status.example.com", {{"rules",
+                                                 {{{"operations", {"UPDATE"}},
+                                                   {"apiGroups", {""}},
+                                                   {"apiVersions", {"v1"}},
+                                                   {"resources", {"pods/status"}}}}}}),
+                    Hook("labelled-ns.example.com",
+                         {{"namespaceSelector", {{"matchLabels", {{"watched", "yes"}}}}}}),
+                    Hook("labelled-object.example.com",
+                         {{"objectSelector",
+                           {{"matchExpressions",
+                             {{{"key", "tier"}, {"operator", "In"}, {"values", {"db"}}}}}}}}),
+                    Hook("cluster.example.com", {{"rules",
+                                                  {{{"operations", {"*"}},
+                                                    {"apiGroups", {"*"}},
+                                                    {"apiVersions", {"*"}},
+                                                    {"resources", {"*"}},
+                                                    {"scope", "Cluster"}}}}})});
   ASSERT_EQ(CreateConfigMap("plain", Json::object(), "", "other").status, 201);
   EXPECT_EQ(sim_->webhook_calls().Count(), 0u);
   ASSERT_EQ(CreateConfigMap("in-team").status, 201);
@@ -365,8 +361,8 @@ TEST_F(AdmissionTest, RulesSelectorsAndScope) {
   ASSERT_EQ(Call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "third"}}}}).status, 201);
   std::vector<std::string> called;
   for (const auto& c : sim_->webhook_calls().Calls()) {
-    called.push_back(absl::StrCat(c.webhook, " ", c.operation, " ", c.resource, " ", c.namespace_,
-                                  "/", c.name));
+    called.push_back(
+        absl::StrCat(c.webhook, " ", c.operation, " ", c.resource, " ", c.namespace_, "/", c.name));
   }
   EXPECT_THAT(called, ElementsAre("labelled-ns.example.com CREATE configmaps team/in-team",
                                   "labelled-object.example.com CREATE configmaps other/db",
@@ -378,32 +374,32 @@ TEST_F(AdmissionTest, RulesSelectorsAndScope) {
 }
 
 TEST_F(AdmissionTest, CustomResourcesAreAdmittedToo) {
-  auto crd = Call(
-      "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-      {{"metadata", {{"name", "widgets.example.com"}}},
-       {"spec",
-        {{"group", "example.com"},
-         {"scope", "Namespaced"},
-         {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
-         {"versions",
-          {{{"name", "v1"},
-            {"served", true},
-            {"storage", true},
-            {"schema",
-             {{"openAPIV3Schema",
-               {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}});
+  auto crd =
+      Call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+           {{"metadata", {{"name", "widgets.example.com"}}},
+            {"spec",
+             {{"group", "example.com"},
+              {"scope", "Namespaced"},
+              {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
+              {"versions",
+               {{{"name", "v1"},
+                 {"served", true},
+                 {"storage", true},
+                 {"schema",
+                  {{"openAPIV3Schema",
+                    {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}});
   ASSERT_EQ(crd.status, 201) << crd.body;
-  Configure("cfg", {Hook("widgets.example.com",
-                         {{"rules",
-                           {{{"operations", {"CREATE"}},
-                             {"apiGroups", {"example.com"}},
-                             {"apiVersions", {"*"}},
-                             {"resources", {"widgets"}}}}}})});
+  Configure("cfg", {Hook("widgets.example.com", {{"rules",
+                                                  {{{"operations", {"CREATE"}},
+                                                    {"apiGroups", {"example.com"}},
+                                                    {"apiVersions", {"*"}},
+                                                    {"resources", {"widgets"}}}}}})});
   receiver_->SetDecide([](const Json&) {
     return Json{{"allowed", false}, {"status", {{"message", "no widgets"}}}};
   });
-  auto r = Call("POST", "/apis/example.com/v1/namespaces/team/widgets",
-                {{"apiVersion", "example.com/v1"}, {"kind", "Widget"}, {"metadata", {{"name", "w"}}}});
+  auto r =
+      Call("POST", "/apis/example.com/v1/namespaces/team/widgets",
+           {{"apiVersion", "example.com/v1"}, {"kind", "Widget"}, {"metadata", {{"name", "w"}}}});
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(Json::parse(r.body)["message"],
             "admission webhook \"widgets.example.com\" denied the request: no widgets");
@@ -445,8 +441,7 @@ TEST_F(AdmissionTest, FailurePolicyOnUnreachableAndGarbage) {
   EXPECT_EQ(CreateConfigMap("x").status, 201);
   EXPECT_EQ(sim_->webhook_calls().Calls().back().outcome, WebhookCall::Outcome::kFailedOpen);
   ASSERT_EQ(Call("DELETE",
-                 "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/ignore",
-                 {})
+                 "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/ignore", {})
                 .status,
             200);
 
@@ -478,9 +473,10 @@ TEST_F(AdmissionTest, FailurePolicyOnUnreachableAndGarbage) {
 }
 
 TEST_F(AdmissionTest, UntrustedCertificateFailsTheCall) {
-  Configure("cfg", {Hook("check.example.com",
-                         {{"clientConfig", {{"caBundle", absl::Base64Escape(ReadAll(
-                                                             pki_.rogue_cert))}}}})});
+  Configure(
+      "cfg",
+      {Hook("check.example.com",
+            {{"clientConfig", {{"caBundle", absl::Base64Escape(ReadAll(pki_.rogue_cert))}}}})});
   auto r = CreateConfigMap("x");
   EXPECT_EQ(r.status, 500);
   EXPECT_THAT(Json::parse(r.body)["message"].get<std::string>(),
@@ -497,8 +493,9 @@ TEST_F(AdmissionTest, SlowWebhookTimesOutWithoutHoldingOtherRequests) {
   ASSERT_TRUE(receiver_->WaitForReviews(1));
   // While the webhook holds its answer, other requests (writes included) are served.
   EXPECT_EQ(Call("GET", "/api/v1/namespaces/team/configmaps", {}).status, 200);
-  EXPECT_EQ(Call("POST", "/api/v1/namespaces/other/secrets", {{"metadata", {{"name", "s"}}}}).status,
-            201);
+  EXPECT_EQ(
+      Call("POST", "/api/v1/namespaces/other/secrets", {{"metadata", {{"name", "s"}}}}).status,
+      201);
   writer.join();
   receiver_->Hold(false);
   EXPECT_EQ(slow.status, 500);
@@ -534,23 +531,23 @@ TEST(ValidatingWebhooksTest, DryRunFailsForWebhooksWithSideEffects) {
   attrs.namespace_ = "team";
   attrs.object = {{"metadata", {{"name", "x"}}}};
   attrs.dry_run = true;
-  Json configuration = {
-      {"metadata", {{"name", "cfg"}}},
-      {"webhooks",
-       {{{"name", "effects.example.com"},
-         {"clientConfig", {{"url", "https://127.0.0.1:1/x"}}},
-         {"rules",
-          {{{"operations", {"*"}},
-            {"apiGroups", {"*"}},
-            {"apiVersions", {"*"}},
-            {"resources", {"*"}}}}},
-         {"sideEffects", "Some"},
-         {"admissionReviewVersions", {"v1"}}}}}};
+  Json configuration = {{"metadata", {{"name", "cfg"}}},
+                        {"webhooks",
+                         {{{"name", "effects.example.com"},
+                           {"clientConfig", {{"url", "https://127.0.0.1:1/x"}}},
+                           {"rules",
+                            {{{"operations", {"*"}},
+                              {"apiGroups", {"*"}},
+                              {"apiVersions", {"*"}},
+                              {"resources", {"*"}}}}},
+                           {"sideEffects", "Some"},
+                           {"admissionReviewVersions", {"v1"}}}}}};
   auto no_namespace = [](const std::string&) -> std::optional<Json> { return Json::object(); };
   auto versions = [](const std::string&, const std::string&) {
     return std::vector<std::string>{"v1"};
   };
-  std::optional<ApiError> e = webhooks.Admit(attrs, {configuration}, no_namespace, versions, nullptr);
+  std::optional<ApiError> e =
+      webhooks.Admit(attrs, {configuration}, no_namespace, versions, nullptr);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->code, 400);
   EXPECT_EQ(e->message, "admission webhook \"effects.example.com\" does not support dry run");
@@ -577,16 +574,15 @@ class ServiceReferenceTest : public AdmissionTest {
 };
 
 TEST_F(ServiceReferenceTest, ServiceIsReachedThroughItsOverrideAndVerifiedByItsName) {
-  Configure("cfg", {Hook("svc.example.com",
-                         {{"clientConfig",
-                           {{"url", nullptr},
-                            {"service",
-                             {{"namespace", "team"}, {"name", "hook"}, {"path", "/check"}}}}}}),
-                    Hook("missing.example.com",
-                         {{"clientConfig",
-                           {{"url", nullptr},
-                            {"service", {{"namespace", "team"}, {"name", "gone"}}}}},
-                          {"failurePolicy", "Ignore"}})});
+  Configure("cfg",
+            {Hook("svc.example.com",
+                  {{"clientConfig",
+                    {{"url", nullptr},
+                     {"service", {{"namespace", "team"}, {"name", "hook"}, {"path", "/check"}}}}}}),
+             Hook("missing.example.com",
+                  {{"clientConfig",
+                    {{"url", nullptr}, {"service", {{"namespace", "team"}, {"name", "gone"}}}}},
+                   {"failurePolicy", "Ignore"}})});
   Json stored = Json::parse(
       Call("GET", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/cfg", {})
           .body);
@@ -651,26 +647,25 @@ TEST(AdmissionAuditTest, WarningsReachTheClientAndAnnotationsTheAuditEvent) {
       .url = audit.url(), .max_batch_size = 100, .max_wait = absl::Milliseconds(20)};
   auto sim = KubeSim::Start(options);
   ASSERT_TRUE(sim.ok()) << sim.status();
-  Json configuration = {
-      {"metadata", {{"name", "cfg"}}},
-      {"webhooks",
-       {{{"name", "record.example.com"},
-         {"clientConfig",
-          {{"url", absl::StrCat("https://127.0.0.1:", hook.port(), "/")},
-           {"caBundle", absl::Base64Escape(ReadAll(pki->ca_cert))}}},
-         {"rules",
-          {{{"operations", {"CREATE"}},
-            {"apiGroups", {""}},
-            {"apiVersions", {"v1"}},
-            {"resources", {"configmaps"}}}}},
-         {"sideEffects", "None"},
-         {"admissionReviewVersions", {"v1"}}}}}};
-  ASSERT_EQ((*sim)
-                ->Call("POST",
-                       "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-                       configuration.dump())
-                .status,
-            201);
+  Json configuration = {{"metadata", {{"name", "cfg"}}},
+                        {"webhooks",
+                         {{{"name", "record.example.com"},
+                           {"clientConfig",
+                            {{"url", absl::StrCat("https://127.0.0.1:", hook.port(), "/")},
+                             {"caBundle", absl::Base64Escape(ReadAll(pki->ca_cert))}}},
+                           {"rules",
+                            {{{"operations", {"CREATE"}},
+                              {"apiGroups", {""}},
+                              {"apiVersions", {"v1"}},
+                              {"resources", {"configmaps"}}}}},
+                           {"sideEffects", "None"},
+                           {"admissionReviewVersions", {"v1"}}}}}};
+  ASSERT_EQ(
+      (*sim)
+          ->Call("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+                 configuration.dump())
+          .status,
+      201);
   httplib::Client http("127.0.0.1", (*sim)->port());
   auto created = http.Post("/api/v1/namespaces/default/configmaps",
                            R"({"metadata":{"name":"c"},"data":{"k":"v"}})", "application/json");
@@ -697,9 +692,9 @@ TEST(NamespaceControllerTest, DeletionTerminatesThenEmptiesAndFinalizesAsTheCont
   ASSERT_TRUE(sim.ok()) << sim.status();
   KubeSim& s = **sim;
   ASSERT_EQ(s.Call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"gone"}})").status, 201);
-  ASSERT_EQ(s.Call("POST", "/api/v1/namespaces/gone/configmaps", R"({"metadata":{"name":"a"}})")
-                .status,
-            201);
+  ASSERT_EQ(
+      s.Call("POST", "/api/v1/namespaces/gone/configmaps", R"({"metadata":{"name":"a"}})").status,
+      201);
   // A finalizer holds the namespace's content, so the namespace stays Terminating.
   ASSERT_EQ(s.Call("POST", "/api/v1/namespaces/gone/secrets",
                    R"({"metadata":{"name":"held","finalizers":["example.com/hold"]}})")

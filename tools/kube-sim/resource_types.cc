@@ -86,8 +86,8 @@ std::vector<ResourceType> BuiltinTypes() {
   v.push_back(Builtin(rbac, "roles", "role", "Role", true));
   // admissionregistration.k8s.io/v1
   v.push_back(Builtin("admissionregistration.k8s.io", "validatingwebhookconfigurations",
-                      "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false,
-                      {}, {"api-extensions"}));
+                      "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false, {},
+                      {"api-extensions"}));
   // apiextensions.k8s.io/v1
   auto crd =
       Builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",

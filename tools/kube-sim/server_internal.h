@@ -4,8 +4,8 @@
 // handler files share. Not part of the library's interface (a private header in srcs).
 
 #include <atomic>
-#include <fstream>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>

@@ -201,8 +201,7 @@ std::optional<ApiError> KubeSim::Impl::Admit(Ctx& ctx, const AdmissionAttributes
 
 ApiOr<WriteResult> KubeSim::Impl::AdmittedWrite(Ctx& ctx, const ResourceType& type,
                                                 const std::string& ns, const std::string& name,
-                                                const Mutator& mutator,
-                                                const ReviewBuilder& review,
+                                                const Mutator& mutator, const ReviewBuilder& review,
                                                 const std::vector<Json>& configurations) {
   if (configurations.empty()) return store_.Write(type.Key(), ns, name, mutator, ctx.dry_run);
   constexpr int kMaxAttempts = 10;
@@ -223,10 +222,10 @@ ApiOr<WriteResult> KubeSim::Impl::AdmittedWrite(Ctx& ctx, const ResourceType& ty
     if (ctx.dry_run) return decided;
     bool raced = false;
     Mutator commit = [&](const Json* current) -> ApiOr<WriteDecision> {
-      const bool unchanged =
-          current ? seen && (*current)["metadata"].value("resourceVersion", "") ==
-                                (*seen)["metadata"].value("resourceVersion", "")
-                  : !seen;
+      const bool unchanged = current
+                                 ? seen && (*current)["metadata"].value("resourceVersion", "") ==
+                                               (*seen)["metadata"].value("resourceVersion", "")
+                                 : !seen;
       if (!unchanged) {
         raced = true;
         return ModifiedConflict(type.Subject(), name);
@@ -428,13 +427,12 @@ bool KubeSim::Impl::FinalizeNamespace(const std::string& name) {
   bool empty = true;
   for (const auto& t : types_.All()) {
     if (!t->namespaced || t->review || !t->HasVerb("deletecollection")) continue;
-    ServeAsController("DELETE",
-                      absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/",
-                                   t->version, "/namespaces/", name, "/", t->plural),
-                      Json{{"kind", "DeleteOptions"},
-                           {"apiVersion", "v1"},
-                           {"propagationPolicy", "Background"}},
-                      kNamespaceController, "namespace-controller");
+    ServeAsController(
+        "DELETE",
+        absl::StrCat(t->group.empty() ? "/api/" : "/apis/" + t->group + "/", t->version,
+                     "/namespaces/", name, "/", t->plural),
+        Json{{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}},
+        kNamespaceController, "namespace-controller");
     ApiOr<Store::Snapshot> after = store_.List(t->Key(), name);
     if (after.ok() && !after->items.empty()) empty = false;
   }
@@ -678,8 +676,7 @@ Reply KubeSim::Impl::Delete(Ctx& ctx) {
   ApiOr<WriteResult> r = DeleteObject(ctx, type, ctx.info.namespace_, name, options);
   if (!r.ok()) return Reply::Err(r.error());
   if (!ctx.dry_run) AfterWrite(ctx, type, *r);
-  if (!ctx.dry_run && type.group.empty() && type.plural == "namespaces" &&
-      r->event == "MODIFIED") {
+  if (!ctx.dry_run && type.group.empty() && type.plural == "namespaces" && r->event == "MODIFIED") {
     StartNamespaceDeletion(name);
     return Reply::Of(200, r->object);  // Terminating
   }
