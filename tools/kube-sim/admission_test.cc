@@ -256,6 +256,11 @@ TEST_F(AdmissionTest, CreateSendsTheAdmissionReviewAfterUidAssignment) {
   ASSERT_EQ(sim_->webhook_calls().Count(), 1u);
   EXPECT_EQ(sim_->webhook_calls().Calls()[0].outcome, WebhookCall::Outcome::kAllowed);
   EXPECT_EQ(sim_->webhook_calls().Calls()[0].webhook, "check.example.com");
+  Json admin = Json::parse(Call("GET", "/_sim/admission", nullptr).body);
+  ASSERT_EQ(admin["calls"].size(), 1u);
+  EXPECT_EQ(admin["calls"][0]["outcome"], "allowed");
+  EXPECT_EQ(admin["calls"][0]["operation"], "CREATE");
+  EXPECT_EQ(admin["calls"][0]["resource"], "configmaps");
 }
 
 TEST_F(AdmissionTest, DenialRejectsWithTheWebhooksMessageAndCode) {
