@@ -14,6 +14,7 @@ struct BranchActorState {
   uint64_t armed_generation = 0;
   std::optional<absl::Time> push_timer_at;
   bool push_queued = false;  // a push_atom is in the mailbox behind the items already queued
+  std::optional<absl::Time> commit_timer_at;  // the CommitRequest timer armed
   const core::Clock* clock = nullptr;
   static inline const char* name = "gitworker.branch";
 };
@@ -35,6 +36,11 @@ void Rearm(Self self, bool push_now = false) {
       timer.has_value() && timer->first != state.armed_generation) {
     state.armed_generation = timer->first;
     self->delayed_send(self, ToChrono(timer->second), window_atom::value, timer->first);
+  }
+  if (auto due = state.worker->CommitRequestDeadline();
+      due.has_value() && (!state.commit_timer_at.has_value() || *due < *state.commit_timer_at)) {
+    state.commit_timer_at = *due;
+    self->delayed_send(self, ToChrono(*due - state.clock->Now()), commit_timer_atom::value);
   }
   if (push_now) state.worker->PushIfDue();
   if (auto next = state.worker->NextPushAt(); next.has_value()) {
@@ -69,33 +75,15 @@ BranchActor::behavior_type BranchActorBehavior(Self self, BranchWorkerOptions op
         Rearm(self, /*push_now=*/true);
       },
       [=](status_atom) { return self->state.worker->Status().SerializeAsString(); },
-      [=](attach_atom, const AttachRequest& request) {
-        auto& worker = *self->state.worker;
-        Attached attached;
-        attached.write_id =
-            worker.AttachToWindow(request.username, request.target_key, request.message);
-        if (!attached.write_id.has_value()) return attached;
-        if (request.close_delay_seconds == 0) {
-          worker.FinalizeWrite(*attached.write_id);
-          Rearm(self);
-        } else {
-          self->delayed_send(self, std::chrono::seconds(request.close_delay_seconds),
-                             finalize_atom::value, *attached.write_id);
-        }
-        return attached;
-      },
-      [=](finalize_atom, uint64_t id) {
-        self->state.worker->FinalizeWrite(id);
+      [=](attach_atom, const CommitRequestSpec& spec) {
+        CommitRequestView view = self->state.worker->RegisterCommitRequest(spec);
         Rearm(self);
+        return view;
       },
-      [=](outcome_atom, uint64_t id) {
-        WriteOutcome outcome;
-        if (auto sha = self->state.worker->WriteOutcome(id); sha.has_value()) {
-          outcome.state =
-              sha->empty() ? WriteOutcome::State::kAlreadyPresent : WriteOutcome::State::kCommitted;
-          outcome.sha = *sha;
-        }
-        return outcome;
+      [=](commit_timer_atom) {
+        self->state.commit_timer_at.reset();
+        self->state.worker->OnCommitRequestTimer();
+        Rearm(self);
       },
       [=](stop_atom) {
         self->state.worker->Shutdown();

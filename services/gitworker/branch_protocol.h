@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "services/gitworker/commit_requests.h"
 #include "services/gitworker/work_item.h"
 
 namespace reverser::gitworker {
@@ -23,42 +24,15 @@ using push_atom = caf::atom_constant<caf::atom("push")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
-using outcome_atom = caf::atom_constant<caf::atom("outcome")>;
-using finalize_atom = caf::atom_constant<caf::atom("finalize")>;
-
-// A CommitRequest's message for the open window of (username, target_key), finalized after
-// close_delay_seconds (0: at once).
-struct AttachRequest {
-  std::string username;
-  std::string target_key;  // "namespace/name"
-  std::string message;
-  uint32_t close_delay_seconds = 0;
-};
-
-// The write an AttachRequest attached to; none when (username, target) has no open window.
-struct Attached {
-  std::optional<uint64_t> write_id;
-};
-
-// Where an attached write stands.
-struct WriteOutcome {
-  enum class State {
-    kPending,        // not pushed yet
-    kCommitted,      // pushed as `sha`
-    kAlreadyPresent  // nothing to commit: the branch already held it
-  };
-  State state = State::kPending;
-  std::string sha;  // kCommitted only
-};
+using commit_timer_atom = caf::atom_constant<caf::atom("crtimer")>;
 
 }  // namespace reverser::gitworker
 
 // In-process messages only (never serialized).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::WorkItemPtr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::SettingsPtr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::AttachRequest)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::Attached)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::WriteOutcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::CommitRequestSpec)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(reverser::gitworker::CommitRequestView)
 
 namespace reverser::gitworker {
 
@@ -66,16 +40,16 @@ namespace reverser::gitworker {
 // credit: the item is in a window or a pending write.
 using BranchItemActor = caf::typed_actor<caf::replies_to<item_atom, WorkItemPtr>::with<bool>>;
 
-// The whole branch actor. window, push and finalize are its own timers (self-sent); status is
+// The whole branch actor. window, push and commit_timer are its own timers (self-sent); status is
 // a serialized reverser.v1.BranchStatus, the shape runtime::AskAll gathers for ListBranches;
 // stop finalizes the open window (shutdown), pushes and quits.
 using BranchActor = BranchItemActor::extend<
     caf::reacts_to<window_atom, uint64_t>,  // silence timer of window generation N
     caf::reacts_to<push_atom>,              // push timer
     caf::replies_to<status_atom>::with<std::string>,
-    caf::replies_to<attach_atom, AttachRequest>::with<Attached>,
-    caf::reacts_to<finalize_atom, uint64_t>,  // the delayed finalize of an attached write
-    caf::replies_to<outcome_atom, uint64_t>::with<WriteOutcome>,
+    // Registers a CommitRequest (idempotent) and answers where it stands.
+    caf::replies_to<attach_atom, CommitRequestSpec>::with<CommitRequestView>,
+    caf::reacts_to<commit_timer_atom>,  // a CommitRequest's close delay or retention ends
     caf::replies_to<stop_atom>::with<bool>>;
 
 }  // namespace reverser::gitworker

@@ -13,7 +13,6 @@
 namespace reverser::gitworker {
 namespace {
 
-constexpr size_t kMaxOutcomes = 1024;
 // Bounds of the "reported once" memories (cleared when full: a refusal is then reported again).
 constexpr size_t kMaxRemembered = 10000;
 
@@ -147,7 +146,7 @@ void BranchWorker::AddEvent(WorkItem item) {
   }
   const auto& author_proto = item.event.author();
   std::string username = author_proto.username();
-  std::string window_key = absl::StrCat(username, "\n", item.settings->TargetKey());
+  std::string window_key = WindowKey(username, item.settings->TargetKey());
   if (window_.has_value() && window_->window_key != window_key) {
     Finalize(FinalizeReason::kAuthorOrTargetChange);
   }
@@ -167,6 +166,7 @@ void BranchWorker::AddEvent(WorkItem item) {
                        : author_proto.is_service_account() ? "serviceaccount"
                                                            : "user";
     window_ = std::move(unit);
+    BindCommitRequest();
   }
   ++window_generation_;
   Unit& window = *window_;
@@ -712,8 +712,11 @@ void BranchWorker::Complete() {
       }
       cover.sink->Ack(ack);
     }
-    outcomes_[unit.id] = pushed ? unit.sha : "";
-    if (outcomes_.size() > kMaxOutcomes) outcomes_.erase(outcomes_.begin());
+    commit_requests_.WriteFinished(unit.id,
+                                   unit.rejected ? CommitRequestBook::WriteEnd::kFailed
+                                   : pushed      ? CommitRequestBook::WriteEnd::kPushed
+                                                 : CommitRequestBook::WriteEnd::kEmpty,
+                                   unit.sha, now);
     units_.pop_front();
   }
 }
@@ -758,26 +761,36 @@ reverser::v1::BranchStatus BranchWorker::Status() const {
   return status;
 }
 
-std::optional<uint64_t> BranchWorker::AttachToWindow(const std::string& username,
-                                                     const std::string& target_key,
-                                                     const std::string& message) {
-  if (!HasWindow(username, target_key)) return std::nullopt;
-  window_->message_override = message;
-  return window_->id;
+std::string BranchWorker::WindowKey(const std::string& username, const std::string& target_key) {
+  return absl::StrCat(username, "\n", target_key);
 }
 
-void BranchWorker::FinalizeWrite(uint64_t id) {
-  if (window_.has_value() && window_->id == id) Finalize(FinalizeReason::kFinalizeSignal);
+CommitRequestView BranchWorker::RegisterCommitRequest(const CommitRequestSpec& spec) {
+  commit_requests_.Register(spec, options_.clock->Now());
+  BindCommitRequest();
+  OnCommitRequestTimer();
+  return commit_requests_.View(spec.id);
 }
 
-bool BranchWorker::HasWindow(const std::string& username, const std::string& target_key) const {
-  return window_.has_value() && window_->window_key == absl::StrCat(username, "\n", target_key);
+CommitRequestView BranchWorker::CommitRequest(const std::string& id) const {
+  return commit_requests_.View(id);
 }
 
-std::optional<std::string> BranchWorker::WriteOutcome(uint64_t id) const {
-  auto it = outcomes_.find(id);
-  if (it == outcomes_.end()) return std::nullopt;
-  return it->second;
+void BranchWorker::BindCommitRequest() {
+  if (!window_.has_value()) return;
+  auto message = commit_requests_.BindWaiting(window_->window_key, window_->id);
+  // The window's message becomes the request's; any later finalize of it carries that message.
+  if (message.has_value() && !message->empty()) window_->message_override = *message;
+}
+
+void BranchWorker::OnCommitRequestTimer() {
+  for (uint64_t write_id : commit_requests_.TakeDue(options_.clock->Now())) {
+    if (window_.has_value() && window_->id == write_id) Finalize(FinalizeReason::kFinalizeSignal);
+  }
+}
+
+std::optional<absl::Time> BranchWorker::CommitRequestDeadline() const {
+  return commit_requests_.NextDeadline();
 }
 
 }  // namespace reverser::gitworker

@@ -23,6 +23,7 @@
 #include "libs/git/ssh_signing.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/commit_requests.h"
 #include "services/gitworker/refusal.h"
 #include "services/gitworker/target_writer.h"
 #include "services/gitworker/work_item.h"
@@ -103,18 +104,18 @@ class BranchWorker {
   size_t QueueDepth() const;
   reverser::v1::BranchStatus Status() const;
 
-  // A CommitRequest's message attached to the open window of (username, target key), verbatim:
-  // FinalizeWrite(id) closes it later (its closeDelaySeconds); events may still join meanwhile.
-  // Returns the id of the write, or nullopt when no such window is open.
-  std::optional<uint64_t> AttachToWindow(const std::string& username, const std::string& target_key,
-                                         const std::string& message);
-  // Finalizes the open window if it is still write `id` (finalize-signal).
-  void FinalizeWrite(uint64_t id);
-  // Outcome of a write returned by AttachToWindow: nullopt while not pushed; then the
-  // pushed commit sha ("" when the write was a no-op).
-  std::optional<std::string> WriteOutcome(uint64_t id) const;
-  // True when a window of (username, target key) is open.
-  bool HasWindow(const std::string& username, const std::string& target_key) const;
+  // A CommitRequest registered (idempotent) on this branch: it binds to the open window of its
+  // window key (now or when one opens), and its close delay finalizes that window
+  // (commit_requests.h). Returns where it stands.
+  CommitRequestView RegisterCommitRequest(const CommitRequestSpec& spec);
+  // Where a registered CommitRequest stands (unknown: never registered or forgotten).
+  CommitRequestView CommitRequest(const std::string& id) const;
+  // Finalizes the windows of CommitRequests whose close delay passed, resolves the ones that
+  // found no window, and forgets old outcomes. The actor calls it at CommitRequestDeadline().
+  void OnCommitRequestTimer();
+  std::optional<absl::Time> CommitRequestDeadline() const;
+  // The username + "\n" + target key a window of that author and target is keyed by.
+  static std::string WindowKey(const std::string& username, const std::string& target_key);
 
  private:
   enum class State { kUncommitted, kCommitted, kNoop, kPushed };
@@ -175,6 +176,8 @@ class BranchWorker {
   void CountPendingResyncFailures();
   void Complete();
   void AttachCovers(std::vector<Coverage> covers);
+  // Binds the oldest waiting CommitRequest of the open window's key to it.
+  void BindCommitRequest();
   bool HasUnpushed() const;
   void UpdateQueueGauge();
   runtime::Labels BranchLabels() const;
@@ -191,7 +194,7 @@ class BranchWorker {
   uint64_t window_generation_ = 0;
   std::deque<Unit> units_;
   uint64_t next_unit_id_ = 1;
-  std::map<uint64_t, std::string> outcomes_;  // finished write id → pushed sha (bounded)
+  CommitRequestBook commit_requests_;
   absl::Time next_push_allowed_ = absl::InfinitePast();
   std::optional<absl::Time> last_push_;
   std::string last_error_;

@@ -258,30 +258,88 @@ TEST_F(BranchActorDeterministicTest, SilenceClosesTheWindowAndTheCooldownSpacesP
   EXPECT_EQ(Status().pending_writes(), 0u);
 }
 
+// A CommitRequest of (author, this target) with a close delay.
+CommitRequestSpec Request(const std::string& id, const std::string& username,
+                          const std::string& target_key, const std::string& message,
+                          absl::Duration close_delay) {
+  return CommitRequestSpec{id, BranchWorker::WindowKey(username, target_key), message,
+                           close_delay};
+}
+
 TEST_F(BranchActorDeterministicTest, AnAttachedWriteIsFinalizedAfterItsDelayAndReportsItsCommit) {
   Send("a", 10);
-  AttachRequest request{"alice", settings_->TargetKey(), "Release 1", /*close_delay_seconds=*/2};
-  const Attached attached = Ask<Attached>(branch_, attach_atom::value, request);
-  ASSERT_TRUE(attached.write_id.has_value());
-  EXPECT_EQ(Ask<Attached>(branch_, attach_atom::value,
-                          AttachRequest{"bob", settings_->TargetKey(), "x", 0})
-                .write_id,
-            std::nullopt)
-      << "bob has no open window";
-  EXPECT_EQ(Ask<WriteOutcome>(branch_, outcome_atom::value, *attached.write_id).state,
-            WriteOutcome::State::kPending);
+  const auto release = Request("cr-1", "alice", settings_->TargetKey(), "Release 1",
+                               absl::Milliseconds(500));
+  CommitRequestView view = Ask<CommitRequestView>(branch_, attach_atom::value, release);
+  EXPECT_TRUE(view.known);
+  EXPECT_FALSE(view.resolved);
+  const CommitRequestView bob = Ask<CommitRequestView>(
+      branch_, attach_atom::value,
+      Request("cr-2", "bob", settings_->TargetKey(), "x", absl::ZeroDuration()));
+  EXPECT_TRUE(bob.resolved);
+  EXPECT_EQ(bob.outcome, reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW) << "bob has no window";
+  EXPECT_TRUE(Status().window_open()) << "another author's request leaves alice's window open";
 
-  // By the end of the attach delay (2 s) the write is committed and pushed, with the request's
-  // message.
-  Elapse(absl::Seconds(2));
-  const WriteOutcome outcome = Ask<WriteOutcome>(branch_, outcome_atom::value, *attached.write_id);
-  EXPECT_EQ(outcome.state, WriteOutcome::State::kCommitted);
+  // The close delay (500 ms, shorter than the 1 s silence) closes the window with the request's
+  // message; it is pushed at once.
+  Elapse(absl::Milliseconds(500));
+  view = Ask<CommitRequestView>(branch_, attach_atom::value, release);
+  ASSERT_TRUE(view.resolved);
+  EXPECT_EQ(view.outcome, reverser::v1::FINALIZE_OUTCOME_COMMITTED);
   auto head = testing::Git(remote_, {"rev-parse", "main"});
   ASSERT_TRUE(head.ok());
-  EXPECT_EQ(outcome.sha + "\n", *head);
+  EXPECT_EQ(view.sha + "\n", *head);
   auto subject = testing::Git(remote_, {"log", "-1", "--format=%s", "main"});
   ASSERT_TRUE(subject.ok());
   EXPECT_EQ(*subject, "Release 1\n");
+
+  // Outcomes are kept for polling, then forgotten.
+  Elapse(CommitRequestBook::kOutcomeRetention);
+  EXPECT_FALSE(Ask<CommitRequestView>(branch_, attach_atom::value, release).resolved)
+      << "forgotten, so registered anew";
+}
+
+TEST_F(BranchActorDeterministicTest, ARequestWaitsForItsWindowAndCarriesItsMessageIntoIt) {
+  // The request arrives before the objects' events (kubectl apply of a bundle with the
+  // request): it binds to the window when that opens.
+  const auto bundle =
+      Request("cr-bundle", "alice", settings_->TargetKey(), "Bundle v2", absl::Seconds(3));
+  EXPECT_FALSE(Ask<CommitRequestView>(branch_, attach_atom::value, bundle).resolved);
+  Send("a", 10);
+  Send("b", 11);
+  // The window closes on its own silence first (1 s); the request's message goes with it.
+  Elapse(absl::Seconds(1));
+  const CommitRequestView view = Ask<CommitRequestView>(branch_, attach_atom::value, bundle);
+  ASSERT_TRUE(view.resolved);
+  EXPECT_EQ(view.outcome, reverser::v1::FINALIZE_OUTCOME_COMMITTED);
+  auto log = testing::Git(remote_, {"log", "-1", "--format=%s", "--name-only", "main"});
+  ASSERT_TRUE(log.ok());
+  EXPECT_NE(log->find("Bundle v2"), std::string::npos) << *log;
+  EXPECT_NE(log->find("/a.yaml"), std::string::npos) << *log;
+  EXPECT_NE(log->find("/b.yaml"), std::string::npos) << *log;
+}
+
+TEST_F(BranchActorDeterministicTest, ARequestWithoutAWindowByItsDeadlineFindsNoneInGrace) {
+  const auto lonely =
+      Request("cr-lonely", "alice", settings_->TargetKey(), "nothing", absl::Seconds(2));
+  EXPECT_FALSE(Ask<CommitRequestView>(branch_, attach_atom::value, lonely).resolved);
+  Elapse(absl::Seconds(2));
+  const CommitRequestView view = Ask<CommitRequestView>(branch_, attach_atom::value, lonely);
+  ASSERT_TRUE(view.resolved);
+  EXPECT_EQ(view.outcome, reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+}
+
+TEST_F(BranchActorDeterministicTest, ARequestRegisteredAgainWithOtherContentIsAWindowMismatch) {
+  Send("a", 10);
+  EXPECT_FALSE(Ask<CommitRequestView>(
+                   branch_, attach_atom::value,
+                   Request("cr-1", "alice", settings_->TargetKey(), "one", absl::Seconds(2)))
+                   .resolved);
+  const CommitRequestView view = Ask<CommitRequestView>(
+      branch_, attach_atom::value,
+      Request("cr-1", "alice", settings_->TargetKey(), "another", absl::Seconds(2)));
+  ASSERT_TRUE(view.resolved);
+  EXPECT_EQ(view.outcome, reverser::v1::FINALIZE_OUTCOME_WINDOW_MISMATCH);
 }
 
 }  // namespace

@@ -41,29 +41,18 @@ struct AttachCall {
 };
 
 constexpr std::chrono::seconds kBranchAskTimeout{10};
+// Beyond this many CommitRequests known to the service, requests for targets without a
+// branch are not remembered (they are answered unresolved and counted on their next poll).
+constexpr size_t kMaxTrackedRequests = 65536;
+constexpr absl::Duration kForgetRequestsAfter = absl::Minutes(30);
 
-// Asks `branch` where write `write_id` stands and answers the call with it.
-void AnswerOutcome(caf::actor_system& system, const BranchActor& branch, uint64_t write_id,
-                   const AttachCall& call) {
-  runtime::AskActor(
-      system, caf::actor_cast<caf::actor>(branch), kBranchAskTimeout,
-      [call](const WriteOutcome& outcome) {
-        switch (outcome.state) {
-          case WriteOutcome::State::kPending:
-            // Attached, not pushed yet: the caller polls again.
-            call.response->set_resolved(false);
-            call.reactor->Finish(grpc::Status::OK);
-            return;
-          case WriteOutcome::State::kCommitted:
-            call.Resolved(reverser::v1::FINALIZE_OUTCOME_COMMITTED, outcome.sha);
-            return;
-          case WriteOutcome::State::kAlreadyPresent:
-            call.Resolved(reverser::v1::FINALIZE_OUTCOME_ALREADY_PRESENT, "");
-            return;
-        }
-      },
-      [call, system = &system](const caf::error& err) { call.Failed(*system, err); },
-      outcome_atom::value, write_id);
+void Answer(const CommitRequestView& view, const AttachCall& call) {
+  if (!view.resolved) {
+    call.response->set_resolved(false);
+    call.reactor->Finish(grpc::Status::OK);
+    return;
+  }
+  call.Resolved(view.outcome, view.sha);
 }
 
 }  // namespace
@@ -83,73 +72,56 @@ grpc::ServerUnaryReactor* GitWorkerGrpcService::AttachCommit(
     reverser::v1::FinalizeResult* response) {
   const std::string target_key =
       absl::StrCat(request->target().namespace_(), "/", request->target().name());
-  const std::string id = request->uid().empty()
-                             ? absl::StrCat(request->namespace_(), "/", request->name())
-                             : request->uid();
+  CommitRequestSpec spec;
+  spec.id = request->uid().empty() ? absl::StrCat(request->namespace_(), "/", request->name())
+                                   : request->uid();
+  spec.window_key = BranchWorker::WindowKey(request->author().username(), target_key);
+  spec.message = request->message();
+  spec.close_delay =
+      absl::Seconds(std::min<uint32_t>(request->close_delay_seconds(), kMaxCloseDelaySeconds));
   auto* reactor = context->DefaultReactor();
   AttachCall call{reactor, response,
                   registry_->KeyForTarget(target_key).value_or(BranchKey{}).branch};
   std::optional<BranchActor> branch;
-  std::optional<uint64_t> attached;
   {
     std::lock_guard lock(attachments_->mu);
-    auto it = attachments_->entries.find(id);
+    if (attachments_->entries.size() >= kMaxTrackedRequests) {
+      // Past the controller's 420 s safety window and the branch's outcome retention, an entry
+      // is not polled any more.
+      std::erase_if(attachments_->entries, [](const auto& entry) {
+        return absl::Now() - entry.second.received > kForgetRequestsAfter;
+      });
+    }
+    auto it = attachments_->entries.find(spec.id);
+    if (it == attachments_->entries.end() && attachments_->entries.size() < kMaxTrackedRequests) {
+      it = attachments_->entries.emplace(spec.id, Attachments::Entry{std::nullopt, absl::Now()})
+               .first;
+    }
     if (it != attachments_->entries.end()) {
-      if (!it->second.write_id.has_value()) {
-        // Another call of this CommitRequest is attaching it now: poll again.
-        response->set_resolved(false);
-        reactor->Finish(grpc::Status::OK);
-        return reactor;
-      }
+      if (!it->second.branch.has_value()) it->second.branch = registry_->ForTarget(target_key);
       branch = it->second.branch;
-      attached = it->second.write_id;
-    } else {
-      branch = registry_->ForTarget(target_key);
       if (!branch.has_value()) {
-        // Nothing delivered for this target yet: no window to attach to (poll again).
-        call.Unresolved(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+        // Nothing delivered for this target yet, so it has no window: once the close delay
+        // (from the first receipt) passed, there was none in grace.
+        if (absl::Now() - it->second.received >= spec.close_delay) {
+          call.Resolved(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW, "");
+        } else {
+          call.Unresolved(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
+        }
         return reactor;
       }
-      // Claimed before the branch is asked, so one CommitRequest attaches once.
-      attachments_->entries.emplace(id, Attachments::Entry{*branch, std::nullopt});
     }
   }
-  if (attached.has_value()) {
-    AnswerOutcome(system_, *branch, *attached, call);
+  if (!branch.has_value()) {
+    call.Unresolved(reverser::v1::FINALIZE_OUTCOME_UNSPECIFIED);
     return reactor;
   }
-
-  AttachRequest attach{request->author().username(), target_key, request->message(),
-                       std::min<uint32_t>(request->close_delay_seconds(), kMaxCloseDelaySeconds)};
   caf::actor_system* system = &system_;
-  std::shared_ptr<Attachments> attachments = attachments_;
   runtime::AskActor(
       system_, caf::actor_cast<caf::actor>(*branch), kBranchAskTimeout,
-      [system, attachments, id, branch = *branch, call](const Attached& reply) {
-        {
-          std::lock_guard lock(attachments->mu);
-          if (!reply.write_id.has_value()) {
-            attachments->entries.erase(id);
-          } else {
-            attachments->entries[id].write_id = reply.write_id;
-          }
-        }
-        if (!reply.write_id.has_value()) {
-          // No open window of this author and target yet: not attached; the caller polls again
-          // until its own deadline (NoWindowInGrace is the caller's verdict).
-          call.Unresolved(reverser::v1::FINALIZE_OUTCOME_NO_OPEN_WINDOW);
-          return;
-        }
-        AnswerOutcome(*system, branch, *reply.write_id, call);
-      },
-      [system, attachments, id, call](const caf::error& err) {
-        {
-          std::lock_guard lock(attachments->mu);
-          attachments->entries.erase(id);
-        }
-        call.Failed(*system, err);
-      },
-      attach_atom::value, std::move(attach));
+      [call](const CommitRequestView& view) { Answer(view, call); },
+      [system, call](const caf::error& err) { call.Failed(*system, err); }, attach_atom::value,
+      std::move(spec));
   return reactor;
 }
 

@@ -12,6 +12,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/time/time.h"
+
 #include <caf/all.hpp>
 #include <map>
 #include <memory>
@@ -39,14 +41,16 @@ class GitWorkerGrpcService final : public reverser::v1::GitWorker::CallbackServi
                                          reverser::v1::FinalizeResult* response) override;
 
  private:
-  // Every CommitRequest's attached write. Reply handlers (on CAF threads) hold it too.
+  // The branch each CommitRequest registered on, so every poll reaches the same branch actor,
+  // and when a request first arrived for a target with no branch yet (it resolves NoOpenWindow
+  // once its close delay passed). Reply handlers (on CAF threads) hold it too.
   struct Attachments {
     struct Entry {
-      BranchActor branch;
-      std::optional<uint64_t> write_id;  // none while the branch is being asked to attach
+      std::optional<BranchActor> branch;
+      absl::Time received;
     };
     std::mutex mu;
-    std::map<std::string, Entry> entries;  // CommitRequest uid → its write
+    std::map<std::string, Entry> entries;  // CommitRequest uid → its branch
   };
 
   caf::actor_system& system_;
