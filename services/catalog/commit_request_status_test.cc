@@ -11,7 +11,7 @@ const absl::Time kCreated = absl::FromUnixSeconds(1'800'000'000);
 
 nlohmann::json Request() {
   return nlohmann::json{
-      {"apiVersion", "reverser.io/v1alpha3"},
+      {"apiVersion", "configbutler.ai/v1alpha3"},
       {"kind", "CommitRequest"},
       {"metadata",
        {{"name", "release-1"},
