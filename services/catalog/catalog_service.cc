@@ -54,12 +54,21 @@ void CatalogService::Start() {
                                              [this] { discovery_->Kick(); });
   discovery_->Start();
   watches_->Start();
+  if (options_.commit_attacher) {
+    commit_requests_ = std::make_unique<CommitRequestController>(CommitRequestControllerDeps{
+        options_.client.get(), options_.command_authors.get(), options_.commit_attacher.get(),
+        options_.clock, &host_.metrics()});
+    commit_requests_->Start();
+  } else {
+    runtime::LogInfo("CommitRequests are not handled: no gitworker address");
+  }
 }
 
 void CatalogService::Stop() {
   if (!started_) return;
   started_ = false;
   // Producers first, then the actor, then the workers it feeds.
+  if (commit_requests_) commit_requests_->Stop();
   watches_->Stop();
   discovery_->Stop();
   caf::scoped_actor self{host_.actors()};

@@ -6,7 +6,7 @@
 //   CatalogService catalog(host, options);
 //   catalog.Register();   // before host.Start(): gRPC services and readiness components
 //   host.Start();
-//   catalog.Start();      // actor, discovery loop, watches
+//   catalog.Start();      // actor, discovery loop, watches, the CommitRequest controller
 //   ...
 //   catalog.Stop();       // before host.Shutdown()
 //
@@ -23,6 +23,7 @@
 #include "services/catalog/catalog_actor.h"
 #include "services/catalog/catalog_grpc.h"
 #include "services/catalog/catalog_metrics.h"
+#include "services/catalog/commit_request_controller.h"
 #include "services/catalog/encryption_secret.h"
 #include "services/catalog/feeds.h"
 #include "services/catalog/kube_io.h"
@@ -39,6 +40,10 @@ struct CatalogServiceOptions {
   ReachabilityCheck reachable;
   // Key material for generated age keys; default: the system's.
   sops::crypto::Random* random = nullptr;
+  // CommitRequests are handled only with an attacher (the gitworker's AttachCommit); without
+  // an author source every request is attributed to the committer.
+  std::shared_ptr<CommitAttacher> commit_attacher;
+  std::shared_ptr<CommandAuthorSource> command_authors;
 };
 
 class CatalogService final : public CatalogBackend, private CatalogOutputs {
@@ -82,6 +87,7 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   std::unique_ptr<ActorInbox> inbox_;
   std::unique_ptr<DiscoveryLoop> discovery_;
   std::unique_ptr<ObjectWatches> watches_;
+  std::unique_ptr<CommitRequestController> commit_requests_;
   TaskQueue status_queue_{"status"};
   TaskQueue probe_queue_{"probe"};
   TaskQueue encryption_queue_{"encryption"};

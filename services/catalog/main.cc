@@ -13,9 +13,12 @@
 #include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/redisstore/redis_flags.h"
+#include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 #include "libs/runtime/service_main.h"
 #include "services/catalog/catalog_service.h"
+#include "services/catalog/commit_request_clients.h"
 
 ABSL_FLAG(std::string, kubeconfig, "",
           "Path to a kubeconfig file. Empty: $KUBECONFIG, else the in-cluster service account, "
@@ -31,6 +34,14 @@ ABSL_FLAG(int64_t, max_object_depth, 1000,
           "(GitProviders, GitTargets, rules, CRDs): deeper ones are refused, counted in "
           "reverser_catalog_objects_refused_total and logged. At most 10000 (the API server's "
           "limit); the catalog copies objects recursively, so it stays well below that.");
+
+ABSL_FLAG(std::string, gitworker_address, "",
+          "gRPC address (host:port) of the gitworker that CommitRequests attach to. Empty: "
+          "CommitRequests are not handled (they keep no status).");
+ABSL_FLAG(bool, command_authors, true,
+          "Read each CommitRequest's command author, recorded by the admission webhook, from "
+          "Redis (--redis_* flags). Off, or when none was recorded, the commit is the "
+          "committer's.");
 
 namespace reverser::catalog {
 namespace {
@@ -78,6 +89,16 @@ class App final : public runtime::ServiceApp {
     // Generations start at the start time in microseconds: they keep increasing across restarts.
     options.state.generation_epoch = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
     options.discovery_period = period;
+    if (std::string gitworker = absl::GetFlag(FLAGS_gitworker_address); !gitworker.empty()) {
+      options.commit_attacher = std::make_shared<GrpcCommitAttacher>(
+          gitworker, runtime::MeshChannelCredentials(host.options().grpc_security));
+      if (absl::GetFlag(FLAGS_command_authors)) {
+        auto redis = redisstore::RedisSettingsFromFlags();
+        if (!redis.ok()) return redis.status();
+        options.command_authors =
+            std::make_shared<RedisCommandAuthors>(redis->options, redis->prefix);
+      }
+    }
     runtime::LogInfo("kubernetes api", {{"server", config->server}, {"context", config->context}});
     service_ = std::make_unique<CatalogService>(host, std::move(options));
     service_->Register();
