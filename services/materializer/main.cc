@@ -40,6 +40,15 @@ ABSL_FLAG(absl::Duration, redis_state_check_interval, absl::Seconds(5),
           "restart without persistence, an older snapshot) is rebuilt from a fresh LIST.");
 ABSL_FLAG(bool, audit_webhook, true, "Serve the audit webhook (author attribution).");
 ABSL_FLAG(int, audit_port, 9444, "Audit webhook port; 0 picks a free one.");
+ABSL_FLAG(bool, admission_webhook, false,
+          "Serve the validating admission webhook (/validate-operator-types): records the "
+          "command author of each CommitRequest CREATE in Redis; never denies.");
+ABSL_FLAG(int, admission_port, 9445, "Admission webhook port; 0 picks a free one.");
+ABSL_FLAG(std::string, admission_tls_cert, "", "Admission webhook server certificate (PEM).");
+ABSL_FLAG(std::string, admission_tls_key, "", "Admission webhook server key (PEM).");
+ABSL_FLAG(bool, admission_insecure, false,
+          "Serve the admission webhook over plain HTTP (development only: the API server only "
+          "calls HTTPS webhooks).");
 ABSL_FLAG(std::string, audit_tls_cert, "", "Audit webhook server certificate (PEM).");
 ABSL_FLAG(std::string, audit_tls_key, "", "Audit webhook server key (PEM).");
 ABSL_FLAG(std::string, audit_client_ca, "",
@@ -98,6 +107,11 @@ MaterializerServiceOptions OptionsFromFlags() {
   o.redis_state_check_interval = absl::GetFlag(FLAGS_redis_state_check_interval);
   o.audit_webhook = absl::GetFlag(FLAGS_audit_webhook);
   o.audit_port = absl::GetFlag(FLAGS_audit_port);
+  o.admission_webhook = absl::GetFlag(FLAGS_admission_webhook);
+  o.admission_port = absl::GetFlag(FLAGS_admission_port);
+  o.admission_tls_cert = absl::GetFlag(FLAGS_admission_tls_cert);
+  o.admission_tls_key = absl::GetFlag(FLAGS_admission_tls_key);
+  o.admission_insecure = absl::GetFlag(FLAGS_admission_insecure);
   o.audit_tls_cert = absl::GetFlag(FLAGS_audit_tls_cert);
   o.audit_tls_key = absl::GetFlag(FLAGS_audit_tls_key);
   o.audit_client_ca = absl::GetFlag(FLAGS_audit_client_ca);

@@ -173,8 +173,21 @@ absl::Status MaterializerService::Setup() {
         });
   }
 
-  if (options_.audit_webhook) {
+  if (options_.audit_webhook || options_.admission_webhook) {
     fact_sink_ = std::make_unique<RedisFactSink>(redis, prefix, options_.author_fact_ttl);
+  }
+  if (options_.admission_webhook) {
+    reviewer_ = std::make_unique<AdmissionReviewer>(fact_sink_.get(), &core::Clock::Real(),
+                                                    &host_.metrics());
+    AdmissionWebhookOptions admission;
+    admission.listen_address = host_.options().listen_address;
+    admission.port = options_.admission_port;
+    admission.tls = {options_.admission_tls_cert, options_.admission_tls_key, ""};
+    admission.insecure = options_.admission_insecure;
+    admission_ = std::make_unique<AdmissionWebhookServer>(admission, reviewer_.get());
+    host_.SetComponent("admission_webhook", false, "not listening yet");
+  }
+  if (options_.audit_webhook) {
     if (base.intake == Intake::kAudit) {
       stream_writer_ = std::make_unique<AuditStreamWriter>(redis, prefix, &claims_registry_,
                                                            &host_.metrics(), body_cipher_.get());
@@ -214,6 +227,14 @@ absl::Status MaterializerService::Start() {
     runtime::LogInfo("audit webhook listening",
                      {{"audit_port", *port}, {"tls", !options_.audit_insecure}});
   }
+  if (admission_) {
+    auto port = admission_->Start();
+    if (!port.ok()) return port.status();
+    host_.SetDetail("admission_port", std::to_string(*port));
+    host_.SetComponent("admission_webhook", true, absl::StrCat("listening on port ", *port));
+    runtime::LogInfo("admission webhook listening",
+                     {{"admission_port", *port}, {"tls", !options_.admission_insecure}});
+  }
   if (claims_) claims_->Start();
   return absl::OkStatus();
 }
@@ -221,6 +242,7 @@ absl::Status MaterializerService::Start() {
 void MaterializerService::Stop() {
   if (claims_) claims_->Stop();
   if (webhook_) webhook_->Stop();
+  if (admission_) admission_->Stop();
   if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
   // The last strong handle: the supervisor's thread ends once the actor is gone.
   supervisor_ = nullptr;

@@ -61,6 +61,12 @@ struct MaterializerServiceOptions {
   absl::Duration audit_read_timeout = absl::Seconds(15);
   absl::Duration audit_write_timeout = absl::Seconds(30);
   absl::Duration audit_idle_timeout = absl::Seconds(5);
+  // The validating admission webhook (CommitRequest command authors), on its own port.
+  bool admission_webhook = false;
+  int admission_port = 9445;
+  std::string admission_tls_cert;
+  std::string admission_tls_key;
+  bool admission_insecure = false;
   int64_t json_max_depth = core::kApiObjectMaxDepth;
   absl::Duration author_fact_ttl = absl::Minutes(15);
   absl::Duration fact_index_size_interval = absl::Seconds(10);
@@ -91,6 +97,8 @@ class MaterializerService final {
   std::unique_ptr<AuditStreamWriter> stream_writer_;
   std::unique_ptr<AuditIntake> intake_;
   std::unique_ptr<AuditWebhookServer> webhook_;
+  std::unique_ptr<AdmissionReviewer> reviewer_;
+  std::unique_ptr<AdmissionWebhookServer> admission_;
   std::unique_ptr<MaterializerAdminGrpcService> admin_;
 };
 

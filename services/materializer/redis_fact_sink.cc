@@ -47,4 +47,14 @@ absl::StatusOr<int64_t> RedisFactSink::CountFacts() {
   return keys;
 }
 
+absl::Status RedisFactSink::RecordCommandAuthor(absl::string_view commit_request_uid,
+                                                const redisstore::CommandAuthor& author) {
+  auto connection = Borrow();
+  if (!connection.ok()) return connection.status();
+  redisstore::AuthorFactStore store(connection->get(), prefix_, fact_ttl_);
+  absl::Status written = store.RecordCommandAuthor(commit_request_uid, author);
+  if (written.ok()) Return(std::move(*connection));
+  return written;
+}
+
 }  // namespace reverser::materializer
