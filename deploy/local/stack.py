@@ -31,6 +31,8 @@ USERS = {
                            "system:serviceaccounts,system:authenticated"),
 }
 MATERIALIZER_USER = USERS["materializer-token"][0]
+# The admission webhook's Service (namespace, name), as the chart names it.
+ADMISSION_SERVICE = ("reverser", "reverser-materializer")
 
 
 def free_port():
@@ -40,10 +42,12 @@ def free_port():
 
 
 def wait_until(predicate, timeout, what, poll=0.05):
+    """Asks `predicate` until it answers something true, and returns that answer."""
     deadline = time.monotonic() + timeout
     while True:
-        if predicate():
-            return
+        value = predicate()
+        if value:
+            return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(poll)
@@ -177,7 +181,10 @@ class Stack:
         # certificate of this CA (tls-auth-clients).
         redis = [("redis", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
                  ("redis-client", "reverser-redis-client", "extendedKeyUsage=clientAuth\n")]
+        # The admission webhook is called by service name, as in a cluster.
+        admission = f"subjectAltName=DNS:{ADMISSION_SERVICE[1]}.{ADMISSION_SERVICE[0]}.svc\n"
         for name, cn, ext in [("webhook", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
+                              ("admission", "reverser-materializer", admission + "extendedKeyUsage=serverAuth\n"),
                               ("kube", "localhost", loopback + "extendedKeyUsage=serverAuth\n"),
                               ("apiserver", "kube-apiserver", "extendedKeyUsage=clientAuth\n")] + mesh + redis:
             with open(os.path.join(d, f"{name}.ext"), "w") as f:
@@ -216,6 +223,9 @@ class Stack:
         self.log(f"==> redis-server       {self.redis} (TLS)")
 
         self.ports["audit"] = free_port()
+        self.ports["admission"] = free_port()
+        # The catalog calls the gitworker (CommitRequests) and starts first: its port is fixed now.
+        self.ports["gitworker_grpc"] = free_port()
 
         # The API server, auditing to the materializer's webhook over mTLS.
         tokens = os.path.join(self.dir, "tokens.csv")
@@ -245,7 +255,9 @@ class Stack:
                                  f"--audit_webhook_client_cert={pki}/apiserver.crt",
                                  f"--audit_webhook_client_key={pki}/apiserver.key",
                                  "--audit_webhook_batch_max_wait_seconds=0.02",
-                                 "--audit_webhook_initial_backoff_seconds=0.2"])
+                                 "--audit_webhook_initial_backoff_seconds=0.2",
+                                 "--webhook_service_override="
+                                 f"{ADMISSION_SERVICE[0]}/{ADMISSION_SERVICE[1]}=127.0.0.1:{self.ports['admission']}"])
         def port_written():
             if not os.path.exists(port_file):
                 return ""
@@ -278,6 +290,23 @@ class Stack:
         self.start_service("splicer")
         for name in ("catalog", "materializer", "splicer", "gitworker"):
             self.log(f"==> {name:<18} grpc {self.grpc(name)}  http {self.http(name)}")
+        # CommitRequest CREATEs go through the materializer's admission webhook, which records
+        # who asked (the chart's ValidatingWebhookConfiguration).
+        self.kubectl("apply", "-f", "-", input=json.dumps(self.admission_webhook_configuration()))
+
+    def admission_webhook_configuration(self):
+        with open(f"{self.pki}/ca.crt", "rb") as f:
+            ca_bundle = base64.b64encode(f.read()).decode()
+        return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "reverser-validate-operator-types"},
+                "webhooks": [{"name": "commitrequests.reverser.configbutler.ai",
+                              "admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
+                              "failurePolicy": "Ignore", "timeoutSeconds": 2,
+                              "clientConfig": {"caBundle": ca_bundle, "service": {
+                                  "namespace": ADMISSION_SERVICE[0], "name": ADMISSION_SERVICE[1],
+                                  "port": self.ports["admission"], "path": "/validate-operator-types"}},
+                              "rules": [{"apiGroups": ["configbutler.ai"], "apiVersions": ["*"],
+                                         "operations": ["CREATE"], "resources": ["commitrequests"]}]}]}
 
     def _write_kubeconfig(self, path, token):
         with open(path, "w") as f:
@@ -378,12 +407,17 @@ current-context: local
                     "--secrets_source=api", f"--kubeconfig={self.kubeconfig}",
                     f"--catalog_address={self.grpc('catalog')}"]
         if name == "catalog":
-            return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s"]
+            # CommitRequests attach to the gitworker; their command authors are read from Redis.
+            return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s",
+                    f"--gitworker_address={self.grpc('gitworker')}", *self.redis_auth_args()]
         if name == "materializer":
             return [f"--kubeconfig={self.materializer_kubeconfig}", *self.redis_auth_args(),
                     f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",
                     f"--audit_tls_cert={self.pki}/webhook.crt", f"--audit_tls_key={self.pki}/webhook.key",
-                    f"--audit_client_ca={self.pki}/ca.crt"]
+                    f"--audit_client_ca={self.pki}/ca.crt", "--admission_webhook=true",
+                    f"--admission_port={self.ports['admission']}",
+                    f"--admission_tls_cert={self.pki}/admission.crt",
+                    f"--admission_tls_key={self.pki}/admission.key"]
         if name == "splicer":
             # Its kubeconfig only reviews operators' tokens (--admin_auth=kubernetes).
             return [*self.redis_auth_args(), f"--catalog_address={self.grpc('catalog')}",

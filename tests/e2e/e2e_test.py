@@ -748,6 +748,64 @@ class E2ECommitWindowAndCooldown(StackCase):
         self.assertEqual(self.subject_of("grp-1"), ["alice@example.com|alice@example.com on mirror: 2 resource(s)"])
         self.assertEqual(self.subject_of("grp-2"), self.subject_of("grp-1"))
 
+    def commit_request(self, name, message, user, close_delay=0):
+        """`user` creates a CommitRequest on the mirror and waits for its terminal status."""
+        self.stack.kubectl("apply", "-f", "-", user=user, input=json.dumps(
+            {"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
+             "metadata": {"name": name, "namespace": "demo"},
+             "spec": {"targetRef": {"name": "mirror"}, "message": message,
+                      "closeDelaySeconds": close_delay}}))
+
+        def terminal():
+            got = json.loads(self.stack.kubectl("get", "commitrequest", name, "-n", "demo", "-o", "json").stdout)
+            conditions = {c["type"]: c for c in got.get("status", {}).get("conditions", [])}
+            ready = conditions.get("Ready", {})
+            return got if ready.get("reason") not in (None, "", "WaitingForCloseDelay") else None
+        got = local_stack.wait_until(terminal, 60, f"CommitRequest {name} to finish")
+        return got["status"], {c["type"]: c for c in got["status"]["conditions"]}
+
+    def wait_for_deliveries(self, before, count):
+        """Until the gitworker received `count` more event deliveries than `before`: the
+        changes are in its windows (a CommitRequest sent after them is queued behind them)."""
+        local_stack.wait_until(lambda: self.delivered_events() >= before + count, 30, f"{count} deliveries")
+
+    def delivered_events(self):
+        return metric_sum(self.stack.metrics("gitworker"), "reverser_gitworker_delivery_messages_total", kind="event")
+
+    def test_28_commit_request_saves_the_authors_window_with_its_message(self):
+        # UC1, the "save button": alice edits, then asks for a commit now (closeDelay 0).
+        before = self.delivered_events()
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("save-a", data={"banner": "hello"}))
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("save-b", data={"banner": "world"}))
+        self.wait_for_deliveries(before, 2)
+        status, conditions = self.commit_request("save-now", "Save: new banner text", user="alice")
+        self.assertEqual((conditions["Ready"]["status"], conditions["Ready"]["reason"]), ("True", "Committed"), status)
+        self.assertEqual(conditions["Pushed"]["status"], "True")
+        self.assertEqual((conditions["AuthorAttributed"]["status"], conditions["AuthorAttributed"]["reason"]),
+                         ("True", "AttributedFromAdmission"))
+        self.assertEqual(status["branch"], "main")
+        # One commit with both changes, the request's message verbatim, authored by alice.
+        sha = status["sha"]
+        self.assertEqual(self.stack.git("log", "-1", "--format=%an|%s", sha).strip(),
+                         "alice@example.com|Save: new banner text")
+        changed = self.stack.git("show", "--format=", "--name-only", sha).split()
+        self.assertEqual(sorted(changed), [self.path("save-a"), self.path("save-b")])
+        self.assertIn(sha, [p[1] for p in self.stack.pushes()], "status.sha is a pushed commit")
+
+    def test_29_commit_request_without_a_window_in_grace_leaves_others_alone(self):
+        # alice has a window open; bob asks for a commit but has none.
+        before = self.delivered_events()
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("still-open"))
+        self.wait_for_deliveries(before, 1)
+        status, conditions = self.commit_request("bob-saves", "Save: nothing of mine", user="bob")
+        self.assertEqual((conditions["Ready"]["status"], conditions["Ready"]["reason"]),
+                         ("True", "NoWindowInGrace"), status)
+        self.assertEqual(conditions["Pushed"]["status"], "False")
+        self.assertNotIn("sha", status)
+        # alice's window is untouched: her change waits for her own window to close.
+        self.assertNotIn(self.path("still-open"), self.stack.files())
+        self.assertNotIn("Save: nothing of mine", self.stack.git("log", "--format=%s", "main"))
+
     def test_20a_successful_pushes_are_at_least_the_cooldown_apart(self):
         # Author changes close windows (grp-3's too); each commit is pushed as the cooldown
         # allows. bob's last window stays open for the next test.

@@ -1,6 +1,8 @@
 {{/* Each service's own flags (after reverser.commonArgs); every flag is one of its --help. */}}
 {{- define "reverser.args.catalog" -}}
 - --discovery_refresh_period={{ .Values.catalog.discoveryRefreshPeriod }}
+- --gitworker_address={{ include "reverser.grpcAddress" (dict "root" . "component" "gitworker") }}
+{{ include "reverser.redisArgs" . }}
 {{- with .Values.additionalSensitiveResources }}
 - --additional_sensitive_resources={{ join "," . }}
 {{- end }}
