@@ -12,6 +12,7 @@ namespace reverser::redisstore {
 namespace {
 
 constexpr absl::string_view kDeleteCollection = "deletecollection";
+constexpr absl::string_view kDelete = "delete";
 
 // Reads a string field; absent or null is "", any other type is an error.
 absl::Status ReadString(const nlohmann::json& j, const char* field, std::string& out) {
@@ -211,6 +212,11 @@ absl::StatusOr<AuthorResolution> AuthorFactStore::Lookup(const AuthorQuery& quer
     if (value.type() != RedisReply::Type::kString) continue;
     auto fact = AuthorFact::FromJson(value.str());
     if (!fact.ok() || fact->author.empty()) continue;  // unreadable: as if absent
+    // A removal is credited only to a fact that records one: the last writer of an object
+    // garbage-collected or cascaded away did not remove it.
+    if (!query.exact_capable && fact->verb != kDelete && fact->verb != kDeleteCollection) {
+      continue;
+    }
     if (fact->verb == kDeleteCollection) {
       resolution.code = AuthorResolutionCode::kExactDeleteCollectionItem;
     } else if (candidates[i].first == Kind::kExact) {

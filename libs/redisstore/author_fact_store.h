@@ -106,7 +106,9 @@ class AuthorFactStore {
   absl::StatusOr<size_t> RecordAll(const std::vector<AuthorFact>& facts);
 
   // One lookup in the reference's order (exact uid:rv; `:last` only for removals; `rv:`),
-  // reading all candidate keys in one round trip. Unreadable or author-less facts are skipped.
+  // reading all candidate keys in one round trip. Unreadable or author-less facts are skipped,
+  // and so, for a removal, are facts that record no removal (verb other than delete or
+  // deletecollection): the removal then goes to the committer, never to the last writer.
   absl::StatusOr<AuthorResolution> Lookup(const AuthorQuery& query);
 
   // The newest fact signal of a type (`AuthorFactSignalKey`), "0-0" when none: where a reader

@@ -287,14 +287,18 @@ TEST_F(AuthorFactStoreTest, ExactCapableEventsNeverReadLast) {
   auto modified = MustLookup({"configmaps", "u1", "12", true});
   EXPECT_EQ(modified.code, AuthorResolutionCode::kAbsent);
   EXPECT_FALSE(modified.fact.has_value());
-  // A removal may use :last (weak).
-  auto removal = MustLookup({"configmaps", "u1", "12", false});
+  // A removal is never credited to a fact that records no removal: not to bob, who wrote u1
+  // last, nor to alice's write at the same RV.
+  EXPECT_EQ(MustLookup({"configmaps", "u1", "12", false}).code, AuthorResolutionCode::kAbsent);
+  EXPECT_EQ(MustLookup({"configmaps", "u1", "10", false}).code, AuthorResolutionCode::kAbsent);
+  // Once carol's delete is recorded, :last names her (weak) and her exact fact is exact.
+  ASSERT_TRUE(store_->Record(Fact("carol", "u1", "13", "delete")).ok());
+  auto removal = MustLookup({"configmaps", "u1", "14", false});
   EXPECT_EQ(removal.code, AuthorResolutionCode::kWeak);
-  EXPECT_EQ(removal.fact->author, "bob");
-  // An exact hit wins over :last even for removals.
-  auto exact_removal = MustLookup({"configmaps", "u1", "10", false});
+  EXPECT_EQ(removal.fact->author, "carol");
+  auto exact_removal = MustLookup({"configmaps", "u1", "13", false});
   EXPECT_EQ(exact_removal.code, AuthorResolutionCode::kExactUser);
-  EXPECT_EQ(exact_removal.fact->author, "alice");
+  EXPECT_EQ(exact_removal.fact->author, "carol");
 }
 
 TEST_F(AuthorFactStoreTest, RvHatchIsTheLastResortForAllEvents) {
@@ -302,7 +306,10 @@ TEST_F(AuthorFactStoreTest, RvHatchIsTheLastResortForAllEvents) {
   auto hatch = MustLookup({"configmaps", "unknown-uid", "77", true});
   EXPECT_EQ(hatch.code, AuthorResolutionCode::kWeak);
   EXPECT_EQ(hatch.fact->author, "erin");
-  auto removal = MustLookup({"configmaps", "", "77", false});
+  // For a removal the hatch too must record a removal.
+  EXPECT_EQ(MustLookup({"configmaps", "", "77", false}).code, AuthorResolutionCode::kAbsent);
+  ASSERT_TRUE(store_->Record(Fact("erin", "", "78", "delete")).ok());
+  auto removal = MustLookup({"configmaps", "", "78", false});
   EXPECT_EQ(removal.code, AuthorResolutionCode::kWeak);
   EXPECT_EQ(MustLookup({"configmaps", "", "", false}).code, AuthorResolutionCode::kAbsent);
 }

@@ -485,6 +485,22 @@ class E2E(unittest.TestCase):
                          ["alice@example.com|[CREATE] v1/configmaps/marker-25"])
         self.assertEqual(self.stack.git("log", "--format=%H|%an|%cn|%s", "main", "--", path).splitlines(), shipped)
 
+    def test_26b_a_removal_without_its_own_fact_is_never_credited_to_the_last_writer(self):
+        # alice created the object (her fact is its last writer's); bob's delete reaches Redis
+        # only after the grace: the removal is the committer's, not alice's.
+        path = f"{PATH}/demo/configmaps/orphaned.yaml"
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("orphaned"))
+        self.stack.wait_for_file(path)
+        self.assertEqual(self.stack.git("log", "-1", "--format=%an", "main", "--", path).strip(), "alice@example.com")
+        self.stack.sim("POST", "/_sim/audit", {"hold": True})
+        try:
+            self.stack.kubectl("delete", "configmap", "orphaned", "-n", "demo", user="bob")
+            self.stack.wait_for_absent(path)
+        finally:
+            self.stack.sim("POST", "/_sim/audit", {"hold": False})
+        removal = self.stack.git("log", "-1", "--format=%an|%s", "main", "--", path).strip()
+        self.assertEqual(removal, "GitOps Reverser|[DELETE] v1/configmaps/orphaned")
+
     def target_condition(self, name, kind):
         """The condition `kind` of GitTarget demo/`name` ({} until it is written)."""
         out = self.stack.kubectl("get", "gittarget", name, "-n", "demo", "-o", "json", check=False)
