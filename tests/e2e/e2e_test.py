@@ -766,18 +766,23 @@ class E2ECommitWindowAndCooldown(StackCase):
 
     def commit_request(self, name, message, user, close_delay=0):
         """`user` creates a CommitRequest on the mirror and waits for its terminal status."""
+        self.create_commit_request(name, message, user, close_delay)
+        return self.wait_for_commit_request(name, lambda reason: reason not in ("", "WaitingForCloseDelay"))
+
+    def create_commit_request(self, name, message, user, close_delay=0):
         self.stack.kubectl("apply", "-f", "-", user=user, input=json.dumps(
             {"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
              "metadata": {"name": name, "namespace": "demo"},
              "spec": {"targetRef": {"name": "mirror"}, "message": message,
                       "closeDelaySeconds": close_delay}}))
 
-        def terminal():
+    def wait_for_commit_request(self, name, ready_reason_matches):
+        """Until the request's Ready reason matches; returns (status, conditions by type)."""
+        def matched():
             got = json.loads(self.stack.kubectl("get", "commitrequest", name, "-n", "demo", "-o", "json").stdout)
             conditions = {c["type"]: c for c in got.get("status", {}).get("conditions", [])}
-            ready = conditions.get("Ready", {})
-            return got if ready.get("reason") not in (None, "", "WaitingForCloseDelay") else None
-        got = local_stack.wait_until(terminal, 60, f"CommitRequest {name} to finish")
+            return got if "Ready" in conditions and ready_reason_matches(conditions["Ready"]["reason"]) else None
+        got = local_stack.wait_until(matched, 60, f"CommitRequest {name}")
         return got["status"], {c["type"]: c for c in got["status"]["conditions"]}
 
     def wait_for_deliveries(self, before, count):
@@ -807,6 +812,22 @@ class E2ECommitWindowAndCooldown(StackCase):
         changed = self.stack.git("show", "--format=", "--name-only", sha).split()
         self.assertEqual(sorted(changed), [self.path("save-a"), self.path("save-b")])
         self.assertIn(sha, [p[1] for p in self.stack.pushes()], "status.sha is a pushed commit")
+
+    def test_28b_a_catalog_restart_mid_request_takes_it_up_again(self):
+        before = self.delivered_events()
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("restart-save"))
+        self.wait_for_deliveries(before, 1)
+        self.create_commit_request("save-across-restart", "Save: across a restart", user="alice", close_delay=3)
+        status, _ = self.wait_for_commit_request("save-across-restart", lambda r: r == "WaitingForCloseDelay")
+        # The controller is killed with the request in progress; a new one finds it unfinished.
+        self.stack.kill("catalog")
+        self.stack.start_service("catalog")
+        status, conditions = self.wait_for_commit_request("save-across-restart", lambda r: r != "WaitingForCloseDelay")
+        self.assertEqual(conditions["Ready"]["reason"], "Committed", status)
+        self.assertEqual(self.stack.git("log", "-1", "--format=%an|%s", status["sha"]).strip(),
+                         "alice@example.com|Save: across a restart")
+        self.assertEqual(self.stack.git("show", "--format=", "--name-only", status["sha"]).split(),
+                         [self.path("restart-save")])
 
     def test_29_commit_request_without_a_window_in_grace_leaves_others_alone(self):
         # alice has a window open; bob asks for a commit but has none.
