@@ -200,9 +200,13 @@ def accept_all(sim, openapi, name, docs):
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})", flush=True)
 
 
-def check_certificates(name, docs, namespace="reverser"):
-    """Each kubernetes.io/tls Secret: the certificate chains to ca.crt, the key is its key, and a
-    mesh certificate carries its role and the DNS name its peers dial."""
+def check_certificates(name, docs, want_count, namespace="reverser"):
+    """Each kubernetes.io/tls Secret: the certificate chains to ca.crt, the key is its key, a
+    mesh certificate carries its role and the DNS name its peers dial, and the admission
+    webhook's carries its Service's name and chains to the ValidatingWebhookConfiguration's
+    caBundle."""
+    bundles = [h["clientConfig"].get("caBundle") for d in docs if d["kind"] == "ValidatingWebhookConfiguration"
+               for h in d["webhooks"]]
     count = 0
     for obj in docs:
         if obj["kind"] != "Secret" or obj.get("type") != "kubernetes.io/tls":
@@ -230,9 +234,14 @@ def check_certificates(name, docs, namespace="reverser"):
                          "TLS Web Server Authentication"):
                 if want not in text:
                     fail(f"{name}: Secret {secret}: the certificate lacks {want}")
+        if secret == "reverser-admission-webhook-tls":
+            if f"DNS:reverser-admission.{namespace}.svc" not in text:
+                fail(f"{name}: Secret {secret}: the certificate lacks DNS:reverser-admission.{namespace}.svc")
+            if bundles != [obj["data"]["ca.crt"]]:
+                fail(f"{name}: the ValidatingWebhookConfiguration's caBundle is not {secret}'s ca.crt")
         count += 1
-    if count != 9:
-        fail(f"{name}: {count} certificate Secrets, want 9")
+    if count != want_count:
+        fail(f"{name}: {count} certificate Secrets, want {want_count}")
     else:
         print(f"ok: {name}: {count} certificates chain to their CA and carry their names", flush=True)
 
@@ -316,7 +325,7 @@ def main():
         default = render(renderer, "--include-crds")
         self_check(sim, openapi, default)
         accept_all(sim, openapi, "default (generated certificates)", default)
-        check_certificates("default", default)
+        check_certificates("default", default, 10)
         if service_binaries:
             check_flags(default, service_binaries)
         sets = {
@@ -329,6 +338,9 @@ def main():
                 "--set", "monitoring.serviceMonitor.enabled=true",
                 "--set", "auditService.type=NodePort,auditService.nodePort=30444",
                 "--set", "podAntiAffinity=none,admin.auth=certificate,attribution.enabled=false"],
+            "existing certificates, an admission caBundle, failurePolicy Fail": [
+                "--set", "certificates.source=existing,servers.admission.failurePolicy=Fail",
+                "--set-string", "servers.admission.caBundle=" + base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()],
             "no audit webhook, plain Redis, release foo": [
                 "--fake-secrets", "--name", "foo", "--namespace", "team-a",
                 "--set", "servers.audit.enabled=false,redis.tls.enabled=false,redis.server.persistence.enabled=false"],
@@ -344,7 +356,7 @@ def main():
         secrets = [d for d in yaml.safe_load_all(run(["bash", "deploy/install-secrets.sh"])) if d]
         accept_all(sim, openapi, "deploy/install.yaml", install)
         accept_all(sim, openapi, "deploy/install-secrets.sh", secrets)
-        check_certificates("deploy/install-secrets.sh", secrets)
+        check_certificates("deploy/install-secrets.sh", secrets, 9)
         mounted = {v["secret"]["secretName"] for d in install if d["kind"] in ("Deployment", "StatefulSet")
                    for v in d["spec"]["template"]["spec"].get("volumes", []) if "secret" in v}
         made = {d["metadata"]["name"] for d in secrets}

@@ -25,6 +25,10 @@ refused "- catalog.replicas: Invalid type" --set-string catalog.replicas=two
 refused "- redis.address: String length" --set redis.embedded=false
 refused "- rbac.watchTypes.selected: Array must have at least 1 items" --set rbac.watchTypes.mode=selected
 refused "- quickstart.gitProvider.url: String length" --set quickstart.enabled=true
+refused "- servers.admission.failurePolicy: servers.admission.failurePolicy must be one of" --set servers.admission.failurePolicy=Deny
+refused "- servers.admission.timeoutSeconds: Must be less than or equal to 30" --set servers.admission.timeoutSeconds=31
+# Not the schema but the template: existing certificates need the admission webhook's CA.
+refused "servers.admission.caBundle is required with certificates.source existing" --set certificates.source=existing
 # Every level with named properties refuses others (free-form maps name none).
 if ! python3 - "$chart/values.schema.json" <<'PY'
 import json, sys

@@ -30,6 +30,14 @@
 {{- else }}
 - --audit_webhook=false
 {{- end }}
+{{- if .Values.servers.admission.enabled }}
+- --admission_webhook=true
+- --admission_port={{ .Values.servers.admission.port }}
+- --admission_tls_cert=/etc/reverser/admission/tls.crt
+- --admission_tls_key=/etc/reverser/admission/tls.key
+{{- else }}
+- --admission_webhook=false
+{{- end }}
 {{- end -}}
 
 {{- define "reverser.args.splicer" -}}

@@ -250,7 +250,8 @@ imagePullSecrets:
 {{- end -}}
 
 {{/* Every certificate the release uses: name -> common name, issuing CA, DNS names, IPs. The
-mesh roles are the names reverser-<role> (docs/security.md). */}}
+mesh roles are the names reverser-<role> (docs/security.md). The webhook CA signs both webhooks'
+server certificates and the audit client's. */}}
 {{- define "reverser.certificateList" -}}
 {{- $fullname := include "reverser.fullname" . -}}
 items:
@@ -284,6 +285,15 @@ items:
     cn: {{ first .Values.servers.audit.clientNames | default "kube-apiserver" }}
     ca: webhook
     dns: [{{ first .Values.servers.audit.clientNames | default "kube-apiserver" }}]
+{{- end }}
+{{- if .Values.servers.admission.enabled }}
+  admissionWebhook:
+    cn: {{ $fullname }}-admission
+    ca: webhook
+    dns:
+      {{- range splitList "," (include "reverser.dnsNames" (dict "root" $ "service" (printf "%s-admission" $fullname))) }}
+      - {{ . }}
+      {{- end }}
 {{- end }}
 {{- if .Values.redis.embedded }}
   redis:
