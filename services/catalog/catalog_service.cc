@@ -25,7 +25,9 @@ CatalogService::CatalogService(runtime::ServiceHost& host, CatalogServiceOptions
       admin_(&host, this),
       metrics_(&host.metrics()) {
   if (!options_.reachable) {
-    options_.reachable = [](const RemoteEndpoint& e) { return CheckReachable(e, absl::Seconds(5)); };
+    options_.reachable = [](const RemoteEndpoint& e) {
+      return CheckReachable(e, absl::Seconds(5));
+    };
   }
   if (options_.random == nullptr) options_.random = &sops::crypto::SystemRandom();
 }
@@ -48,10 +50,10 @@ void CatalogService::Start() {
   status_queue_.Start();
   probe_queue_.Start();
   encryption_queue_.Start();
-  discovery_ = std::make_unique<DiscoveryLoop>(*options_.client, *inbox_,
-                                               options_.discovery_period);
-  watches_ = std::make_unique<ObjectWatches>(*options_.client, *inbox_,
-                                             [this] { discovery_->Kick(); });
+  discovery_ =
+      std::make_unique<DiscoveryLoop>(*options_.client, *inbox_, options_.discovery_period);
+  watches_ =
+      std::make_unique<ObjectWatches>(*options_.client, *inbox_, [this] { discovery_->Kick(); });
   discovery_->Start();
   watches_->Start();
   if (options_.commit_attacher) {
@@ -104,7 +106,8 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
     snapshot->revision = state.registry().revision();
     snapshot->ready = state.registry().Ready();
     snapshot->records = state.TypeRecords(false);
-    for (const auto& gv : current.degraded) snapshot->degraded_group_versions.push_back(gv.ToString());
+    for (const auto& gv : current.degraded)
+      snapshot->degraded_group_versions.push_back(gv.ToString());
     types_.Publish(std::move(snapshot));
   }
   if (changes.tables) {
@@ -124,8 +127,8 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
         .Set(changes.claims->generation());
   }
   if (changes.tables_resolved > 0) {
-    metrics.GetCounter("reverser_catalog_table_resolutions_total",
-                       "Watched-type tables recomputed.")
+    metrics
+        .GetCounter("reverser_catalog_table_resolutions_total", "Watched-type tables recomputed.")
         .Increment(changes.tables_resolved);
   }
   for (const StatusWrite& write : changes.status_writes) WriteStatus(write);
@@ -145,8 +148,9 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
   const auto stats = state.catalog().stats();
   metrics.GetGauge("gitopsreverser_api_catalog_generation", "API resource catalog generation.")
       .Set(stats.generation);
-  metrics.GetGauge("reverser_catalog_degraded_group_versions",
-                   "Group/versions whose discovery failed in the last pass.")
+  metrics
+      .GetGauge("reverser_catalog_degraded_group_versions",
+                "Group/versions whose discovery failed in the last pass.")
       .Set(stats.degraded_group_versions);
   metrics.GetGauge("reverser_catalog_watched_type_tables", "GitTargets with a watched-type table.")
       .Set(state.table_store().Tables().size());
@@ -161,9 +165,9 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
                      {{"waiting_for", waiting_for}});
     last_waiting_for_ = waiting_for;
   }
-  host_.SetComponent(kCatalog, state.primed(),
-                     state.primed() ? "publishing claims and tables"
-                                    : absl::StrCat("waiting for ", waiting_for));
+  host_.SetComponent(
+      kCatalog, state.primed(),
+      state.primed() ? "publishing claims and tables" : absl::StrCat("waiting for ", waiting_for));
   UpdateWatchComponent(state);
 }
 
@@ -176,14 +180,17 @@ void CatalogService::WriteStatus(const StatusWrite& write) {
     auto result = options_.client->Patch(GvrOf(w.key.kind), w.key.namespace_, w.key.name,
                                          kube::PatchType::kMerge, patch, options);
     std::string kind(KindName(w.key.kind));
-    std::string outcome = result.ok() ? "ok" : kube::IsApiNotFound(result.status()) ? "gone" : "error";
+    std::string outcome = result.ok()                            ? "ok"
+                          : kube::IsApiNotFound(result.status()) ? "gone"
+                                                                 : "error";
     host_.metrics()
         .GetCounter("reverser_catalog_status_writes_total", "Status subresource writes.",
                     {{"kind", kind}, {"outcome", outcome}})
         .Increment();
     if (!result.ok() && outcome == "error") {
-      runtime::LogWarning("status write failed", {{"object", w.key.ToString()},
-                                                  {"error", std::string(result.status().message())}});
+      runtime::LogWarning(
+          "status write failed",
+          {{"object", w.key.ToString()}, {"error", std::string(result.status().message())}});
       inbox_->Post(StatusFailedInput{w.key});
     }
   });
@@ -237,8 +244,9 @@ void CatalogService::ScanApplied(const CatalogState& state, ScanInput& scan) {
   for (const auto& gv : current.degraded) degraded.push_back(gv.ToString());
   if (scan.scan.ok()) {
     host_.SetComponent(kDiscovery, true,
-                       degraded.empty() ? std::string("complete")
-                                        : absl::StrCat("degraded: ", absl::StrJoin(degraded, ", ")));
+                       degraded.empty()
+                           ? std::string("complete")
+                           : absl::StrCat("degraded: ", absl::StrJoin(degraded, ", ")));
   } else {
     metrics.GetCounter("reverser_catalog_refresh_failures_total", "Failed discovery passes.")
         .Increment();
@@ -274,9 +282,9 @@ void CatalogService::UpdateWatchComponent(const CatalogState& state) {
       problems.push_back(absl::StrCat(KindName(kind), ": not listed yet"));
     }
   }
-  host_.SetComponent(kWatches, problems.empty(),
-                     problems.empty() ? "all kinds listed and watched"
-                                      : absl::StrJoin(problems, "; "));
+  host_.SetComponent(
+      kWatches, problems.empty(),
+      problems.empty() ? "all kinds listed and watched" : absl::StrJoin(problems, "; "));
 }
 
 }  // namespace reverser::catalog

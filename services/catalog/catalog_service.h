@@ -69,8 +69,7 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   // CatalogOutputs (actor thread).
   void Publish(const CatalogState& state, const CatalogChanges& changes) override;
   void ScanApplied(const CatalogState& state, ScanInput& scan) override;
-  void WatchHealth(const CatalogState& state, ObjectKind kind,
-                   const absl::Status& status) override;
+  void WatchHealth(const CatalogState& state, ObjectKind kind, const absl::Status& status) override;
 
   void WriteStatus(const StatusWrite& write);
   void ReadEncryptionSecretFor(const EncryptionSecretRequest& request);

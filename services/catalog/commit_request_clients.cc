@@ -35,9 +35,8 @@ absl::StatusOr<reverser::v1::FinalizeResult> GrpcCommitAttacher::Attach(
   reverser::v1::FinalizeResult result;
   grpc::Status status = stub_->AttachCommit(&context, request, &result);
   if (!status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("AttachCommit: ", status.error_message(), " (code ",
-                     static_cast<int>(status.error_code()), ")"));
+    return absl::UnavailableError(absl::StrCat("AttachCommit: ", status.error_message(), " (code ",
+                                               static_cast<int>(status.error_code()), ")"));
   }
   return result;
 }

@@ -127,13 +127,15 @@ void CommitRequestController::Run(const CommitRequestAction& action) {
       absl::StatusOr<std::optional<std::string>> author = std::optional<std::string>();
       if (deps_.authors != nullptr) author = deps_.authors->Lookup(action.uid);
       if (!author.ok()) {
-        runtime::LogWarning("command author lookup failed",
-                            {{"commitrequest", object},
-                             {"error", std::string(author.status().message())}});
+        runtime::LogWarning(
+            "command author lookup failed",
+            {{"commitrequest", object}, {"error", std::string(author.status().message())}});
       }
       Count("reverser_catalog_commit_request_author_lookups_total",
             "Command-author lookups of CommitRequests, by outcome (found, none, error).",
-            {{"outcome", !author.ok() ? "error" : author->has_value() ? "found" : "none"}});
+            {{"outcome", !author.ok()          ? "error"
+                         : author->has_value() ? "found"
+                                               : "none"}});
       tracker_.AuthorLookedUp(action.uid, author);
       return;
     }
@@ -148,9 +150,9 @@ void CommitRequestController::Run(const CommitRequestAction& action) {
         result = kube::IsApiNotFound(written.status()) ? CommitRequestTracker::WriteResult::kGone
                                                        : CommitRequestTracker::WriteResult::kFailed;
         if (result == CommitRequestTracker::WriteResult::kFailed) {
-          runtime::LogWarning("commitrequest status write failed",
-                              {{"commitrequest", object},
-                               {"error", std::string(written.status().message())}});
+          runtime::LogWarning(
+              "commitrequest status write failed",
+              {{"commitrequest", object}, {"error", std::string(written.status().message())}});
         }
       }
       Count("reverser_catalog_status_writes_total", "Status subresource writes.",
@@ -163,10 +165,9 @@ void CommitRequestController::Run(const CommitRequestAction& action) {
         Count("reverser_catalog_commit_requests_total",
               "CommitRequests that reached a terminal status, by Ready reason.",
               {{"reason", reason}});
-        runtime::LogInfo("commitrequest done",
-                         {{"commitrequest", object},
-                          {"reason", reason},
-                          {"sha", StringAt(action.status, {"sha"})}});
+        runtime::LogInfo("commitrequest done", {{"commitrequest", object},
+                                                {"reason", reason},
+                                                {"sha", StringAt(action.status, {"sha"})}});
       }
       tracker_.StatusWritten(action.uid, action.terminal, result);
       return;
@@ -177,7 +178,9 @@ void CommitRequestController::Run(const CommitRequestAction& action) {
       if (deps_.attacher != nullptr) result = deps_.attacher->Attach(action.attach);
       Count("reverser_catalog_commit_request_attaches_total",
             "AttachCommit calls to the gitworker, by outcome (resolved, pending, error).",
-            {{"outcome", !result.ok() ? "error" : result->resolved() ? "resolved" : "pending"}});
+            {{"outcome", !result.ok()         ? "error"
+                         : result->resolved() ? "resolved"
+                                              : "pending"}});
       if (!result.ok()) {
         runtime::LogWarning("attach failed", {{"commitrequest", object},
                                               {"error", std::string(result.status().message())}});

@@ -8,13 +8,12 @@
 
 #include <deque>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"

@@ -33,8 +33,8 @@ nlohmann::json Render(const nlohmann::json& commit_request, std::vector<Conditio
                       absl::Time now) {
   const nlohmann::json& status = Field(commit_request, "status");
   nlohmann::json out = nlohmann::json::object();
-  out["conditions"] = RenderConditions(conditions, Field(status, "conditions"),
-                                       Generation(commit_request), now);
+  out["conditions"] =
+      RenderConditions(conditions, Field(status, "conditions"), Generation(commit_request), now);
   out["observedGeneration"] = Generation(commit_request);
   return out;
 }
@@ -53,12 +53,11 @@ bool CommitRequestTerminal(const nlohmann::json& commit_request) {
 nlohmann::json CommitRequestInProgressStatus(const nlohmann::json& commit_request,
                                              const CommandAttribution& attribution,
                                              absl::Time now) {
-  std::vector<Condition> conditions =
-      Trio(Outcome::kPending, commit_request::kWaitingForCloseDelay,
-           "Waiting for the author's commit window to close");
+  std::vector<Condition> conditions = Trio(Outcome::kPending, commit_request::kWaitingForCloseDelay,
+                                           "Waiting for the author's commit window to close");
   conditions.push_back(Attributed(attribution));
-  conditions.push_back({"Pushed", kUnknown, commit_request::kWaitingForCloseDelay,
-                        "Not pushed yet"});
+  conditions.push_back(
+      {"Pushed", kUnknown, commit_request::kWaitingForCloseDelay, "Not pushed yet"});
   return Render(commit_request, std::move(conditions), now);
 }
 
@@ -109,11 +108,9 @@ nlohmann::json CommitRequestOutcomeStatus(const nlohmann::json& commit_request,
 }
 
 nlohmann::json CommitRequestTimedOutStatus(const nlohmann::json& commit_request,
-                                           const CommandAttribution& attribution,
-                                           absl::Time now) {
-  std::vector<Condition> conditions =
-      Trio(Outcome::kStalled, commit_request::kFinalizeFailed,
-           "The request did not resolve within the safety window");
+                                           const CommandAttribution& attribution, absl::Time now) {
+  std::vector<Condition> conditions = Trio(Outcome::kStalled, commit_request::kFinalizeFailed,
+                                           "The request did not resolve within the safety window");
   conditions.push_back(Attributed(attribution));
   conditions.push_back(
       {"Pushed", kFalse, commit_request::kFinalizeFailed, "Nothing was pushed for this request"});

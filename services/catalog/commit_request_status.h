@@ -5,10 +5,9 @@
 // is polled next, and the status it shows in progress and once its outcome is known. The
 // controller that watches CommitRequests and calls GitWorker.AttachCommit is built on these.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/time/time.h"
 #include "proto/reverser/v1/gitworker.pb.h"
@@ -50,8 +49,7 @@ bool CommitRequestTerminal(const nlohmann::json& commit_request);
 // The status of a request in progress (first sight: Ready=False, Reconciling=True,
 // Pushed=Unknown, WaitingForCloseDelay).
 nlohmann::json CommitRequestInProgressStatus(const nlohmann::json& commit_request,
-                                             const CommandAttribution& attribution,
-                                             absl::Time now);
+                                             const CommandAttribution& attribution, absl::Time now);
 
 // The terminal status for a resolved attach. Committed: Ready=True, Pushed=True, branch and sha.
 // AlreadyPresent and NoOpenWindow (NoWindowInGrace): Ready=True, Pushed=False. WindowMismatch,
@@ -63,8 +61,7 @@ nlohmann::json CommitRequestOutcomeStatus(const nlohmann::json& commit_request,
 
 // The terminal status once the safety window passed without an outcome (FinalizeFailed).
 nlohmann::json CommitRequestTimedOutStatus(const nlohmann::json& commit_request,
-                                           const CommandAttribution& attribution,
-                                           absl::Time now);
+                                           const CommandAttribution& attribution, absl::Time now);
 
 // When an unresolved request must fail closed: creation + kSafetyWindow (from `first_seen` when
 // the creation time is missing or malformed).

@@ -10,16 +10,15 @@ namespace {
 const absl::Time kCreated = absl::FromUnixSeconds(1'800'000'000);
 
 nlohmann::json Request() {
-  return nlohmann::json{
-      {"apiVersion", "configbutler.ai/v1alpha3"},
-      {"kind", "CommitRequest"},
-      {"metadata",
-       {{"name", "release-1"},
-        {"namespace", "team"},
-        {"uid", "cr-1"},
-        {"generation", 1},
-        {"creationTimestamp", FormatKubeTime(kCreated)}}},
-      {"spec", {{"targetRef", {{"name", "site"}}}, {"message", "Release 1"}}}};
+  return nlohmann::json{{"apiVersion", "configbutler.ai/v1alpha3"},
+                        {"kind", "CommitRequest"},
+                        {"metadata",
+                         {{"name", "release-1"},
+                          {"namespace", "team"},
+                          {"uid", "cr-1"},
+                          {"generation", 1},
+                          {"creationTimestamp", FormatKubeTime(kCreated)}}},
+                        {"spec", {{"targetRef", {{"name", "site"}}}, {"message", "Release 1"}}}};
 }
 
 std::string ConditionField(const nlohmann::json& status, const std::string& type,

@@ -47,8 +47,8 @@ std::optional<absl::Time> CommitRequestTracker::NextDue() const {
   std::optional<absl::Time> next;
   for (const auto& [uid, request] : requests_) {
     if (request.in_flight) continue;
-    absl::Time at = request.stage == Stage::kFinish ? request.next
-                                                    : std::min(request.next, request.deadline);
+    absl::Time at =
+        request.stage == Stage::kFinish ? request.next : std::min(request.next, request.deadline);
     if (!next || at < *next) next = at;
   }
   return next;
@@ -98,7 +98,8 @@ reverser::v1::AttachCommitRequest CommitRequestTracker::AttachOf(const Request& 
   attach.set_message(StringAt(request.object, {"spec", "message"}));
   const nlohmann::json& delay = NodeAt(request.object, {"spec", "closeDelaySeconds"});
   if (delay.is_number_integer() && delay.get<int64_t>() > 0) {
-    attach.set_close_delay_seconds(static_cast<uint32_t>(std::min<int64_t>(delay.get<int64_t>(), 300)));
+    attach.set_close_delay_seconds(
+        static_cast<uint32_t>(std::min<int64_t>(delay.get<int64_t>(), 300)));
   }
   return attach;
 }
@@ -154,8 +155,8 @@ void CommitRequestTracker::Attached(const std::string& uid,
   request.in_flight = false;
   if (request.stage != Stage::kAttach) return;
   if (result.ok() && result->resolved()) {
-    Finish(request, CommitRequestOutcomeStatus(request.object, request.attribution, *result,
-                                               clock_->Now()));
+    Finish(request,
+           CommitRequestOutcomeStatus(request.object, request.attribution, *result, clock_->Now()));
     return;
   }
   request.next = clock_->Now() + commit_request::kPollInterval;

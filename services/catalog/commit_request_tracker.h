@@ -13,11 +13,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -33,8 +32,8 @@ struct CommitRequestAction {
   std::string uid;
   std::string namespace_;
   std::string name;
-  nlohmann::json status;                      // kWriteStatus
-  bool terminal = false;                      // kWriteStatus: the last write for this request
+  nlohmann::json status;                     // kWriteStatus
+  bool terminal = false;                     // kWriteStatus: the last write for this request
   reverser::v1::AttachCommitRequest attach;  // kAttach
 };
 

@@ -13,19 +13,18 @@ using WriteResult = CommitRequestTracker::WriteResult;
 const absl::Time kCreated = absl::FromUnixSeconds(1'800'000'000);
 
 nlohmann::json Request(const std::string& uid = "cr-1", int64_t close_delay = 0) {
-  return nlohmann::json{
-      {"apiVersion", "configbutler.ai/v1alpha3"},
-      {"kind", "CommitRequest"},
-      {"metadata",
-       {{"name", "save-" + uid},
-        {"namespace", "team"},
-        {"uid", uid},
-        {"generation", 1},
-        {"creationTimestamp", FormatKubeTime(kCreated)}}},
-      {"spec",
-       {{"targetRef", {{"name", "site"}}},
-        {"message", "Save: new banner"},
-        {"closeDelaySeconds", close_delay}}}};
+  return nlohmann::json{{"apiVersion", "configbutler.ai/v1alpha3"},
+                        {"kind", "CommitRequest"},
+                        {"metadata",
+                         {{"name", "save-" + uid},
+                          {"namespace", "team"},
+                          {"uid", uid},
+                          {"generation", 1},
+                          {"creationTimestamp", FormatKubeTime(kCreated)}}},
+                        {"spec",
+                         {{"targetRef", {{"name", "site"}}},
+                          {"message", "Save: new banner"},
+                          {"closeDelaySeconds", close_delay}}}};
 }
 
 std::string ReadyReason(const nlohmann::json& status) {

@@ -94,8 +94,8 @@ AdmissionAnswer AdmissionReviewer::Review(absl::string_view body) {
     // Still allowed: the request falls back to the committer rather than being blocked.
     Count("record_failed");
     runtime::LogWarning("command author not recorded",
-                        {{"commitrequest", absl::StrCat(Text(request, {"namespace"}), "/",
-                                                        Text(request, {"name"}))},
+                        {{"commitrequest",
+                          absl::StrCat(Text(request, {"namespace"}), "/", Text(request, {"name"}))},
                          {"error", std::string(s.message())}});
     return {200, Allowed(uid)};
   }
@@ -136,9 +136,9 @@ absl::StatusOr<int> AdmissionWebhookServer::Start() {
     });
     AdmissionAnswer out;
     if (too_large) {
-      out = {413, nlohmann::json{{"error", absl::StrCat("the body is longer than ", limit,
-                                                        " bytes")}}
-                      .dump()};
+      out = {413,
+             nlohmann::json{{"error", absl::StrCat("the body is longer than ", limit, " bytes")}}
+                 .dump()};
       reviewer_->Count("too_large");
     } else {
       out = reviewer_->Review(body);

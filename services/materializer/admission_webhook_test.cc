@@ -30,7 +30,8 @@ nlohmann::json Review(const std::string& resource, const std::string& operation,
           {"request",
            {{"uid", "req-1"},
             {"operation", operation},
-            {"resource", {{"group", "configbutler.ai"}, {"version", "v1alpha3"}, {"resource", resource}}},
+            {"resource",
+             {{"group", "configbutler.ai"}, {"version", "v1alpha3"}, {"resource", resource}}},
             {"namespace", "team"},
             {"name", "save"},
             {"dryRun", dry_run},
@@ -105,8 +106,8 @@ TEST(AdmissionWebhookServerTest, ServesReviewsOverHttpAndRefusesLongBodies) {
   absl::StatusOr<int> port = server.Start();
   ASSERT_TRUE(port.ok()) << port.status();
   httplib::Client client("127.0.0.1", *port);
-  auto answer = client.Post(kAdmissionPath, Review("commitrequests", "CREATE").dump(),
-                            "application/json");
+  auto answer =
+      client.Post(kAdmissionPath, Review("commitrequests", "CREATE").dump(), "application/json");
   ASSERT_TRUE(answer);
   EXPECT_EQ(answer->status, 200);
   EXPECT_EQ(sink.recorded.count("cr-uid-1"), 1u);
