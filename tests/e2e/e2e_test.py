@@ -829,6 +829,28 @@ class E2ECommitWindowAndCooldown(StackCase):
         self.assertEqual(self.stack.git("show", "--format=", "--name-only", status["sha"]).split(),
                          [self.path("restart-save")])
 
+    def test_28c_a_bundle_applied_with_its_commit_request_is_one_commit(self):
+        # UC2: `kubectl apply -f bundle/` of three objects and a CommitRequest with a close
+        # delay. The request may reach the gitworker before the objects do: it waits for alice's
+        # window to open and binds to it; the delay (from its receipt) collects the bundle.
+        bundle = os.path.join(self.stack.dir, "bundle")
+        os.makedirs(bundle)
+        for i in range(3):
+            with open(os.path.join(bundle, f"{i}-configmap.json"), "w") as f:
+                f.write(configmap(f"bundle-{i}", data={"part": str(i)}))
+        with open(os.path.join(bundle, "9-commitrequest.json"), "w") as f:
+            json.dump({"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
+                       "metadata": {"name": "release-bundle", "namespace": "demo"},
+                       "spec": {"targetRef": {"name": "mirror"}, "message": "Release: the bundle",
+                                "closeDelaySeconds": 10}}, f)
+        self.stack.kubectl("apply", "-f", bundle, user="alice")
+        status, conditions = self.wait_for_commit_request("release-bundle", lambda r: r != "WaitingForCloseDelay")
+        self.assertEqual(conditions["Ready"]["reason"], "Committed", status)
+        self.assertEqual(self.stack.git("log", "-1", "--format=%an|%s", status["sha"]).strip(),
+                         "alice@example.com|Release: the bundle")
+        self.assertEqual(sorted(self.stack.git("show", "--format=", "--name-only", status["sha"]).split()),
+                         [self.path(f"bundle-{i}") for i in range(3)])
+
     def test_29_commit_request_without_a_window_in_grace_leaves_others_alone(self):
         # alice has a window open; bob asks for a commit but has none.
         before = self.delivered_events()
