@@ -43,6 +43,7 @@ absl::StatusOr<bool> ApplyGlobal(const std::string& name, const std::string& val
       return Usage(absl::StrCat("--timeout: \"", value, "\" is not a positive duration (e.g. 5s)"));
     }
     options->timeout = timeout;
+    options->timeout_given = true;
   } else if (name == "o" || name == "output") {
     if (value == "json") {
       options->output = OutputFormat::kJson;
@@ -66,6 +67,16 @@ bool TakesValue(const std::string& name) {
          (absl::EndsWith(name, "_addr") && IsServiceName(name.substr(0, name.size() - 5)));
 }
 
+const ValueOption* FindValueOption(const std::vector<ValueOption>& options,
+                                   const std::string& name) {
+  for (const ValueOption& option : options) {
+    if (name == option.name || (!option.short_name.empty() && name == option.short_name)) {
+      return &option;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const std::vector<std::string>& ServiceNames() {
@@ -79,7 +90,8 @@ bool IsServiceName(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv) {
+absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv,
+                                     const std::vector<ValueOption>& value_options) {
   Invocation inv;
   bool flags_done = false;
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -122,6 +134,17 @@ absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv) {
       if (!applied.ok()) return applied.status();
       continue;
     }
+    if (const ValueOption* option = FindValueOption(value_options, name)) {
+      if (!has_value) {
+        if (i + 1 >= argv.size()) return Usage(absl::StrCat(arg, " needs a value"));
+        value = argv[++i];
+      }
+      // A second -m would silently replace the first message: refuse instead.
+      if (!inv.values.emplace(option->name, value).second) {
+        return Usage(absl::StrCat("--", option->name, " is given twice"));
+      }
+      continue;
+    }
     // Anything else is a command switch; the command checks it is one of its own.
     if (has_value && value != "true") {
       if (value == "false") continue;
@@ -141,8 +164,10 @@ std::string GlobalOptionsHelp() {
          "                         --endpoints_file (deploy/local/stack.py's work directory)\n"
          "  --endpoints_file=FILE  read this one service endpoints file\n"
          "  --host=HOST            host for ports read from endpoints files (default 127.0.0.1)\n"
-         "  --timeout=DURATION     deadline of each call (default 5s)\n"
-         "  -o, --output=table|json  aligned tables (default) or protobuf JSON\n"
+         "  --timeout=DURATION     deadline of each call (default 5s; for commit, of the\n"
+         "                         whole wait: default 7m30s)\n"
+         "  -o, --output=table|json  aligned tables (default) or JSON (protobuf JSON; for\n"
+         "                         commit, the CommitRequest object)\n"
          "  --grpc_tls_ca=FILE, --grpc_tls_cert=FILE, --grpc_tls_key=FILE\n"
          "                         mutual TLS with the services: the mesh CA and an admin\n"
          "                         certificate named reverser-admin (docs/security.md)\n"
@@ -152,7 +177,8 @@ std::string GlobalOptionsHelp() {
          "  --kubeconfig=FILE, --context=NAME\n"
          "                         whose bearer token to send (default: $KUBECONFIG, the\n"
          "                         in-cluster service account, ~/.kube/config): services\n"
-         "                         check it with a TokenReview and RBAC (docs/security.md)\n"
+         "                         check it with a TokenReview and RBAC (docs/security.md);\n"
+         "                         commit calls that cluster's API as that user\n"
          "  --token=TOKEN          this bearer token instead of the kubeconfig's\n"
          "  -h, --help             this help, or a command's help after the command\n"
          "An address flag beats --addr, which beats endpoints files.\n";

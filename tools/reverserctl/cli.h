@@ -1,8 +1,9 @@
 #pragma once
 
 // The command line: global options (where the services are, output format, deadline) and one
-// subcommand with its positional arguments and switches. Parsed by hand rather than with
-// absl flags so that each subcommand accepts only its own switches and has its own --help.
+// subcommand with its positional arguments, switches and value options. Parsed by hand rather
+// than with absl flags so that each subcommand accepts only its own options and has its own
+// --help.
 
 #include <map>
 #include <set>
@@ -16,6 +17,12 @@ namespace reverser::reverserctl {
 
 enum class OutputFormat { kDefault, kTable, kJson };
 
+// A command option that takes a value: --NAME=VALUE, --NAME VALUE or -SHORT VALUE.
+struct ValueOption {
+  std::string name;        // e.g. "message"
+  std::string short_name;  // e.g. "m"; empty: none
+};
+
 struct GlobalOptions {
   std::string addr;                                 // --addr: one address for every service
   std::map<std::string, std::string> service_addr;  // --catalog_addr=..., keyed by service
@@ -23,6 +30,7 @@ struct GlobalOptions {
   std::string endpoints_dir;                        // --endpoints_dir: <dir>/<service>.json
   std::string host = "127.0.0.1";                   // --host: for ports from endpoints files
   absl::Duration timeout = absl::Seconds(5);        // --timeout: deadline of each call
+  bool timeout_given = false;  // --timeout was on the line (else a command may use its own)
   // The mesh's mutual TLS (--grpc_tls_ca/--grpc_tls_cert/--grpc_tls_key: a certificate named
   // reverser-admin), or plaintext with --grpc_insecure for a development stack.
   std::string tls_ca;
@@ -38,23 +46,27 @@ struct GlobalOptions {
   std::string kubeconfig;
   std::string kube_context;
   std::string token;
-  OutputFormat output = OutputFormat::kDefault;     // -o / --output
+  OutputFormat output = OutputFormat::kDefault;  // -o / --output
 };
 
 struct Invocation {
   GlobalOptions options;
-  std::string command;             // empty: none given
-  std::vector<std::string> args;   // positional arguments after the command
-  std::set<std::string> switches;  // boolean command switches given (e.g. "all", "why")
-  bool help = false;               // -h / --help anywhere
+  std::string command;                        // empty: none given
+  std::vector<std::string> args;              // positional arguments after the command
+  std::set<std::string> switches;             // boolean command switches given (e.g. "all", "why")
+  std::map<std::string, std::string> values;  // command value options given, by long name
+  bool help = false;                          // -h / --help anywhere
 };
 
 // The four services, in the order the tool lists them.
 const std::vector<std::string>& ServiceNames();
 bool IsServiceName(const std::string& name);
 
-// Parses argv (without argv[0]). Errors are usage errors (the caller exits 2).
-absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv);
+// Parses argv (without argv[0]). `value_options`: every command's value options, known before
+// the command is (options go anywhere); as with switches, the caller checks that the command
+// has the ones given. Errors are usage errors (the caller exits 2).
+absl::StatusOr<Invocation> ParseArgs(const std::vector<std::string>& argv,
+                                     const std::vector<ValueOption>& value_options = {});
 
 // The global options' help text.
 std::string GlobalOptionsHelp();

@@ -44,6 +44,24 @@ TEST(ParseArgsTest, GlobalOptionsAnywhereAndCommandSwitches) {
   EXPECT_EQ(positional->args, (std::vector<std::string>{"team/mirror", "-odd"}));
 }
 
+TEST(ParseArgsTest, CommandValueOptions) {
+  const std::vector<ValueOption> values = {{"message", "m"}, {"close-delay", ""}};
+  auto inv = ParseArgs(
+      {"-m", "-starts with a dash", "commit", "a/b", "--close-delay=5", "--no-wait"}, values);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  EXPECT_EQ(inv->command, "commit");
+  EXPECT_EQ(inv->args, (std::vector<std::string>{"a/b"}));
+  EXPECT_EQ(inv->values, (std::map<std::string, std::string>{{"message", "-starts with a dash"},
+                                                             {"close-delay", "5"}}));
+  EXPECT_EQ(inv->switches, (std::set<std::string>{"no-wait"}));
+  EXPECT_FALSE(inv->options.timeout_given);
+  EXPECT_TRUE(ParseArgs({"commit", "--timeout=1m"}, values)->options.timeout_given);
+  EXPECT_FALSE(ParseArgs({"commit", "--message"}, values).ok());
+  EXPECT_FALSE(ParseArgs({"commit", "-m", "x", "--message=y"}, values).ok());
+  // Without the declaration it is a switch, which takes no value.
+  EXPECT_FALSE(ParseArgs({"commit", "--close-delay=5"}).ok());
+}
+
 TEST(ParseArgsTest, BadValuesAreUsageErrors) {
   EXPECT_FALSE(ParseArgs({"-o", "yaml", "types"}).ok());
   EXPECT_FALSE(ParseArgs({"--timeout=soon", "types"}).ok());

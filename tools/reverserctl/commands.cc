@@ -6,13 +6,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/rules/claim_syntax.h"
 #include "nlohmann/json.hpp"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/materializer.grpc.pb.h"
 #include "proto/reverser/v1/splicer.grpc.pb.h"
-#include "libs/rules/claim_syntax.h"
+#include "tools/reverserctl/commit_command.h"
 #include "tools/reverserctl/format.h"
 #include "tools/reverserctl/table.h"
 #include "tools/reverserctl/targets.h"
@@ -227,8 +228,8 @@ int RunCompact(const CommandContext& ctx) {
   for (const auto& result : response.results()) {
     if (result.error().empty()) continue;
     ++failed;
-    ctx.err << "reverserctl: " << rules::FormatClaim(result.claim()) << ": "
-            << result.error() << "\n";
+    ctx.err << "reverserctl: " << rules::FormatClaim(result.claim()) << ": " << result.error()
+            << "\n";
   }
   return failed == 0 ? kOk : kFailed;
 }
@@ -437,16 +438,43 @@ const std::vector<Command>& Commands() {
        0,
        {},
        RunBranches},
+      {"commit",
+       "commit NAMESPACE/TARGET -m MESSAGE [--close-delay=SECONDS] [--name=NAME] [--no-wait]",
+       "Kubernetes: commit your open changes on a GitTarget now",
+       "Creates a CommitRequest (configbutler.ai/v1alpha3) for the GitTarget TARGET in NAMESPACE\n"
+       "through the Kubernetes API as the kubeconfig's user, whom admission records as the\n"
+       "commit's author; no mesh flags are needed.\n"
+       "  -m, --message=MESSAGE  the commit message: 1 to 1024 characters, newlines allowed,\n"
+       "                         other control characters not (required)\n"
+       "  --close-delay=SECONDS  keep collecting your changes this long first (0 to 300,\n"
+       "                         default 0)\n"
+       "  --name=NAME            the request's name (default: TARGET-<random suffix>)\n"
+       "  --no-wait              print the request's name and exit\n"
+       "Otherwise waits, bounded by --timeout (default 7m30s, beyond the catalog's 420 s safety\n"
+       "window), for the outcome the catalog writes, and prints it (e.g. `commitrequest\n"
+       "NAMESPACE/NAME: Committed SHA on BRANCH`; -o json: the object). Exit 0 when Ready=True\n"
+       "(Committed, AlreadyPresent, NoWindowInGrace); 1 when it failed (WindowMismatch,\n"
+       "FinalizeFailed, UnexpectedOutcome), no outcome came in time or an API call failed.",
+       kKubernetesService,
+       1,
+       1,
+       {"no-wait"},
+       RunCommit,
+       {{"message", "m"}, {"close-delay", ""}, {"name", ""}},
+       kCommitDefaultTimeout},
   };
   return *commands;
 }
 
 std::string ToolUsage() {
   std::string out =
-      "reverserctl — administer the reverser services over their gRPC admin APIs.\n\n"
+      "reverserctl — administer the reverser services over their gRPC admin APIs (commit: over\n"
+      "the Kubernetes API).\n\n"
       "Usage: reverserctl [options] COMMAND [args]\n\nCommands:\n";
   for (const Command& c : Commands()) {
     std::string synopsis = c.synopsis;
+    // A long synopsis gets its own line, the summary under the others' summaries.
+    if (synopsis.size() > 36) synopsis = absl::StrCat(synopsis, "\n", std::string(38, ' '));
     if (synopsis.size() < 36) synopsis.resize(36, ' ');
     absl::StrAppend(&out, "  ", synopsis, " ", c.summary, "\n");
   }
@@ -462,7 +490,11 @@ std::string CommandUsage(const Command& command) {
 }
 
 int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  auto parsed = ParseArgs(argv);
+  std::vector<ValueOption> value_options;
+  for (const Command& command : Commands()) {
+    value_options.insert(value_options.end(), command.values.begin(), command.values.end());
+  }
+  auto parsed = ParseArgs(argv, value_options);
   if (!parsed.ok()) {
     err << "reverserctl: " << parsed.status().message() << "\n\n" << ToolUsage();
     return kUsage;
@@ -495,6 +527,12 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
       return usage_error(absl::StrCat(command->name, " has no option --", s));
     }
   }
+  for (const auto& [name, value] : inv.values) {
+    if (std::none_of(command->values.begin(), command->values.end(),
+                     [&](const ValueOption& option) { return option.name == name; })) {
+      return usage_error(absl::StrCat(command->name, " has no option --", name));
+    }
+  }
   if (inv.args.size() < command->min_args || inv.args.size() > command->max_args) {
     return usage_error(
         absl::StrCat(command->name, " takes ",
@@ -511,13 +549,22 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
                                       "\": expected catalog, materializer, splicer or gitworker"));
     }
   }
+  Invocation resolved = inv;
+  if (!inv.options.timeout_given && command->default_timeout > absl::ZeroDuration()) {
+    resolved.options.timeout = command->default_timeout;
+  }
+  const bool json = resolved.options.output == OutputFormat::kJson;
+  if (service == kKubernetesService) {
+    // The command reads the kubeconfig itself, after checking its own arguments.
+    const runtime::GrpcSecurity no_mesh;
+    CommandContext ctx{resolved, nullptr, no_mesh, json, out, err};
+    return command->run(ctx);
+  }
   absl::StatusOr<runtime::GrpcSecurity> security = SecurityOf(inv.options);
   if (!security.ok()) return usage_error(std::string(security.status().message()));
   absl::StatusOr<std::string> token = BearerTokenOf(inv.options);
   if (!token.ok()) return usage_error(std::string(token.status().message()));
-  Invocation resolved = inv;
   resolved.options.token = *token;
-  const bool json = resolved.options.output == OutputFormat::kJson;
   std::optional<Connection> connection;
   if (!service.empty() || !resolved.options.addr.empty()) {
     if (service.empty()) service = "service";  // `--addr=... health`: the one address given

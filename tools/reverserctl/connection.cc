@@ -1,12 +1,15 @@
 #include "tools/reverserctl/connection.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "libs/kube/api_error.h"
 #include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
 #include "nlohmann/json.hpp"
 
 namespace reverser::reverserctl {
@@ -53,8 +56,9 @@ absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options) {
   security.key_file = options.tls_key;
   if (absl::Status s = runtime::CheckGrpcSecurity(security); !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(s.message(), "; reverserctl calls as an operator: a certificate named "
-                                  "reverser-admin from the mesh CA (docs/security.md)"));
+        absl::StrCat(s.message(),
+                     "; reverserctl calls as an operator: a certificate named "
+                     "reverser-admin from the mesh CA (docs/security.md)"));
   }
   return security;
 }
@@ -70,19 +74,50 @@ absl::StatusOr<std::string> BearerTokenOf(const GlobalOptions& options) {
     // Without any kubeconfig the calls go without a token: a service that reviews operators
     // answers UNAUTHENTICATED and says so. A kubeconfig asked for by name must be readable.
     if (absl::IsNotFound(config.status()) && options.kubeconfig.empty()) return std::string();
-    return absl::InvalidArgumentError(
-        absl::StrCat("--kubeconfig: ", config.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--kubeconfig: ", config.status().message()));
   }
   if (!config->token_file.empty()) {
     absl::StatusOr<std::string> token = kube::ReadFileToString(config->token_file);
     if (!token.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("the kubeconfig's token file ",
-                                                     config->token_file, ": ",
-                                                     token.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the kubeconfig's token file ", config->token_file, ": ", token.status().message()));
     }
     return std::string(absl::StripAsciiWhitespace(*token));
   }
   return config->token;
+}
+
+absl::StatusOr<std::shared_ptr<kube::RestClient>> KubeClientOf(const GlobalOptions& options,
+                                                               absl::Duration request_timeout) {
+  kube::KubeconfigOptions kube_options;
+  kube_options.context = options.kube_context;
+  absl::StatusOr<kube::ClusterConfig> config =
+      kube::LoadDefaultConfig(options.kubeconfig, kube_options);
+  if (!config.ok()) {
+    if (absl::IsNotFound(config.status()) && options.kubeconfig.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("no Kubernetes config (pass --kubeconfig): ", config.status().message()));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("--kubeconfig: ", config.status().message()));
+  }
+  if (!options.token.empty()) {
+    config->token = options.token;
+    config->token_file.clear();  // it would win over the token given
+  }
+  kube::RestClientOptions client_options;
+  client_options.request_timeout = request_timeout;
+  auto client = kube::NewHttplibRestClient(*config, "reverserctl/0.1", client_options);
+  if (!client.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the kubeconfig's cluster: ", client.status().message()));
+  }
+  return *std::move(client);
+}
+
+std::string DescribeKubeError(const absl::Status& status) {
+  std::optional<kube::ApiError> error = kube::GetApiError(status);
+  std::string text = error ? error->ToString() : std::string(status.message());
+  return absl::StrReplaceAll(text, {{"\n", " "}});
 }
 
 namespace {
@@ -101,10 +136,8 @@ Connection::Connection(std::string service, std::string address, const GlobalOpt
       address_(std::move(address)),
       timeout_(options.timeout),
       bearer_token_(security.insecure ? std::string() : options.token),
-      channel_(grpc::CreateCustomChannel(
-          address_,
-          runtime::MeshChannelCredentials(security),
-          ChannelArgumentsFor(options))) {}
+      channel_(grpc::CreateCustomChannel(address_, runtime::MeshChannelCredentials(security),
+                                         ChannelArgumentsFor(options))) {}
 
 void Connection::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout_));

@@ -1,7 +1,8 @@
 #pragma once
 
 // Where a service is and how to reach it: address resolution from the global options and the
-// endpoints files services write, channels, per-call deadlines, and one-line RPC errors.
+// endpoints files services write, channels, per-call deadlines, and one-line RPC errors; and a
+// Kubernetes API client for the commands that talk to the cluster instead.
 
 #include <grpcpp/grpcpp.h>
 
@@ -9,6 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "libs/kube/rest_client.h"
 #include "libs/runtime/grpc_security.h"
 #include "tools/reverserctl/cli.h"
 
@@ -58,6 +61,16 @@ absl::StatusOr<runtime::GrpcSecurity> SecurityOf(const GlobalOptions& options);
 // user's token or token file); empty without TLS, or when no kubeconfig has one. An explicit
 // --kubeconfig that cannot be read is an error.
 absl::StatusOr<std::string> BearerTokenOf(const GlobalOptions& options);
+
+// A Kubernetes API client acting as the user of the global options' kubeconfig (--kubeconfig,
+// --context, else as kubectl finds one), with --token instead of the user's token when given;
+// each request bounded by `request_timeout`. InvalidArgument: an explicit --kubeconfig cannot
+// be used (a usage error); NotFound: no kubeconfig anywhere.
+absl::StatusOr<std::shared_ptr<kube::RestClient>> KubeClientOf(const GlobalOptions& options,
+                                                               absl::Duration request_timeout);
+
+// One line for a failed Kubernetes API call: the server's message, code and reason.
+std::string DescribeKubeError(const absl::Status& status);
 
 // The canonical name of a gRPC status code (UNAVAILABLE, DEADLINE_EXCEEDED, ...).
 std::string StatusCodeName(grpc::StatusCode code);
