@@ -851,6 +851,21 @@ class E2ECommitWindowAndCooldown(StackCase):
         self.assertEqual(sorted(self.stack.git("show", "--format=", "--name-only", status["sha"]).split()),
                          [self.path(f"bundle-{i}") for i in range(3)])
 
+    def test_28d_reverserctl_commit_saves_as_the_kubeconfig_user(self):
+        before = self.delivered_events()
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("ctl-save"))
+        self.wait_for_deliveries(before, 1)
+        alice = os.path.join(self.stack.dir, "kubeconfig-alice")
+        self.stack._write_kubeconfig(alice, "alice-token")
+        out = local_stack.run(self.stack.reverserctl_argv("commit", "demo/mirror", "-m", "Save: from reverserctl",
+                                                          kubeconfig=alice))
+        match = re.fullmatch(r"commitrequest demo/(\S+): Committed ([0-9a-f]{40}) on main", out.stdout.strip())
+        self.assertIsNotNone(match, out.stdout)
+        self.assertEqual(self.stack.git("log", "-1", "--format=%an|%s", match.group(2)).strip(),
+                         "alice@example.com|Save: from reverserctl")
+        self.assertEqual(self.stack.git("show", "--format=", "--name-only", match.group(2)).split(),
+                         [self.path("ctl-save")])
+
     def test_29_commit_request_without_a_window_in_grace_leaves_others_alone(self):
         # alice has a window open; bob asks for a commit but has none.
         before = self.delivered_events()
