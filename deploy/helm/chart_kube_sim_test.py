@@ -359,6 +359,14 @@ def main():
         check_certificates("deploy/install-secrets.sh", secrets, 9)
         mounted = {v["secret"]["secretName"] for d in install if d["kind"] in ("Deployment", "StatefulSet")
                    for v in d["spec"]["template"]["spec"].get("volumes", []) if "secret" in v}
+        # The body key reaches only the services that seal or open object bodies.
+        for d in install:
+            if d["kind"] != "Deployment":
+                continue
+            component = d["metadata"]["labels"].get("app.kubernetes.io/component", "")
+            has_key = any(v.get("name") == "redis-body-keys" for v in d["spec"]["template"]["spec"].get("volumes", []))
+            if has_key != (component in ("materializer", "splicer")):
+                fail(f"deploy/install.yaml: {component} {'mounts' if has_key else 'lacks'} the Redis body key")
         made = {d["metadata"]["name"] for d in secrets}
         if mounted - made:
             fail(f"deploy/install.yaml mounts Secrets install-secrets.sh does not make: {sorted(mounted - made)}")

@@ -353,16 +353,16 @@ current-context: local
                 f.write(f"local-1:{base64.b64encode(secrets.token_bytes(32)).decode()}\n")
         return path
 
-    def redis_auth_args(self):
+    def redis_auth_args(self, body_key=True):
         """The services' flags for the stack's Redis: TLS verified against the stack's CA with a
-        client certificate, an ACL user with a password from a file, and the key that seals
-        sensitive bodies."""
+        client certificate, an ACL user with a password from a file, and (`body_key`) the key
+        that seals sensitive bodies, which only the services that handle bodies get."""
         tls = [f"--redis_tls_ca={self.pki}/ca.crt", f"--redis_tls_cert={self.pki}/redis-client.crt",
                f"--redis_tls_key={self.pki}/redis-client.key"] if self.grpc_tls else []
         return [f"--redis_address={self.redis}", *tls,
                 f"--redis_username={self.REDIS_USER}",
                 f"--redis_password_file={self._redis_password_file()}",
-                f"--redis_body_key_file={self._body_key_file()}"]
+                *([f"--redis_body_key_file={self._body_key_file()}"] if body_key else [])]
 
     def _start_redis(self):
         # No persistence, as in the stack's deployment: a restart comes back empty. TLS only (no
@@ -409,7 +409,7 @@ current-context: local
         if name == "catalog":
             # CommitRequests attach to the gitworker; their command authors are read from Redis.
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s",
-                    f"--gitworker_address={self.grpc('gitworker')}", *self.redis_auth_args()]
+                    f"--gitworker_address={self.grpc('gitworker')}", *self.redis_auth_args(body_key=False)]
         if name == "materializer":
             return [f"--kubeconfig={self.materializer_kubeconfig}", *self.redis_auth_args(),
                     f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",

@@ -15,6 +15,7 @@
 - --use_watch_list={{ .Values.materializer.useWatchList }}
 - --author_fact_ttl={{ .Values.attribution.ttl }}
 {{ include "reverser.redisArgs" . }}
+{{ include "reverser.bodyKeyArgs" . }}
 {{- if .Values.servers.audit.enabled }}
 - --audit_webhook=true
 - --audit_port={{ .Values.servers.audit.port }}
@@ -47,6 +48,7 @@
 - --attribution_grace={{ .Values.attribution.grace }}
 - --max_in_flight={{ .Values.splicer.maxInFlight | int64 }}
 {{ include "reverser.redisArgs" . }}
+{{ include "reverser.bodyKeyArgs" . }}
 {{- end -}}
 
 {{- define "reverser.args.gitworker" -}}

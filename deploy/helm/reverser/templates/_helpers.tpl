@@ -153,7 +153,8 @@ imagePullSecrets:
 - --admin_auth={{ .root.Values.admin.auth }}
 {{- end -}}
 
-{{/* Redis flags of the materializer and the splicer. */}}
+{{/* Redis flags of the catalog, the materializer and the splicer. The body key is apart
+(reverser.bodyKeyArgs): only the services that read or write object bodies get it. */}}
 {{- define "reverser.redisArgs" -}}
 {{- $r := .Values.redis -}}
 - --redis_address={{ include "reverser.redisAddress" . }}
@@ -162,7 +163,6 @@ imagePullSecrets:
 - --redis_username={{ $r.username }}
 {{- end }}
 - --redis_password_file=/etc/reverser/redis-auth/password
-- --redis_body_key_file=/etc/reverser/redis-body-keys/keys
 {{- if $r.tls.enabled }}
 {{- if or $r.embedded $r.tls.caSecret }}
 - --redis_tls_ca=/etc/reverser/redis-ca/ca.crt
@@ -179,13 +179,31 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
+{{/* The key that seals sensitive bodies in Redis: the materializer and the splicer only. */}}
+{{- define "reverser.bodyKeyArgs" -}}
+- --redis_body_key_file=/etc/reverser/redis-body-keys/keys
+{{- end -}}
+
+{{- define "reverser.bodyKeyVolumeMounts" -}}
+- name: redis-body-keys
+  mountPath: /etc/reverser/redis-body-keys
+  readOnly: true
+{{- end -}}
+
+{{- define "reverser.bodyKeyVolumes" -}}
+- name: redis-body-keys
+  secret:
+    secretName: {{ include "reverser.bodyKeysSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.redis.bodyKeys.existingSecretKey }}
+        path: keys
+{{- end -}}
+
 {{- define "reverser.redisVolumeMounts" -}}
 {{- $r := .Values.redis -}}
 - name: redis-auth
   mountPath: /etc/reverser/redis-auth
-  readOnly: true
-- name: redis-body-keys
-  mountPath: /etc/reverser/redis-body-keys
   readOnly: true
 {{- if $r.tls.enabled }}
 {{- if or $r.embedded $r.tls.caSecret }}
@@ -210,13 +228,6 @@ imagePullSecrets:
     items:
       - key: {{ $r.auth.existingSecretKey }}
         path: password
-- name: redis-body-keys
-  secret:
-    secretName: {{ include "reverser.bodyKeysSecret" . }}
-    defaultMode: 0440
-    items:
-      - key: {{ $r.bodyKeys.existingSecretKey }}
-        path: keys
 {{- if $r.tls.enabled }}
 {{- if $r.embedded }}
 - name: redis-ca
