@@ -866,6 +866,22 @@ class E2ECommitWindowAndCooldown(StackCase):
         self.assertEqual(self.stack.git("show", "--format=", "--name-only", match.group(2)).split(),
                          [self.path("ctl-save")])
 
+    def test_28e_a_window_that_changes_nothing_is_already_present(self):
+        # alice changes an object and changes it back inside her window: nothing to commit.
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("round-trip", data={"k": "v"}))
+        self.create_commit_request("save-round-trip-base", "Save: base", user="alice")
+        self.wait_for_commit_request("save-round-trip-base", lambda r: r == "Committed")
+        head = self.stack.head()
+        before = self.delivered_events()
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("round-trip", data={"k": "changed"}))
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("round-trip", data={"k": "v"}))
+        self.wait_for_deliveries(before, 2)
+        status, conditions = self.commit_request("save-round-trip", "Save: nothing changed", user="alice")
+        self.assertEqual((conditions["Ready"]["status"], conditions["Ready"]["reason"]), ("True", "AlreadyPresent"), status)
+        self.assertEqual(conditions["Pushed"]["status"], "False")
+        self.assertNotIn("sha", status)
+        self.assertEqual(self.stack.head(), head, "no commit was made")
+
     def test_29_commit_request_without_a_window_in_grace_leaves_others_alone(self):
         # alice has a window open; bob asks for a commit but has none.
         before = self.delivered_events()
