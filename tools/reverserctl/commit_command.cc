@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "libs/core/types.h"
 #include "libs/core/utf8.h"
+#include "libs/kube/api_error.h"
 #include "libs/kube/rest_client.h"
 #include "tools/reverserctl/connection.h"
 #include "tools/reverserctl/targets.h"
@@ -231,8 +232,13 @@ int RunCommit(const CommandContext& ctx) {
     absl::SleepFor(std::min(kPollInterval, deadline - now));
     absl::StatusOr<json> got = (*client)->Get(CommitRequests(), spec->namespace_, name);
     if (!got.ok()) {
-      return Failed(ctx,
-                    absl::StrCat("reading ", described, ": ", DescribeKubeError(got.status())));
+      // A deleted request has no outcome to wait for; anything else (an API server restart, a
+      // dropped connection) may pass, so the wait goes on until the deadline.
+      if (kube::IsApiNotFound(got.status()) || absl::Now() >= deadline) {
+        return Failed(ctx,
+                      absl::StrCat("reading ", described, ": ", DescribeKubeError(got.status())));
+      }
+      continue;
     }
     current = *std::move(got);
   }

@@ -271,6 +271,32 @@ TEST_F(CommitCommandTest, ABenignOutcomeWithoutACommitIsReadyAndPrintsTheObjectA
             "GitTarget by the deadline");
 }
 
+TEST_F(CommitCommandTest, FailedReadsWhileWaitingAreToleratedUntilTheOutcome) {
+  auto run = CtlAsync({"commit", "demo/mirror", "-m", "Release", "--name=flaky", "--timeout=60s"});
+  ASSERT_EQ(WaitForRequest(), "flaky");
+  // The API server fails the command's next three reads; the outcome is read after them.
+  sim_->faults().Add({.action = kubesim::FaultRule::Action::kInternalError,
+                      .verb = "get",
+                      .resource = "commitrequests",
+                      .times = 3});
+  WriteStatus("flaky", {{"conditions", {Condition("Ready", "True", "Committed", "Committed")}},
+                        {"sha", std::string(40, 'a')},
+                        {"branch", "main"}});
+  Result r = run.get();
+  EXPECT_EQ(r.code, kOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, std::string(40, 'a'))) << r.out;
+}
+
+TEST_F(CommitCommandTest, ARequestDeletedWhileWaitingEndsTheWait) {
+  auto run = CtlAsync({"commit", "demo/mirror", "-m", "Release", "--name=gone", "--timeout=60s"});
+  ASSERT_EQ(WaitForRequest(), "gone");
+  auto deleted = sim_->Call("DELETE", absl::StrCat(kRequests, "/gone"));
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  Result r = run.get();
+  EXPECT_EQ(r.code, kFailed);
+  EXPECT_TRUE(absl::StartsWith(r.err, "reverserctl: reading commitrequest demo/gone: ")) << r.err;
+}
+
 TEST_F(CommitCommandTest, NoOutcomeInTimeExitsOne) {
   // Nothing plays the controller: the wait ends at --timeout.
   Result r = Ctl({"commit", "demo/mirror", "-m", "Release", "--name=lonely", "--timeout=1s"});
