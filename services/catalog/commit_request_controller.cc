@@ -6,19 +6,6 @@
 #include "services/catalog/objects.h"
 
 namespace reverser::catalog {
-namespace {
-
-// Ready's reason in a status the tracker produced.
-std::string ReadyReasonOf(const nlohmann::json& status) {
-  const nlohmann::json& conditions = NodeAt(status, {"conditions"});
-  if (!conditions.is_array()) return "";
-  for (const nlohmann::json& condition : conditions) {
-    if (StringAt(condition, {"type"}) == "Ready") return StringAt(condition, {"reason"});
-  }
-  return "";
-}
-
-}  // namespace
 
 CommitRequestController::CommitRequestController(CommitRequestControllerDeps deps)
     : deps_(deps), tracker_(deps.clock) {
@@ -161,7 +148,7 @@ void CommitRequestController::Run(const CommitRequestAction& action) {
                          : result == CommitRequestTracker::WriteResult::kGone  ? "gone"
                                                                                : "error"}});
       if (action.terminal && result == CommitRequestTracker::WriteResult::kWritten) {
-        const std::string reason = ReadyReasonOf(action.status);
+        const std::string reason = CommitRequestReadyReason(action.status);
         Count("reverser_catalog_commit_requests_total",
               "CommitRequests that reached a terminal status, by Ready reason.",
               {{"reason", reason}});

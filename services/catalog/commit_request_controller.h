@@ -27,9 +27,6 @@
 
 namespace reverser::catalog {
 
-inline const core::GroupVersionResource kCommitRequestGvr{"configbutler.ai", "v1alpha3",
-                                                          "commitrequests"};
-
 // Where a CommitRequest's command author was recorded (by the admission webhook).
 class CommandAuthorSource {
  public:

@@ -4,21 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/catalog/conditions.h"
+#include "services/catalog/objects.h"
 
 namespace reverser::catalog {
 namespace {
-
-const nlohmann::json& Field(const nlohmann::json& object, const char* key) {
-  static const nlohmann::json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-int64_t Generation(const nlohmann::json& commit_request) {
-  const nlohmann::json& generation = Field(Field(commit_request, "metadata"), "generation");
-  return generation.is_number_integer() ? generation.get<int64_t>() : 0;
-}
 
 Condition Attributed(const CommandAttribution& attribution) {
   if (attribution.author.has_value()) {
@@ -31,23 +20,24 @@ Condition Attributed(const CommandAttribution& attribution) {
 
 nlohmann::json Render(const nlohmann::json& commit_request, std::vector<Condition> conditions,
                       absl::Time now) {
-  const nlohmann::json& status = Field(commit_request, "status");
+  const int64_t generation = GenerationOf(commit_request);
   nlohmann::json out = nlohmann::json::object();
-  out["conditions"] =
-      RenderConditions(conditions, Field(status, "conditions"), Generation(commit_request), now);
-  out["observedGeneration"] = Generation(commit_request);
+  out["conditions"] = RenderConditions(conditions, NodeAt(commit_request, {"status", "conditions"}),
+                                       generation, now);
+  out["observedGeneration"] = generation;
   return out;
 }
 
 }  // namespace
 
+std::string CommitRequestReadyReason(const nlohmann::json& status) {
+  const nlohmann::json* ready = FindCondition(NodeAt(status, {"conditions"}), "Ready");
+  return ready == nullptr ? "" : StringAt(*ready, {"reason"});
+}
+
 bool CommitRequestTerminal(const nlohmann::json& commit_request) {
-  const nlohmann::json* ready =
-      FindCondition(Field(Field(commit_request, "status"), "conditions"), "Ready");
-  if (ready == nullptr || !ready->is_object()) return false;
-  const nlohmann::json& reason = Field(*ready, "reason");
-  return reason.is_string() && !reason.get<std::string>().empty() &&
-         reason.get<std::string>() != commit_request::kWaitingForCloseDelay;
+  const std::string reason = CommitRequestReadyReason(NodeAt(commit_request, {"status"}));
+  return !reason.empty() && reason != commit_request::kWaitingForCloseDelay;
 }
 
 nlohmann::json CommitRequestInProgressStatus(const nlohmann::json& commit_request,
@@ -118,7 +108,7 @@ nlohmann::json CommitRequestTimedOutStatus(const nlohmann::json& commit_request,
 }
 
 absl::Time CommitRequestDeadline(const nlohmann::json& commit_request, absl::Time first_seen) {
-  const nlohmann::json& created = Field(Field(commit_request, "metadata"), "creationTimestamp");
+  const nlohmann::json& created = NodeAt(commit_request, {"metadata", "creationTimestamp"});
   std::optional<absl::Time> at;
   if (created.is_string()) at = ParseKubeTime(created.get<std::string>());
   return at.value_or(first_seen) + commit_request::kSafetyWindow;

@@ -42,6 +42,9 @@ struct CommandAttribution {
   std::optional<std::string> author;  // username
 };
 
+// The Ready condition's reason in a CommitRequest status ("" when there is none).
+std::string CommitRequestReadyReason(const nlohmann::json& status);
+
 // True when the request already shows a terminal outcome (Ready is not in progress): the
 // controller leaves it alone from then on.
 bool CommitRequestTerminal(const nlohmann::json& commit_request);

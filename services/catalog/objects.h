@@ -3,9 +3,8 @@
 // The configbutler.ai/v1alpha3 objects the catalog watches and writes status for.
 
 #include <compare>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "libs/core/types.h"
@@ -22,6 +21,9 @@ inline constexpr ObjectKind kAllObjectKinds[] = {ObjectKind::kGitProvider, Objec
 
 absl::string_view KindName(ObjectKind kind);  // "GitProvider", ...
 core::GroupVersionResource GvrOf(ObjectKind kind);
+// CommitRequests are not catalog state: their own controller (commit_request_controller.h)
+// watches them.
+inline const core::GroupVersionResource kCommitRequestGvr{kGroup, kVersion, "commitrequests"};
 
 // One watched object by kind, namespace ("" for ClusterWatchRule) and name.
 struct ObjectKey {
