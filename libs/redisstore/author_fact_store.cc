@@ -100,6 +100,12 @@ absl::string_view AuthorResolutionCodeName(AuthorResolutionCode code) {
       return "weak";
     case AuthorResolutionCode::kExactDeleteCollectionItem:
       return "exact_deletecollection_item";
+    case AuthorResolutionCode::kAdmission:
+      return "admission";
+    case AuthorResolutionCode::kAmbiguous:
+      return "ambiguous";
+    case AuthorResolutionCode::kNamespaceDeletion:
+      return "namespace_deletion";
   }
   return "absent";
 }
@@ -133,6 +139,7 @@ absl::Status AuthorFactStore::AppendFactWrites(const AuthorFact& fact,
     writes.push_back({"SET", AuthorFactRvKey(prefix_, fact.group_resource, fact.resource_version),
                       json, "EX", ttl});
   }
+  AppendNamespaceDeletion(fact, json, writes);
   return absl::OkStatus();
 }
 
@@ -187,36 +194,85 @@ absl::StatusOr<size_t> AuthorFactStore::RecordAll(const std::vector<AuthorFact>&
 absl::StatusOr<AuthorResolution> AuthorFactStore::Lookup(const AuthorQuery& query) {
   enum class Kind { kExact, kLast, kRvHatch };
   std::vector<std::pair<Kind, std::string>> candidates;
-  if (!query.uid.empty() && !query.resource_version.empty()) {
-    candidates.push_back({Kind::kExact, AuthorFactExactKey(prefix_, query.group_resource, query.uid,
-                                                           query.resource_version)});
+  if (query.use_audit) {
+    if (!query.uid.empty() && !query.resource_version.empty()) {
+      candidates.push_back({Kind::kExact, AuthorFactExactKey(prefix_, query.group_resource,
+                                                             query.uid, query.resource_version)});
+    }
+    if (!query.exact_capable && !query.uid.empty()) {
+      candidates.push_back(
+          {Kind::kLast, AuthorFactLastKey(prefix_, query.group_resource, query.uid)});
+    }
+    if (!query.resource_version.empty()) {
+      candidates.push_back(
+          {Kind::kRvHatch, AuthorFactRvKey(prefix_, query.group_resource, query.resource_version)});
+    }
   }
-  if (!query.exact_capable && !query.uid.empty()) {
-    candidates.push_back(
-        {Kind::kLast, AuthorFactLastKey(prefix_, query.group_resource, query.uid)});
+  const bool removal = !query.exact_capable;
+  std::optional<std::string> admission_key;
+  if (query.use_admission && !query.uid.empty()) {
+    if (removal) {
+      admission_key =
+          AdmissionFactKey(prefix_, query.group_resource, AdmissionChange::kDelete, query.uid);
+    } else if (query.created) {
+      admission_key =
+          AdmissionFactKey(prefix_, query.group_resource, AdmissionChange::kCreate, query.uid);
+    } else if (!query.previous_resource_version.empty()) {
+      admission_key = AdmissionFactKey(prefix_, query.group_resource, AdmissionChange::kUpdate,
+                                       query.uid, query.previous_resource_version);
+    }
   }
-  if (!query.resource_version.empty()) {
-    candidates.push_back(
-        {Kind::kRvHatch, AuthorFactRvKey(prefix_, query.group_resource, query.resource_version)});
-  }
+  const bool cascade_possible = removal && !query.namespace_.empty();
   AuthorResolution resolution;
-  if (candidates.empty()) return resolution;
+  if (candidates.empty() && !admission_key) return resolution;
+
+  // One round trip: the audit candidates (and the namespace's deletion) in an MGET, the
+  // admission candidates in an HGETALL.
   RedisCommand mget = {"MGET"};
   for (const auto& [kind, key] : candidates) mget.push_back(key);
-  ASSIGN_OR_RETURN(RedisReply reply, redis_->Command(mget));
-  if (!reply.IsArray() || reply.elements().size() != candidates.size()) {
-    return absl::InternalError(absl::StrCat("MGET: unexpected reply ", reply.DebugString()));
+  if (cascade_possible) mget.push_back(NamespaceDeletionKey(prefix_, query.namespace_));
+  std::vector<RedisCommand> commands;
+  if (mget.size() > 1) commands.push_back(std::move(mget));
+  if (admission_key) commands.push_back({"HGETALL", *admission_key});
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Pipeline(commands));
+  for (const RedisReply& reply : replies) {
+    if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "looking up an author");
   }
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const RedisReply& value = reply.elements()[i];
-    if (value.type() != RedisReply::Type::kString) continue;
+  const size_t mget_values = candidates.size() + (cascade_possible ? 1 : 0);
+  const RedisReply* values = nullptr;
+  if (mget_values > 0) {
+    values = &replies[0];
+    if (!values->IsArray() || values->elements().size() != mget_values) {
+      return absl::InternalError(absl::StrCat("MGET: unexpected reply ", values->DebugString()));
+    }
+  }
+  auto readable = [](const RedisReply& value) -> std::optional<AuthorFact> {
+    if (value.type() != RedisReply::Type::kString) return std::nullopt;
     auto fact = AuthorFact::FromJson(value.str());
-    if (!fact.ok() || fact->author.empty()) continue;  // unreadable: as if absent
+    if (!fact.ok() || fact->author.empty()) return std::nullopt;  // unreadable: as if absent
+    return std::move(*fact);
+  };
+  // The namespace controller removes what a namespace's deleter asked to remove.
+  auto credit = [&](AuthorResolution found) -> AuthorResolution {
+    if (!removal || found.fact->author != kNamespaceControllerUser) return found;
+    std::optional<AuthorFact> deleter;
+    if (cascade_possible) deleter = readable(values->elements()[candidates.size()]);
+    AuthorResolution credited;
+    if (deleter) {
+      credited.code = AuthorResolutionCode::kNamespaceDeletion;
+      credited.fact = std::move(deleter);
+    } else {
+      credited.awaiting_namespace_deletion = true;
+    }
+    return credited;
+  };
+
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    std::optional<AuthorFact> fact = readable(values->elements()[i]);
+    if (!fact) continue;
     // A removal is credited only to a fact that records one: the last writer of an object
     // garbage-collected or cascaded away did not remove it.
-    if (!query.exact_capable && fact->verb != kDelete && fact->verb != kDeleteCollection) {
-      continue;
-    }
+    if (removal && fact->verb != kDelete && fact->verb != kDeleteCollection) continue;
     if (fact->verb == kDeleteCollection) {
       resolution.code = AuthorResolutionCode::kExactDeleteCollectionItem;
     } else if (candidates[i].first == Kind::kExact) {
@@ -226,9 +282,69 @@ absl::StatusOr<AuthorResolution> AuthorFactStore::Lookup(const AuthorQuery& quer
       resolution.code = AuthorResolutionCode::kWeak;
     }
     resolution.fact = std::move(*fact);
+    return credit(std::move(resolution));
+  }
+  if (!admission_key) return resolution;
+
+  const RedisReply& admitted = replies.back();
+  if (!admitted.IsArray()) {
+    return absl::InternalError(absl::StrCat("HGETALL: unexpected reply ", admitted.DebugString()));
+  }
+  std::optional<AuthorFact> chosen;
+  bool ambiguous = false;
+  for (size_t i = 1; i < admitted.elements().size(); i += 2) {
+    std::optional<AuthorFact> fact = readable(admitted.elements()[i]);
+    if (!fact) continue;
+    if (!chosen) {
+      chosen = std::move(fact);
+    } else if (chosen->author != fact->author) {
+      ambiguous = true;  // two users asked for this change: no guessing
+    } else if (fact->stage_timestamp > chosen->stage_timestamp) {
+      chosen = std::move(fact);  // the same user twice: the newer request
+    }
+  }
+  if (ambiguous) {
+    resolution.code = AuthorResolutionCode::kAmbiguous;
     return resolution;
   }
-  return resolution;
+  if (!chosen) return resolution;
+  resolution.code = AuthorResolutionCode::kAdmission;
+  resolution.fact = std::move(chosen);
+  return credit(std::move(resolution));
+}
+
+absl::Status AuthorFactStore::RecordAdmission(const AdmissionFact& admitted) {
+  const AuthorFact& fact = admitted.fact;
+  if (fact.author.empty() || fact.group_resource.empty() || fact.uid.empty() ||
+      admitted.request_uid.empty()) {
+    return absl::InvalidArgumentError(
+        "an admission fact needs an author, a groupResource, an object uid and a request uid");
+  }
+  if (admitted.change == AdmissionChange::kUpdate && admitted.old_resource_version.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("the update of ", fact.group_resource, " ",
+                                                   fact.namespace_, "/", fact.name,
+                                                   " has no old resourceVersion"));
+  }
+  const std::string key = AdmissionFactKey(prefix_, fact.group_resource, admitted.change, fact.uid,
+                                           admitted.old_resource_version);
+  const std::string ttl = absl::StrCat(ttl_seconds_);
+  const std::string json = fact.ToJson();
+  std::vector<RedisCommand> writes = {{"HSET", key, admitted.request_uid, json},
+                                      {"EXPIRE", key, ttl}};
+  AppendNamespaceDeletion(fact, json, writes);
+  writes.push_back(SignalWrite(fact.group_resource, fact.uid));
+  ASSIGN_OR_RETURN(std::vector<RedisReply> replies, redis_->Pipeline(writes));
+  for (const RedisReply& reply : replies) {
+    if (reply.IsError()) return core::Annotate(reply.ErrorStatus(), "recording an admission fact");
+  }
+  return absl::OkStatus();
+}
+
+void AuthorFactStore::AppendNamespaceDeletion(const AuthorFact& fact, const std::string& json,
+                                              std::vector<RedisCommand>& writes) const {
+  if (fact.group_resource != "namespaces" || fact.verb != kDelete || fact.name.empty()) return;
+  writes.push_back(
+      {"SET", NamespaceDeletionKey(prefix_, fact.name), json, "EX", absl::StrCat(ttl_seconds_)});
 }
 
 absl::StatusOr<int64_t> AuthorFactStore::CountFacts() {

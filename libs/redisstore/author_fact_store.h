@@ -9,6 +9,9 @@
 //   P:author:v1:audit:<GR>:rv:<rv>            rv-only hatch     (rv known, no uid)
 //   P:author:v1:command:<commitRequestUID>    CommitRequest author (1 h)
 // All audit facts carry the fact TTL. There are no tombstones: an aged-out fact is absent.
+// Facts from the admission webhook (attribution without audit access) and the namespace
+// deletions a cascade is credited to are reverser's own families (keys.h, AdmissionFactKey and
+// NamespaceDeletionKey), also with the fact TTL.
 
 #include <cstdint>
 #include <optional>
@@ -60,13 +63,28 @@ enum class AuthorResolutionCode {
   kExactServiceAccount,
   kWeak,
   kExactDeleteCollectionItem,
+  // reverser's own: a fact recorded at admission (one candidate, or several of one user).
+  kAdmission,
+  // reverser's own: admission facts of two or more users for the change; never a guess, so
+  // the committer.
+  kAmbiguous,
+  // reverser's own: a removal by the namespace controller, credited to whoever deleted the
+  // namespace.
+  kNamespaceDeletion,
 };
 absl::string_view AuthorResolutionCodeName(AuthorResolutionCode code);  // "exact_user", ...
 
 struct AuthorResolution {
   AuthorResolutionCode code = AuthorResolutionCode::kAbsent;
-  std::optional<AuthorFact> fact;  // set unless absent
+  std::optional<AuthorFact> fact;  // set unless absent or ambiguous
+  // A removal by the namespace controller whose namespace's deletion is not (yet) known: not
+  // credited to the controller; worth asking again within the grace, then the committer's.
+  bool awaiting_namespace_deletion = false;
 };
+
+// The user the namespace controller deletes a terminating namespace's contents as.
+inline constexpr absl::string_view kNamespaceControllerUser =
+    "system:serviceaccount:kube-system:namespace-controller";
 
 // What the resolver knows about the event being attributed.
 struct AuthorQuery {
@@ -76,6 +94,24 @@ struct AuthorQuery {
   // ADDED/MODIFIED without deletionTimestamp. Exact-capable events never read `:last` (it may
   // name an older author); removals (DELETED or deletionTimestamp set) may.
   bool exact_capable = true;
+  // For admission facts and the namespace cascade.
+  std::string namespace_;  // the object's namespace, "" when cluster-scoped
+  bool created = false;    // an ADDED entry (its create fact is keyed by uid)
+  // The object's resourceVersion before this change, "" when unknown: an update's admission
+  // fact is keyed by the version it was admitted against.
+  std::string previous_resource_version;
+  bool use_audit = true;       // the reference's audit facts
+  bool use_admission = false;  // admission facts (AdmissionFact)
+};
+
+// What the admission webhook saw of one change: who asked, and what it was admitted against.
+struct AdmissionFact {
+  AdmissionChange change = AdmissionChange::kUpdate;
+  std::string request_uid;           // the AdmissionReview request's uid
+  std::string old_resource_version;  // kUpdate: the old object's resourceVersion
+  // author, displayName (none at admission), groupResource, namespace, name, uid, verb
+  // (create, update, delete), subresource, stageTimestamp, isServiceAccount; no auditID.
+  AuthorFact fact;
 };
 
 // CommitRequest author captured at admission (`P:author:v1:command:<uid>`).
@@ -109,7 +145,19 @@ class AuthorFactStore {
   // reading all candidate keys in one round trip. Unreadable or author-less facts are skipped,
   // and so, for a removal, are facts that record no removal (verb other than delete or
   // deletecollection): the removal then goes to the committer, never to the last writer.
+  //
+  // With use_admission, admission facts of the change are read in the same round trip and
+  // used when the audit facts name no one: one user among the candidates is kAdmission, two or
+  // more kAmbiguous (no fact). A removal whose fact names the namespace controller is credited
+  // to the namespace's deleter (kNamespaceDeletion) when that is known, else to no one
+  // (awaiting_namespace_deletion).
   absl::StatusOr<AuthorResolution> Lookup(const AuthorQuery& query);
+
+  // Records one admitted change under its AdmissionFactKey (request uid -> fact, so a resent
+  // review is one candidate), a namespace DELETE also under NamespaceDeletionKey, then the
+  // type's wake-up signal; pipelined. InvalidArgument without author, groupResource, uid,
+  // request uid, or (update) old resourceVersion.
+  absl::Status RecordAdmission(const AdmissionFact& admitted);
 
   // The newest fact signal of a type (`AuthorFactSignalKey`), "0-0" when none: where a reader
   // starts watching for facts recorded after now.
@@ -129,6 +177,9 @@ class AuthorFactStore {
   // Checks a fact and appends its SETs (not the signal) to `writes`.
   absl::Status AppendFactWrites(const AuthorFact& fact, std::vector<RedisCommand>& writes) const;
   RedisCommand SignalWrite(absl::string_view group_resource, absl::string_view uid) const;
+  // A namespace's DELETE is also kept by the namespace's name, for crediting its cascade.
+  void AppendNamespaceDeletion(const AuthorFact& fact, const std::string& json,
+                               std::vector<RedisCommand>& writes) const;
 
   int64_t ttl_seconds_;
 };

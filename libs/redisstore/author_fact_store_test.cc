@@ -324,6 +324,126 @@ TEST_F(AuthorFactStoreTest, DeleteCollectionItemsCreditTheCollectionActor) {
   EXPECT_EQ(removal.fact->author, "frank");
 }
 
+// Attribution from admission: who asked for a change, keyed by what the stream entry can name.
+class AdmissionFactTest : public AuthorFactStoreTest {
+ protected:
+  static AdmissionFact Admitted(AdmissionChange change, std::string author, std::string request_uid,
+                                std::string old_rv = "") {
+    AdmissionFact admitted;
+    admitted.change = change;
+    admitted.request_uid = std::move(request_uid);
+    admitted.old_resource_version = std::move(old_rv);
+    const char* verb = change == AdmissionChange::kCreate   ? "create"
+                       : change == AdmissionChange::kDelete ? "delete"
+                                                            : "update";
+    admitted.fact = Fact(std::move(author), "obj-1", "", verb);
+    admitted.fact.audit_id.clear();
+    return admitted;
+  }
+  static AuthorQuery Query(std::string rv, std::string previous_rv, bool created = false,
+                           bool removal = false) {
+    AuthorQuery query;
+    query.group_resource = "configmaps";
+    query.uid = "obj-1";
+    query.resource_version = std::move(rv);
+    query.previous_resource_version = std::move(previous_rv);
+    query.created = created;
+    query.exact_capable = !removal;
+    query.namespace_ = "default";
+    query.use_admission = true;
+    return query;
+  }
+};
+
+TEST_F(AdmissionFactTest, AnUpdateIsCreditedByTheVersionItWasAdmittedAgainst) {
+  ASSERT_TRUE(
+      store_->RecordAdmission(Admitted(AdmissionChange::kUpdate, "alice", "r1", "10")).ok());
+  EXPECT_EQ(Ttl("gitops-reverser:author:v1:admission:configmaps:update:obj-1:10"), 600);
+  AuthorResolution found = MustLookup(Query("11", "10"));
+  EXPECT_EQ(found.code, AuthorResolutionCode::kAdmission);
+  EXPECT_EQ(AuthorResolutionCodeName(found.code), "admission");
+  ASSERT_TRUE(found.fact.has_value());
+  EXPECT_EQ(found.fact->author, "alice");
+  // Another predecessor, an unknown predecessor, or admission not asked for: no one.
+  EXPECT_EQ(MustLookup(Query("12", "11")).code, AuthorResolutionCode::kAbsent);
+  EXPECT_EQ(MustLookup(Query("11", "")).code, AuthorResolutionCode::kAbsent);
+  AuthorQuery audit_only = Query("11", "10");
+  audit_only.use_admission = false;
+  EXPECT_EQ(MustLookup(audit_only).code, AuthorResolutionCode::kAbsent);
+}
+
+TEST_F(AdmissionFactTest, TwoUsersAdmittedForOneChangeAreAmbiguousNotGuessed) {
+  ASSERT_TRUE(
+      store_->RecordAdmission(Admitted(AdmissionChange::kUpdate, "alice", "r1", "10")).ok());
+  // A resent review (same request uid) and a second request of the same user stay hers.
+  ASSERT_TRUE(
+      store_->RecordAdmission(Admitted(AdmissionChange::kUpdate, "alice", "r1", "10")).ok());
+  ASSERT_TRUE(
+      store_->RecordAdmission(Admitted(AdmissionChange::kUpdate, "alice", "r2", "10")).ok());
+  EXPECT_EQ(MustLookup(Query("11", "10")).fact->author, "alice");
+  ASSERT_TRUE(store_->RecordAdmission(Admitted(AdmissionChange::kUpdate, "bob", "r3", "10")).ok());
+  AuthorResolution raced = MustLookup(Query("11", "10"));
+  EXPECT_EQ(raced.code, AuthorResolutionCode::kAmbiguous);
+  EXPECT_FALSE(raced.fact.has_value());
+}
+
+TEST_F(AdmissionFactTest, CreatesAndDeletesAreCreditedByUid) {
+  ASSERT_TRUE(store_->RecordAdmission(Admitted(AdmissionChange::kCreate, "carol", "r1")).ok());
+  ASSERT_TRUE(store_->RecordAdmission(Admitted(AdmissionChange::kDelete, "dave", "r2")).ok());
+  EXPECT_EQ(MustLookup(Query("5", "", /*created=*/true)).fact->author, "carol");
+  // A removal (DELETED, or deletionTimestamp set) reads only the delete's fact.
+  EXPECT_EQ(MustLookup(Query("9", "8", false, /*removal=*/true)).fact->author, "dave");
+  // A MODIFIED entry is neither.
+  EXPECT_EQ(MustLookup(Query("9", "")).code, AuthorResolutionCode::kAbsent);
+}
+
+TEST_F(AdmissionFactTest, TheAuditFactWinsWhenBothExist) {
+  ASSERT_TRUE(store_->Record(Fact("erin", "obj-1", "11")).ok());
+  ASSERT_TRUE(
+      store_->RecordAdmission(Admitted(AdmissionChange::kUpdate, "mallory", "r1", "10")).ok());
+  AuthorResolution found = MustLookup(Query("11", "10"));
+  EXPECT_EQ(found.code, AuthorResolutionCode::kExactUser);
+  EXPECT_EQ(found.fact->author, "erin");
+}
+
+TEST_F(AdmissionFactTest, UnusableAdmissionFactsAreRefused) {
+  AdmissionFact no_old_rv = Admitted(AdmissionChange::kUpdate, "alice", "r1");
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->RecordAdmission(no_old_rv)));
+  AdmissionFact no_request = Admitted(AdmissionChange::kCreate, "alice", "");
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->RecordAdmission(no_request)));
+  AdmissionFact no_uid = Admitted(AdmissionChange::kCreate, "alice", "r2");
+  no_uid.fact.uid.clear();
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->RecordAdmission(no_uid)));
+}
+
+TEST_F(AdmissionFactTest, ANamespaceCascadeIsCreditedToTheNamespacesDeleter) {
+  // The controller's deletecollection, recorded from the audit log: not yet creditable.
+  ASSERT_TRUE(
+      store_->Record(Fact(std::string(kNamespaceControllerUser), "obj-1", "20", "deletecollection"))
+          .ok());
+  AuthorResolution waiting = MustLookup(Query("21", "20", false, /*removal=*/true));
+  EXPECT_EQ(waiting.code, AuthorResolutionCode::kAbsent);
+  EXPECT_TRUE(waiting.awaiting_namespace_deletion);
+  // Whoever deleted the namespace (audit or admission) is credited.
+  AuthorFact namespace_delete = Fact("grace", "ns-uid", "19", "delete");
+  namespace_delete.group_resource = "namespaces";
+  namespace_delete.namespace_.clear();
+  namespace_delete.name = "default";
+  ASSERT_TRUE(store_->Record(namespace_delete).ok());
+  EXPECT_EQ(Ttl("gitops-reverser:author:v1:namespace-deletion:default"), 600);
+  AuthorResolution credited = MustLookup(Query("21", "20", false, /*removal=*/true));
+  EXPECT_EQ(credited.code, AuthorResolutionCode::kNamespaceDeletion);
+  EXPECT_EQ(credited.fact->author, "grace");
+  // The same through an admission fact of the controller's per-item DELETE.
+  ASSERT_TRUE(
+      redis_->Command({"DEL", "gitops-reverser:author:v1:audit:configmaps:object:obj-1:last"})
+          .ok());
+  AdmissionFact item =
+      Admitted(AdmissionChange::kDelete, std::string(kNamespaceControllerUser), "r9");
+  ASSERT_TRUE(store_->RecordAdmission(item).ok());
+  EXPECT_EQ(MustLookup(Query("21", "20", false, true)).fact->author, "grace");
+}
+
 TEST_F(AuthorFactStoreTest, UnreadableFactsAreSkippedNotFatal) {
   ASSERT_TRUE(
       redis_->Command({"SET", "gitops-reverser:author:v1:audit:configmaps:object:u9:5", "{garbage"})

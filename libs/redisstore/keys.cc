@@ -158,6 +158,27 @@ std::string SpliceAckedPattern(const KeyPrefix& prefix, absl::string_view target
                       ":*:acked");
 }
 
+std::string AdmissionFactKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                             AdmissionChange change, absl::string_view uid,
+                             absl::string_view old_resource_version) {
+  const std::string base = absl::StrCat(prefix.value(), ":author:v1:admission:", group_resource);
+  switch (change) {
+    case AdmissionChange::kCreate:
+      return absl::StrCat(base, ":create:", EscapeKeySegment(uid));
+    case AdmissionChange::kDelete:
+      return absl::StrCat(base, ":delete:", EscapeKeySegment(uid));
+    case AdmissionChange::kUpdate:
+      break;
+  }
+  return absl::StrCat(base, ":update:", EscapeKeySegment(uid), ":",
+                      EscapeKeySegment(old_resource_version));
+}
+
+std::string NamespaceDeletionKey(const KeyPrefix& prefix, absl::string_view namespace_) {
+  return absl::StrCat(prefix.value(),
+                      ":author:v1:namespace-deletion:", EscapeKeySegment(namespace_));
+}
+
 std::string AuthorFactExactKey(const KeyPrefix& prefix, absl::string_view group_resource,
                                absl::string_view uid, absl::string_view rv) {
   return absl::StrCat(AuthorAuditBase(prefix, group_resource), ":object:", EscapeKeySegment(uid),

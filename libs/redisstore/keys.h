@@ -104,6 +104,21 @@ std::string SpliceAckedKey(const KeyPrefix& prefix, absl::string_view target_uid
 // SCAN MATCH pattern for every acked key of one target (GitTarget deletion).
 std::string SpliceAckedPattern(const KeyPrefix& prefix, absl::string_view target_uid);
 
+// ---- Author facts from admission (this project's own family; docs/behaviour.md) ----
+
+// What an admission fact is keyed by: a create and a delete by the object's uid, an update by
+// the uid and the resourceVersion the update was admitted against.
+enum class AdmissionChange { kCreate, kUpdate, kDelete };
+// P:author:v1:admission:<GR>:create:<uid>, …:delete:<uid>, …:update:<uid>:<oldRV> — HASH,
+// AdmissionReview request uid -> fact JSON: every request admitted for that change, so two
+// candidates are seen as two.
+std::string AdmissionFactKey(const KeyPrefix& prefix, absl::string_view group_resource,
+                             AdmissionChange change, absl::string_view uid,
+                             absl::string_view old_resource_version = "");
+// P:author:v1:namespace-deletion:<namespace> — STRING, the fact of the namespace's DELETE: whom
+// its cascade (the namespace controller's deletions) is credited to.
+std::string NamespaceDeletionKey(const KeyPrefix& prefix, absl::string_view namespace_);
+
 // ---- Reference-compatible families (gitops-reverser v0.36.0), under prefix.reference() ----
 
 // P:author:v1:audit:<GR>:object:<uid>:<rv>

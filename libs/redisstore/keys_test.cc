@@ -115,6 +115,13 @@ TEST(KeyPrefixTest, AReferencePrefixMovesOnlyTheSharedFamilies) {
   EXPECT_EQ(SpliceAckedKey(*prefix, "t", kConfigMaps, core::WatchScope::Cluster()),
             "reverser:splice:v1:t:configmaps:cluster:acked");
   EXPECT_EQ(MaterializationIndexKey(*prefix), "reverser:mat:v1:index");
+  EXPECT_EQ(AdmissionFactKey(*prefix, "apps/deployments", AdmissionChange::kUpdate, "u:1", "7"),
+            "reverser:author:v1:admission:apps/deployments:update:u%3A1:7");
+  EXPECT_EQ(AdmissionFactKey(*prefix, "configmaps", AdmissionChange::kCreate, "u1"),
+            "reverser:author:v1:admission:configmaps:create:u1");
+  EXPECT_EQ(AdmissionFactKey(*prefix, "configmaps", AdmissionChange::kDelete, "u1"),
+            "reverser:author:v1:admission:configmaps:delete:u1");
+  EXPECT_EQ(NamespaceDeletionKey(*prefix, "web"), "reverser:author:v1:namespace-deletion:web");
 
   // By default (and with an empty reference prefix) both are one.
   auto same = KeyPrefix::Parse("team/a", "");

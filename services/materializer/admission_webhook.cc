@@ -43,15 +43,16 @@ std::string Allowed(const std::string& uid) {
 }  // namespace
 
 AdmissionReviewer::AdmissionReviewer(CommandAuthorSink* sink, const core::Clock* clock,
-                                     runtime::MetricsRegistry* metrics)
-    : sink_(sink), clock_(clock), metrics_(metrics) {}
+                                     runtime::MetricsRegistry* metrics, ChangeAuthorSink* changes)
+    : sink_(sink), changes_(changes), clock_(clock), metrics_(metrics) {}
 
 void AdmissionReviewer::Count(absl::string_view outcome) {
   if (metrics_ == nullptr) return;
   metrics_
       ->GetCounter("reverser_materializer_admission_reviews_total",
                    "AdmissionReviews answered, by outcome (recorded, skipped, dry_run, "
-                   "record_failed, and the refusals: malformed, too_deep, too_large).",
+                   "record_failed; for change facts change_recorded, change_unkeyable, "
+                   "change_record_failed; and the refusals: malformed, too_deep, too_large).",
                    {{"outcome", std::string(outcome)}})
       .Increment();
 }
@@ -74,17 +75,26 @@ AdmissionAnswer AdmissionReviewer::Review(absl::string_view body) {
   if (Text(review, {"kind"}) != "AdmissionReview" || !request.is_object() || uid.empty()) {
     return Refuse("malformed", "the body is not an AdmissionReview with a request uid");
   }
-  const bool commit_request_create = Text(request, {"operation"}) == "CREATE" &&
+  const std::string operation = Text(request, {"operation"});
+  const bool commit_request_create = operation == "CREATE" &&
                                      Text(request, {"resource", "group"}) == "configbutler.ai" &&
                                      Text(request, {"resource", "resource"}) == "commitrequests";
+  const std::string subresource = Text(request, {"subResource"});
+  const bool change = changes_ != nullptr && !commit_request_create &&
+                      (operation == "CREATE" || operation == "UPDATE" || operation == "DELETE") &&
+                      (subresource.empty() || subresource == "scale");
   const std::string object_uid = Text(request, {"object", "metadata", "uid"});
   const std::string user = Text(request, {"userInfo", "username"});
-  if (!commit_request_create || object_uid.empty() || user.empty() || sink_ == nullptr) {
+  if (user.empty() || (!change && (!commit_request_create || object_uid.empty() || !sink_))) {
     Count("skipped");
     return {200, Allowed(uid)};
   }
   if (const nlohmann::json& dry = At(request, {"dryRun"}); dry.is_boolean() && dry.get<bool>()) {
     Count("dry_run");
+    return {200, Allowed(uid)};
+  }
+  if (change) {
+    Count(RecordChange(request));
     return {200, Allowed(uid)};
   }
   redisstore::CommandAuthor author;
@@ -101,6 +111,48 @@ AdmissionAnswer AdmissionReviewer::Review(absl::string_view body) {
   }
   Count("recorded");
   return {200, Allowed(uid)};
+}
+
+absl::string_view AdmissionReviewer::RecordChange(const nlohmann::json& request) {
+  const std::string operation = Text(request, {"operation"});
+  redisstore::AdmissionFact admitted;
+  admitted.request_uid = Text(request, {"uid"});
+  redisstore::AuthorFact& fact = admitted.fact;
+  // A delete names the object it removes only in oldObject; a create has no oldObject.
+  const char* side = operation == "DELETE" ? "oldObject" : "object";
+  if (operation == "CREATE") {
+    admitted.change = redisstore::AdmissionChange::kCreate;
+    fact.verb = "create";
+  } else if (operation == "DELETE") {
+    admitted.change = redisstore::AdmissionChange::kDelete;
+    fact.verb = "delete";
+  } else {
+    admitted.change = redisstore::AdmissionChange::kUpdate;
+    fact.verb = "update";  // a patch or an apply is admitted as an UPDATE too
+    admitted.old_resource_version = Text(request, {"oldObject", "metadata", "resourceVersion"});
+  }
+  fact.group_resource = redisstore::GroupResourceSegment(Text(request, {"resource", "group"}),
+                                                         Text(request, {"resource", "resource"}));
+  fact.namespace_ = Text(request, {"namespace"});
+  fact.name = Text(request, {"name"});
+  if (fact.name.empty()) fact.name = Text(request, {side, "metadata", "name"});
+  fact.uid = Text(request, {side, "metadata", "uid"});
+  fact.author = Text(request, {"userInfo", "username"});
+  fact.is_service_account = fact.author.rfind("system:serviceaccount:", 0) == 0;
+  fact.subresource = Text(request, {"subResource"});
+  fact.stage_timestamp =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", clock_->Now(), absl::UTCTimeZone());
+  absl::Status recorded = changes_->RecordAdmission(admitted);
+  if (absl::IsInvalidArgument(recorded)) return "change_unkeyable";  // e.g. no uid: nothing keys it
+  if (!recorded.ok()) {
+    // Still allowed: the change is then the committer's rather than a blocked write.
+    runtime::LogWarning("change author not recorded",
+                        {{"resource", fact.group_resource},
+                         {"object", absl::StrCat(fact.namespace_, "/", fact.name)},
+                         {"error", std::string(recorded.message())}});
+    return "change_record_failed";
+  }
+  return "change_recorded";
 }
 
 AdmissionWebhookServer::AdmissionWebhookServer(AdmissionWebhookOptions options,

@@ -43,6 +43,11 @@ ABSL_FLAG(int, audit_port, 9444, "Audit webhook port; 0 picks a free one.");
 ABSL_FLAG(bool, admission_webhook, false,
           "Serve the validating admission webhook (/validate-operator-types): records the "
           "command author of each CommitRequest CREATE in Redis; never denies.");
+ABSL_FLAG(bool, admission_attribution, false,
+          "With --admission_webhook: also record who asked for every CREATE, UPDATE and DELETE "
+          "the attribution ValidatingWebhookConfiguration sends (attribution for clusters "
+          "without audit access; the splicer reads them with --attribution_sources=admission). "
+          "Never denies.");
 ABSL_FLAG(int, admission_port, 9445, "Admission webhook port; 0 picks a free one.");
 ABSL_FLAG(std::string, admission_tls_cert, "", "Admission webhook server certificate (PEM).");
 ABSL_FLAG(std::string, admission_tls_key, "", "Admission webhook server key (PEM).");
@@ -112,6 +117,7 @@ MaterializerServiceOptions OptionsFromFlags() {
   o.admission_tls_cert = absl::GetFlag(FLAGS_admission_tls_cert);
   o.admission_tls_key = absl::GetFlag(FLAGS_admission_tls_key);
   o.admission_insecure = absl::GetFlag(FLAGS_admission_insecure);
+  o.admission_attribution = absl::GetFlag(FLAGS_admission_attribution);
   o.audit_tls_cert = absl::GetFlag(FLAGS_audit_tls_cert);
   o.audit_tls_key = absl::GetFlag(FLAGS_audit_tls_key);
   o.audit_client_ca = absl::GetFlag(FLAGS_audit_client_ca);

@@ -86,6 +86,11 @@ MaterializerService::~MaterializerService() = default;
 absl::Status MaterializerService::Setup() {
   TypeMaterializerOptions base;
   if (absl::Status s = CheckIntake(options_, base); !s.ok()) return s;
+  if (options_.admission_attribution && !options_.admission_webhook) {
+    return absl::InvalidArgumentError(
+        "--admission_attribution records facts from the admission webhook: it needs "
+        "--admission_webhook");
+  }
   int64_t max_depth = 0;
   AuditIntakeOptions intake_options;
   size_t max_body_bytes = 0;
@@ -177,8 +182,9 @@ absl::Status MaterializerService::Setup() {
     fact_sink_ = std::make_unique<RedisFactSink>(redis, prefix, options_.author_fact_ttl);
   }
   if (options_.admission_webhook) {
-    reviewer_ = std::make_unique<AdmissionReviewer>(fact_sink_.get(), &core::Clock::Real(),
-                                                    &host_.metrics());
+    reviewer_ = std::make_unique<AdmissionReviewer>(
+        fact_sink_.get(), &core::Clock::Real(), &host_.metrics(),
+        options_.admission_attribution ? fact_sink_.get() : nullptr);
     AdmissionWebhookOptions admission;
     admission.listen_address = host_.options().listen_address;
     admission.port = options_.admission_port;

@@ -67,6 +67,9 @@ struct MaterializerServiceOptions {
   std::string admission_tls_cert;
   std::string admission_tls_key;
   bool admission_insecure = false;
+  // Also record who asked for each change of a followed type (attribution from admission, for
+  // clusters without audit access); needs admission_webhook.
+  bool admission_attribution = false;
   int64_t json_max_depth = core::kApiObjectMaxDepth;
   absl::Duration author_fact_ttl = absl::Minutes(15);
   absl::Duration fact_index_size_interval = absl::Seconds(10);

@@ -57,4 +57,13 @@ absl::Status RedisFactSink::RecordCommandAuthor(absl::string_view commit_request
   return written;
 }
 
+absl::Status RedisFactSink::RecordAdmission(const redisstore::AdmissionFact& admitted) {
+  auto connection = Borrow();
+  if (!connection.ok()) return connection.status();
+  redisstore::AuthorFactStore store(connection->get(), prefix_, fact_ttl_);
+  absl::Status written = store.RecordAdmission(admitted);
+  if (written.ok() || absl::IsInvalidArgument(written)) Return(std::move(*connection));
+  return written;
+}
+
 }  // namespace reverser::materializer

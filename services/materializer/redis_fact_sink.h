@@ -1,10 +1,10 @@
 #pragma once
 
-// Stores audit author facts and CommitRequest command authors in Redis (the reference's
-// author keys). Webhook requests arrive on
-// several HTTP threads and hiredis connections are not thread-safe, so each write borrows a
-// connection from a small pool of idle ones (connecting another when all are busy): concurrent
-// POSTs overlap their Redis round trips instead of queueing behind one connection.
+// Stores audit author facts, admission change facts and CommitRequest command authors in Redis (the
+// reference's author keys). Webhook requests arrive on several HTTP threads and hiredis connections
+// are not thread-safe, so each write borrows a connection from a small pool of idle ones
+// (connecting another when all are busy): concurrent POSTs overlap their Redis round trips instead
+// of queueing behind one connection.
 
 #include <memory>
 #include <mutex>
@@ -18,7 +18,7 @@
 
 namespace reverser::materializer {
 
-class RedisFactSink final : public FactSink, public CommandAuthorSink {
+class RedisFactSink final : public FactSink, public CommandAuthorSink, public ChangeAuthorSink {
  public:
   // At most `max_idle` connections are kept between writes (more may be open while busy).
   RedisFactSink(redisstore::RedisOptions options, redisstore::KeyPrefix prefix,
@@ -27,6 +27,7 @@ class RedisFactSink final : public FactSink, public CommandAuthorSink {
   absl::StatusOr<int64_t> CountFacts() override;
   absl::Status RecordCommandAuthor(absl::string_view commit_request_uid,
                                    const redisstore::CommandAuthor& author) override;
+  absl::Status RecordAdmission(const redisstore::AdmissionFact& admitted) override;
 
  private:
   absl::StatusOr<std::unique_ptr<redisstore::RedisConnection>> Borrow();
