@@ -2,6 +2,9 @@
 // splicer_grpc.h (admin calls), target_manager_actor.h (the one owner of the streams).
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "libs/catalogclient/catalog_flags.h"
 #include "libs/kube/access_review.h"
 #include "libs/redisstore/author_fact_store.h"
@@ -17,6 +20,11 @@ ABSL_FLAG(std::string, kubeconfig, "",
           "$KUBECONFIG, else the in-cluster service account.");
 ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the gitworker.");
 ABSL_FLAG(bool, attribution, true, "Resolve authors from the audit facts in Redis.");
+ABSL_FLAG(std::string, attribution_sources, "audit",
+          "Where authors come from, comma-separated: audit (the audit webhook's facts, exact) "
+          "and admission (facts the materializer's admission webhook records with "
+          "--admission_attribution, for clusters without audit access). With both, an audit "
+          "fact wins; an admission fact is used when none came within the grace.");
 ABSL_FLAG(absl::Duration, attribution_grace, reverser::redisstore::kDefaultAttributionGrace,
           "How long an event waits for its author fact before the committer is used.");
 ABSL_FLAG(int64_t, max_in_flight, 1000, "Deliveries the gitworker may hold unaccepted.");
@@ -41,6 +49,28 @@ ABSL_FLAG(int64_t, refusals_per_target, 1000,
 
 namespace reverser::splicer {
 namespace {
+
+absl::Status ParseAttributionSources(absl::string_view list, SpliceStreamOptions& o) {
+  o.audit_facts = false;
+  o.admission_facts = false;
+  for (absl::string_view source : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    source = absl::StripAsciiWhitespace(source);
+    if (source == "audit") {
+      o.audit_facts = true;
+    } else if (source == "admission") {
+      o.admission_facts = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--attribution_sources: unknown source \"",
+                                                     source, "\" (audit, admission)"));
+    }
+  }
+  if (!o.audit_facts && !o.admission_facts) {
+    return absl::InvalidArgumentError(
+        "--attribution_sources names no source (audit, admission); use --noattribution to "
+        "commit everything as the committer");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateCursorFlags(const SpliceStreamOptions& o) {
   if (o.cursor_ttl < absl::Seconds(1)) {
@@ -89,6 +119,11 @@ class App final : public runtime::ServiceApp {
     defaults.body_cipher = options.body_cipher.get();
     defaults.attribution = absl::GetFlag(FLAGS_attribution);
     defaults.attribution_grace = absl::GetFlag(FLAGS_attribution_grace);
+    if (absl::Status s =
+            ParseAttributionSources(absl::GetFlag(FLAGS_attribution_sources), defaults);
+        !s.ok()) {
+      return s;
+    }
     defaults.cursor_ttl = absl::GetFlag(FLAGS_delivery_cursor_ttl);
     defaults.cursor_refresh = absl::GetFlag(FLAGS_delivery_cursor_refresh);
     defaults.reference_watch_cursors = absl::GetFlag(FLAGS_reference_watch_cursors);

@@ -479,6 +479,12 @@ absl::StatusOr<bool> SpliceStream::SendResync(redisstore::MaterializationStore& 
     }
     auto snapshot = BuildSnapshot(*view, scope, options_.target, options_.claim, &dedup_);
     if (!snapshot.ok()) return snapshot.status();
+    if (options_.attribution && options_.admission_facts) {
+      latest_versions_.clear();
+      for (const auto& object : snapshot->desired()) {
+        latest_versions_[object.ref().uid()] = object.resource_version();
+      }
+    }
     *head = view->CoverageHead();
     *view = redisstore::MaterializationView();  // the whole type: free it before sending
     reverser::v1::DeliveryMessage message;
@@ -534,6 +540,11 @@ void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
   query.uid = pending.event.object.ref().uid();
   query.resource_version = pending.resource_version;
   query.exact_capable = !pending.event.removal;
+  query.namespace_ = pending.event.object.ref().namespace_();
+  query.created = pending.created;
+  query.previous_resource_version = pending.previous_resource_version;
+  query.use_audit = options_.audit_facts;
+  query.use_admission = options_.admission_facts;
   auto resolution = facts_->Lookup(query);
   bool found = resolution.ok() && resolution->code != redisstore::AuthorResolutionCode::kAbsent &&
                resolution->fact.has_value() && !resolution->fact->author.empty();
@@ -544,15 +555,29 @@ void SpliceStream::Resolve(Pending& pending, bool final_attempt) {
       resolution->fact->verb != "delete" && resolution->fact->verb != "deletecollection") {
     found = false;
   }
+  // The audit fact is the exact one: while it may still come, an admission fact waits.
+  const bool audit_may_come = options_.audit_facts && !final_attempt;
+  if (found && audit_may_come && resolution->code == redisstore::AuthorResolutionCode::kAdmission) {
+    found = false;
+  }
+  // Two users asked for this change: no one is named (unless an audit fact still comes).
+  const bool ambiguous =
+      resolution.ok() && resolution->code == redisstore::AuthorResolutionCode::kAmbiguous;
+  if (ambiguous && audit_may_come) return;
+  // A namespace controller's removal: the namespace's deleter may still be recorded.
+  if (!found && !final_attempt && resolution.ok() && resolution->awaiting_namespace_deletion) {
+    return;
+  }
   if (found) {
     pending.author = ToAuthor(*resolution);
     SplicerMetrics(metrics_).FactMatched();
   }
-  if (found || final_attempt) {
+  if (found || ambiguous || final_attempt) {
     pending.resolved = true;
     runtime::Labels labels = {
-        {"result", found ? std::string(redisstore::AuthorResolutionCodeName(resolution->code))
-                         : std::string("absent")},
+        {"result", found || ambiguous
+                       ? std::string(redisstore::AuthorResolutionCodeName(resolution->code))
+                       : std::string("absent")},
         {"group", gvr.group()},
         {"version", gvr.version()},
         {"resource", gvr.resource()}};
@@ -650,6 +675,7 @@ absl::Status SpliceStream::StartSession() {
   resync_is_resplice_ = false;
   pending_.clear();
   dedup_.clear();
+  latest_versions_.clear();
   if (options_.refusals != nullptr) options_.refusals->ResetStream(options_.target, options_.claim);
   {
     std::lock_guard lock(mu_);
@@ -768,6 +794,17 @@ absl::Status SpliceStream::HandleBatch(redisstore::MaterializationStore& store,
     }
     Derivation derived = DeriveEvent(entry, target_scope, options_.claim.type().gvr(), dedup_,
                                      options_.claim.type().gvk().kind());
+    std::string previous_version;
+    if (options_.attribution && options_.admission_facts &&
+        derived.skipped != SkipReason::kOutOfScope && !entry.uid.empty()) {
+      // Every entry in scope moves the version, also one that needs no event (a status change).
+      if (entry.op == redisstore::ChangeOp::kDeleted) {
+        if (auto node = latest_versions_.extract(entry.uid)) previous_version = node.mapped();
+      } else {
+        std::string& latest = latest_versions_[entry.uid];
+        previous_version = std::exchange(latest, entry.resource_version);
+      }
+    }
     if (derived.skipped == SkipReason::kTooDeep) {
       NoteTooDeep(entry.namespace_, entry.name, entry.uid, entry.position);
     } else if (derived.event) {
@@ -789,6 +826,8 @@ absl::Status SpliceStream::HandleBatch(redisstore::MaterializationStore& store,
     Pending pending{entry.position,
                     std::move(*derived.event),
                     entry.resource_version,
+                    std::move(previous_version),
+                    entry.op == redisstore::ChangeOp::kAdded,
                     now,
                     now,
                     std::nullopt,

@@ -47,6 +47,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "libs/core/stream_position.h"
 #include "libs/redisstore/author_fact_store.h"
@@ -75,6 +76,11 @@ struct SpliceStreamOptions {
   absl::Duration attribution_first_poll = absl::Milliseconds(5);
   absl::Duration attribution_poll = redisstore::kAttributionPollInterval;
   bool attribution = true;
+  // Where authors come from (with attribution): the reference's audit facts, and facts the
+  // admission webhook recorded (clusters without audit access). With both, an audit fact wins
+  // and an admission fact is taken only when none came within the grace.
+  bool audit_facts = true;
+  bool admission_facts = false;
   size_t read_batch = 500;
   // Told what is sent and acked, so refusals of re-delivered objects clear (may be null).
   RefusalBook* refusals = nullptr;
@@ -158,6 +164,10 @@ class SpliceStream : public DeliverySubscriber {
     core::StreamPosition position;
     DerivedEvent event;
     std::string resource_version;
+    // The object's resourceVersion before this entry ("" unknown) and whether the entry is
+    // its ADDED: what admission facts are keyed by.
+    std::string previous_resource_version;
+    bool created = false;
     absl::Time arrived;
     absl::Time observed;
     std::optional<reverser::v1::Author> author;
@@ -244,6 +254,11 @@ class SpliceStream : public DeliverySubscriber {
   std::unique_ptr<redisstore::AuthorFactStore> facts_;
   std::unique_ptr<redisstore::DeliveryCursorStore> cursors_;
   DedupCache dedup_;
+  // uid -> the resourceVersion of its newest entry read (objects in scope; admission_facts
+  // only): an update's admission fact names the version it was admitted against. Seeded from a
+  // resync's snapshot; empty after a resume from the cursor, so each object's first update
+  // after that is the committer's.
+  std::unordered_map<std::string, std::string> latest_versions_;
   std::deque<Pending> pending_;
   // What this stream has seen of the materialization, across sessions.
   redisstore::LineageTracker lineage_;

@@ -127,8 +127,11 @@ class SpliceStreamTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   }
 
-  void StartStream(absl::Duration grace = absl::Seconds(3)) {
+  void StartStream(absl::Duration grace = absl::Seconds(3), bool audit_facts = true,
+                   bool admission_facts = false) {
     SpliceStreamOptions o;
+    o.audit_facts = audit_facts;
+    o.admission_facts = admission_facts;
     o.target.set_namespace_("team");
     o.target.set_name("mirror");
     o.target.set_uid("target-uid");
@@ -169,6 +172,22 @@ class SpliceStreamTest : public ::testing::Test {
     fact.verb = "update";
     fact.resource_version = std::to_string(rv);
     ASSERT_TRUE(facts_->Record(fact).ok());
+  }
+
+  void RecordAdmission(const std::string& name, redisstore::AdmissionChange change,
+                       const std::string& author, const std::string& request,
+                       const std::string& old_rv = "") {
+    redisstore::AdmissionFact admitted;
+    admitted.change = change;
+    admitted.request_uid = request;
+    admitted.old_resource_version = old_rv;
+    admitted.fact.group_resource = "configmaps";
+    admitted.fact.namespace_ = "team";
+    admitted.fact.name = name;
+    admitted.fact.uid = "uid-" + name;
+    admitted.fact.author = author;
+    admitted.fact.verb = "update";
+    ASSERT_TRUE(facts_->RecordAdmission(admitted).ok());
   }
 
   // Runs `op` again when the first try hit the dead socket a Redis restart leaves behind.
@@ -332,6 +351,83 @@ TEST_F(SpliceStreamTest, FactsBeforeDuringAndAfterTheGrace) {
   auto modified = peer_.Next();
   ASSERT_TRUE(modified && modified->has_event());
   EXPECT_FALSE(modified->event().has_author());
+}
+
+TEST_F(SpliceStreamTest, AdmissionFactsNameWhoAskedAndNeverGuess) {
+  // Admission only (no audit access): a is in the checkpoint at 5.
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  StartStream(absl::Seconds(3), /*audit_facts=*/false, /*admission_facts=*/true);
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  // An update is matched by the version it was admitted against: the resync's 5.
+  RecordAdmission("a", redisstore::AdmissionChange::kUpdate, "alice", "r1", "5");
+  ASSERT_TRUE(store_->Append(Entry("a", "2", 6)).ok());
+  auto update = peer_.Next();
+  ASSERT_TRUE(update && update->has_event());
+  EXPECT_EQ(update->event().author().username(), "alice");
+  EXPECT_EQ(update->event().author().resolution(), "admission");
+  // A create by its uid.
+  RecordAdmission("b", redisstore::AdmissionChange::kCreate, "bob", "r2");
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 7, redisstore::ChangeOp::kAdded)).ok());
+  auto create = peer_.Next();
+  ASSERT_TRUE(create && create->has_event());
+  EXPECT_EQ(create->event().author().username(), "bob");
+  // Two users admitted against 6 (one of them lost a race): the committer, at once.
+  RecordAdmission("a", redisstore::AdmissionChange::kUpdate, "carol", "r3", "6");
+  RecordAdmission("a", redisstore::AdmissionChange::kUpdate, "dave", "r4", "6");
+  ASSERT_TRUE(store_->Append(Entry("a", "3", 8)).ok());
+  auto raced = peer_.Next(absl::Seconds(2));
+  ASSERT_TRUE(raced && raced->has_event());
+  EXPECT_FALSE(raced->event().has_author());
+  // A status-only entry (no event) still moves the version: the next update is matched at 9.
+  ASSERT_TRUE(store_->Append(Entry("a", "3", 9)).ok());
+  RecordAdmission("a", redisstore::AdmissionChange::kUpdate, "erin", "r5", "9");
+  ASSERT_TRUE(store_->Append(Entry("a", "4", 10)).ok());
+  auto after_status = peer_.Next();
+  ASSERT_TRUE(after_status && after_status->has_event());
+  EXPECT_EQ(after_status->event().author().username(), "erin");
+  // A delete by uid.
+  RecordAdmission("b", redisstore::AdmissionChange::kDelete, "frank", "r6");
+  ASSERT_TRUE(store_->Append(Entry("b", "1", 11, redisstore::ChangeOp::kDeleted)).ok());
+  auto removal = peer_.Next();
+  ASSERT_TRUE(removal && removal->has_event());
+  EXPECT_EQ(removal->event().author().username(), "frank");
+  EXPECT_EQ(metrics_
+                .GetCounter("gitopsreverser_attribution_resolutions_total", "",
+                            {{"result", "ambiguous"},
+                             {"group", ""},
+                             {"version", "v1"},
+                             {"resource", "configmaps"}})
+                .Value(),
+            1);
+}
+
+TEST_F(SpliceStreamTest, WithBothSourcesTheAuditFactWinsAndAdmissionFillsIn) {
+  ASSERT_TRUE(store_
+                  ->ReplaceCheckpoint({{"team/a", ConfigMapJson("team", "a", "1", 5)}},
+                                      core::StreamPosition::EndOf(5))
+                  .ok());
+  StartStream(absl::Milliseconds(300), /*audit_facts=*/true, /*admission_facts=*/true);
+  auto resync = peer_.Next();
+  ASSERT_TRUE(resync && resync->has_resync());
+  // Both: the audit fact (which arrives after the admission one) names the author.
+  RecordAdmission("a", redisstore::AdmissionChange::kUpdate, "mallory", "r1", "5");
+  ASSERT_TRUE(store_->Append(Entry("a", "2", 6)).ok());
+  RecordFact("a", 6, "erin");
+  auto audited = peer_.Next();
+  ASSERT_TRUE(audited && audited->has_event());
+  EXPECT_EQ(audited->event().author().username(), "erin");
+  EXPECT_EQ(audited->event().author().resolution(), "exact_user");
+  // No audit fact within the grace: the admission fact is taken.
+  RecordAdmission("a", redisstore::AdmissionChange::kUpdate, "grace", "r2", "6");
+  ASSERT_TRUE(store_->Append(Entry("a", "3", 7)).ok());
+  auto admitted = peer_.Next();
+  ASSERT_TRUE(admitted && admitted->has_event());
+  EXPECT_EQ(admitted->event().author().username(), "grace");
+  EXPECT_EQ(admitted->event().author().resolution(), "admission");
 }
 
 TEST_F(SpliceStreamTest, ARecreateNeverOvertakesTheDeleteOfTheSameName) {
