@@ -27,8 +27,12 @@ refused "- rbac.watchTypes.selected: Array must have at least 1 items" --set rba
 refused "- quickstart.gitProvider.url: String length" --set quickstart.enabled=true
 refused "- servers.admission.failurePolicy: servers.admission.failurePolicy must be one of" --set servers.admission.failurePolicy=Deny
 refused "- servers.admission.timeoutSeconds: Must be less than or equal to 30" --set servers.admission.timeoutSeconds=31
+refused "- attribution.admission.timeoutSeconds: Must be less than or equal to 30" --set attribution.admission.timeoutSeconds=31
+refused "- attribution.admission.enabeld: unknown field" --set attribution.admission.enabeld=true
 # Not the schema but the template: existing certificates need the admission webhook's CA.
 refused "servers.admission.caBundle is required with certificates.source existing" --set certificates.source=existing
+# Attribution from admission is recorded by the admission webhook.
+refused "attribution.admission.enabled needs servers.admission.enabled" --set attribution.admission.enabled=true,servers.admission.enabled=false
 # Every level with named properties refuses others (free-form maps name none).
 if ! python3 - "$chart/values.schema.json" <<'PY'
 import json, sys

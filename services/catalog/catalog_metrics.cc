@@ -72,4 +72,14 @@ void CatalogMetrics::ClaimedTypes(size_t types) {
       .Set(static_cast<double>(types));
 }
 
+void CatalogMetrics::AttributionWebhookSynced(absl::string_view outcome) {
+  registry_
+      ->GetCounter("reverser_catalog_attribution_webhook_syncs_total",
+                   "Syncs of the attribution webhook configuration's rules with the followed "
+                   "types, by outcome: written, unchanged, missing, forbidden, conflict, invalid, "
+                   "error.",
+                   {{"outcome", std::string(outcome)}})
+      .Increment();
+}
+
 }  // namespace reverser::catalog

@@ -34,6 +34,11 @@ class CatalogMetrics {
   void WatchedTypes(const reverser::v1::TableUpdate& update);
   // reverser_catalog_claimed_types: distinct types claimed by some GitTarget.
   void ClaimedTypes(size_t types);
+  // reverser_catalog_attribution_webhook_syncs_total{outcome}: syncs of the attribution
+  // webhook's rules (attribution_webhook.h): written, unchanged, missing (404), forbidden (403),
+  // conflict (409 after the retries), invalid (a malformed configuration), error. Thread-safe
+  // (the sync's worker calls it).
+  void AttributionWebhookSynced(absl::string_view outcome);
 
  private:
   runtime::MetricsRegistry* registry_;

@@ -45,6 +45,12 @@ void CatalogService::Register() {
 void CatalogService::Start() {
   if (started_) return;
   started_ = true;
+  if (!options_.attribution_webhook.configuration.empty()) {
+    // Before the actor: its first claim set is told to the sync from the actor thread.
+    attribution_webhook_ = std::make_unique<AttributionWebhookSync>(
+        *options_.client, options_.attribution_webhook, &host_.metrics());
+    attribution_webhook_->Start();
+  }
   actor_ = SpawnCatalogActor(host_.actors(), {options_.clock, options_.state, this});
   inbox_ = std::make_unique<ActorInbox>(actor_);
   status_queue_.Start();
@@ -79,6 +85,7 @@ void CatalogService::Stop() {
   status_queue_.Stop();
   probe_queue_.Stop();
   encryption_queue_.Stop();
+  if (attribution_webhook_) attribution_webhook_->Stop();
 }
 
 void CatalogService::Tick() {
@@ -121,6 +128,7 @@ void CatalogService::Publish(const CatalogState& state, const CatalogChanges& ch
       types.insert({c.type().gvr().group(), c.type().gvr().version(), c.type().gvr().resource()});
     }
     metrics_.ClaimedTypes(types.size());
+    if (attribution_webhook_) attribution_webhook_->SetFollowed(FollowedResources(*changes.claims));
     metrics.GetGauge("reverser_catalog_claims", "Claims (type, scope) published.")
         .Set(changes.claims->claims_size());
     metrics.GetGauge("reverser_catalog_claims_generation", "Generation of the claim set.")

@@ -6,7 +6,8 @@
 //   CatalogService catalog(host, options);
 //   catalog.Register();   // before host.Start(): gRPC services and readiness components
 //   host.Start();
-//   catalog.Start();      // actor, discovery loop, watches, the CommitRequest controller
+//   catalog.Start();      // actor, discovery loop, watches, the CommitRequest controller, the
+//                         // attribution webhook's rules
 //   ...
 //   catalog.Stop();       // before host.Shutdown()
 //
@@ -20,6 +21,7 @@
 #include "libs/core/clock.h"
 #include "libs/kube/rest_client.h"
 #include "libs/runtime/service_host.h"
+#include "services/catalog/attribution_webhook.h"
 #include "services/catalog/catalog_actor.h"
 #include "services/catalog/catalog_grpc.h"
 #include "services/catalog/catalog_metrics.h"
@@ -44,6 +46,9 @@ struct CatalogServiceOptions {
   // an author source every request is attributed to the committer.
   std::shared_ptr<CommitAttacher> commit_attacher;
   std::shared_ptr<CommandAuthorSource> command_authors;
+  // Non-empty configuration: keep that ValidatingWebhookConfiguration's rules equal to the
+  // followed types (attribution_webhook.h); empty: off.
+  AttributionWebhookOptions attribution_webhook;
 };
 
 class CatalogService final : public CatalogBackend, private CatalogOutputs {
@@ -87,6 +92,7 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   std::unique_ptr<DiscoveryLoop> discovery_;
   std::unique_ptr<ObjectWatches> watches_;
   std::unique_ptr<CommitRequestController> commit_requests_;
+  std::unique_ptr<AttributionWebhookSync> attribution_webhook_;
   TaskQueue status_queue_{"status"};
   TaskQueue probe_queue_{"probe"};
   TaskQueue encryption_queue_{"encryption"};

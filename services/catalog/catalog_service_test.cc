@@ -4,7 +4,10 @@
 // Time is a FakeClock: the test advances it and asks the service to tick, so settle windows
 // and removal grace are deterministic.
 
+#include "services/catalog/catalog_service.h"
+
 #include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -20,9 +23,6 @@
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "gtest/gtest.h"
-#include <sys/stat.h>
-
-#include "absl/strings/match.h"
 #include "libs/core/clock.h"
 #include "libs/git/ssh_signing.h"
 #include "libs/kube/api_error.h"
@@ -32,7 +32,7 @@
 #include "libs/runtime/service_host.h"
 #include "libs/sops/age_key_secret.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
-#include "services/catalog/catalog_service.h"
+#include "services/catalog/attribution_rules.h"
 #include "services/catalog/conditions.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/temp_dir.h"
@@ -41,8 +41,8 @@
 namespace reverser::catalog {
 namespace {
 
-using reverser::testing::WaitFor;
 using nlohmann::json;
+using reverser::testing::WaitFor;
 
 constexpr absl::Duration kWait = absl::Seconds(20);
 const core::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
@@ -108,6 +108,8 @@ class CatalogServiceTest : public ::testing::Test {
  protected:
   // The API server generation to simulate.
   virtual kubesim::Profile profile() const { return kubesim::Profile::kModern; }
+  // Options of a variant, and objects it needs before the service starts.
+  virtual void Configure(CatalogServiceOptions& /*options*/) {}
 
   void SetUp() override {
     kubesim::KubeSimOptions sim_options;
@@ -139,6 +141,7 @@ class CatalogServiceTest : public ::testing::Test {
     options.clock = &clock_;
     options.state.generation_epoch = 1000;
     options.discovery_period = absl::Hours(1);  // passes come from CRD changes and Rescan
+    Configure(options);
     service_ = std::make_unique<CatalogService>(*host_, options);
     service_->Register();
     ASSERT_TRUE(host_->Start().ok());
@@ -160,9 +163,10 @@ class CatalogServiceTest : public ::testing::Test {
     if (sim_) sim_->Stop();
   }
 
-  std::shared_ptr<kube::RestClient> MakeClient() {
+  std::shared_ptr<kube::RestClient> MakeClient(const std::string& token = "") {
     kube::ClusterConfig config;
     config.server = sim_->url();
+    config.token = token;
     auto transport = kube::HttplibTransport::Create(config);
     EXPECT_TRUE(transport.ok());
     return std::make_shared<kube::RestClient>(
@@ -172,7 +176,8 @@ class CatalogServiceTest : public ::testing::Test {
   json Create(ObjectKind kind, json object) {
     object["apiVersion"] = "configbutler.ai/v1alpha3";
     object["kind"] = std::string(KindName(kind));
-    auto created = client_->Create(GvrOf(kind), StringAt(object, {"metadata", "namespace"}), object);
+    auto created =
+        client_->Create(GvrOf(kind), StringAt(object, {"metadata", "namespace"}), object);
     EXPECT_TRUE(created.ok()) << created.status();
     return created.ok() ? *created : json();
   }
@@ -180,19 +185,20 @@ class CatalogServiceTest : public ::testing::Test {
   void CreateProvider(const std::string& ns, const std::string& name, json spec = {}) {
     if (!spec.contains("url")) spec["url"] = absl::StrCat("file://", repo_.path());
     if (!spec.contains("allowedBranches")) spec["allowedBranches"] = {"main", "release-*"};
-    Create(ObjectKind::kGitProvider, {{"metadata", {{"namespace", ns}, {"name", name}}}, {"spec", spec}});
+    Create(ObjectKind::kGitProvider,
+           {{"metadata", {{"namespace", ns}, {"name", name}}}, {"spec", spec}});
   }
   void CreateTarget(const std::string& ns, const std::string& name, const std::string& provider,
                     const std::string& branch, const std::string& path) {
     Create(ObjectKind::kGitTarget,
            {{"metadata", {{"namespace", ns}, {"name", name}}},
-            {"spec",
-             {{"providerRef", {{"name", provider}}}, {"branch", branch}, {"path", path}}}});
+            {"spec", {{"providerRef", {{"name", provider}}}, {"branch", branch}, {"path", path}}}});
   }
   void CreateWatchRule(const std::string& ns, const std::string& name, const std::string& target,
                        json rules) {
-    Create(ObjectKind::kWatchRule, {{"metadata", {{"namespace", ns}, {"name", name}}},
-                                    {"spec", {{"targetRef", {{"name", target}}}, {"rules", rules}}}});
+    Create(ObjectKind::kWatchRule,
+           {{"metadata", {{"namespace", ns}, {"name", name}}},
+            {"spec", {{"targetRef", {{"name", target}}}, {"rules", rules}}}});
   }
 
   json Get(ObjectKind kind, const std::string& ns, const std::string& name) {
@@ -296,7 +302,9 @@ json WidgetCrd() {
            {{"group", "example.com"},
             {"scope", "Namespaced"},
             {"names",
-             {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"},
+             {{"plural", "widgets"},
+              {"singular", "widget"},
+              {"kind", "Widget"},
               {"listKind", "WidgetList"}}},
             {"versions",
              {{{"name", "v1"},
@@ -311,7 +319,9 @@ TEST_F(CatalogServiceTest, ClaimsAndTablesFollowRulesOverGrpc) {
   CreateProvider("team-a", "repo");
   CreateTarget("team-a", "app", "repo", "main", "clusters/a");
   CreateWatchRule("team-a", "cm", "app",
-                  {{{"apiGroups", {""}}, {"apiVersions", {"v1"}}, {"resources", {"configmaps"}},
+                  {{{"apiGroups", {""}},
+                    {"apiVersions", {"v1"}},
+                    {"resources", {"configmaps"}},
                     {"operations", {"CREATE", "UPDATE"}}}});
 
   ASSERT_TRUE(WaitFor(
@@ -361,9 +371,9 @@ TEST_F(CatalogServiceTest, ClaimsAndTablesFollowRulesOverGrpc) {
   CreateTarget("team-a", "other", "repo", "main", "clusters/b");
   CreateWatchRule("team-a", "svc", "other", {{{"resources", {"services"}}}});
   Settle();  // version-less rules only resolve settled (activated) types
-  ASSERT_TRUE(WaitFor(
-      [&] { return claims->last() && HasClaim(*claims->last(), "", "services", "team-a"); },
-      kWait));
+  ASSERT_TRUE(
+      WaitFor([&] { return claims->last() && HasClaim(*claims->last(), "", "services", "team-a"); },
+              kWait));
   ASSERT_TRUE(WaitFor([&] { return late->last().has_value(); }, kWait));
   EXPECT_GT(late->last()->generation(), current);
   ASSERT_TRUE(client_->Delete(GvrOf(ObjectKind::kWatchRule), "team-a", "svc").ok());
@@ -378,8 +388,7 @@ TEST_F(CatalogServiceTest, ClaimsAndTablesFollowRulesOverGrpc) {
                                "Resolved"));
   EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "Reconciling", kTrue,
                                "InitialReplay"));
-  EXPECT_TRUE(
-      WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Validated", kTrue, "OK"));
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Validated", kTrue, "OK"));
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitTarget, "team-a", "app", "Reconciling", kTrue,
                                "InitialReplay"));
   EXPECT_TRUE(
@@ -435,7 +444,9 @@ TEST_F(CatalogServiceTest, InstalledCrdBecomesFollowableAfterSettleAndIsClaimed)
 
   Settle();
   ASSERT_TRUE(WaitFor(
-      [&] { return claims->last() && HasClaim(*claims->last(), "example.com", "widgets", "team-a"); },
+      [&] {
+        return claims->last() && HasClaim(*claims->last(), "example.com", "widgets", "team-a");
+      },
       kWait));
   auto record = GetType("example.com", "v1", "widgets");
   ASSERT_TRUE(record);
@@ -446,12 +457,15 @@ TEST_F(CatalogServiceTest, InstalledCrdBecomesFollowableAfterSettleAndIsClaimed)
 
   // Deleting the CRD: retained (still claimed) through the removal grace, then removed.
   ASSERT_TRUE(client_->Delete(kCrds, "", "widgets.example.com").ok());
-  ASSERT_TRUE(WaitForVerdict("example.com", "v1", "widgets", reverser::v1::FOLLOW_VERDICT_RETAINED));
+  ASSERT_TRUE(
+      WaitForVerdict("example.com", "v1", "widgets", reverser::v1::FOLLOW_VERDICT_RETAINED));
   EXPECT_TRUE(HasClaim(*claims->last(), "example.com", "widgets", "team-a"));
   clock_.Advance(typeset::Registry::kRemovalGrace + absl::Seconds(1));
   service_->Tick();
   ASSERT_TRUE(WaitFor(
-      [&] { return claims->last() && !HasClaim(*claims->last(), "example.com", "widgets", "team-a"); },
+      [&] {
+        return claims->last() && !HasClaim(*claims->last(), "example.com", "widgets", "team-a");
+      },
       kWait));
   // Refused (absence-expired) until a later scan drops the record altogether.
   auto removed = GetType("example.com", "v1", "widgets");
@@ -493,10 +507,11 @@ TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
       WaitForCondition(ObjectKind::kGitTarget, "team-a", "first", "Validated", kTrue, "OK"));
   EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "invalid", "Stalled", kTrue,
                                "InvalidRule"));
-  EXPECT_NE(ConditionMessage(ObjectKind::kWatchRule, "team-a", "invalid", "Ready").find("resources"),
-            std::string::npos);
-  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "orphan", "GitTargetReady",
-                               kFalse, "GitTargetNotFound"));
+  EXPECT_NE(
+      ConditionMessage(ObjectKind::kWatchRule, "team-a", "invalid", "Ready").find("resources"),
+      std::string::npos);
+  EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "orphan", "GitTargetReady", kFalse,
+                               "GitTargetNotFound"));
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "bad-secret", "Ready", kFalse,
                                "SecretMalformed"));
   EXPECT_TRUE(WaitForCondition(ObjectKind::kGitProvider, "team-a", "no-secret", "Ready", kFalse,
@@ -516,9 +531,9 @@ TEST_F(CatalogServiceTest, StatusReasonsForEachFailure) {
                                                         {"no-provider", "reason: ProviderNotFound"},
                                                         {"bad-branch", "reason: BranchNotAllowed"},
                                                         {"bad-path", "reason: InvalidPath"}}) {
-    auto out = reverser::testing::RunCommand(
-        {"kubectl", "--kubeconfig=" + kubeconfig, "--cache-dir=" + kube_dir.path() + "/cache",
-         "get", "gittarget", name, "-n", "team-a", "-o", "yaml"});
+    auto out = reverser::testing::RunCommand({"kubectl", "--kubeconfig=" + kubeconfig,
+                                              "--cache-dir=" + kube_dir.path() + "/cache", "get",
+                                              "gittarget", name, "-n", "team-a", "-o", "yaml"});
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(out->exit_code, 0) << out->err;
     EXPECT_NE(out->out.find(expected), std::string::npos) << out->out;
@@ -688,7 +703,8 @@ TEST_F(CatalogServiceTest, ClusterWatchRulesClaimClusterWide) {
   ASSERT_TRUE(WaitFor(
       [&] {
         auto last = claims->last();
-        return last && HasClaim(*last, "", "namespaces", "") && HasClaim(*last, "", "configmaps", "");
+        return last && HasClaim(*last, "", "namespaces", "") &&
+               HasClaim(*last, "", "configmaps", "");
       },
       kWait))
       << Get(ObjectKind::kClusterWatchRule, "", "platform").dump() << "\n"
@@ -699,7 +715,8 @@ TEST_F(CatalogServiceTest, ClusterWatchRulesClaimClusterWide) {
                                kTrue, "Resolved"));
 
   // A namespaced WatchRule on the same type adds no claim: the cluster-wide one covers it.
-  CreateWatchRule("team-a", "cm", "platform", {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}});
+  CreateWatchRule("team-a", "cm", "platform",
+                  {{{"apiGroups", {""}}, {"resources", {"configmaps"}}}});
   EXPECT_TRUE(WaitForCondition(ObjectKind::kWatchRule, "team-a", "cm", "ResourcesResolved", kTrue,
                                "Resolved"));
   EXPECT_FALSE(HasClaim(*claims->last(), "", "configmaps", "team-a"));
@@ -709,19 +726,19 @@ TEST_F(CatalogServiceTest, SurvivesDroppedWatchesAndCompaction) {
   auto claims = WatchClaims();
   CreateProvider("team-a", "repo");
   CreateTarget("team-a", "app", "repo", "main", "apps");
-  CreateWatchRule("team-a", "cm", "app", {{{"apiGroups", {""}}, {"apiVersions", {"v1"}},
-                                           {"resources", {"configmaps"}}}});
+  CreateWatchRule("team-a", "cm", "app",
+                  {{{"apiGroups", {""}}, {"apiVersions", {"v1"}}, {"resources", {"configmaps"}}}});
   ASSERT_TRUE(WaitFor(
       [&] { return claims->last() && HasClaim(*claims->last(), "", "configmaps", "team-a"); },
       kWait));
 
   // Every watch is cut: the reflectors resume from their resourceVersion.
   sim_->DropWatches();
-  CreateWatchRule("team-a", "svc", "app", {{{"apiGroups", {""}}, {"apiVersions", {"v1"}},
-                                            {"resources", {"services"}}}});
-  ASSERT_TRUE(WaitFor(
-      [&] { return claims->last() && HasClaim(*claims->last(), "", "services", "team-a"); },
-      kWait));
+  CreateWatchRule("team-a", "svc", "app",
+                  {{{"apiGroups", {""}}, {"apiVersions", {"v1"}}, {"resources", {"services"}}}});
+  ASSERT_TRUE(
+      WaitFor([&] { return claims->last() && HasClaim(*claims->last(), "", "services", "team-a"); },
+              kWait));
 
   // History compacted and watches cut: resuming gets 410 and relists; a deletion that happened
   // in between is noticed through the relist.
@@ -788,8 +805,8 @@ TEST_F(CatalogServiceTest, ManySubscribersComeAndGoWhileClaimsChange) {
       },
       kWait));
   for (const auto& stream : table_streams) {
-    EXPECT_TRUE(WaitFor([&] { return stream->last() && stream->last()->generation() == final_generation; },
-                        kWait));
+    EXPECT_TRUE(WaitFor(
+        [&] { return stream->last() && stream->last()->generation() == final_generation; }, kWait));
   }
 }
 
@@ -979,6 +996,224 @@ TEST_F(CatalogEncryptionTest, MissingSecretWithoutGenerateStallsTheTarget) {
   EXPECT_EQ(View(*tables).count("t"), 0u);
   EXPECT_TRUE(kube::IsApiNotFound(client_->Get(kSecrets, "team-a", "sops-age-key").status()));
   EXPECT_GE(Reads("MissingSecret"), 1);
+}
+
+// --- the attribution webhook's rules (--attribution_webhook_configuration) ----------------------
+
+const core::GroupVersionResource kWebhookConfigurations{"admissionregistration.k8s.io", "v1",
+                                                        "validatingwebhookconfigurations"};
+constexpr char kAttributionConfiguration[] = "reverser-attribution";
+
+// The chart's attribution configuration: one webhook, no rules (the catalog fills them).
+json AttributionConfiguration() {
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", "ValidatingWebhookConfiguration"},
+          {"metadata", {{"name", kAttributionConfiguration}}},
+          {"webhooks",
+           {{{"name", "changes.reverser.configbutler.ai"},
+             {"admissionReviewVersions", {"v1"}},
+             {"sideEffects", "NoneOnDryRun"},
+             {"failurePolicy", "Ignore"},
+             {"timeoutSeconds", 1},
+             {"clientConfig",
+              {{"service",
+                {{"namespace", "reverser"},
+                 {"name", "reverser-admission"},
+                 {"port", 9445},
+                 {"path", "/validate-operator-types"}}},
+               {"caBundle", absl::Base64Escape("-----BEGIN CERTIFICATE-----\n")}}}}}}};
+}
+
+class CatalogAttributionWebhookTest : public CatalogServiceTest {
+ protected:
+  void Configure(CatalogServiceOptions& options) override {
+    CreateConfiguration();
+    options.attribution_webhook.configuration = kAttributionConfiguration;
+    // Resets must be undone through the watch of the configuration, not a periodic re-check.
+    options.attribution_webhook.recheck_period = absl::Hours(1);
+    options.attribution_webhook.initial_backoff = absl::Milliseconds(50);
+    options.attribution_webhook.max_backoff = absl::Milliseconds(200);
+  }
+
+  void CreateConfiguration() {
+    auto created = client_->Create(kWebhookConfigurations, "", AttributionConfiguration());
+    ASSERT_TRUE(created.ok()) << created.status();
+    written_ = *created;
+  }
+
+  json Configuration() {
+    auto got = client_->Get(kWebhookConfigurations, "", kAttributionConfiguration);
+    return got.ok() ? *got : json();
+  }
+
+  // Waits until every webhook of the configuration has exactly `rules`.
+  bool WaitForRules(const json& rules) {
+    return WaitFor(
+        [&] {
+          json config = Configuration();
+          if (!config.contains("webhooks") || config["webhooks"].empty()) return false;
+          for (const json& webhook : config["webhooks"]) {
+            if (webhook.value("rules", json()) != rules) return false;
+          }
+          return true;
+        },
+        kWait);
+  }
+
+  // reverser_catalog_attribution_webhook_syncs_total{outcome=...} as /metrics shows it.
+  double Syncs(const std::string& outcome) {
+    const std::string prefix = absl::StrCat(
+        "reverser_catalog_attribution_webhook_syncs_total{outcome=\"", outcome, "\"} ");
+    for (absl::string_view line : absl::StrSplit(host_->metrics().RenderText(), '\n')) {
+      double value = 0;
+      if (absl::ConsumePrefix(&line, prefix) && absl::SimpleAtod(line, &value)) return value;
+    }
+    return 0;
+  }
+
+  // The webhook as created (with the server's defaults), but for its rules.
+  static json WithoutRules(json webhook) {
+    webhook.erase("rules");
+    return webhook;
+  }
+
+  json written_;  // the configuration as the server answered its creation
+};
+
+TEST_F(CatalogAttributionWebhookTest, RulesFollowTheFollowedTypesAndOnlyRulesAreWritten) {
+  ASSERT_FALSE(written_["webhooks"][0].contains("rules"));
+  // The registry outlives a test: counts are compared with their values at the start.
+  const double written_before = Syncs("written");
+  const double missing_before = Syncs("missing");
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "apps");
+  CreateWatchRule("team-a", "cm", "app", {{{"resources", {"configmaps"}}}});
+  CreateWatchRule("team-a", "deploy", "app", {{{"resources", {"deployments"}}}});
+
+  // The rules appear, spelled out once here as the API server stores them.
+  json both = json::array();
+  both.push_back({{"apiGroups", {""}},
+                  {"apiVersions", {"*"}},
+                  {"operations", {"CREATE", "UPDATE", "DELETE"}},
+                  {"resources", {"configmaps", "configmaps/scale"}},
+                  {"scope", "*"}});
+  both.push_back({{"apiGroups", {"apps"}},
+                  {"apiVersions", {"*"}},
+                  {"operations", {"CREATE", "UPDATE", "DELETE"}},
+                  {"resources", {"deployments", "deployments/scale"}},
+                  {"scope", "*"}});
+  both.push_back({{"apiGroups", {""}},
+                  {"apiVersions", {"*"}},
+                  {"operations", {"DELETE"}},
+                  {"resources", {"namespaces"}},
+                  {"scope", "*"}});
+  ASSERT_EQ(both, AttributionRules({{"", "configmaps"}, {"apps", "deployments"}}));
+  ASSERT_TRUE(WaitForRules(both)) << Configuration().dump(2);
+  // clientConfig, caBundle, failurePolicy, timeoutSeconds, sideEffects: as written.
+  json config = Configuration();
+  ASSERT_EQ(config["webhooks"].size(), 1u);
+  EXPECT_EQ(WithoutRules(config["webhooks"][0]), WithoutRules(written_["webhooks"][0]));
+  EXPECT_EQ(config["webhooks"][0]["clientConfig"],
+            AttributionConfiguration()["webhooks"][0]["clientConfig"]);
+  EXPECT_EQ(config["webhooks"][0]["failurePolicy"], "Ignore");
+  EXPECT_GT(Syncs("written"), written_before);
+
+  // A change that leaves the rules alone is checked (the watch) but not written again.
+  const double written = Syncs("written");
+  const double unchanged = Syncs("unchanged");
+  config["metadata"]["labels"] = {{"touched", "yes"}};
+  auto touched = client_->Update(kWebhookConfigurations, "", config);
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  ASSERT_TRUE(WaitFor([&] { return Syncs("unchanged") > unchanged; }, kWait));
+  EXPECT_EQ(Syncs("written"), written);
+  EXPECT_EQ(Configuration()["metadata"]["resourceVersion"],
+            (*touched)["metadata"]["resourceVersion"]);
+
+  // A reset (what a helm upgrade or a person may do) is undone: rules dropped, or replaced.
+  json reset = Configuration();
+  reset["webhooks"][0].erase("rules");
+  ASSERT_TRUE(client_->Update(kWebhookConfigurations, "", reset).ok());
+  ASSERT_TRUE(WaitForRules(both)) << Configuration().dump(2);
+  json other = json::array({{{"op", "replace"},
+                             {"path", "/webhooks/0/rules"},
+                             {"value",
+                              {{{"apiGroups", {"*"}},
+                                {"apiVersions", {"*"}},
+                                {"operations", {"*"}},
+                                {"resources", {"*"}}}}}}});
+  ASSERT_TRUE(client_
+                  ->Patch(kWebhookConfigurations, "", kAttributionConfiguration,
+                          kube::PatchType::kJson, other)
+                  .ok());
+  ASSERT_TRUE(WaitForRules(both)) << Configuration().dump(2);
+  EXPECT_EQ(WithoutRules(Configuration()["webhooks"][0]), WithoutRules(written_["webhooks"][0]));
+
+  // A type no longer followed leaves the rules; namespace deletes stay.
+  ASSERT_TRUE(client_->Delete(GvrOf(ObjectKind::kWatchRule), "team-a", "deploy").ok());
+  ASSERT_TRUE(WaitForRules(AttributionRules({{"", "configmaps"}}))) << Configuration().dump(2);
+
+  // A missing configuration is counted (and retried); created again, it gets the rules.
+  ASSERT_TRUE(client_->Delete(kWebhookConfigurations, "", kAttributionConfiguration).ok());
+  ASSERT_TRUE(WaitFor([&] { return Syncs("missing") > missing_before; }, kWait));
+  CreateConfiguration();
+  ASSERT_TRUE(WaitForRules(AttributionRules({{"", "configmaps"}}))) << Configuration().dump(2);
+  EXPECT_EQ(WithoutRules(Configuration()["webhooks"][0]), WithoutRules(written_["webhooks"][0]));
+}
+
+// The catalog may read its attribution configuration but not write it (RBAC): counted and
+// retried as forbidden, while the catalog goes on publishing; once allowed, the rules land.
+class CatalogAttributionWebhookForbiddenTest : public CatalogAttributionWebhookTest {
+ protected:
+  void Configure(CatalogServiceOptions& options) override {
+    CatalogAttributionWebhookTest::Configure(options);
+    sim_->authenticator().AddToken("admin", {"admin", "", {"system:masters"}});
+    sim_->authenticator().AddToken("catalog", {"catalog", "", {}});
+    client_ = MakeClient("admin");
+    kubesim::RbacRule everything_else;
+    everything_else.users = {"catalog"};
+    everything_else.verbs = {"*"};
+    everything_else.api_groups = {"", "apps", "apiextensions.k8s.io", "configbutler.ai"};
+    everything_else.resources = {"*"};
+    sim_->authorizer().AddRule(everything_else);
+    kubesim::RbacRule discovery;
+    discovery.users = {"catalog"};
+    discovery.verbs = {"get"};
+    discovery.non_resource_urls = {"*"};
+    sim_->authorizer().AddRule(discovery);
+    kubesim::RbacRule read;
+    read.users = {"catalog"};
+    read.verbs = {"get", "list", "watch"};
+    read.api_groups = {"admissionregistration.k8s.io"};
+    read.resources = {"validatingwebhookconfigurations"};
+    sim_->authorizer().AddRule(read);
+    options.client = MakeClient("catalog");
+  }
+};
+
+TEST_F(CatalogAttributionWebhookForbiddenTest, ARefusedWriteIsCountedAndRetried) {
+  // The registry outlives a test: counts are compared with their values at the start.
+  const double forbidden = Syncs("forbidden");
+  const double written = Syncs("written");
+  auto claims = WatchClaims();
+  CreateProvider("team-a", "repo");
+  CreateTarget("team-a", "app", "repo", "main", "apps");
+  CreateWatchRule("team-a", "cm", "app", {{{"resources", {"configmaps"}}}});
+  ASSERT_TRUE(WaitFor([&] { return Syncs("forbidden") >= forbidden + 2; }, kWait));  // again
+  ASSERT_TRUE(WaitFor(
+      [&] { return claims->last() && HasClaim(*claims->last(), "", "configmaps", "team-a"); },
+      kWait));
+  EXPECT_FALSE(Configuration()["webhooks"][0].contains("rules"));
+  EXPECT_EQ(Syncs("written"), written);
+
+  kubesim::RbacRule write;
+  write.users = {"catalog"};
+  write.verbs = {"update"};
+  write.api_groups = {"admissionregistration.k8s.io"};
+  write.resources = {"validatingwebhookconfigurations"};
+  sim_->authorizer().AddRule(write);
+  ASSERT_TRUE(WaitForRules(AttributionRules({{"", "configmaps"}}))) << Configuration().dump(2);
+  EXPECT_EQ(WithoutRules(Configuration()["webhooks"][0]), WithoutRules(written_["webhooks"][0]));
+  EXPECT_GT(Syncs("written"), written);
 }
 
 // A 1.27–1.33 API server: WatchList is rejected (422) and the watches fall back to LIST+WATCH.

@@ -43,6 +43,11 @@ ABSL_FLAG(bool, command_authors, true,
           "Redis (--redis_* flags). Off, or when none was recorded, the commit is the "
           "committer's.");
 
+ABSL_FLAG(std::string, attribution_webhook_configuration, "",
+          "Name of a ValidatingWebhookConfiguration whose webhooks' rules the catalog keeps equal "
+          "to the followed types (CREATE, UPDATE, DELETE of each, its /scale, and namespace "
+          "DELETEs), for attribution from admission. Only the rules are written. Empty: off.");
+
 namespace reverser::catalog {
 namespace {
 
@@ -99,6 +104,8 @@ class App final : public runtime::ServiceApp {
             std::make_shared<RedisCommandAuthors>(redis->options, redis->prefix);
       }
     }
+    options.attribution_webhook.configuration =
+        absl::GetFlag(FLAGS_attribution_webhook_configuration);
     runtime::LogInfo("kubernetes api", {{"server", config->server}, {"context", config->context}});
     service_ = std::make_unique<CatalogService>(host, std::move(options));
     service_->Register();

@@ -6,6 +6,9 @@
 {{- with .Values.additionalSensitiveResources }}
 - --additional_sensitive_resources={{ join "," . }}
 {{- end }}
+{{- if .Values.attribution.admission.enabled }}
+- --attribution_webhook_configuration={{ include "reverser.fullname" . }}-attribution
+{{- end }}
 {{- end -}}
 
 {{- define "reverser.args.materializer" -}}
@@ -36,6 +39,9 @@
 - --admission_port={{ .Values.servers.admission.port }}
 - --admission_tls_cert=/etc/reverser/admission/tls.crt
 - --admission_tls_key=/etc/reverser/admission/tls.key
+{{- if .Values.attribution.admission.enabled }}
+- --admission_attribution
+{{- end }}
 {{- else }}
 - --admission_webhook=false
 {{- end }}
@@ -46,6 +52,9 @@
 - --gitworker_address={{ include "reverser.grpcAddress" (dict "root" . "component" "gitworker") }}
 - --attribution={{ .Values.attribution.enabled }}
 - --attribution_grace={{ .Values.attribution.grace }}
+{{- if .Values.attribution.admission.enabled }}
+- --attribution_sources={{ if .Values.servers.audit.enabled }}audit,{{ end }}admission
+{{- end }}
 - --max_in_flight={{ .Values.splicer.maxInFlight | int64 }}
 {{ include "reverser.redisArgs" . }}
 {{ include "reverser.bodyKeyArgs" . }}
