@@ -246,18 +246,10 @@ def check_certificates(name, docs, want_count, namespace="reverser"):
         print(f"ok: {name}: {count} certificates chain to their CA and carry their names", flush=True)
 
 
-# Flags the chart passes for a change landing in the services separately (attribution from
-# admission: the materializer's --admission_attribution, the splicer's --attribution_sources).
-# While a binary does not know one yet, its "Unknown command line flag" is reported, not failed;
-# once it does, the flag and its value are checked like any other. Empty this list then.
-PENDING_FLAGS = {"admission_attribution", "attribution_sources"}
-
-
 def check_flags(docs, binaries):
     """Every service container's args parse with its binary's own flag parser (an unknown flag
     or an illegal value is an error before --helpshort is handled)."""
     by_name = {os.path.basename(b): b for b in binaries}
-    pending = [f"ERROR: Unknown command line flag '{f}'" for f in PENDING_FLAGS]
     checked = 0
     for obj in docs:
         if obj["kind"] != "Deployment":
@@ -269,9 +261,6 @@ def check_flags(docs, binaries):
             out = subprocess.run([by_name[c["name"]], *c.get("args", []), "--helpshort"],
                                  capture_output=True, text=True, timeout=30)
             errors = [l for l in (out.stdout + out.stderr).splitlines() if l.startswith("ERROR:")]
-            for e in [e for e in errors if e in pending]:
-                print(f"note: {c['name']} does not know a pending flag yet: {e}", flush=True)
-            errors = [e for e in errors if e not in pending]
             if errors:
                 fail(f"Deployment {obj['metadata']['name']}: its args do not parse: " + "; ".join(errors))
             checked += len(c.get("args", []))
