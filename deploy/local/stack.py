@@ -53,6 +53,17 @@ def wait_until(predicate, timeout, what, poll=0.05):
         time.sleep(poll)
 
 
+def metric_sum(text, name, **labels):
+    """Sum of a Prometheus metric's samples whose labels include `labels`."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def find_kubectl(version="1.33"):
     """The versioned kubectl binary beside the gcloud dispatcher (the dispatcher itself probes
     /version first; calling the real binary avoids that)."""
@@ -77,7 +88,7 @@ def run(cmd, check=True, **kw):
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
                  attribution_grace="3s", log=print, profile="modern", materializer_rbac=None,
-                 grpc_tls=True):
+                 grpc_tls=True, attribution="audit"):
         """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
         push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
         an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
@@ -86,7 +97,14 @@ class Stack:
         the materializer, which then runs as its own user (MATERIALIZER_USER) instead of admin —
         RBAC is on, so alice, bob and ci may do nothing either (admin is system:masters);
         grpc_tls: the mesh and Redis speak mutual TLS (as in a cluster); False runs the mesh with
-        --grpc_insecure and Redis without TLS, only for the benchmark's plaintext comparison."""
+        --grpc_insecure and Redis without TLS, only for the benchmark's plaintext comparison;
+        attribution: where authors come from — "audit" (the API server audits to the
+        materializer), "admission" (no audit webhook at all, as on a managed control plane: the
+        attribution ValidatingWebhookConfiguration sends changes to the admission webhook) or
+        "both"."""
+        if attribution not in ("audit", "admission", "both"):
+            raise ValueError(f"attribution: {attribution!r} (audit, admission, both)")
+        self.attribution = attribution
         self.bin = bin_dir
         self.root = repo_root
         self.dir = workdir or tempfile.mkdtemp(prefix="reverser-stack.")
@@ -245,17 +263,19 @@ class Stack:
                                "resources": ["subjectaccessreviews"]}]
                 json.dump([{**rule, "users": [MATERIALIZER_USER]} for rule in self.materializer_rbac + delegation], f)
             rbac_args = [f"--rbac_file={rbac}"]
+        audit_args = []
+        if self.attribution != "admission":
+            audit_args = [f"--audit_webhook_url=https://127.0.0.1:{self.ports['audit']}/audit-webhook",
+                          f"--audit_webhook_ca_file={pki}/ca.crt",
+                          f"--audit_webhook_client_cert={pki}/apiserver.crt",
+                          f"--audit_webhook_client_key={pki}/apiserver.key",
+                          "--audit_webhook_batch_max_wait_seconds=0.02",
+                          "--audit_webhook_initial_backoff_seconds=0.2"]
         # HTTPS, as a real API server: kubectl sends bearer tokens only over TLS.
         self._spawn("kube-sim", [self._binary("tools/kube-sim/kube-sim"), "--port=0", f"--port_file={port_file}", *rbac_args,
                                  f"--tls_cert_file={pki}/kube.crt", f"--tls_key_file={pki}/kube.key",
                                  f"--tokens_file={tokens}", f"--audit_policy_file={policy}",
-                                 f"--profile={self.profile}",
-                                 f"--audit_webhook_url=https://127.0.0.1:{self.ports['audit']}/audit-webhook",
-                                 f"--audit_webhook_ca_file={pki}/ca.crt",
-                                 f"--audit_webhook_client_cert={pki}/apiserver.crt",
-                                 f"--audit_webhook_client_key={pki}/apiserver.key",
-                                 "--audit_webhook_batch_max_wait_seconds=0.02",
-                                 "--audit_webhook_initial_backoff_seconds=0.2",
+                                 f"--profile={self.profile}", *audit_args,
                                  "--webhook_service_override="
                                  f"{ADMISSION_SERVICE[0]}/{ADMISSION_SERVICE[1]}=127.0.0.1:{self.ports['admission']}"])
         def port_written():
@@ -293,6 +313,34 @@ class Stack:
         # CommitRequest CREATEs go through the materializer's admission webhook, which records
         # who asked (the chart's ValidatingWebhookConfiguration).
         self.kubectl("apply", "-f", "-", input=json.dumps(self.admission_webhook_configuration()))
+        if self.attribution != "audit":
+            # The chart's attribution configuration: no rules, the catalog writes the followed
+            # types' (wait_attribution_rules).
+            self.kubectl("apply", "-f", "-", input=json.dumps(self.attribution_webhook_configuration()))
+
+    ATTRIBUTION_CONFIGURATION = "reverser-attribution"
+
+    def attribution_webhook_configuration(self):
+        config = self.admission_webhook_configuration()
+        webhook = config["webhooks"][0]
+        del webhook["rules"]
+        webhook.update({"name": "changes.reverser.configbutler.ai", "timeoutSeconds": 1})
+        config["metadata"]["name"] = self.ATTRIBUTION_CONFIGURATION
+        return config
+
+    def attribution_rules(self):
+        """(group, resource) pairs the attribution configuration's rules send to the webhook."""
+        out = self.kubectl("get", "validatingwebhookconfiguration", self.ATTRIBUTION_CONFIGURATION,
+                           "-o", "json", check=False)
+        if out.returncode != 0:
+            return set()
+        rules = json.loads(out.stdout)["webhooks"][0].get("rules") or []
+        return {(g, r) for rule in rules for g in rule.get("apiGroups", []) for r in rule.get("resources", [])}
+
+    def wait_attribution_rules(self, *group_resources, timeout=30):
+        """Until the catalog's rules send every (group, resource) given to the webhook."""
+        return wait_until(lambda: set(group_resources) <= self.attribution_rules(), timeout,
+                          f"attribution rules for {group_resources}")
 
     def admission_webhook_configuration(self):
         with open(f"{self.pki}/ca.crt", "rb") as f:
@@ -408,8 +456,11 @@ current-context: local
                     f"--catalog_address={self.grpc('catalog')}"]
         if name == "catalog":
             # CommitRequests attach to the gitworker; their command authors are read from Redis.
+            attribution = ([f"--attribution_webhook_configuration={self.ATTRIBUTION_CONFIGURATION}"]
+                           if self.attribution != "audit" else [])
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s",
-                    f"--gitworker_address={self.grpc('gitworker')}", *self.redis_auth_args(body_key=False)]
+                    f"--gitworker_address={self.grpc('gitworker')}", *self.redis_auth_args(body_key=False),
+                    *attribution]
         if name == "materializer":
             return [f"--kubeconfig={self.materializer_kubeconfig}", *self.redis_auth_args(),
                     f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",
@@ -417,12 +468,15 @@ current-context: local
                     f"--audit_client_ca={self.pki}/ca.crt", "--admission_webhook=true",
                     f"--admission_port={self.ports['admission']}",
                     f"--admission_tls_cert={self.pki}/admission.crt",
-                    f"--admission_tls_key={self.pki}/admission.key"]
+                    f"--admission_tls_key={self.pki}/admission.key",
+                    f"--admission_attribution={'false' if self.attribution == 'audit' else 'true'}"]
         if name == "splicer":
             # Its kubeconfig only reviews operators' tokens (--admin_auth=kubernetes).
             return [*self.redis_auth_args(), f"--catalog_address={self.grpc('catalog')}",
                     f"--kubeconfig={self.kubeconfig}", f"--gitworker_address={self.grpc('gitworker')}",
-                    f"--attribution_grace={self.attribution_grace}"]
+                    f"--attribution_grace={self.attribution_grace}",
+                    "--attribution_sources=" + {"audit": "audit", "admission": "admission",
+                                                "both": "audit,admission"}[self.attribution]]
         raise ValueError(name)
 
     def start_service(self, name):
@@ -652,10 +706,13 @@ def main():
     parser.add_argument("--push-cooldown", default="0s")
     parser.add_argument("--profile", default="modern", choices=["modern", "legacy"],
                         help="kube-sim's profile (legacy: no WatchList, the LIST fallback)")
+    parser.add_argument("--attribution", default="audit", choices=["audit", "admission", "both"],
+                        help="where authors come from: the API server's audit log, admission (no "
+                             "audit webhook, as on a managed control plane), or both")
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     stack = Stack(args.bin_dir, root, commit_window=args.commit_window, push_cooldown=args.push_cooldown,
-                  profile=args.profile)
+                  profile=args.profile, attribution=args.attribution)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         stack.start()

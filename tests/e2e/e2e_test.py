@@ -68,15 +68,7 @@ def ghost_document(name, ns="demo"):
     return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  k: ghost\n"
 
 
-def metric_sum(text, name, **labels):
-    """Sum of a Prometheus metric's samples whose labels include `labels`."""
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+metric_sum = local_stack.metric_sum
 
 
 def deleted_paths(stack, since, branch="main"):
