@@ -275,8 +275,68 @@ absl::Status RedisConnection::Reconnect() {
   return EnsureConnected();
 }
 
+absl::Status RedisConnection::DiscoverPrimary() {
+  std::vector<std::string> failures;
+  for (const std::string& sentinel : options_.sentinels) {
+    auto at = RedisOptions::FromAddress(sentinel);
+    if (!at.ok()) return at.status();
+    RedisOptions asked = options_;
+    asked.host = at->host;
+    asked.port = at->port;
+    asked.username = options_.sentinel_username;
+    asked.password = options_.sentinel_password;
+    asked.database = 0;
+    asked.sentinels.clear();
+    auto connection = Connect(std::move(asked));
+    if (!connection.ok()) {
+      failures.push_back(std::string(connection.status().message()));
+      continue;
+    }
+    auto reply =
+        (*connection)->Command({"SENTINEL", "get-master-addr-by-name", options_.sentinel_master});
+    if (!reply.ok()) {
+      failures.push_back(absl::StrCat(sentinel, ": ", reply.status().message()));
+      continue;
+    }
+    auto address = reply->AsStringArray();
+    int port = 0;
+    if (!address.ok() || address->size() != 2 || !absl::SimpleAtoi((*address)[1], &port)) {
+      failures.push_back(absl::StrCat(sentinel, ": no primary named ", options_.sentinel_master));
+      continue;
+    }
+    options_.host = (*address)[0];
+    options_.port = port;
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrCat("redis: no sentinel named the primary of ",
+                                             options_.sentinel_master, ": ",
+                                             absl::StrJoin(failures, "; ")));
+}
+
+absl::Status RedisConnection::CheckPrimary() {
+  auto replies = RoundTrip<RedisCommand>({{"ROLE"}});
+  if (!replies.ok()) return replies.status();
+  const RedisReply& role = replies->front();
+  if (role.IsArray() && !role.elements().empty() &&
+      role.elements()[0].type() == RedisReply::Type::kString &&
+      role.elements()[0].str() == "master") {
+    return absl::OkStatus();
+  }
+  Drop();
+  return absl::UnavailableError(absl::StrCat("redis: ", options_.host, ":", options_.port,
+                                             " is not the primary of ", options_.sentinel_master,
+                                             " (a failover in progress)"));
+}
+
 absl::Status RedisConnection::EnsureConnected() {
   if (link_ != nullptr) return absl::OkStatus();
+  if (options_.sentinels.empty()) return OpenLink();
+  RETURN_IF_ERROR(DiscoverPrimary());
+  RETURN_IF_ERROR(OpenLink());
+  return CheckPrimary();
+}
+
+absl::Status RedisConnection::OpenLink() {
   std::string where = absl::StrCat(options_.host, ":", options_.port);
   if (options_.tls) {
     // Read again for every connection, so rotated files apply; the last good ones are kept when
@@ -396,6 +456,12 @@ absl::StatusOr<std::vector<RedisReply>> RedisConnection::RoundTrip(
           reply.status());
     }
     replies.push_back(ConvertAndFree(*reply));
+  }
+  if (!options_.sentinels.empty()) {
+    for (const RedisReply& reply : replies) {
+      // A demoted primary: the next command asks the sentinels again.
+      if (reply.IsError() && absl::StartsWith(reply.str(), "READONLY")) Drop();
+    }
   }
   return replies;
 }

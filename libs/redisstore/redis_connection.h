@@ -56,6 +56,18 @@ struct RedisOptions {
   std::string tls_key_file;
   std::string tls_server_name;
 
+  // Redis behind Sentinel: with sentinels ("host:port" each), host and port are not used; each
+  // connection asks the sentinels in turn for the primary of `sentinel_master`
+  // (SENTINEL get-master-addr-by-name), connects to it and checks with ROLE that it is the
+  // primary. A connection that is closed (Sentinel drops clients on failover) or answered
+  // READONLY (a demoted primary) is dropped; the next command finds the new primary. Sentinels
+  // are reached with the same TLS settings, authenticated with the sentinel_* credentials when
+  // set.
+  std::vector<std::string> sentinels;
+  std::string sentinel_master;
+  std::string sentinel_username;
+  std::string sentinel_password;
+
   // Parses "host:port" (the --redis_address flag form).
   static absl::StatusOr<RedisOptions> FromAddress(absl::string_view address);
 };
@@ -171,6 +183,12 @@ class RedisConnection {
 
   explicit RedisConnection(RedisOptions options);
   absl::Status EnsureConnected();
+  // Connects to options_.host:port and authenticates.
+  absl::Status OpenLink();
+  // Sentinel mode: sets options_.host and port to the primary the sentinels name.
+  absl::Status DiscoverPrimary();
+  // Sentinel mode: Unavailable (and the link dropped) unless ROLE says primary.
+  absl::Status CheckPrimary();
   void SetSocketTimeout(absl::Duration timeout);
   // Sends commands, then reads one reply per command. Connection-level failures drop the
   // link (so the next call reconnects) and return Unavailable/DeadlineExceeded.

@@ -5,8 +5,10 @@
 #include <utility>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "libs/core/status.h"
 
 ABSL_FLAG(std::string, redis_address, "127.0.0.1:6379", "Redis host:port.");
@@ -29,6 +31,19 @@ ABSL_FLAG(std::string, redis_body_key_file, "",
 ABSL_FLAG(std::string, redis_password_file, "",
           "File holding the Redis password (a mounted Secret; trailing newlines are ignored). "
           "Empty: no AUTH.");
+
+ABSL_FLAG(std::string, redis_sentinels, "",
+          "Redis behind Sentinel: comma-separated host:port of the Sentinels, asked in turn for "
+          "the primary of --redis_sentinel_master at every (re)connect; --redis_address is then "
+          "not used. A failover is followed: a closed or READONLY connection finds the new "
+          "primary.");
+ABSL_FLAG(std::string, redis_sentinel_master, "",
+          "With --redis_sentinels: the name the Sentinels monitor the primary as.");
+ABSL_FLAG(std::string, redis_sentinel_username, "",
+          "With --redis_sentinels: the ACL user to authenticate to the Sentinels as.");
+ABSL_FLAG(std::string, redis_sentinel_password_file, "",
+          "With --redis_sentinels: file holding the Sentinels' password (their requirepass); "
+          "empty: no AUTH to the Sentinels.");
 
 ABSL_FLAG(bool, redis_tls, false,
           "Speak TLS to Redis (its tls-port), verifying its certificate against --redis_tls_ca "
@@ -86,11 +101,52 @@ absl::Status TlsFromFlags(RedisOptions& options) {
   return absl::OkStatus();
 }
 
+// The --redis_sentinel* flags into `options`.
+absl::Status SentinelsFromFlags(RedisOptions& options) {
+  const std::string master = absl::GetFlag(FLAGS_redis_sentinel_master);
+  const std::string username = absl::GetFlag(FLAGS_redis_sentinel_username);
+  const std::string password_file = absl::GetFlag(FLAGS_redis_sentinel_password_file);
+  for (absl::string_view sentinel :
+       absl::StrSplit(absl::GetFlag(FLAGS_redis_sentinels), ',', absl::SkipWhitespace())) {
+    sentinel = absl::StripAsciiWhitespace(sentinel);
+    if (auto at = RedisOptions::FromAddress(sentinel); !at.ok()) {
+      return core::Annotate(at.status(), "--redis_sentinels");
+    }
+    options.sentinels.emplace_back(sentinel);
+  }
+  if (options.sentinels.empty()) {
+    const std::pair<absl::string_view, absl::string_view> sentinel_only[] = {
+        {"--redis_sentinel_master", master},
+        {"--redis_sentinel_username", username},
+        {"--redis_sentinel_password_file", password_file}};
+    for (const auto& [flag, value] : sentinel_only) {
+      if (!value.empty())
+        return absl::InvalidArgumentError(absl::StrCat(flag, " needs --redis_sentinels"));
+    }
+    return absl::OkStatus();
+  }
+  if (master.empty()) {
+    return absl::InvalidArgumentError(
+        "--redis_sentinels needs --redis_sentinel_master (the name the Sentinels monitor the "
+        "primary as)");
+  }
+  options.sentinel_master = master;
+  options.sentinel_username = username;
+  if (!password_file.empty()) {
+    ASSIGN_OR_RETURN(options.sentinel_password,
+                     ReadRedisPassword(password_file, "--redis_sentinel_password_file"));
+  } else if (!username.empty()) {
+    return absl::InvalidArgumentError(
+        "--redis_sentinel_username needs --redis_sentinel_password_file");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::StatusOr<std::string> ReadRedisPassword(const std::string& path) {
+absl::StatusOr<std::string> ReadRedisPassword(const std::string& path, absl::string_view flag) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--redis_password_file: cannot read ", path));
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
   std::string password = text.str();
@@ -98,7 +154,7 @@ absl::StatusOr<std::string> ReadRedisPassword(const std::string& path) {
     password.pop_back();
   }
   if (password.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--redis_password_file: ", path, " is empty"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is empty"));
   }
   return password;
 }
@@ -120,6 +176,7 @@ absl::StatusOr<RedisSettings> RedisSettingsFromFlags() {
   } else if (!settings.options.username.empty()) {
     return absl::InvalidArgumentError("--redis_username needs --redis_password_file");
   }
+  RETURN_IF_ERROR(SentinelsFromFlags(settings.options));
   auto prefix = KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix));
   if (!prefix.ok()) return core::Annotate(prefix.status(), "--redis_key_prefix");
   prefix = KeyPrefix::Parse(absl::GetFlag(FLAGS_redis_key_prefix),

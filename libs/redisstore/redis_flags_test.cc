@@ -18,6 +18,10 @@ ABSL_DECLARE_FLAG(std::string, redis_key_prefix);
 ABSL_DECLARE_FLAG(std::string, reference_key_prefix);
 ABSL_DECLARE_FLAG(std::string, redis_username);
 ABSL_DECLARE_FLAG(std::string, redis_password_file);
+ABSL_DECLARE_FLAG(std::string, redis_sentinels);
+ABSL_DECLARE_FLAG(std::string, redis_sentinel_master);
+ABSL_DECLARE_FLAG(std::string, redis_sentinel_username);
+ABSL_DECLARE_FLAG(std::string, redis_sentinel_password_file);
 
 namespace reverser::redisstore {
 namespace {
@@ -35,6 +39,10 @@ class RedisFlagsTest : public ::testing::Test {
     absl::SetFlag(&FLAGS_redis_tls_cert, "");
     absl::SetFlag(&FLAGS_redis_tls_key, "");
     absl::SetFlag(&FLAGS_redis_tls_server_name, "");
+    absl::SetFlag(&FLAGS_redis_sentinels, "");
+    absl::SetFlag(&FLAGS_redis_sentinel_master, "");
+    absl::SetFlag(&FLAGS_redis_sentinel_username, "");
+    absl::SetFlag(&FLAGS_redis_sentinel_password_file, "");
   }
 };
 
@@ -141,6 +149,34 @@ TEST_F(RedisFlagsTest, TheAclUserAndThePasswordFromItsFile) {
   EXPECT_NE(settings.status().message().find("--redis_username needs --redis_password_file"),
             std::string::npos)
       << settings.status();
+}
+
+TEST_F(RedisFlagsTest, SentinelsNeedTheirPrimarysNameAndTheirOwnCredentials) {
+  EXPECT_TRUE(RedisSettingsFromFlags()->options.sentinels.empty());
+  absl::SetFlag(&FLAGS_redis_sentinel_master, "reverser");
+  EXPECT_TRUE(Says(Failure(), "--redis_sentinel_master needs --redis_sentinels"));
+  absl::SetFlag(&FLAGS_redis_sentinels, "s-0.sentinel:26379, s-1.sentinel:26379");
+  testing::ScopedTempDir dir("redis-flags");
+  const std::string file = dir.path() + "/sentinel-password";
+  ASSERT_TRUE(testing::WriteFile(file, "watchful\n").ok());
+  absl::SetFlag(&FLAGS_redis_sentinel_username, "watcher");
+  EXPECT_TRUE(Says(Failure(), "--redis_sentinel_username needs --redis_sentinel_password_file"));
+  absl::SetFlag(&FLAGS_redis_sentinel_password_file, file);
+  auto settings = RedisSettingsFromFlags();
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->options.sentinels,
+            (std::vector<std::string>{"s-0.sentinel:26379", "s-1.sentinel:26379"}));
+  EXPECT_EQ(settings->options.sentinel_master, "reverser");
+  EXPECT_EQ(settings->options.sentinel_username, "watcher");
+  EXPECT_EQ(settings->options.sentinel_password, "watchful");
+  absl::SetFlag(&FLAGS_redis_sentinel_password_file, dir.path() + "/absent");
+  EXPECT_TRUE(Says(Failure(), "--redis_sentinel_password_file: cannot read"));
+  absl::SetFlag(&FLAGS_redis_sentinel_password_file, file);
+  absl::SetFlag(&FLAGS_redis_sentinel_master, "");
+  EXPECT_TRUE(Says(Failure(), "--redis_sentinels needs --redis_sentinel_master"));
+  absl::SetFlag(&FLAGS_redis_sentinel_master, "reverser");
+  absl::SetFlag(&FLAGS_redis_sentinels, "no-port");
+  EXPECT_TRUE(Says(Failure(), "--redis_sentinels"));
 }
 
 TEST_F(RedisFlagsTest, ByDefaultEveryFamilyIsUnderOurPrefix) {
