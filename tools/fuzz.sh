@@ -13,7 +13,7 @@
 #                 the output base; findings are kept and listed at the end
 #   --crashes     run the known failing inputs of fuzz/crashes/<target>/ and say for each whether
 #                 it still fails (exit 1) or is fixed (move it to fuzz/corpus/<target>/ then)
-#   target        fuzzer names (default: all six)
+#   target        fuzzer names (default: all seven)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,9 +45,10 @@ declare -A max_len=(
   [sops_file_fuzzer]=16384
   [gotemplate_fuzzer]=4096
   [placement_fuzzer]=1024
+  [gitignore_fuzzer]=4096
 )
 all=(audit_eventlist_fuzzer watch_frame_fuzzer yaml_reader_fuzzer sops_file_fuzzer
-     gotemplate_fuzzer placement_fuzzer)
+     gotemplate_fuzzer placement_fuzzer gitignore_fuzzer)
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [ -n "${max_len[$t]:-}" ] || { echo "fuzz.sh: unknown fuzzer $t" >&2; exit 2; }
