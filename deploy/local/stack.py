@@ -88,7 +88,7 @@ def run(cmd, check=True, **kw):
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
                  attribution_grace="3s", log=print, profile="modern", materializer_rbac=None,
-                 grpc_tls=True, attribution="audit"):
+                 grpc_tls=True, attribution="audit", redis_sentinel=False):
         """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
         push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
         an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
@@ -101,7 +101,9 @@ class Stack:
         attribution: where authors come from — "audit" (the API server audits to the
         materializer), "admission" (no audit webhook at all, as on a managed control plane: the
         attribution ValidatingWebhookConfiguration sends changes to the admission webhook) or
-        "both"."""
+        "both"; redis_sentinel: Redis as a primary, a replica and a Sentinel (all TLS, the ACL
+        user), the services finding the primary through the Sentinel (--redis_sentinels)."""
+        self.redis_sentinel = redis_sentinel
         if attribution not in ("audit", "admission", "both"):
             raise ValueError(f"attribution: {attribution!r} (audit, admission, both)")
         self.attribution = attribution
@@ -237,6 +239,12 @@ class Stack:
         # Redis: TLS only, with the stack's CA (its certificate names 127.0.0.1).
         self.ports["redis"] = free_port()
         self._start_redis()
+        if self.redis_sentinel:
+            self.ports["redis_replica"] = free_port()
+            self.ports["redis_sentinel"] = free_port()
+            self._start_redis("redis-replica", self.ports["redis_replica"],
+                              replica_of=self.ports["redis"])
+            self._start_sentinel()
         self.redis = f"127.0.0.1:{self.ports['redis']}"
         self.log(f"==> redis-server       {self.redis} (TLS)")
 
@@ -407,41 +415,100 @@ current-context: local
         that seals sensitive bodies, which only the services that handle bodies get."""
         tls = [f"--redis_tls_ca={self.pki}/ca.crt", f"--redis_tls_cert={self.pki}/redis-client.crt",
                f"--redis_tls_key={self.pki}/redis-client.key"] if self.grpc_tls else []
-        return [f"--redis_address={self.redis}", *tls,
+        sentinel = ([f"--redis_sentinels=127.0.0.1:{self.ports['redis_sentinel']}",
+                     f"--redis_sentinel_master={self.SENTINEL_MASTER}"] if self.redis_sentinel else [])
+        return [f"--redis_address={self.redis}", *tls, *sentinel,
                 f"--redis_username={self.REDIS_USER}",
                 f"--redis_password_file={self._redis_password_file()}",
                 *([f"--redis_body_key_file={self._body_key_file()}"] if body_key else [])]
 
-    def _start_redis(self):
+    def _redis_tls_args(self, port):
+        return (["--port", "0", "--tls-port", str(port),
+                 "--tls-cert-file", f"{self.pki}/redis.crt", "--tls-key-file", f"{self.pki}/redis.key",
+                 "--tls-ca-cert-file", f"{self.pki}/ca.crt", "--tls-auth-clients", "yes",
+                 # What a replica or the Sentinel presents when it connects to a server.
+                 "--tls-client-cert-file", f"{self.pki}/redis-client.crt",
+                 "--tls-client-key-file", f"{self.pki}/redis-client.key", "--tls-replication", "yes"]
+                if self.grpc_tls else ["--port", str(port)])
+
+    def _start_redis(self, name="redis", port=None, replica_of=None):
         # No persistence, as in the stack's deployment: a restart comes back empty. TLS only (no
         # plaintext port), clients need a certificate of the stack's CA, and the default user is
         # off: every client authenticates as the ACL user (docs/security.md).
-        port = str(self.ports["redis"])
-        listen = (["--port", "0", "--tls-port", port,
-                   "--tls-cert-file", f"{self.pki}/redis.crt", "--tls-key-file", f"{self.pki}/redis.key",
-                   "--tls-ca-cert-file", f"{self.pki}/ca.crt", "--tls-auth-clients", "yes"]
-                  if self.grpc_tls else ["--port", port])
-        self._spawn("redis", ["redis-server", *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir,
-                              "--user", "default", "off",
-                              "--user", self.REDIS_USER, "on", f">{self._redis_password()}", "~*", "&*", "+@all"])
-        wait_until(lambda: self.redis_cli("ping", check=False).stdout.strip() == "PONG", 10, "redis")
+        port = port or self.ports["redis"]
+        replica = (["--replicaof", "127.0.0.1", str(replica_of), "--masteruser", self.REPLICATION_USER,
+                    "--masterauth", self._redis_password()] if replica_of else [])
+        workdir = os.path.join(self.dir, name)
+        os.makedirs(workdir, exist_ok=True)
+        self._spawn(name, ["redis-server", *self._redis_tls_args(port), "--bind", "127.0.0.1", "--save", "",
+                           "--appendonly", "no", "--dir", workdir, *replica,
+                           "--user", "default", "off",
+                           "--user", self.REDIS_USER, "on", f">{self._redis_password()}", "~*", "&*", "+@all",
+                           # Replicas connect as their own user, so a test can cut one off.
+                           "--user", self.REPLICATION_USER, "on", f">{self._redis_password()}", "+psync",
+                           "+replconf", "+ping"])
+        wait_until(lambda: run(self.redis_cli_argv("ping", port=port), check=False).stdout.strip() == "PONG",
+                   10, name)
+
+    SENTINEL_MASTER = "reverser"
+    REPLICATION_USER = "replicator"
+
+    def cut_off_replica(self):
+        """The primary stops serving its replica (its user is disabled, its link closed): from
+        now on the replica misses every write, as a lagging replica does."""
+        self.redis_cli("ACL", "SETUSER", self.REPLICATION_USER, "off")
+        self.redis_cli("CLIENT", "KILL", "USER", self.REPLICATION_USER)
+        wait_until(lambda: "master_link_status:down" in run(
+            self.redis_cli_argv("INFO", "replication", port=self.ports["redis_replica"])).stdout,
+            10, "the replica to lose its primary")
+
+    def _start_sentinel(self):
+        """One Sentinel (quorum 1, a primary is down after 1 s) monitoring the stack's primary."""
+        conf = os.path.join(self.dir, "sentinel.conf")
+        tls = ""
+        if self.grpc_tls:
+            tls = (f"port 0\ntls-port {self.ports['redis_sentinel']}\n"
+                   f"tls-cert-file {self.pki}/redis.crt\ntls-key-file {self.pki}/redis.key\n"
+                   f"tls-ca-cert-file {self.pki}/ca.crt\ntls-auth-clients yes\n"
+                   f"tls-client-cert-file {self.pki}/redis-client.crt\n"
+                   f"tls-client-key-file {self.pki}/redis-client.key\ntls-replication yes\n")
+        else:
+            tls = f"port {self.ports['redis_sentinel']}\n"
+        m = self.SENTINEL_MASTER
+        with open(conf, "w") as f:
+            f.write(f"{tls}bind 127.0.0.1\ndir {self.dir}\n"
+                    f"sentinel monitor {m} 127.0.0.1 {self.ports['redis']} 1\n"
+                    f"sentinel auth-user {m} {self.REDIS_USER}\nsentinel auth-pass {m} {self._redis_password()}\n"
+                    f"sentinel down-after-milliseconds {m} 1000\nsentinel failover-timeout {m} 5000\n")
+        self._spawn("redis-sentinel", ["redis-server", conf, "--sentinel"])
+        wait_until(lambda: self.redis_primary_port() == self.ports["redis"], 10, "the Sentinel")
+
+    def redis_primary_port(self):
+        """The port of the server the Sentinel names as primary (the stack's own without one)."""
+        if not self.redis_sentinel:
+            return self.ports["redis"]
+        out = run(self.redis_cli_argv("SENTINEL", "get-master-addr-by-name", self.SENTINEL_MASTER,
+                                      port=self.ports["redis_sentinel"], auth=False), check=False)
+        lines = out.stdout.split()
+        return int(lines[1]) if out.returncode == 0 and len(lines) == 2 else None
 
     def redis_cli(self, *args, check=True):
         return run(self.redis_cli_argv(*args), check=check)
 
-    def redis_cli_argv(self, *args):
+    def redis_cli_argv(self, *args, port=None, auth=True):
         """redis-cli as the services connect: TLS against the stack's CA with the client
-        certificate, as the ACL user."""
+        certificate, as the ACL user, to the primary (or `port`)."""
         tls = ["--tls", "--cacert", f"{self.pki}/ca.crt", "--cert", f"{self.pki}/redis-client.crt",
                "--key", f"{self.pki}/redis-client.key"] if self.grpc_tls else []
-        return ["redis-cli", "-h", "127.0.0.1", "-p", str(self.ports["redis"]), *tls, "--user", self.REDIS_USER,
-                "--pass", self._redis_password(), "--no-auth-warning", *args]
+        port = port or self.redis_primary_port() or self.ports["redis"]
+        login = ["--user", self.REDIS_USER, "--pass", self._redis_password(), "--no-auth-warning"] if auth else []
+        return ["redis-cli", "-h", "127.0.0.1", "-p", str(port), *tls, *login, *args]
 
     def restart_redis(self):
         """Kills redis-server (SIGKILL, as a crash or a rescheduled pod) and starts a fresh one on
         the same port: every key is gone. The reverser services keep running."""
         self.kill("redis")
-        dump = os.path.join(self.dir, "dump.rdb")
+        dump = os.path.join(self.dir, "redis", "dump.rdb")
         if os.path.exists(dump):
             os.unlink(dump)
         self._start_redis()

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Lost Redis state: while kubectl changes flow, redis-server is killed and a fresh, empty one is
-started on the same port (no persistence, as a rescheduled pod). Without a restart of any reverser
-service the mirror converges to exactly the cluster state (every object's file with its current
-content, no file of a deleted object), and no commit pushed during the run deletes the file of an
-object that existed the whole time."""
+"""Lost Redis state: while kubectl changes flow, Redis loses acknowledged writes — redis-server is
+killed and a fresh, empty one is started on the same port (no persistence, as a rescheduled pod),
+or (behind Sentinel) the primary dies and a replica that missed the last writes is promoted.
+Without a restart of any reverser service the mirror converges to exactly the cluster state
+(every object's file with its current content, no file of a deleted object), and no commit pushed
+during the run deletes the file of an object that existed the whole time."""
 import json
 import os
 import sys
@@ -26,10 +27,14 @@ def configmap(name, value):
                        "metadata": {"name": name, "namespace": "demo"}, "data": {"v": str(value)}})
 
 
-class RedisLoss(unittest.TestCase):
+class RedisLossCase(unittest.TestCase):
+    """A stack mirroring configmaps, and the loss scenario (no tests of its own)."""
+
+    stack_options = {}
+
     def setUp(self):
         self.stack = local_stack.Stack(ROOT, ROOT, commit_window="0s", push_cooldown="0s",
-                                       attribution_grace="1s", log=lambda *_: None)
+                                       attribution_grace="1s", log=lambda *_: None, **self.stack_options)
         self.stack.start()
         self.stack.apply_mirror(PATH, rules=[{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}])
         self.stack.wait_for_streams(1)
@@ -55,7 +60,9 @@ class RedisLoss(unittest.TestCase):
                 total += float(line.rsplit(" ", 1)[1])
         return total
 
-    def test_redis_restarted_empty_while_changes_flow(self):
+    def loses_writes_while_changes_flow(self, lose):
+        """Runs writers, calls `lose()` (which returns once Redis lost acknowledged writes) while
+        they run, and checks the mirror converges without deleting a stable object's file."""
         for name in STABLE:
             self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap(name, 0))
         local_stack.wait_until(lambda: all(n in self.git_state() for n in STABLE), 30, "the stable objects in Git")
@@ -86,7 +93,7 @@ class RedisLoss(unittest.TestCase):
         try:
             # Changes flow into Git before the loss...
             local_stack.wait_until(lambda: self.newest_stable_in_git() >= 3, 30, "changes to reach Git")
-            self.stack.restart_redis()
+            lose(progress)
             written_before_loss = progress["written"]
             # ...the loss is noticed by the services themselves...
             local_stack.wait_until(lambda: self.metric("materializer", "reverser_materializer_state_lost_total") >= 1,
@@ -131,6 +138,33 @@ class RedisLoss(unittest.TestCase):
         self.assertIn("rebuilt after Redis state loss", self.stack.logs("materializer"))
         resyncs = self.metric("splicer", "reverser_splicer_resyncs_total")
         self.assertGreaterEqual(resyncs, 2, "the splicer resynced from the rebuilt checkpoint")
+
+
+
+class RedisLoss(RedisLossCase):
+    def test_redis_restarted_empty_while_changes_flow(self):
+        self.loses_writes_while_changes_flow(lambda progress: self.stack.restart_redis())
+
+
+class RedisSentinelFailover(RedisLossCase):
+    """Redis behind Sentinel: the primary dies while the replica lags (cut off from it, so it
+    missed the last acknowledged writes), and the Sentinel promotes that replica."""
+
+    stack_options = {"redis_sentinel": True}
+
+    def test_failover_to_a_replica_that_missed_writes(self):
+        def lose(progress):
+            self.stack.cut_off_replica()
+            # Writes acknowledged by the primary alone (the Sentinel promotes only a replica that
+            # lost its primary less than ~10 s ago: a few writes, not a long wait).
+            mark = progress["written"]
+            local_stack.wait_until(lambda: progress["written"] >= mark + 3, 30, "writes the replica misses")
+            self.stack.kill("redis")  # the primary dies
+            local_stack.wait_until(lambda: self.stack.redis_primary_port() == self.stack.ports["redis_replica"],
+                                   60, "the Sentinel to promote the replica", poll=0.2)
+
+        self.loses_writes_while_changes_flow(lose)
+        self.assertEqual(self.stack.redis_primary_port(), self.stack.ports["redis_replica"])
 
 
 if __name__ == "__main__":
