@@ -399,7 +399,7 @@ absl::StatusOr<WatchFigure> WatchAppends(const testing::RedisServer& redis) {
 
   auto connection = redisstore::ConnectTo(redis);
   if (!connection.ok()) return connection.status();
-  const std::string stream = "reverser:mat:v1:configmaps:ns:bench:stream";
+  const std::string stream = "reverser:mat:v1:{configmaps:ns:bench}:stream";
   materializer::TypeMaterializer resumed(client, options, &metrics);
   absl::Time start = absl::Now();
   resumed.Start();

@@ -29,6 +29,12 @@ absl::StatusOr<std::string> ParseOwnPrefix(absl::string_view raw) {
           absl::StrCat("redis key prefix \"", raw, "\" contains '", std::string(1, c),
                        "': glob characters (*?[]\\) and '%' are not allowed"));
     }
+    if (c == '{' || c == '}') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("redis key prefix \"", raw,
+                       "\" contains a brace: '{' and '}' would move the keys' Redis Cluster hash "
+                       "tag into the prefix"));
+    }
     if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f) {
       return absl::InvalidArgumentError(absl::StrCat("redis key prefix \"", absl::CEscape(raw),
                                                      "\" contains whitespace or a control byte"));
@@ -106,7 +112,9 @@ MaterializationKeys MaterializationKeys::ForIndexMember(const KeyPrefix& prefix,
                                                         absl::string_view member) {
   MaterializationKeys keys;
   keys.index_member = std::string(member);
-  keys.base = absl::StrCat(prefix.value(), ":mat:v1:", keys.index_member);
+  // `{<GR>:<scope>}` is a Redis Cluster hash tag: every key of one materialization lands in one
+  // slot, so its scripts and transactions need no key change to run on a cluster.
+  keys.base = absl::StrCat(prefix.value(), ":mat:v1:{", keys.index_member, "}");
   keys.stream = absl::StrCat(keys.base, ":stream");
   keys.checkpoint_items = absl::StrCat(keys.base, ":ckpt:items");
   keys.checkpoint_rv = absl::StrCat(keys.base, ":ckpt:rv");

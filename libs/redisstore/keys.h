@@ -70,7 +70,7 @@ struct MaterializationKeys {
   // The same keys from an index member (`<GR>:<scope>`), for boot-time enumeration.
   static MaterializationKeys ForIndexMember(const KeyPrefix& prefix, absl::string_view member);
 
-  std::string base;              // P:mat:v1:<GR>:<scope>
+  std::string base;              // P:mat:v1:{<GR>:<scope>} (a hash tag: one Cluster slot)
   std::string stream;            // …:stream       STREAM, IDs <rv>-<seq>
   std::string checkpoint_items;  // …:ckpt:items   HASH identity -> object JSON
   std::string checkpoint_rv;     // …:ckpt:rv      STRING checkpoint position <rv>-<seq>

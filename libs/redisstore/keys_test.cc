@@ -36,17 +36,26 @@ TEST(KeysTest, EscapesPercentThenColon) {
 TEST(KeysTest, MaterializationKeyShapes) {
   auto core =
       MaterializationKeys::For(KeyPrefix::Default(), kConfigMaps, core::WatchScope::Cluster());
-  EXPECT_EQ(core.stream, "reverser:mat:v1:configmaps:cluster:stream");
-  EXPECT_EQ(core.checkpoint_items, "reverser:mat:v1:configmaps:cluster:ckpt:items");
-  EXPECT_EQ(core.checkpoint_rv, "reverser:mat:v1:configmaps:cluster:ckpt:rv");
-  EXPECT_EQ(core.checkpoint_meta, "reverser:mat:v1:configmaps:cluster:ckpt:meta");
-  EXPECT_EQ(core.state, "reverser:mat:v1:configmaps:cluster:state");
-  EXPECT_EQ(core.counts, "reverser:mat:v1:configmaps:cluster:counts");
+  EXPECT_EQ(core.stream, "reverser:mat:v1:{configmaps:cluster}:stream");
+  EXPECT_EQ(core.checkpoint_items, "reverser:mat:v1:{configmaps:cluster}:ckpt:items");
+  EXPECT_EQ(core.checkpoint_rv, "reverser:mat:v1:{configmaps:cluster}:ckpt:rv");
+  EXPECT_EQ(core.checkpoint_meta, "reverser:mat:v1:{configmaps:cluster}:ckpt:meta");
+  EXPECT_EQ(core.state, "reverser:mat:v1:{configmaps:cluster}:state");
+  EXPECT_EQ(core.counts, "reverser:mat:v1:{configmaps:cluster}:counts");
   EXPECT_EQ(core.index_member, "configmaps:cluster");
   auto apps =
       MaterializationKeys::For(Prefix("p:"), kDeployments, core::WatchScope::Namespace("team-a"));
-  EXPECT_EQ(apps.stream, "p:mat:v1:apps/deployments:ns:team-a:stream");
-  EXPECT_EQ(apps.CheckpointStaging("g1"), "p:mat:v1:apps/deployments:ns:team-a:ckpt:items:next:g1");
+  EXPECT_EQ(apps.stream, "p:mat:v1:{apps/deployments:ns:team-a}:stream");
+  // One hash tag for every key of the materialization: one Redis Cluster slot.
+  for (const std::string& key :
+       {apps.stream, apps.checkpoint_items, apps.checkpoint_rv, apps.checkpoint_meta, apps.state,
+        apps.counts, apps.CheckpointStaging("g1")}) {
+    EXPECT_NE(key.find("{apps/deployments:ns:team-a}"), std::string::npos) << key;
+    EXPECT_EQ(key.find('{'), key.rfind('{')) << key;
+  }
+  EXPECT_FALSE(KeyPrefix::Parse("team{a}").ok());
+  EXPECT_EQ(apps.CheckpointStaging("g1"),
+            "p:mat:v1:{apps/deployments:ns:team-a}:ckpt:items:next:g1");
   EXPECT_EQ(MaterializationIndexKey(Prefix("p")), "p:mat:v1:index");
 }
 

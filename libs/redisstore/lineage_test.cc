@@ -170,9 +170,9 @@ TEST_F(StoreLineageTest, EveryListCheckpointStartsAnIncarnationAndCompactionKeep
   auto first = store_->ReplaceCheckpoint(Items(3), StreamPosition::EndOf(10));
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->incarnation.size(), 16u);
-  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:configmaps:cluster:ckpt:meta", "incarnation"}),
+  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:{configmaps:cluster}:ckpt:meta", "incarnation"}),
             first->incarnation);
-  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:configmaps:cluster:ckpt:meta", "items"}), "3");
+  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:{configmaps:cluster}:ckpt:meta", "items"}), "3");
   ASSERT_TRUE(store_->Append(Change("o9", 11)).ok());
   auto compacted = store_->Compact();
   ASSERT_TRUE(compacted.ok() && compacted->compacted) << compacted.status();
@@ -182,7 +182,7 @@ TEST_F(StoreLineageTest, EveryListCheckpointStartsAnIncarnationAndCompactionKeep
   EXPECT_EQ(mark->checkpoint, StreamPosition(11, 0));
   EXPECT_EQ(mark->top, StreamPosition(11, 0));
   EXPECT_FALSE(mark->damaged);
-  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:configmaps:cluster:ckpt:meta", "items"}), "4");
+  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:{configmaps:cluster}:ckpt:meta", "items"}), "4");
 
   auto second = store_->ReplaceCheckpoint(Items(2), StreamPosition::EndOf(12));
   ASSERT_TRUE(second.ok() && second->swapped);
@@ -209,7 +209,7 @@ TEST_F(StoreLineageTest, GuardedAppendsWriteNothingOntoAFlushedMaterialization) 
   auto refused = store_->AppendAll({Change("o1", 12), Change("o0", 13)});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(StateLossOf(refused.status()), StateLoss::kCheckpointVanished) << refused.status();
-  EXPECT_EQ(Cli({"EXISTS", "reverser:mat:v1:configmaps:cluster:stream"}), "0");
+  EXPECT_EQ(Cli({"EXISTS", "reverser:mat:v1:{configmaps:cluster}:stream"}), "0");
   EXPECT_EQ(Cli({"DBSIZE"}), "0");
   // An unguarded writer (the audit intake) still appends, as before.
   MaterializationStore unguarded(redis_.get(), KeyPrefix::Default(), kConfigMaps,
@@ -263,12 +263,12 @@ TEST_F(StoreLineageTest, AnOlderSnapshotIsNoticedByWritersAndReaders) {
   EXPECT_EQ(reader.Observe(batch->mark).verdict, Verdict::kSame);
 
   ASSERT_TRUE(server_->Restart().ok());  // crash: back at the snapshot (top 11)
-  ASSERT_EQ(Cli({"HGET", "reverser:mat:v1:configmaps:cluster:counts", "top"}), "11-0");
+  ASSERT_EQ(Cli({"HGET", "reverser:mat:v1:{configmaps:cluster}:counts", "top"}), "11-0");
 
   auto refused = AfterReconnect([&] { return store_->Append(Change("o3", 14)); });
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(StateLossOf(refused.status()), StateLoss::kWentBackwards) << refused.status();
-  EXPECT_EQ(Cli({"XLEN", "reverser:mat:v1:configmaps:cluster:stream"}), "1");
+  EXPECT_EQ(Cli({"XLEN", "reverser:mat:v1:{configmaps:cluster}:stream"}), "1");
 
   batch = AfterReconnect([&] { return reader_store.ReadAfter(StreamPosition(13, 0), 100); });
   ASSERT_TRUE(batch.ok()) << batch.status();
@@ -290,7 +290,7 @@ TEST_F(StoreLineageTest, ACheckpointThatLostItemsIsNeverSpliced) {
   LineageTracker writer;
   store_->GuardAppends(&writer);
   ASSERT_TRUE(store_->ReplaceCheckpoint(Items(3), StreamPosition::EndOf(10)).ok());
-  ASSERT_EQ(Cli({"HDEL", "reverser:mat:v1:configmaps:cluster:ckpt:items", "default/o1"}), "1");
+  ASSERT_EQ(Cli({"HDEL", "reverser:mat:v1:{configmaps:cluster}:ckpt:items", "default/o1"}), "1");
   auto view = store_->Load();
   ASSERT_TRUE(view.ok()) << view.status();
   EXPECT_FALSE(view->checkpoint.has_value());  // fail closed: no resync from a partial set
@@ -306,9 +306,9 @@ TEST_F(StoreLineageTest, ACheckpointThatLostItemsIsNeverSpliced) {
 
 TEST_F(StoreLineageTest, ACheckpointWithoutMetaIsALegacyIncarnation) {
   // Written before `ckpt:meta` existed: usable, incarnation "".
-  ASSERT_EQ(Cli({"SET", "reverser:mat:v1:configmaps:cluster:ckpt:rv", "10-18446744073709551615"}),
+  ASSERT_EQ(Cli({"SET", "reverser:mat:v1:{configmaps:cluster}:ckpt:rv", "10-18446744073709551615"}),
             "OK");
-  ASSERT_EQ(Cli({"HSET", "reverser:mat:v1:configmaps:cluster:ckpt:items", "default/a", "{}"}), "1");
+  ASSERT_EQ(Cli({"HSET", "reverser:mat:v1:{configmaps:cluster}:ckpt:items", "default/a", "{}"}), "1");
   auto view = store_->Load();
   ASSERT_TRUE(view.ok() && view->checkpoint.has_value());
   EXPECT_EQ(view->mark.incarnation, "");
@@ -318,7 +318,7 @@ TEST_F(StoreLineageTest, ACheckpointWithoutMetaIsALegacyIncarnation) {
   ASSERT_TRUE(store_->Append(Change("a", 11)).ok());
   auto compacted = store_->Compact();
   ASSERT_TRUE(compacted.ok() && compacted->compacted) << compacted.status();
-  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:configmaps:cluster:ckpt:meta", "items"}), "1");
+  EXPECT_EQ(Cli({"HGET", "reverser:mat:v1:{configmaps:cluster}:ckpt:meta", "items"}), "1");
 }
 
 }  // namespace

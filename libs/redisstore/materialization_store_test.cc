@@ -798,7 +798,7 @@ TEST_F(MaterializationStoreTest, StateIndexAndRelease) {
 
   MustAppend(Change(ChangeOp::kAdded, "a", "1"));
   ASSERT_TRUE(store_->Release().ok());
-  auto keys = redis_->Command({"KEYS", "reverser:mat:v1:configmaps:*"});
+  auto keys = redis_->Command({"KEYS", "reverser:mat:v1:{configmaps:*"});
   ASSERT_TRUE(keys.ok());
   EXPECT_TRUE(keys->elements().empty()) << keys->DebugString();
   auto after = ListMaterializations(*redis_, KeyPrefix::Default());

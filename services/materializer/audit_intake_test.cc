@@ -467,11 +467,11 @@ TEST_F(AuditIntakeTest, UnclaimedTypesGetFactsButNoStream) {
   FlushAudit();
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        auto n = redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:stream"});
+        auto n = redis_->Cli({"EXISTS", "reverser:mat:v1:{configmaps:ns:team}:stream"});
         return n.ok() && *n == "1\n";
       },
       absl::Seconds(20)));
-  auto keys = redis_->Cli({"--scan", "--pattern", "reverser:mat:v1:secrets*"});
+  auto keys = redis_->Cli({"--scan", "--pattern", "reverser:mat:v1:{secrets*"});
   ASSERT_TRUE(keys.ok());
   EXPECT_EQ(*keys, "");
   auto facts = redis_->Cli({"--scan", "--pattern", "reverser:author:v1:audit:secrets:*"});
@@ -588,7 +588,7 @@ TEST_F(AuditIntakeTest, BinaryAuditIntakeAndCompactOverGrpc) {
     EXPECT_EQ(absl::StrCat(response.results(0).checkpoint().rv()), rv_of_a);
     EXPECT_EQ(response.results(0).error(), "");
   }
-  EXPECT_EQ(*redis_->Cli({"XLEN", "reverser:mat:v1:configmaps:ns:team:stream"}), "0\n");
+  EXPECT_EQ(*redis_->Cli({"XLEN", "reverser:mat:v1:{configmaps:ns:team}:stream"}), "0\n");
   EXPECT_TRUE(Converged(kConfigMaps));
   {
     grpc::ClientContext context;

@@ -338,7 +338,7 @@ TEST_F(MaterializerTest, RedisRestartedEmptyIsRebuiltWhileChangesFlow) {
   EXPECT_EQ(worker.Status().state_losses, 1);
   EXPECT_EQ(worker.Status().replays, 2);
   EXPECT_EQ(StateLost(metrics_, "checkpoint_vanished"), 1);
-  auto meta = redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:meta", "incarnation"});
+  auto meta = redis_->Cli({"HGET", "reverser:mat:v1:{configmaps:ns:team}:ckpt:meta", "incarnation"});
   ASSERT_TRUE(meta.ok());
   EXPECT_EQ(meta->size(), 17u) << *meta;  // a new incarnation (16 hex digits and a newline)
   // Later changes are appended as before.
@@ -370,7 +370,7 @@ TEST_F(MaterializerTest, LostStateIsNoticedWithoutChangesAndShownUntilRebuilt) {
   EXPECT_EQ(worker.Status().checkpoint, "");
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        auto state = redis_->Cli({"GET", "reverser:mat:v1:configmaps:ns:team:state"});
+        auto state = redis_->Cli({"GET", "reverser:mat:v1:{configmaps:ns:team}:state"});
         return state.ok() &&
                absl::StrContains(*state, "Rebuilding after Redis state loss (the checkpoint vanished)");
       },
@@ -459,12 +459,12 @@ TEST_F(MaterializerTest, SupervisorRunsOneWorkerPerClaimAndReleasesWithdrawnOnes
   ASSERT_TRUE(testing::WaitFor([&] { return workers == 1 && Converged(); }, absl::Seconds(20)));
   ASSERT_TRUE(testing::WaitFor([&] { return WatchRequests() >= 1; }, absl::Seconds(10)));
   EXPECT_EQ(WatchRequests(), 1);
-  EXPECT_EQ(*redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}), "1\n");
+  EXPECT_EQ(*redis_->Cli({"EXISTS", "reverser:mat:v1:{configmaps:ns:team}:ckpt:rv"}), "1\n");
   // Withdrawn: the worker stops and the keys go.
   caf::anon_send(supervisor, claims_atom::value, reverser::v1::ClaimSet());
   ASSERT_TRUE(testing::WaitFor([&] { return workers == 0; }, absl::Seconds(20)));
   ASSERT_TRUE(testing::WaitFor(
-      [&] { return *redis_->Cli({"EXISTS", "reverser:mat:v1:configmaps:ns:team:ckpt:rv"}) == "0\n"; },
+      [&] { return *redis_->Cli({"EXISTS", "reverser:mat:v1:{configmaps:ns:team}:ckpt:rv"}) == "0\n"; },
       absl::Seconds(10)));
   caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
 }
@@ -486,7 +486,7 @@ TEST_F(MaterializerTest, BinaryMaterializesAndRecordsAuthorFacts) {
   // during the sync it would land in the checkpoint and no append would be counted).
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        auto state = redis_->Cli({"GET", "reverser:mat:v1:configmaps:ns:team:state"});
+        auto state = redis_->Cli({"GET", "reverser:mat:v1:{configmaps:ns:team}:state"});
         return state.ok() && absl::StrContains(*state, "\"Streaming\"");
       },
       absl::Seconds(20)));
@@ -568,7 +568,7 @@ TEST_F(MaterializerTest, SupervisorRebuildsATypeThatBecomesSensitiveSealedAndBac
   auto claims = rules::ParseStaticClaims("v1/configmaps@team");
   ASSERT_TRUE(claims.ok());
   auto stored = [&] {
-    return redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:items", "team/plain"})
+    return redis_->Cli({"HGET", "reverser:mat:v1:{configmaps:ns:team}:ckpt:items", "team/plain"})
         .value_or("");
   };
   caf::anon_send(supervisor, claims_atom::value, *claims);
@@ -622,7 +622,7 @@ TEST_F(MaterializerTest, StaticClaimsOfSecretsAreSealedInRedis) {
   std::string stored;
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        auto item = redis_->Cli({"HGET", "reverser:mat:v1:secrets:ns:team:ckpt:items", "team/db"});
+        auto item = redis_->Cli({"HGET", "reverser:mat:v1:{secrets:ns:team}:ckpt:items", "team/db"});
         stored = item.value_or("");
         return item.ok() && !stored.empty() && stored != "\n";
       },

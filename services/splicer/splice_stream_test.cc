@@ -158,7 +158,7 @@ class SpliceStreamTest : public ::testing::Test {
   }
   // The materialization's current incarnation.
   std::string Incarnation() {
-    auto v = redis_->Cli({"HGET", "reverser:mat:v1:configmaps:ns:team:ckpt:meta", "incarnation"});
+    auto v = redis_->Cli({"HGET", "reverser:mat:v1:{configmaps:ns:team}:ckpt:meta", "incarnation"});
     return v.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*v)) : "";
   }
 
@@ -648,7 +648,7 @@ TEST_F(SpliceStreamTest, ACheckpointThatLostItemsIsNotSpliced) {
                                       core::StreamPosition::EndOf(5))
                   .ok());
   ASSERT_TRUE(
-      redis_->Cli({"HDEL", "reverser:mat:v1:configmaps:ns:team:ckpt:items", "team/b"}).ok());
+      redis_->Cli({"HDEL", "reverser:mat:v1:{configmaps:ns:team}:ckpt:items", "team/b"}).ok());
   StartStream(absl::ZeroDuration());
   ASSERT_TRUE(testing::WaitFor([&] { return stream_->Status().reason == kRedisStateLostReason; },
                                absl::Seconds(10)));

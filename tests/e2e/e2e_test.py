@@ -139,9 +139,9 @@ class E2E(unittest.TestCase):
 
     def test_01_namespaced_rule_opens_namespaced_materialization_only(self):
         keys = local_stack.run(self.stack.redis_cli_argv("--scan", "--pattern",
-                                "reverser:mat:v1:configmaps:*:ckpt:rv")).stdout.split()
-        self.assertIn("reverser:mat:v1:configmaps:ns:demo:ckpt:rv", keys)
-        self.assertNotIn("reverser:mat:v1:configmaps:cluster:ckpt:rv", keys)
+                                "reverser:mat:v1:{configmaps:*}:ckpt:rv")).stdout.split()
+        self.assertIn("reverser:mat:v1:{configmaps:ns:demo}:ckpt:rv", keys)
+        self.assertNotIn("reverser:mat:v1:{configmaps:cluster}:ckpt:rv", keys)
 
     def test_02_initial_replay_is_one_resync_with_the_existing_objects(self):
         self.stack.wait_for_file(f"{PATH}/demo/configmaps/preexisting.yaml")

@@ -95,13 +95,13 @@ class NamespaceOnlyRbac(unittest.TestCase):
         self.stack.wait_for_file(f"{NS_PATH}/demo/configmaps/before.yaml")
         self.stack.kubectl("apply", "-f", "-", input=configmap("live", value="1"))
         self.stack.wait_for_file(f"{NS_PATH}/demo/configmaps/live.yaml")
-        keys = self.stack.redis_cli("--scan", "--pattern", "reverser:mat:v1:configmaps:*:ckpt:rv").stdout.split()
-        self.assertEqual(keys, ["reverser:mat:v1:configmaps:ns:demo:ckpt:rv"])
+        keys = self.stack.redis_cli("--scan", "--pattern", "reverser:mat:v1:{configmaps:*}:ckpt:rv").stdout.split()
+        self.assertEqual(keys, ["reverser:mat:v1:{configmaps:ns:demo}:ckpt:rv"])
         requests = self.stack.sim("GET", "/_sim/requests")["requests"]
         self.assertTrue(any(r.startswith("GET /api/v1/namespaces/demo/configmaps?") for r in requests), requests)
         # The cluster-wide materialization is what the ClusterWatchRule needs: forbidden.
         state = self.wait_for(lambda: json.loads(self.stack.redis_cli(
-            "GET", "reverser:mat:v1:configmaps:cluster:state").stdout or "{}"), "the cluster-wide state record")
+            "GET", "reverser:mat:v1:{configmaps:cluster}:state").stdout or "{}"), "the cluster-wide state record")
         self.assertEqual((state["phase"], state["reason"]), ("Blocked", "WatchNotPermitted"), state)
         self.assertIn("forbidden", state["message"])
         self.assertFalse([f for f in self.stack.files() if f.startswith(ALL_PATH + "/")])

@@ -44,9 +44,9 @@ using nlohmann::json;
 constexpr int kWrites = 10000;
 constexpr int kNames = 400;
 constexpr char kNamespace[] = "burst";
-constexpr char kStream[] = "reverser:mat:v1:configmaps:ns:burst:stream";
-constexpr char kCheckpointRv[] = "reverser:mat:v1:configmaps:ns:burst:ckpt:rv";
-constexpr char kCheckpointItems[] = "reverser:mat:v1:configmaps:ns:burst:ckpt:items";
+constexpr char kStream[] = "reverser:mat:v1:{configmaps:ns:burst}:stream";
+constexpr char kCheckpointRv[] = "reverser:mat:v1:{configmaps:ns:burst}:ckpt:rv";
+constexpr char kCheckpointItems[] = "reverser:mat:v1:{configmaps:ns:burst}:ckpt:items";
 constexpr absl::Duration kDeadline = absl::Seconds(60);
 
 // The RV of a stream position `<rv>-<seq>` (or a bare `<rv>`).
