@@ -860,11 +860,13 @@ TEST(ResyncPlanTest, RefusedFilesAreLeftAloneAndTheirObjectsRefused) {
   EXPECT_EQ(changes.changes.count(refused), 0u);
   EXPECT_EQ(changes.changes.count("clusters/a/default/configmaps/b.yaml"), 1u);
   ASSERT_EQ(changes.refused.size(), 1u);
-  EXPECT_EQ(changes.refused[0].first.name, "a");
-  EXPECT_EQ(changes.refused[0].second, refused);
+  EXPECT_EQ(changes.refused[0].key.name, "a");
+  EXPECT_NE(changes.refused[0].status.message().find(refused), absl::string_view::npos);
+  EXPECT_EQ(RefusalReasonOf(changes.refused[0].status),
+            reverser::v1::REFUSAL_REASON_COMMIT_REFUSED);
   EXPECT_TRUE(changes.swept.empty());
 
-  auto unparsable = IdentityIndex::ReadKeyOfFile("key: [unclosed\n");
+  auto unparsable = IdentityIndex::ReadDocuments("key: [unclosed\n");
   ASSERT_TRUE(unparsable.ok()) << "not refused: " << unparsable.status();
   EXPECT_FALSE(unparsable->has_value());
 }
