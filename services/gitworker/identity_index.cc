@@ -70,13 +70,18 @@ absl::StatusOr<std::optional<FileDocuments>> IdentityIndex::ReadDocuments(
   return out;
 }
 
+IdentityIndex IdentityIndex::Empty(const std::string& path, const IndexLimits& limits) {
+  IdentityIndex index;
+  index.path_ = path;
+  index.limits_ = limits;
+  return index;
+}
+
 absl::StatusOr<IdentityIndex> IdentityIndex::Build(
     git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
     const IndexLimits& limits, const std::map<std::string, RefusedFile>* known_refused,
     const IdentityIndex* previous) {
-  IdentityIndex index;
-  index.path_ = path;
-  index.limits_ = limits;
+  IdentityIndex index = Empty(path, limits);
   if (!base.has_value()) return index;
   ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, repo.ListFileEntries(*base, path));
   // What the previous index read, by blob: unchanged files are not read again.

@@ -50,6 +50,9 @@ class IdentityIndex {
   IdentityIndex(const IdentityIndex&) = delete;
   IdentityIndex& operator=(const IdentityIndex&) = delete;
 
+  // An index of `path` with no files yet (an empty tree), to which Apply adds.
+  static IdentityIndex Empty(const std::string& path, const IndexLimits& limits = {});
+
   struct RefusedFile;
   // How a Build went, for the log.
   struct BuildStats {
