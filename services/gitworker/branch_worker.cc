@@ -25,25 +25,6 @@ git::Identity IdentityAt(const commitmeta::Signature& signature, absl::Time when
   return {signature.name, signature.email, when, 0};
 }
 
-// How many files of `changes` differ from `tip` (a write of other bytes, a new file, a delete of
-// an existing one), compared by blob id: nothing a person pushed is loaded. A path that cannot be
-// probed counts as changed.
-int64_t CountEffectiveChanges(git::Repository& repo, const std::optional<std::string>& tip,
-                              const git::ChangeSet& changes) {
-  int64_t effective = 0;
-  for (const auto& [path, content] : changes) {
-    std::optional<std::string> current;
-    if (tip.has_value()) {
-      auto id = repo.FileBlobId(*tip, path);
-      if (id.ok()) current = *id;
-    }
-    const std::optional<std::string> next =
-        content.has_value() ? std::optional<std::string>(git::BlobIdOf(*content)) : std::nullopt;
-    if (current != next) ++effective;
-  }
-  return effective;
-}
-
 }  // namespace
 
 BranchKey BranchKey::Of(const TargetSettings& settings) {
@@ -172,12 +153,12 @@ void BranchWorker::AddEvent(WorkItem item) {
   Unit& window = *window_;
   window.settings = item.settings;  // the newest config of this target wins
   const size_t size = planned->content ? planned->content->size() : 0;
-  if (auto it = window.index.find(planned->path); it != window.index.end()) {
+  if (auto it = window.index.find(planned->key); it != window.index.end()) {
     PlannedWrite& previous = window.writes[it->second];
     window.bytes -= previous.content ? previous.content->size() : 0;
     previous = std::move(*planned);
   } else {
-    window.index[planned->path] = window.writes.size();
+    window.index[planned->key] = window.writes.size();
     window.writes.push_back(std::move(*planned));
   }
   window.bytes += size;
@@ -270,8 +251,23 @@ absl::StatusOr<BranchWorker::CachedIndex*> BranchWorker::IndexFor(
   auto it = indexes_.find(path);
   if (it == indexes_.end() || it->second.at != tip) {
     const IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
+    // Files whose blobs the previous index of this path read are taken from it, not read.
     ASSIGN_OR_RETURN(IdentityIndex index,
-                     IdentityIndex::Build(*repo_, tip, path, limits, &refused_blobs_));
+                     IdentityIndex::Build(*repo_, tip, path, limits, &refused_blobs_,
+                                          it == indexes_.end() ? nullptr : &it->second.index));
+    const IdentityIndex::BuildStats& stats = index.stats();
+    runtime::LogInfo("target path indexed", {{"branch", options_.key.ToString()},
+                                             {"target", unit.settings->TargetKey()},
+                                             {"files_read", stats.files_read},
+                                             {"files_reused", stats.files_reused},
+                                             {"files_unreadable", stats.unreadable},
+                                             {"files_refused", stats.refused},
+                                             {"documents", stats.documents}});
+    GitWorkerMetrics metrics(options_.metrics);
+    metrics.IndexedFiles("read", stats.files_read);
+    metrics.IndexedFiles("reused", stats.files_reused);
+    metrics.IndexedFiles("unreadable", stats.unreadable);
+    metrics.IndexedFiles("refused", stats.refused);
     Coverage target;  // names the target in the log; the files travel in ReportRefusedFiles
     target.target = unit.settings->target;
     for (const auto& [file, refused] : index.refused_files()) {
@@ -485,14 +481,19 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
   ASSIGN_OR_RETURN(CachedIndex * cached, IndexFor(unit, tip));
   ReportRefusedFiles(unit, *cached);
   const IdentityIndex* index = &cached->index;
+  const BlobReader read = [this](const std::string& blob_id) { return repo_->ReadBlob(blob_id); };
+  const IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
   git::ChangeSet changes;
-  std::map<std::string, DocumentKey> keys;
+  std::map<std::string, FileDocuments> documents;  // of the files written
+  int64_t effective = 0;                           // documents created, updated or deleted
+  size_t objects_written = 0;
   std::vector<commitmeta::ChangedResource> resources;  // of a window
-  std::vector<std::string> swept;
-  // A refused file is left alone: the object that would land in it is refused instead.
-  auto refuse_overwrite = [&](const DocumentKey& key, const std::string& path,
-                              const std::vector<Coverage>& covers,
-                              const core::GroupVersionResource& gvr) {
+  std::vector<std::pair<DocumentKey, std::string>> swept;
+  // A write the documents in Git refuse (its file is refused or unreadable, the edited file
+  // would exceed the limits): that object is refused, the rest of the unit goes on.
+  auto refuse_write = [&](const DocumentKey& key, const absl::Status& status,
+                          const std::vector<Coverage>& covers,
+                          const core::GroupVersionResource& gvr) {
     RefusedSubject subject;
     *subject.object.mutable_gvr() = core::ToProto(gvr);
     subject.object.set_namespace_(key.namespace_);
@@ -501,16 +502,15 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
     if (!covers.empty() && !covers.front().object.name().empty()) {
       subject = RefusedSubject::OfCover(covers.front());
     }
-    Refuse(covers, subject, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED,
-           absl::StrCat("its file ", path, " is refused (", index->refused_files().at(path).message,
-                        ") and left alone"),
-           options_.metrics);
+    Refuse(covers, subject, RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED),
+           status.message(), options_.metrics);
   };
   if (unit.kind == Kind::kWindow) {
-    for (const PlannedWrite& write : unit.writes) {
-      // Match-first: an existing document is edited (or deleted) in the file it lives in.
-      const std::string path = index->Find(write.key).value_or(write.path);
-      if (index->IsRefused(path)) {
+    // Match-first: an existing document is edited (or deleted) in the file it lives in.
+    WindowChanges window = PlanWindowChanges(*index, unit.writes, read, limits);
+    for (size_t i = 0; i < unit.writes.size(); ++i) {
+      const PlannedWrite& write = unit.writes[i];
+      if (auto refused = window.refused.find(i); refused != window.refused.end()) {
         std::vector<Coverage> covers;
         for (const Coverage& cover : unit.covers) {
           if (cover.object.gvr().group() == write.key.group &&
@@ -519,28 +519,31 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
             covers.push_back(cover);
           }
         }
-        refuse_overwrite(write.key, path, covers, write.change.gvr);
+        refuse_write(write.key, refused->second, covers, write.change.gvr);
         continue;
       }
-      changes[path] = write.content;
-      if (write.content.has_value()) keys[path] = write.key;
       resources.push_back(write.change);
     }
     if (resources.empty() && !unit.writes.empty()) return std::optional<std::string>();
+    changes = std::move(window.changes);
+    documents = std::move(window.documents);
+    effective = window.changed_documents;
+    objects_written = resources.size();
   } else {
-    ResyncChanges resync = PlanResyncChanges(*index, unit.resync);
-    for (const auto& [key, path] : resync.refused) {
-      refuse_overwrite(key, path, unit.covers, unit.resync.gvr);
+    ResyncChanges resync = PlanResyncChanges(*index, unit.resync, read, limits);
+    for (const RefusedChange& refused : resync.refused) {
+      refuse_write(refused.key, refused.status, unit.covers, unit.resync.gvr);
     }
     changes = std::move(resync.changes);
-    keys = std::move(resync.keys);
+    documents = std::move(resync.documents);
     swept = std::move(resync.swept);
+    effective = resync.changed_documents;
+    objects_written = resync.written + swept.size();
   }
 
   // The documents this commit really creates, updates or deletes: a resync's subject counts
   // them (unchanged desired objects are not), and only a commit that has some carries the
   // bootstrap files, so re-delivering unchanged content still commits nothing.
-  const int64_t effective = CountEffectiveChanges(*repo_, tip, changes);
   const std::string message = MessageFor(unit, resources, effective);
   // Each bootstrap file missing under the target path is (re-)added by every such commit — also
   // a `.sops.yaml` once age recipients are configured later. Existing files are never replaced;
@@ -558,13 +561,12 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
   git::CommitSpec spec{IdentityAt(unit.author, now), IdentityAt(settings.committer, now), message,
                        signer};
   ASSIGN_OR_RETURN(std::optional<std::string> sha, repo_->CommitOnBranch(branch, changes, spec));
-  const size_t objects_written =
-      unit.kind == Kind::kWindow ? unit.writes.size() : keys.size() + swept.size();
   if (sha.has_value()) {
-    // Every index that described the old tip now describes the new one (taking `keys` over).
+    // Every index that described the old tip now describes the new one (taking `documents`
+    // over).
     for (auto& [path, cached] : indexes_) {
       if (cached.at != tip) continue;
-      cached.index.Apply(changes, &keys);
+      cached.index.Apply(changes, &documents);
       cached.at = *sha;
     }
   }

@@ -129,8 +129,8 @@ class BranchWorker {
     std::string username;
     commitmeta::Signature author;
     std::string author_kind;              // committer | user | serviceaccount
-    std::vector<PlannedWrite> writes;     // first-seen path order, last write wins
-    std::map<std::string, size_t> index;  // path → position in writes
+    std::vector<PlannedWrite> writes;     // first-seen order, last write per object wins
+    std::map<DocumentKey, size_t> index;  // object → position in writes (objects share bundles)
     size_t bytes = 0;
     PreparedResync resync;
     std::string revision;

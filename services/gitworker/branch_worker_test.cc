@@ -10,7 +10,10 @@
 #include <filesystem>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "libs/manifest/yaml_reader.h"
 #include "libs/sops/age.h"
 #include "libs/sops/sops.h"
 #include "services/gitworker/test_support.h"
@@ -712,6 +715,201 @@ TEST_F(BranchWorkerTest, ExistingDocumentsAreEditedAndDeletedWhereTheyLive) {
   ExpectFsckClean();
 }
 
+// The documents of a YAML file on the remote's main: name → data.key (empty: no such file).
+std::map<std::string, std::string> DocumentsOf(const std::string& remote, const std::string& path) {
+  std::map<std::string, std::string> out;
+  auto text = testing::ShowFile(remote, "main", path);
+  if (!text.ok()) return out;
+  auto docs = manifest::ParseYamlDocuments(*text);
+  EXPECT_TRUE(docs.ok()) << docs.status() << *text;
+  if (!docs.ok()) return out;
+  for (const auto& doc : *docs) {
+    if (!doc.is_object()) continue;
+    out[doc["metadata"]["name"].get<std::string>()] =
+        doc.contains("data") ? doc["data"]["key"].get<std::string>() : "";
+  }
+  return out;
+}
+
+// The lines the last commit on main removed and added in `path` (`git show -U0`).
+std::pair<std::vector<std::string>, std::vector<std::string>> LastChangedLines(
+    const std::string& remote, const std::string& path) {
+  std::pair<std::vector<std::string>, std::vector<std::string>> out;
+  auto diff = Git(remote, {"show", "-U0", "--format=", "main", "--", path});
+  EXPECT_TRUE(diff.ok()) << diff.status();
+  for (const std::string& line : Lines(diff.value_or(""))) {
+    if (absl::StartsWith(line, "---") && !absl::StartsWith(line, "--- ")) {
+      out.first.push_back(line.substr(1));
+    } else if (absl::StartsWith(line, "+++") && !absl::StartsWith(line, "+++ ")) {
+      out.second.push_back(line.substr(1));
+    } else if (absl::StartsWith(line, "-") && !absl::StartsWith(line, "--- ")) {
+      out.first.push_back(line.substr(1));
+    } else if (absl::StartsWith(line, "+") && !absl::StartsWith(line, "+++ ")) {
+      out.second.push_back(line.substr(1));
+    }
+  }
+  return out;
+}
+
+// A placement template that bundles (docs/behaviour.md, Placement templates): fifty ConfigMaps of
+// one namespace share one file. Every create, update and delete is its own commit; nothing is
+// lost, and each commit changes only its object's lines (and its `---`).
+TEST_F(BranchWorkerTest, BundlingPlacementKeepsEveryObjectAndEditsOnlyItsOwnLines) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  config.set_placement_default("{namespace}/{resource}.yaml");
+  const std::string bundle = "clusters/a/default/configmaps.yaml";
+  std::map<std::string, std::string> expected;
+  uint64_t rv = 0;
+  auto name_of = [](int i) { return absl::StrCat("cm", i < 10 ? "0" : "", i); };
+  // The rendered lines of one object, plus the separator it may bring.
+  auto own_lines = [&](const std::string& name, const std::string& value) {
+    std::vector<std::string> lines = {"---"};
+    auto rendered = RenderObject(*Settings(config), Object(ConfigMaps(), "default", name, value));
+    EXPECT_TRUE(rendered.ok());
+    for (const std::string& line : Lines(rendered.value_or(""))) lines.push_back(line);
+    return lines;
+  };
+  auto expect_only = [&](const std::vector<std::string>& changed,
+                         const std::vector<std::string>& allowed, size_t count) {
+    EXPECT_EQ(changed.size(), count) << absl::StrJoin(changed, "\n");
+    for (const std::string& line : changed) EXPECT_THAT(allowed, Contains(line)) << line;
+  };
+  auto event = [&](reverser::v1::Operation op, const std::string& name, const std::string& value) {
+    worker->Add(EventItem(config, Event(config, ConfigMaps(), op, "default", name, value, ++rv)));
+    worker->PushIfDue();
+    EXPECT_EQ(DocumentsOf(remote_, bundle), expected) << "after " << name;
+  };
+
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = name_of(i);
+    expected[name] = "v1-" + name;
+    event(reverser::v1::OPERATION_CREATE, name, expected[name]);
+    auto [removed, added] = LastChangedLines(remote_, bundle);
+    EXPECT_TRUE(removed.empty());
+    expect_only(added, own_lines(name, expected[name]), i == 0 ? 7 : 8);
+  }
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/cm00.yaml")));
+
+  // A resync of the type: cm07 is gone from the cluster, cm08 changed; both in the bundle.
+  std::vector<reverser::v1::ObjectBody> desired;
+  expected.erase("cm07");
+  expected["cm08"] = "resynced";
+  for (const auto& [name, value] : expected) {
+    desired.push_back(Object(ConfigMaps(), "default", name, value));
+  }
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(), std::move(desired), ++rv)));
+  worker->PushIfDue();
+  EXPECT_EQ(Subjects().front(),
+            absl::StrCat("reconciled 2 configmaps (last resourceVersion: ", rv, ")"));
+  EXPECT_EQ(DocumentsOf(remote_, bundle), expected);
+  {
+    auto [removed, added] = LastChangedLines(remote_, bundle);
+    EXPECT_THAT(added, ElementsAre("  key: resynced"));
+    EXPECT_EQ(removed.size(), 9u) << absl::StrJoin(removed, "\n");  // cm07 and cm08's old value
+  }
+
+  for (const auto& [name, value] : std::map<std::string, std::string>(expected)) {
+    const std::string old_value = value;
+    expected[name] = "v2-" + name;
+    event(reverser::v1::OPERATION_UPDATE, name, expected[name]);
+    auto [removed, added] = LastChangedLines(remote_, bundle);
+    EXPECT_THAT(removed, ElementsAre("  key: " + old_value));
+    EXPECT_THAT(added, ElementsAre("  key: " + expected[name]));
+  }
+
+  int left = static_cast<int>(expected.size());
+  for (const auto& [name, value] : std::map<std::string, std::string>(expected)) {
+    expected.erase(name);
+    event(reverser::v1::OPERATION_DELETE, name, "");
+    --left;
+    if (left == 0) break;
+    auto [removed, added] = LastChangedLines(remote_, bundle);
+    EXPECT_TRUE(added.empty()) << absl::StrJoin(added, "\n");
+    // The first document has no `---` of its own; the next one's stays.
+    expect_only(removed, own_lines(name, value), name == "cm00" ? 7 : 8);
+  }
+  EXPECT_THAT(Files(), Not(Contains(bundle))) << "the last document took the file with it";
+  EXPECT_EQ(Subjects().size(), 1u + 50 + 1 + 49 + 49);
+  EXPECT_TRUE(sink_->refusals().empty());
+  ExpectFsckClean();
+}
+
+// A bundle a person wrote (a header comment, CRLF, a commented separator): its objects change in
+// the cluster and are edited where they are, never copied to their canonical paths; a resync
+// splices out what is gone and the last delete removes the file.
+TEST_F(BranchWorkerTest, HandWrittenBundlesAreEditedInPlace) {
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  std::filesystem::create_directories(*clone + "/clusters/a/hand");
+  const std::string header = "# The team's settings, kept by hand.\r\n";
+  const std::string b_separator = "--- # b\r\n";
+  ASSERT_TRUE(
+      testing::WriteFile(*clone + "/clusters/a/hand/bundle.yaml",
+                         header +
+                             "apiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: a\r\n"
+                             "  namespace: default\r\ndata:\r\n  key: hand-a\r\n" +
+                             b_separator +
+                             "apiVersion: v1\r\nkind: ConfigMap\r\nmetadata: {name: b, namespace: "
+                             "default}\r\ndata: {key: hand-b}\r\n")
+          .ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/hand/other.yaml",
+                                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n"
+                                 "  namespace: default\n")
+                  .ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "hand-written bundle").ok());
+  const std::string bundle = "clusters/a/hand/bundle.yaml";
+
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE,
+                                      "default", "a", "cluster-a", 10)));
+  worker->PushIfDue();
+  // A person pushes meanwhile: the replay reads the branch again, the unchanged file by blob id.
+  ASSERT_TRUE(Git(*clone, {"pull", "-q", "--rebase"}).ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/unrelated.txt", "x").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "unrelated").ok());
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE,
+                                      "default", "b", "cluster-b", 11)));
+  worker->PushIfDue();
+  EXPECT_GT(metrics_.GetCounter("reverser_gitworker_index_files_total", "", {{"outcome", "reused"}})
+                .Value(),
+            0.0);
+
+  auto files = Files();
+  EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/a.yaml")));
+  EXPECT_THAT(files, Not(Contains("clusters/a/default/configmaps/b.yaml")));
+  EXPECT_THAT(files, Contains("unrelated.txt"));
+  EXPECT_EQ(DocumentsOf(remote_, bundle),
+            (std::map<std::string, std::string>{{"a", "cluster-a"}, {"b", "cluster-b"}}));
+  auto text = testing::ShowFile(remote_, "main", bundle);
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(absl::StartsWith(*text, header + "apiVersion: v1\r\n")) << *text;
+  EXPECT_NE(text->find("\r\n" + b_separator + "apiVersion: v1\r\n"), std::string::npos) << *text;
+  EXPECT_EQ(text->find("\r\n"), text->find('\n') - 1) << "CRLF kept";
+  EXPECT_EQ(std::count(text->begin(), text->end(), '\n'),
+            std::count(text->begin(), text->end(), '\r'));
+
+  // A resync without b: b is spliced out, a and the other file stay.
+  worker->Add(ResyncItem(config, Snapshot(config, ConfigMaps(),
+                                          {Object(ConfigMaps(), "default", "a", "cluster-a"),
+                                           Object(ConfigMaps(), "default", "other", "")},
+                                          20)));
+  worker->PushIfDue();
+  EXPECT_EQ(DocumentsOf(remote_, bundle), (std::map<std::string, std::string>{{"a", "cluster-a"}}));
+  text = testing::ShowFile(remote_, "main", bundle);
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(absl::StartsWith(*text, header)) << *text;
+  EXPECT_EQ(text->find("---"), std::string::npos) << *text;
+
+  worker->Add(EventItem(
+      config, Event(config, ConfigMaps(), reverser::v1::OPERATION_DELETE, "default", "a", "", 30)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains(bundle)));
+  EXPECT_TRUE(sink_->refusals().empty());
+  ExpectFsckClean();
+}
+
 // Objects the splicer cannot deliver (too deep) come as identities in `refused`: their files
 // stay through a resync, and a deletion with an identity-only body removes them.
 TEST_F(BranchWorkerTest, ResyncKeepsTheFilesOfObjectsTheSplicerRefused) {
@@ -860,11 +1058,13 @@ TEST(ResyncPlanTest, RefusedFilesAreLeftAloneAndTheirObjectsRefused) {
   EXPECT_EQ(changes.changes.count(refused), 0u);
   EXPECT_EQ(changes.changes.count("clusters/a/default/configmaps/b.yaml"), 1u);
   ASSERT_EQ(changes.refused.size(), 1u);
-  EXPECT_EQ(changes.refused[0].first.name, "a");
-  EXPECT_EQ(changes.refused[0].second, refused);
+  EXPECT_EQ(changes.refused[0].key.name, "a");
+  EXPECT_NE(changes.refused[0].status.message().find(refused), absl::string_view::npos);
+  EXPECT_EQ(RefusalReasonOf(changes.refused[0].status),
+            reverser::v1::REFUSAL_REASON_COMMIT_REFUSED);
   EXPECT_TRUE(changes.swept.empty());
 
-  auto unparsable = IdentityIndex::ReadKeyOfFile("key: [unclosed\n");
+  auto unparsable = IdentityIndex::ReadDocuments("key: [unclosed\n");
   ASSERT_TRUE(unparsable.ok()) << "not refused: " << unparsable.status();
   EXPECT_FALSE(unparsable->has_value());
 }

@@ -37,6 +37,15 @@ void GitWorkerMetrics::EventsCommitted(size_t events) {
         {}, static_cast<double>(events));
 }
 
+void GitWorkerMetrics::IndexedFiles(absl::string_view outcome, size_t files) {
+  if (files == 0) return;
+  Count("reverser_gitworker_index_files_total",
+        "YAML files under target paths taken into an identity index, by outcome: read, reused "
+        "(unchanged blob, not read again), unreadable (no YAML documents), refused (over a "
+        "limit).",
+        {{"outcome", std::string(outcome)}}, static_cast<double>(files));
+}
+
 void GitWorkerMetrics::GitOperation(absl::string_view operation) {
   Count("reverser_gitworker_git_operations_total", "Git operations, by kind: fetch, push, commit.",
         {{"operation", std::string(operation)}});

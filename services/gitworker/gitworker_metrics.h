@@ -30,6 +30,11 @@ class GitWorkerMetrics {
   // backoff): reverser_gitworker_push_failures_total{provider_namespace,provider_name,branch}.
   void PushCycleFailed(const runtime::Labels& branch);
 
+  // Files under a target path its identity index took in when it was built, by outcome (read,
+  // reused: taken by blob id from the previous index, unreadable, refused):
+  // reverser_gitworker_index_files_total{outcome}.
+  void IndexedFiles(absl::string_view outcome, size_t files);
+
   // gitopsreverser_secret_encryption_*_total: an encryption attempted (the cache had no file for
   // the object) and how it ended; a file reused from the cache counts as a cache hit and, as in
   // the reference, a marker skip (both always move together).

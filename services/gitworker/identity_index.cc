@@ -1,9 +1,14 @@
 #include "services/gitworker/identity_index.h"
 
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/status.h"
 #include "libs/core/types.h"
+#include "libs/manifest/yaml_documents.h"
 #include "libs/manifest/yaml_reader.h"
 
 namespace reverser::gitworker {
@@ -15,26 +20,8 @@ bool IsYamlFile(absl::string_view path) {
 
 }  // namespace
 
-std::optional<DocumentKey> IdentityIndex::KeyOfFile(const std::string& text) {
-  auto key = ReadKeyOfFile(text);
-  return key.ok() ? *key : std::nullopt;
-}
-
-absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::ReadKeyOfFile(
-    const std::string& text, const manifest::YamlReadLimits& limits) {
-  auto docs = manifest::ParseYamlDocuments(text, limits);
-  if (!docs.ok()) {
-    // A limit is a refusal; a syntax error just means this is no document of ours.
-    if (absl::IsResourceExhausted(docs.status())) return docs.status();
-    return std::nullopt;
-  }
-  // Trailing empty documents ("---" at the end) do not count.
-  std::vector<const nlohmann::json*> objects;
-  for (const auto& doc : *docs) {
-    if (!doc.is_null()) objects.push_back(&doc);
-  }
-  if (objects.size() != 1 || !objects[0]->is_object()) return std::nullopt;
-  const nlohmann::json& doc = *objects[0];
+std::optional<DocumentKey> IdentityIndex::KeyOfDocument(const nlohmann::json& doc) {
+  if (!doc.is_object()) return std::nullopt;
   auto api_version = doc.find("apiVersion");
   auto kind = doc.find("kind");
   auto metadata = doc.find("metadata");
@@ -56,21 +43,73 @@ absl::StatusOr<std::optional<DocumentKey>> IdentityIndex::ReadKeyOfFile(
   return key;
 }
 
-absl::StatusOr<IdentityIndex> IdentityIndex::Build(
-    git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
-    const IndexLimits& limits, const std::map<std::string, RefusedFile>* known_refused) {
+absl::StatusOr<std::optional<FileDocuments>> IdentityIndex::ReadDocuments(
+    const std::string& text, const manifest::YamlReadLimits& limits) {
+  // Not a text file (or UTF-16, which the reader would decode but the cut cannot).
+  if (text.find('\0') != std::string::npos) return std::nullopt;
+  auto docs = manifest::ParseYamlDocuments(text, limits);
+  if (!docs.ok()) {
+    // A limit is a refusal; a syntax error just means this is no document of ours.
+    if (absl::IsResourceExhausted(docs.status())) return docs.status();
+    return std::nullopt;
+  }
+  // Edits go through the byte-level cut: it must see the documents the parser saw, else the
+  // file is left alone rather than edited at the wrong bytes.
+  const manifest::YamlDocuments cut = manifest::YamlDocuments::Split(text);
+  if (cut.size() != docs->size()) return std::nullopt;
+  FileDocuments out;
+  out.reserve(docs->size());
+  for (size_t i = 0; i < docs->size(); ++i) {
+    const nlohmann::json& doc = (*docs)[i];
+    // A top-level scalar may run on at column 0 where the cut cannot follow it.
+    if (cut.empty(i) != doc.is_null() || (doc.is_primitive() && !doc.is_null())) {
+      return std::nullopt;
+    }
+    out.push_back(KeyOfDocument(doc));
+  }
+  return out;
+}
+
+IdentityIndex IdentityIndex::Empty(const std::string& path, const IndexLimits& limits) {
   IdentityIndex index;
   index.path_ = path;
-  index.yaml_limits_ = limits.yaml;
+  index.limits_ = limits;
+  return index;
+}
+
+absl::StatusOr<IdentityIndex> IdentityIndex::Build(
+    git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
+    const IndexLimits& limits, const std::map<std::string, RefusedFile>* known_refused,
+    const IdentityIndex* previous) {
+  IdentityIndex index = Empty(path, limits);
   if (!base.has_value()) return index;
   ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, repo.ListFileEntries(*base, path));
+  // What the previous index read, by blob: unchanged files are not read again.
+  std::unordered_map<std::string, const File*> known;
+  if (previous != nullptr) {
+    for (const auto& [file_path, file] : previous->files_) known.emplace(file.blob_id, &file);
+  }
   for (const git::FileEntry& file : files) {
     if (!IsYamlFile(file.path)) continue;
     if (known_refused != nullptr) {
-      if (auto known = known_refused->find(file.blob_id); known != known_refused->end()) {
-        index.RefuseFile(file.path, known->second);
+      if (auto refused = known_refused->find(file.blob_id); refused != known_refused->end()) {
+        index.RefuseFile(file.path, refused->second);
         continue;
       }
+    }
+    if (auto seen = known.find(file.blob_id); seen != known.end()) {
+      ++index.stats_.files_reused;
+      if (!seen->second->readable) {
+        index.RecordUnreadable(file.path, file.blob_id);
+        continue;
+      }
+      FileDocuments documents;
+      documents.reserve(seen->second->documents.size());
+      for (const DocumentKey* key : seen->second->documents) {
+        documents.push_back(key ? std::optional<DocumentKey>(*key) : std::nullopt);
+      }
+      index.Record(file.path, file.blob_id, std::move(documents));
+      continue;
     }
     ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(file.blob_id));
     if (size > limits.max_file_bytes) {
@@ -82,84 +121,125 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(
       continue;
     }
     ASSIGN_OR_RETURN(std::string text, repo.ReadBlob(file.blob_id));
-    auto key = ReadKeyOfFile(text, limits.yaml);
-    if (!key.ok()) {
-      index.RefuseFile(file.path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
-                                   absl::StrCat("blob ", file.blob_id, ": ", key.status().message(),
-                                                "; not read, left alone"),
-                                   file.blob_id});
-      continue;
-    }
-    if (key->has_value()) index.Record(file.path, **key);
+    ++index.stats_.files_read;
+    index.Add(file.path, file.blob_id, text);
   }
+  index.stats_.documents = index.by_key_.size();
   return index;
 }
 
-void IdentityIndex::Add(const std::string& path, const std::string& text) {
-  auto key = ReadKeyOfFile(text, yaml_limits_);
-  if (!key.ok()) {
+void IdentityIndex::Add(const std::string& path, std::string blob_id, const std::string& text) {
+  auto documents =
+      text.size() > limits_.max_file_bytes
+          ? absl::StatusOr<std::optional<FileDocuments>>(absl::ResourceExhaustedError(absl::StrCat(
+                text.size(), " bytes, more than the limit of ", limits_.max_file_bytes)))
+          : ReadDocuments(text, limits_.yaml);
+  if (!documents.ok()) {
     RefuseFile(path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
-                      std::string(key.status().message())});
+                      absl::StrCat("blob ", blob_id, ": ", documents.status().message(),
+                                   "; not read, left alone"),
+                      blob_id});
     return;
   }
-  if (key->has_value()) Record(path, **key);
+  if (!documents->has_value()) {
+    RecordUnreadable(path, std::move(blob_id));
+    return;
+  }
+  Record(path, std::move(blob_id), **std::move(documents));
 }
 
 void IdentityIndex::RefuseFile(const std::string& path, RefusedFile refused) {
   Remove(path);
+  ++stats_.refused;
   refused_[path] = std::move(refused);
 }
 
-void IdentityIndex::Record(const std::string& path, const DocumentKey& key) {
-  PathMap entries;
-  entries.emplace(path, key);
-  Record(entries.extract(entries.begin()));
+void IdentityIndex::RecordUnreadable(const std::string& path, std::string blob_id) {
+  Remove(path);
+  ++stats_.unreadable;
+  File& file = files_[path];
+  file.blob_id = std::move(blob_id);
+  file.readable = false;
 }
 
-void IdentityIndex::Record(std::map<std::string, DocumentKey>::node_type entry) {
-  // Two files claiming one identity: keep the first (sorted) so the choice is stable.
-  if (by_key_.count(&entry.mapped())) return;
-  auto result = by_path_.insert(std::move(entry));
-  if (!result.inserted) return;
-  by_key_.emplace(&result.position->second, &result.position->first);
+void IdentityIndex::Record(const std::string& path, std::string blob_id, FileDocuments documents) {
+  Remove(path);
+  auto [it, inserted] = files_.try_emplace(path);
+  File& file = it->second;
+  const std::string* stable_path = &it->first;
+  file.blob_id = std::move(blob_id);
+  file.documents.reserve(documents.size());
+  for (std::optional<DocumentKey>& key : documents) {
+    if (!key.has_value()) {
+      file.documents.push_back(nullptr);
+      continue;
+    }
+    auto entry = by_key_.try_emplace(std::move(*key)).first;
+    Holders& holders = entry->second;
+    // Sorted by path, each file once (a file may state one identity twice).
+    auto at = std::lower_bound(holders.begin(), holders.end(), stable_path,
+                               [](const std::string* a, const std::string* b) { return *a < *b; });
+    if (at == holders.end() || *at != stable_path) holders.insert(at, stable_path);
+    file.documents.push_back(&entry->first);
+  }
 }
 
 void IdentityIndex::Remove(const std::string& path) {
   refused_.erase(path);
-  auto it = by_path_.find(path);
-  if (it == by_path_.end()) return;
-  by_key_.erase(&it->second);
-  by_path_.erase(it);
+  auto it = files_.find(path);
+  if (it == files_.end()) return;
+  // Each identity once: erasing its entry invalidates every pointer to it.
+  std::set<const DocumentKey*> keys(it->second.documents.begin(), it->second.documents.end());
+  keys.erase(nullptr);
+  for (const DocumentKey* key : keys) {
+    auto entry = by_key_.find(*key);
+    if (entry == by_key_.end()) continue;
+    Holders& holders = entry->second;
+    holders.erase(std::remove(holders.begin(), holders.end(), &it->first), holders.end());
+    if (holders.empty()) by_key_.erase(entry);
+  }
+  files_.erase(it);
 }
 
-void IdentityIndex::Apply(const git::ChangeSet& changes, std::map<std::string, DocumentKey>* keys) {
+void IdentityIndex::Apply(const git::ChangeSet& changes,
+                          std::map<std::string, FileDocuments>* known) {
   const std::string prefix = path_.empty() ? "" : path_ + "/";
   for (const auto& [path, content] : changes) {
     if (!absl::StartsWith(path, prefix) || !IsYamlFile(path)) continue;
     Remove(path);
     if (!content.has_value()) continue;
-    if (auto key = keys->find(path); key != keys->end()) {
-      Record(keys->extract(key));
-    } else {
-      Add(path, *content);
+    std::string blob_id = git::BlobIdOf(*content);
+    if (known != nullptr) {
+      if (auto documents = known->find(path); documents != known->end()) {
+        Record(path, std::move(blob_id), std::move(documents->second));
+        known->erase(documents);
+        continue;
+      }
     }
+    Add(path, std::move(blob_id), *content);
   }
 }
 
+const IdentityIndex::File* IdentityIndex::FileAt(const std::string& path) const {
+  auto it = files_.find(path);
+  return it == files_.end() ? nullptr : &it->second;
+}
+
 std::optional<std::string> IdentityIndex::Find(const DocumentKey& key) const {
-  auto it = by_key_.find(&key);
-  if (it == by_key_.end()) return std::nullopt;
-  return *it->second;
+  auto it = by_key_.find(key);
+  if (it == by_key_.end() || it->second.empty()) return std::nullopt;
+  return *it->second.front();
 }
 
 std::vector<std::pair<DocumentKey, std::string>> IdentityIndex::OfType(
     const std::string& group, const std::string& kind,
     const std::optional<std::string>& namespace_) const {
   std::vector<std::pair<DocumentKey, std::string>> out;
-  for (const auto& [key, path] : by_key_) {
-    if (key->group != group || key->kind != kind) continue;
-    if (namespace_.has_value() && key->namespace_ != *namespace_) continue;
-    out.emplace_back(*key, *path);
+  // Keys sort by group, then kind: the type's documents are one run.
+  for (auto it = by_key_.lower_bound(DocumentKey{group, kind, "", ""});
+       it != by_key_.end() && it->first.group == group && it->first.kind == kind; ++it) {
+    if (namespace_.has_value() && it->first.namespace_ != *namespace_) continue;
+    for (const std::string* path : it->second) out.emplace_back(it->first, *path);
   }
   return out;
 }

@@ -2,10 +2,13 @@
 
 // Where each object's document lives under a GitTarget's path, found by identity rather than by
 // path (docs/behaviour.md, Match-first editing): an object already in Git is updated or deleted
-// in the file it lives in, even if a placement template or a person put it somewhere else. Built
-// by scanning the YAML files under the path at one commit, then kept current with our own writes.
-// Files beyond the read limits (size from the object header, YAML nodes/aliases/depth per file)
-// are not read: they are recorded as refused, and left alone — never swept, never overwritten.
+// in the file it lives in, even if a placement template or a person put it somewhere else, and
+// whether that file holds one document or a bundle of them. Built by scanning the YAML files
+// under the path at one commit (a file whose blob an earlier index of the path read is not read
+// again), then kept current with our own writes. Files beyond the read limits (size from the
+// object header, YAML nodes/aliases/depth per file) are not read: they are recorded as refused,
+// and left alone — never swept, never overwritten. YAML that does not parse is recorded as
+// unreadable: never edited, never read again while its blob stays.
 
 #include <map>
 #include <optional>
@@ -28,6 +31,10 @@ struct DocumentKey {
   auto operator<=>(const DocumentKey&) const = default;
 };
 
+// The identity of every document of a YAML file, in order (nullopt: a document that states no
+// object — empty, a list, not KRM).
+using FileDocuments = std::vector<std::optional<DocumentKey>>;
+
 // Bounds on the files an index reads.
 struct IndexLimits {
   uint64_t max_file_bytes = 8 << 20;
@@ -37,43 +44,67 @@ struct IndexLimits {
 class IdentityIndex {
  public:
   IdentityIndex() = default;
-  // Movable, not copyable: the key index points into the path index's nodes.
+  // Movable, not copyable: files point at the key index's nodes.
   IdentityIndex(IdentityIndex&&) = default;
   IdentityIndex& operator=(IdentityIndex&&) = default;
   IdentityIndex(const IdentityIndex&) = delete;
   IdentityIndex& operator=(const IdentityIndex&) = delete;
 
+  // An index of `path` with no files yet (an empty tree), to which Apply adds.
+  static IdentityIndex Empty(const std::string& path, const IndexLimits& limits = {});
+
   struct RefusedFile;
+  // How a Build went, for the log.
+  struct BuildStats {
+    size_t files_read = 0;    // blobs loaded and parsed
+    size_t files_reused = 0;  // taken from `previous` by blob id, not read
+    size_t unreadable = 0;    // not YAML this reader cuts into documents
+    size_t refused = 0;       // over a limit
+    size_t documents = 0;     // of objects
+  };
   // Scans every YAML file under `path` ("" = the root) at `base` (nullopt: empty tree). A file
   // larger than limits.max_file_bytes (its size read from the object header, the blob never
   // loaded) or beyond limits.yaml is refused; a file whose blob is in `known_refused` (blob id →
-  // its refusal, from an earlier scan) is refused again without being read.
+  // its refusal, from an earlier scan) is refused again without being read; a file whose blob
+  // `previous` (an index of the same path) holds is taken from it without being read.
   static absl::StatusOr<IdentityIndex> Build(
       git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
       const IndexLimits& limits = {},
-      const std::map<std::string, RefusedFile>* known_refused = nullptr);
+      const std::map<std::string, RefusedFile>* known_refused = nullptr,
+      const IdentityIndex* previous = nullptr);
 
-  // The single-document file holding `key`, if any. Objects in multi-document files are not
-  // returned (they are not rewritten whole).
+  // One YAML file under the path as last read.
+  struct File {
+    std::string blob_id;
+    // False: the text is no YAML stream this reader cuts (a syntax error, NUL bytes, a cut
+    // that disagrees with the parser). Kept, never edited.
+    bool readable = true;
+    std::vector<const DocumentKey*> documents;  // in order; nullptr: states no object
+  };
+  // The file at `path` (nullptr: no YAML file there, or a refused one).
+  const File* FileAt(const std::string& path) const;
+  // The file holding `key` (if several do, the first by path), any number of documents in it.
   std::optional<std::string> Find(const DocumentKey& key) const;
-  // Every single-document file whose object has this group and kind (and namespace, if given).
+  // Every document whose object has this group and kind (and namespace, if given), with the
+  // file it is in: once per file that states it.
   std::vector<std::pair<DocumentKey, std::string>> OfType(
       const std::string& group, const std::string& kind,
       const std::optional<std::string>& namespace_) const;
+  size_t document_count() const { return by_key_.size(); }
+  const BuildStats& stats() const { return stats_; }
 
-  // Records the writes and deletes of a commit under the indexed path. `keys` names the object
-  // of written files when known; other written YAML files are parsed. The entries of `keys`
-  // this index records are moved out of it (a first mirror's keys become the index without
-  // being copied).
-  void Apply(const git::ChangeSet& changes, std::map<std::string, DocumentKey>* keys);
+  // Records the writes and deletes of a commit under the indexed path. `known` states the
+  // documents of written files when known (entries this index records are moved out of it);
+  // other written YAML files are parsed.
+  void Apply(const git::ChangeSet& changes, std::map<std::string, FileDocuments>* known);
 
-  // The identity stated by one YAML document's text, if it is a single Kubernetes object.
-  static std::optional<DocumentKey> KeyOfFile(const std::string& text);
-  // The same, distinguishing a file the reader refuses (an error: a limit of the YAML reader,
-  // ResourceExhausted) from one that simply states no single object (nullopt: not YAML we
-  // understand, several documents, no identity), which is kept and ignored as before.
-  static absl::StatusOr<std::optional<DocumentKey>> ReadKeyOfFile(
+  // The documents of one YAML file's text: an error for a limit of the YAML reader
+  // (ResourceExhausted, the file is refused), nullopt for text that is no YAML stream we cut
+  // into documents (kept and ignored).
+  static absl::StatusOr<std::optional<FileDocuments>> ReadDocuments(
       const std::string& text, const manifest::YamlReadLimits& limits = {});
+  // The identity one parsed document states, if it is a Kubernetes object.
+  static std::optional<DocumentKey> KeyOfDocument(const nlohmann::json& doc);
 
   // A file under the path the gitworker refuses to read: left alone (never edited, swept or
   // overwritten) and reported on the GitTarget's status.
@@ -90,24 +121,21 @@ class IdentityIndex {
 
  private:
   void Remove(const std::string& path);
-  void Add(const std::string& path, const std::string& text);
-  void Record(const std::string& path, const DocumentKey& key);
-  void Record(std::map<std::string, DocumentKey>::node_type entry);
+  void Record(const std::string& path, std::string blob_id, FileDocuments documents);
+  void RecordUnreadable(const std::string& path, std::string blob_id);
+  // Parses `text` and records it (refused, unreadable or its documents).
+  void Add(const std::string& path, std::string blob_id, const std::string& text);
 
-  // Orders the key index by the keys it points at.
-  struct KeyLess {
-    bool operator()(const DocumentKey* a, const DocumentKey* b) const { return *a < *b; }
-  };
-  // Each document once: path → identity, and an index from identity to that entry (pointers
-  // into by_path_'s nodes, which never move). Two files claiming one identity: only the first
-  // is recorded, so the two maps always hold the same documents.
-  using PathMap = std::map<std::string, DocumentKey>;
+  // The files that state one identity, sorted by path (pointers to files_'s keys).
+  using Holders = std::vector<const std::string*>;
 
   std::string path_;
-  manifest::YamlReadLimits yaml_limits_;
+  IndexLimits limits_;
+  BuildStats stats_;
   std::map<std::string, RefusedFile> refused_;
-  PathMap by_path_;
-  std::map<const DocumentKey*, const std::string*, KeyLess> by_key_;
+  // Each identity once (files point at these keys, whose nodes never move), with its files.
+  std::map<DocumentKey, Holders> by_key_;
+  std::map<std::string, File> files_;
 };
 
 }  // namespace reverser::gitworker

@@ -1,5 +1,6 @@
 #include "services/gitworker/target_writer.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -347,6 +348,7 @@ absl::StatusOr<PlannedWrite> PlanEvent(const TargetSettings& settings,
   write.change.namespace_ = object.ref().namespace_();
   write.change.name = object.ref().name();
   write.key = KeyOf(object);
+  write.sensitive = object.sensitive();
   ASSIGN_OR_RETURN(write.path, ObjectPath(settings, object));
   if (event.operation() != reverser::v1::OPERATION_DELETE) {
     ASSIGN_OR_RETURN(std::string yaml, RenderObject(settings, object, limits));
@@ -395,33 +397,84 @@ PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::Clust
                                   std::string(yaml.status().message())});
       continue;
     }
-    prepared.upserts.push_back({KeyOf(rendered), *std::move(path), *std::move(yaml)});
+    prepared.upserts.push_back(
+        {KeyOf(rendered), *std::move(path), *std::move(yaml), rendered.sensitive()});
   }
   return prepared;
 }
 
-ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared) {
+ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared,
+                                const BlobReader& read, const IndexLimits& limits) {
   ResyncChanges out;
+  DocumentEditor editor(index, read, limits);
   for (const auto& upsert : prepared.upserts) {
-    const std::string path = index.Find(upsert.key).value_or(upsert.path);
-    if (index.IsRefused(path)) {
-      out.refused.emplace_back(upsert.key, path);
+    auto written = editor.Upsert(upsert.key, upsert.path, upsert.yaml, upsert.sensitive);
+    if (!written.ok()) {
+      out.refused.push_back({upsert.key, written.status()});
       continue;
     }
-    out.changes[path] = upsert.yaml;
-    out.keys[path] = upsert.key;
+    ++out.written;
   }
-  if (!prepared.sweep) return out;
-  const auto existing = index.OfType(prepared.gvr.group, prepared.kind, prepared.namespace_);
-  // Nothing of the type in Git yet (a first mirror): no need to know the desired set.
-  if (existing.empty()) return out;
   std::set<DocumentKey> desired = prepared.protected_keys;
-  for (const auto& upsert : prepared.upserts) desired.insert(upsert.key);
-  for (const auto& [key, path] : existing) {
-    if (desired.count(key) || IsAllowlisted(path) || out.changes.count(path)) continue;
-    out.changes[path] = std::nullopt;
-    out.swept.push_back(path);
+  if (prepared.sweep) {
+    // Nothing of the type in Git yet (a first mirror): no need to know the desired set.
+    const auto existing = index.OfType(prepared.gvr.group, prepared.kind, prepared.namespace_);
+    if (!existing.empty()) {
+      for (const auto& upsert : prepared.upserts) desired.insert(upsert.key);
+    }
+    for (const auto& [key, path] : existing) {
+      if (desired.count(key) || IsAllowlisted(path)) continue;
+      // The index lists only files it read, so a sweep never fails; should it, the document
+      // stays (a sweep only ever removes).
+      auto removed = editor.Delete(key, path);
+      if (removed.ok() && removed->has_value()) out.swept.emplace_back(key, path);
+    }
   }
+  DocumentEditor::Result done = std::move(editor).Finish();
+  for (auto& file : done.refused) {
+    for (const DocumentKey& key : file.keys) {
+      // A sweep of that file did not happen; a desired object in it was not written.
+      auto swept = std::find(out.swept.begin(), out.swept.end(), std::make_pair(key, file.path));
+      if (swept != out.swept.end()) {
+        out.swept.erase(swept);
+        continue;
+      }
+      out.refused.push_back({key, file.status});
+      --out.written;
+    }
+  }
+  out.changes = std::move(done.changes);
+  out.documents = std::move(done.documents);
+  out.changed_documents = done.changed_documents;
+  return out;
+}
+
+WindowChanges PlanWindowChanges(const IdentityIndex& index, const std::vector<PlannedWrite>& writes,
+                                const BlobReader& read, const IndexLimits& limits) {
+  WindowChanges out;
+  DocumentEditor editor(index, read, limits);
+  std::map<DocumentKey, size_t> by_key;  // a window holds one write per object
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const PlannedWrite& write = writes[i];
+    by_key[write.key] = i;
+    absl::Status status;
+    if (write.content.has_value()) {
+      status = editor.Upsert(write.key, write.path, *write.content, write.sensitive).status();
+    } else {
+      status = editor.Delete(write.key).status();
+    }
+    if (!status.ok()) out.refused.emplace(i, std::move(status));
+  }
+  DocumentEditor::Result done = std::move(editor).Finish();
+  for (auto& file : done.refused) {
+    for (const DocumentKey& key : file.keys) {
+      if (auto it = by_key.find(key); it != by_key.end())
+        out.refused.emplace(it->second, file.status);
+    }
+  }
+  out.changes = std::move(done.changes);
+  out.documents = std::move(done.documents);
+  out.changed_documents = done.changed_documents;
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "libs/manifest/paths.h"
 #include "libs/manifest/yaml_reader.h"
 #include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/document_editor.h"
 #include "services/gitworker/identity_index.h"
 #include "services/gitworker/refusal.h"
 
@@ -66,11 +67,12 @@ struct TargetSettings {
 absl::StatusOr<std::shared_ptr<const TargetSettings>> SettingsFromConfig(
     const reverser::v1::GitTargetConfig& config, const WriterLimits& limits = {});
 
-// One file change planned for one object.
+// One document change planned for one object.
 struct PlannedWrite {
   DocumentKey key;
   std::string path;  // where a new object goes; an existing document is edited where it lives
-  std::optional<std::string> content;  // nullopt: delete the file
+  std::optional<std::string> content;  // its rendered document; nullopt: delete it
+  bool sensitive = false;              // encrypted: never bundled with other documents
   commitmeta::ChangedResource change;  // for the commit message
 };
 
@@ -103,6 +105,7 @@ struct PreparedResync {
     DocumentKey key;
     std::string path;  // for a new object
     std::string yaml;
+    bool sensitive = false;
   };
   std::vector<Upsert> upserts;
   // Desired objects that could not be rendered (e.g. sensitive): never swept.
@@ -124,19 +127,40 @@ struct PreparedResync {
 PreparedResync PrepareResync(const TargetSettings& settings, reverser::v1::ClusterSnapshot snapshot,
                              const WriterLimits& limits = {});
 
-// The full change set of a resync against the target path's documents (`index`): every desired
-// object written where its document lives (else at its placement path), plus a delete for every
-// single-document YAML file whose object is of the swept (group, kind) — and, for a namespaced
-// claim, in its namespace — and is not desired. Other types, multi-document files, unparsable
-// files and allowlisted auxiliary files (kustomization.yaml, .sops.yaml) are kept.
+// A change refused while it was applied to the documents in Git (refusal.h reasons): its file
+// is refused or unreadable, or the edited file would exceed the read limits.
+struct RefusedChange {
+  DocumentKey key;
+  absl::Status status;
+};
+
+// The full change set of a resync against the target path's documents (`index`, whose files
+// `read` returns): every desired object written where its document lives (else at its
+// placement path, appended if that file exists), plus, document by document, the removal of
+// every document whose object is of the swept (group, kind) — and, for a namespaced claim, in
+// its namespace — and is not desired, in multi-document files too. Other types, files that are
+// no YAML documents, and allowlisted auxiliary files (kustomization.yaml, .sops.yaml) are kept.
 struct ResyncChanges {
   git::ChangeSet changes;
-  std::map<std::string, DocumentKey> keys;  // written path → object
-  std::vector<std::string> swept;           // paths deleted by the sweep
-  // Desired objects whose file is refused (index.refused_files()): not written, never swept.
-  std::vector<std::pair<DocumentKey, std::string>> refused;
+  std::map<std::string, FileDocuments> documents;          // written path → its documents
+  std::vector<std::pair<DocumentKey, std::string>> swept;  // documents the sweep removed
+  std::vector<RefusedChange> refused;  // desired objects not written (never swept either)
+  int64_t changed_documents = 0;       // documents created, changed or removed
+  size_t written = 0;                  // desired objects written (changed or not)
 };
-ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared);
+ResyncChanges PlanResyncChanges(const IdentityIndex& index, const PreparedResync& prepared,
+                                const BlobReader& read = nullptr, const IndexLimits& limits = {});
+
+// A window's writes against the target path's documents, in order (the same rules as a
+// resync's upserts; a delete removes the object's document wherever it lives).
+struct WindowChanges {
+  git::ChangeSet changes;
+  std::map<std::string, FileDocuments> documents;  // written path → its documents
+  std::map<size_t, absl::Status> refused;          // index into the writes → why
+  int64_t changed_documents = 0;
+};
+WindowChanges PlanWindowChanges(const IdentityIndex& index, const std::vector<PlannedWrite>& writes,
+                                const BlobReader& read, const IndexLimits& limits = {});
 
 // The bootstrap files of a target path (docs/behaviour.md, Bootstrap files): README.md,
 // .gittargetignore (fully commented), and .sops.yaml when age recipients are configured. Keys
