@@ -58,10 +58,10 @@ std::optional<std::string> ToHex(const std::optional<git_oid>& oid) {
 // Connects `remote` in `direction` with the session's callbacks and reads the advertised refs.
 absl::StatusOr<RemoteRefs> ConnectAndList(git_remote* remote, git_direction direction,
                                           RemoteSession& session, git_remote_callbacks& callbacks) {
-  RETURN_IF_ERROR(
-      GitStatus(git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
-                absl::StrCat("connecting to ",
-                             core::RedactUrl(git_remote_url(remote) ? git_remote_url(remote) : ""))));
+  RETURN_IF_ERROR(GitStatus(
+      git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
+      absl::StrCat("connecting to ",
+                   core::RedactUrl(git_remote_url(remote) ? git_remote_url(remote) : ""))));
   const git_remote_head** heads = nullptr;
   size_t count = 0;
   RETURN_IF_ERROR(GitStatus(git_remote_ls(&heads, &count, remote), "listing remote refs"));
@@ -264,6 +264,24 @@ absl::StatusOr<BranchBase> Repository::ResolveBranchBase(absl::string_view branc
   base.from_default_branch = base.commit.has_value();
   if (base.from_default_branch) base.from_branch = *default_branch;
   return base;
+}
+
+absl::StatusOr<bool> Repository::IsAncestor(absl::string_view ancestor,
+                                            absl::string_view descendant) {
+  git_oid old, tip;
+  RETURN_IF_ERROR(OidFromHex(ancestor, &old));
+  RETURN_IF_ERROR(OidFromHex(descendant, &tip));
+  if (git_oid_equal(&old, &tip)) return true;
+  const int found = git_graph_descendant_of(repo_.get(), &tip, &old);
+  if (found < 0) {
+    // An object missing locally (a rewritten history's commit was never fetched) is no ancestor.
+    if (found == GIT_ENOTFOUND) {
+      git_error_clear();
+      return false;
+    }
+    return GitStatus(found, absl::StrCat("is ", ancestor, " an ancestor of ", descendant));
+  }
+  return found == 1;
 }
 
 absl::StatusOr<std::optional<std::string>> Repository::LocalTip(absl::string_view branch) {

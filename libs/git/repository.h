@@ -109,6 +109,9 @@ class Repository {
 
   // The local branch refs/heads/<branch> (nullopt: unborn).
   absl::StatusOr<std::optional<std::string>> LocalTip(absl::string_view branch);
+  // Whether `ancestor` is `descendant` or one of its ancestors. False (not an error) when
+  // `ancestor` is not in this repository: history that was rewritten away is never fetched.
+  absl::StatusOr<bool> IsAncestor(absl::string_view ancestor, absl::string_view descendant);
   // Hard reset: points the local branch at `commit` (nullopt: makes it unborn again).
   absl::Status ResetBranch(absl::string_view branch, const std::optional<std::string>& commit);
 

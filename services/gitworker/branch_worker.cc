@@ -68,6 +68,17 @@ void BranchWorker::Add(WorkItem item) {
   // Whatever an item holds, it must not take the branch down: anything thrown while planning
   // it (a parser, an allocation) refuses that item only.
   std::vector<Coverage> covers = item.covers;
+  for (const Coverage& cover : covers) {
+    if (!cover.sink) continue;
+    KnownTarget& known =
+        targets_[absl::StrCat(cover.target.namespace_(), "/", cover.target.name())];
+    known.ref = cover.target;
+    known.sink = cover.sink;
+    if (known.undelivered.has_value()) {
+      cover.sink->ResyncRequested(*known.undelivered);
+      known.undelivered.reset();
+    }
+  }
   RefusedSubject subject;  // the event's object (its identity only), or the resync as a whole
   const bool resync = item.kind == WorkItem::Kind::kResync;
   const reverser::v1::GitTargetRef target =
@@ -667,6 +678,7 @@ void BranchWorker::PushIfDue(bool force) {
         .Increment();
     count("fetch");
     if (auto s = repo_->Fetch(); !s.ok()) return fail(std::string(s.message()));
+    const std::optional<std::string> ours = expected_remote_;
     auto base = repo_->ResolveBranchBase(branch);
     if (!base.ok()) return fail(std::string(base.status().message()));
     if (auto s = repo_->ResetBranch(branch, base->commit); !s.ok()) {
@@ -674,6 +686,7 @@ void BranchWorker::PushIfDue(bool force) {
     }
     auto remote = repo_->FetchedTip(branch);
     if (!remote.ok()) return fail(std::string(remote.status().message()));
+    if (ours.has_value()) NoteRewrittenHistory(*ours, *remote);
     expected_remote_ = *remote;
     for (Unit& unit : units_) {
       if (unit.kind != Kind::kEmpty && unit.state != State::kPushed) {
@@ -683,6 +696,39 @@ void BranchWorker::PushIfDue(bool force) {
     CommitPending();
   }
   fail(absl::StrCat("push failed after ", options_.max_push_attempts, " attempts"));
+}
+
+void BranchWorker::NoteRewrittenHistory(const std::string& ours,
+                                        const std::optional<std::string>& remote) {
+  if (remote.has_value()) {
+    auto kept = repo_->IsAncestor(ours, *remote);
+    // Unknown counts as kept: a resync of every target is no answer to a failed lookup.
+    if (!kept.ok() || *kept) return;
+  }
+  const std::string message =
+      remote.has_value()
+          ? absl::StrCat("the remote branch was rewritten: ", ours.substr(0, 12),
+                         " is no longer an ancestor of its tip ", remote->substr(0, 12))
+          : absl::StrCat("the remote branch was deleted (its tip was ", ours.substr(0, 12), ")");
+  runtime::LogWarning("history rewritten under the branch; resyncing its targets",
+                      {{"branch", options_.key.ToString()},
+                       {"targets", static_cast<long long>(targets_.size())},
+                       {"detail", message}});
+  GitWorkerMetrics(options_.metrics).HistoryRewritten(BranchLabels());
+  // Files only the lost commits held are gone from the new tip, and objects the new history
+  // added stay: replaying the pending writes cannot fix either, a resync of every type can.
+  for (auto& [key, known] : targets_) {
+    reverser::v1::ResyncRequest request;
+    *request.mutable_target() = known.ref;
+    request.set_reason("HistoryRewritten");
+    request.set_message(message);
+    if (std::shared_ptr<FeedbackSink> sink = known.sink.lock()) {
+      sink->ResyncRequested(request);
+      known.undelivered.reset();
+    } else {
+      known.undelivered = std::move(request);  // its stream ended: the next one takes it
+    }
+  }
 }
 
 void BranchWorker::Complete() {

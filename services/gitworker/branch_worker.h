@@ -181,10 +181,23 @@ class BranchWorker {
   bool HasUnpushed() const;
   void UpdateQueueGauge();
   runtime::Labels BranchLabels() const;
+  // After a fetch that found the remote tip `remote` where `ours` was expected: when `ours` is
+  // not an ancestor of it (force-push, reset, deleted branch), says so and asks every target
+  // of the branch to resync on top of the new tip.
+  void NoteRewrittenHistory(const std::string& ours, const std::optional<std::string>& remote);
 
   BranchWorkerOptions options_;
   std::unique_ptr<git::Repository> repo_;
   std::optional<std::string> expected_remote_;  // CAS old value: the remote tip we build on
+  // Every target this branch wrote for, with the stream its feedback last went to (targets
+  // sharing the branch lose files to a rewritten history too, pending writes or not).
+  struct KnownTarget {
+    reverser::v1::GitTargetRef ref;
+    std::weak_ptr<FeedbackSink> sink;
+    // A resync request its stream ended before it could take: sent on its next stream.
+    std::optional<reverser::v1::ResyncRequest> undelivered;
+  };
+  std::map<std::string, KnownTarget> targets_;
   std::map<std::string, CachedIndex> indexes_;  // target path → its documents
   // Refused blobs (blob id → refusal), so a branch that moves again does not read them again.
   std::map<std::string, IdentityIndex::RefusedFile> refused_blobs_;

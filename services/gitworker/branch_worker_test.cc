@@ -27,6 +27,7 @@ using ::reverser::testing::Git;
 using namespace ::reverser::gitworker::testsupport;  // NOLINT
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Not;
 
 // A fixed age identity for tests.
@@ -372,12 +373,60 @@ TEST_F(BranchWorkerTest, ConcurrentForeignPushIsSurvivedByFetchResetReplay) {
     EXPECT_THAT(files, Contains(absl::StrCat("foreign", round, ".txt")));
   }
   EXPECT_EQ(Subjects().size(), 11u);  // seed + 5 foreign + 5 ours
+  EXPECT_TRUE(sink_->resync_requests().empty()) << "pushes on top of ours rewrite nothing";
   EXPECT_GT(metrics_
                 .GetCounter(
                     "reverser_gitworker_push_conflicts_total", "",
                     {{"provider_namespace", "team"}, {"provider_name", "repo"}, {"branch", "main"}})
                 .Value(),
             0.0);
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, ARewrittenHistoryAsksEveryTargetOfTheBranchToResync) {
+  auto worker = MakeWorker();
+  auto config_a = Config(remote_, 0, "clusters/a", "tgt-a");
+  auto config_b = Config(remote_, 0, "clusters/b", "tgt-b");
+  auto other_sink = std::make_shared<RecordingSink>();
+  worker->Add(EventItem(config_a, Event(config_a, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", "kept", "x", 10, "alice")));
+  WorkItem b = EventItem(config_b, Event(config_b, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                         "default", "other", "x", 11, "alice"));
+  for (Coverage& cover : b.covers) cover.sink = other_sink;
+  worker->Add(std::move(b));
+  worker->PushIfDue(/*force=*/true);
+  ASSERT_THAT(Files(), Contains("clusters/a/default/configmaps/kept.yaml"));
+  // Someone force-pushes the branch back to before our commits.
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  auto seed = Git(*clone, {"rev-list", "--max-parents=0", "HEAD"});
+  ASSERT_TRUE(seed.ok()) << seed.status();
+  ASSERT_TRUE(Git(*clone, {"reset", "-q", "--hard", Lines(*seed).front()}).ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/rewritten.txt", "r").ok());
+  ASSERT_TRUE(Git(*clone, {"add", "rewritten.txt"}).ok());
+  ASSERT_TRUE(Git(*clone, {"-c", "user.name=h", "-c", "user.email=h@example.com", "commit", "-q",
+                           "-m", "rewrite"})
+                  .ok());
+  ASSERT_TRUE(Git(*clone, {"push", "-q", "--force", "origin", "HEAD:main"}).ok());
+  // The next push finds it: the pending write is replayed on the new tip, and both targets of
+  // the branch are asked to resync (kept.yaml is gone from the new history).
+  worker->Add(EventItem(config_a, Event(config_a, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", "next", "x", 12, "alice")));
+  worker->PushIfDue(/*force=*/true);
+  EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/next.yaml"));
+  EXPECT_THAT(Files(), Contains("rewritten.txt"));
+  ASSERT_EQ(sink_->resync_requests().size(), 1u);
+  EXPECT_EQ(sink_->resync_requests()[0].target().name(), "tgt-a");
+  EXPECT_EQ(sink_->resync_requests()[0].reason(), "HistoryRewritten");
+  EXPECT_THAT(sink_->resync_requests()[0].message(), HasSubstr("no longer an ancestor"));
+  ASSERT_EQ(other_sink->resync_requests().size(), 1u);
+  EXPECT_EQ(other_sink->resync_requests()[0].target().name(), "tgt-b");
+  EXPECT_EQ(metrics_
+                .GetCounter(
+                    "reverser_gitworker_history_rewritten_total", "",
+                    {{"provider_namespace", "team"}, {"provider_name", "repo"}, {"branch", "main"}})
+                .Value(),
+            1.0);
   ExpectFsckClean();
 }
 

@@ -51,6 +51,13 @@ void GitWorkerMetrics::GitOperation(absl::string_view operation) {
         {{"operation", std::string(operation)}});
 }
 
+void GitWorkerMetrics::HistoryRewritten(const runtime::Labels& branch) {
+  Count("reverser_gitworker_history_rewritten_total",
+        "Times a branch's remote history was rewritten under the gitworker (force-push, reset, "
+        "deleted branch); its targets are resynced.",
+        branch);
+}
+
 void GitWorkerMetrics::PushCycleFailed(const runtime::Labels& branch) {
   Count("reverser_gitworker_push_failures_total",
         "Commit-and-push cycles of a branch that failed (fetch, commit or push; local commits "

@@ -29,6 +29,9 @@ class GitWorkerMetrics {
   // A commit-and-push cycle of a branch that failed (local commits kept, retried after the
   // backoff): reverser_gitworker_push_failures_total{provider_namespace,provider_name,branch}.
   void PushCycleFailed(const runtime::Labels& branch);
+  // The branch's history was rewritten under the worker (our last pushed commit is no longer
+  // an ancestor of the remote tip): reverser_gitworker_history_rewritten_total{branch labels}.
+  void HistoryRewritten(const runtime::Labels& branch);
 
   // Files under a target path its identity index took in when it was built, by outcome (read,
   // reused: taken by blob id from the previous index, unreadable, refused):

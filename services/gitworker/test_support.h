@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
-#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/work_item.h"
 
@@ -142,6 +142,14 @@ class RecordingSink : public FeedbackSink {
     std::lock_guard lock(mu_);
     refused_files_.push_back(files);
   }
+  void ResyncRequested(const reverser::v1::ResyncRequest& request) override {
+    std::lock_guard lock(mu_);
+    resync_requests_.push_back(request);
+  }
+  std::vector<reverser::v1::ResyncRequest> resync_requests() const {
+    std::lock_guard lock(mu_);
+    return resync_requests_;
+  }
   std::vector<reverser::v1::DeliveryAck> acks() const {
     std::lock_guard lock(mu_);
     return acks_;
@@ -182,6 +190,7 @@ class RecordingSink : public FeedbackSink {
   std::vector<reverser::v1::DeliveryAck> acks_;
   std::vector<reverser::v1::Refusal> refusals_;
   std::vector<reverser::v1::RefusedFiles> refused_files_;
+  std::vector<reverser::v1::ResyncRequest> resync_requests_;
 };
 
 // A splicer's side of one Deliver stream: sends messages with increasing sequences and collects

@@ -30,6 +30,8 @@ class FeedbackSink {
   virtual void Refused(const reverser::v1::Refusal& refusal) = 0;
   // The complete set of refused files under a target's path (replaces earlier reports).
   virtual void RefusedFiles(const reverser::v1::RefusedFiles& files) = 0;
+  // Asks the splicer to resync every type of a target (its history was rewritten).
+  virtual void ResyncRequested(const reverser::v1::ResyncRequest& request) = 0;
 };
 
 // One stream position an item covers, acked once the item's content is pushed.

@@ -156,7 +156,12 @@ void SpliceStream::UpdateScope(const TargetScope& scope) {
   restart_ = true;
 }
 
-void SpliceStream::Resplice() {
+void SpliceStream::Resplice(const std::string& reason, const std::string& message) {
+  {
+    std::lock_guard lock(mu_);
+    resplice_reason_ = reason;
+    resplice_message_ = message;
+  }
   // The request first: the session that sees restart_ must also see the request.
   resplice_requested_ = true;
   restart_ = true;
@@ -463,7 +468,12 @@ std::optional<core::StreamPosition> SpliceStream::UsableCursor(
 absl::StatusOr<bool> SpliceStream::SendResync(redisstore::MaterializationStore& store,
                                               core::StreamPosition* head,
                                               const std::string& reason) {
-  SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, "splicing checkpoint and stream");
+  std::string detail = "splicing checkpoint and stream";
+  if (resync_is_resplice_) {
+    std::lock_guard lock(mu_);
+    if (!resplice_message_.empty()) detail = absl::StrCat(resplice_message_, "; ", detail);
+  }
+  SetState(reverser::v1::STREAM_STATE_REPLAYING, reason, detail);
   {
     auto view = store.Load();
     if (!view.ok()) return view.status();
@@ -697,7 +707,11 @@ absl::Status SpliceStream::StartSession() {
 }
 
 absl::StatusOr<bool> SpliceStream::AwaitStep(redisstore::MaterializationStore& store) {
-  const std::string reason = session_cursor_.has_value() ? "ResumeReplay" : "InitialReplay";
+  std::string reason = session_cursor_.has_value() ? "ResumeReplay" : "InitialReplay";
+  if (session_resplice_) {
+    std::lock_guard lock(mu_);
+    if (!resplice_reason_.empty()) reason = resplice_reason_;  // e.g. HistoryRewritten
+  }
   // The materialization first: nothing is delivered from one that is missing or was lost.
   auto mark = store.ReadMark();
   if (!mark.ok()) {

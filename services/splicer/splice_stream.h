@@ -130,8 +130,9 @@ class SpliceStream : public DeliverySubscriber {
   // The same scope again changes nothing.
   void UpdateScope(const TargetScope& scope);
   // Splices again and sends a fresh resync, then goes on tailing (asynchronous: the reader
-  // does it at its next round; a request survives a broken gitworker stream).
-  void Resplice();
+  // does it at its next round; a request survives a broken gitworker stream). `reason` and
+  // `message`, when given, are the Replaying state's while it does (e.g. HistoryRewritten).
+  void Resplice(const std::string& reason = "", const std::string& message = "");
 
   void OnAck(const reverser::v1::DeliveryAck& ack) override;
   SpliceStreamStatus Status() const;
@@ -240,6 +241,8 @@ class SpliceStream : public DeliverySubscriber {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> restart_{false};
   std::atomic<bool> resplice_requested_{false};
+  std::string resplice_reason_;   // guarded by mu_
+  std::string resplice_message_;  // guarded by mu_
 
   // Session state (reader thread), with `tracked_`/`sent_order_` shared with OnAck under mu_.
   Phase phase_ = Phase::kIdle;

@@ -153,6 +153,19 @@ void TargetManager::DeleteRemovedCursors() {
 void TargetManager::OnRefusal(const reverser::v1::DeliveryFeedback& feedback) {
   if (feedback.has_refusal()) refusals_.OnRefusal(feedback.refusal());
   if (feedback.has_refused_files()) refusals_.OnRefusedFiles(feedback.refused_files());
+  if (feedback.has_resync_request()) {
+    const reverser::v1::ResyncRequest& request = feedback.resync_request();
+    runtime::LogWarning("the gitworker asks for a resync of every type",
+                        {{"target", TargetText(request.target())},
+                         {"reason", request.reason()},
+                         {"detail", request.message()}});
+    auto claims = Resplice(request.target(), nullptr, request.reason(), request.message());
+    if (!claims.ok()) {
+      runtime::LogWarning("resync not started",
+                          {{"target", TargetText(request.target())},
+                           {"error", std::string(claims.status().message())}});
+    }
+  }
 }
 
 void TargetManager::SendConfigs() {
@@ -302,7 +315,8 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
 namespace reverser::splicer {
 
 absl::StatusOr<std::vector<reverser::v1::Claim>> TargetManager::Resplice(
-    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim* claim) {
+    const reverser::v1::GitTargetRef& target, const reverser::v1::Claim* claim,
+    const std::string& reason, const std::string& message) {
   std::lock_guard lock(mu_);
   const reverser::v1::WatchedTypeTable* table = nullptr;
   std::vector<std::string> known_targets;
@@ -331,7 +345,7 @@ absl::StatusOr<std::vector<reverser::v1::Claim>> TargetManager::Resplice(
   }
   std::vector<reverser::v1::Claim> claims;
   for (SpliceStream* stream : matched) {
-    stream->Resplice();
+    stream->Resplice(reason, message);
     claims.push_back(stream->claim());
   }
   runtime::LogInfo("resplice", {{"target", TargetText(table->target())},

@@ -54,9 +54,11 @@ class TargetManager {
   // Makes the streams of `target` (by uid, else namespace/name) splice again and send a fresh
   // resync; with `claim` (its type's group/version/resource, and its scope when set) only the
   // matching stream(s). Returns the claims of the streams asked to resplice; NotFound names the
-  // unknown target or type and lists what exists.
+  // unknown target or type and lists what exists. `reason`/`message`: what the streams' state
+  // says while they resplice (empty: the usual replay reason).
   absl::StatusOr<std::vector<reverser::v1::Claim>> Resplice(
-      const reverser::v1::GitTargetRef& target, const reverser::v1::Claim* claim);
+      const reverser::v1::GitTargetRef& target, const reverser::v1::Claim* claim,
+      const std::string& reason = "", const std::string& message = "");
   size_t stream_count() const;
 
  private:
