@@ -148,7 +148,8 @@ TEST(RendezvousTest, BoundedOwnersMovesLittleMoreThanOwner) {
   }
   // Ideal: a quarter of the units (7.5 of 30) per added member.
   EXPECT_NEAR(plain_moves / 200.0, 7.5, 1.0);
-  EXPECT_LT(bounded_moves / 200.0, 1.5 * 7.5) << bounded_moves / 200.0;
+  // Measured: about 5% more (7.85 against 7.45 of 30 per added member over 1000 seeds).
+  EXPECT_LT(bounded_moves, 1.2 * plain_moves) << bounded_moves / 200.0;
 }
 
 // What the hash gives in general: each unit independently uniform, so a member's load of 30
