@@ -217,7 +217,8 @@ TEST_F(MembershipKubeSimTest, StaleForeignAndHostileLeasesAreNotMembers) {
                                   {"leaseDurationSeconds", 15},
                                   {"renewTime", FormatMicroTime(clock.Now() - absl::Hours(1))}}))
                   .ok());
-  // Released (no holder), malformed (a string duration, a time that is not one).
+  // Released (no holder), malformed (a renewTime that is not a time: kube-apiserver would refuse
+  // it with 400, kube-sim stores Lease specs unchecked, so the view meets it here).
   ASSERT_TRUE(admin_
                   ->Create(LeasesResource(), kNamespace,
                            lease("splicer-released", {{"leaseDurationSeconds", 15},
