@@ -155,6 +155,11 @@ absl::StatusOr<IndexMember> ParseIndexMember(absl::string_view member) {
   return parsed;
 }
 
+OwnershipKeys OwnershipKeys::For(const KeyPrefix& prefix, absl::string_view unit) {
+  const std::string base = absl::StrCat(prefix.value(), ":own:v1:", unit);
+  return {absl::StrCat(base, ":epoch"), absl::StrCat(base, ":owner")};
+}
+
 std::string SpliceAckedKey(const KeyPrefix& prefix, absl::string_view target_uid,
                            const core::GroupVersionResource& gvr, const core::WatchScope& scope) {
   return absl::StrCat(prefix.value(), ":splice:v1:", EscapeKeySegment(target_uid), ":",

@@ -119,6 +119,16 @@ std::string AdmissionFactKey(const KeyPrefix& prefix, absl::string_view group_re
 // its cascade (the namespace controller's deletions) is credited to.
 std::string NamespaceDeletionKey(const KeyPrefix& prefix, absl::string_view namespace_);
 
+// ---- Ownership epochs (this project's own family; ownership_store.h) ----
+
+// The keys of one unit's ownership. The unit key is used as given (it is not escaped): the
+// family's fixed prefix and suffixes keep every unit's keys apart.
+struct OwnershipKeys {
+  static OwnershipKeys For(const KeyPrefix& prefix, absl::string_view unit);
+  std::string epoch;  // P:own:v1:<unit>:epoch   STRING integer, INCR on every takeover
+  std::string owner;  // P:own:v1:<unit>:owner   STRING the replica id that took that epoch
+};
+
 // ---- Reference-compatible families (gitops-reverser v0.36.0), under prefix.reference() ----
 
 // P:author:v1:audit:<GR>:object:<uid>:<rv>

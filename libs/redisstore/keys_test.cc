@@ -82,6 +82,15 @@ TEST(KeysTest, SpliceAckedKey) {
   EXPECT_EQ(SpliceAckedPattern(KeyPrefix::Default(), "u*1"), "reverser:splice:v1:u\\*1:*:acked");
 }
 
+TEST(KeysTest, OwnershipKeys) {
+  OwnershipKeys keys = OwnershipKeys::For(KeyPrefix::Default(), "apps/deployments:ns:default");
+  EXPECT_EQ(keys.epoch, "reverser:own:v1:apps/deployments:ns:default:epoch");
+  EXPECT_EQ(keys.owner, "reverser:own:v1:apps/deployments:ns:default:owner");
+  // A unit that looks like another's key stays apart: the suffixes are fixed.
+  EXPECT_NE(OwnershipKeys::For(KeyPrefix::Default(), "u:epoch").owner,
+            OwnershipKeys::For(KeyPrefix::Default(), "u").epoch);
+}
+
 TEST(KeysTest, AuthorKeysMatchTheReferenceExactly) {
   KeyPrefix p = Prefix("gitops-reverser");
   EXPECT_EQ(AuthorFactExactKey(p, "configmaps", "c0ffee", "12345"),
