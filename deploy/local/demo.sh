@@ -7,6 +7,7 @@
 #
 #   bash deploy/local/demo.sh            run the story, print, tear down
 #   bash deploy/local/demo.sh --keep     keep the stack running afterwards (prints how to use it)
+#   bash deploy/local/demo.sh --attribution=admission   no audit webhook: authors from admission
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
