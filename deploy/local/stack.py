@@ -175,6 +175,11 @@ class Stack:
         except FileNotFoundError:
             return ""
 
+    def print_log_tails(self, lines=30, file=sys.stderr):
+        """The last lines of every process's log: what a failed start or test shows."""
+        for name in self.procs:
+            print(f"--- {name} ---\n" + "\n".join(self.logs(name).splitlines()[-lines:]), file=file)
+
     def grpc(self, name):
         return f"127.0.0.1:{self.ports[name + '_grpc']}"
 

@@ -59,8 +59,7 @@ class AttributionStack(unittest.TestCase):
             cls.stack.wait_for_streams(2)
             cls.prepare()
         except Exception:
-            for name in cls.stack.procs:
-                print(f"--- {name} ---\n" + "\n".join(cls.stack.logs(name).splitlines()[-30:]), file=sys.stderr)
+            cls.stack.print_log_tails()
             cls.stack.cleanup()
             raise
 

@@ -113,8 +113,7 @@ class E2E(unittest.TestCase):
 
     @classmethod
     def dump_logs(cls):
-        for name in cls.stack.procs:
-            print(f"--- {name} ---\n" + "\n".join(cls.stack.logs(name).splitlines()[-30:]), file=sys.stderr)
+        cls.stack.print_log_tails()
 
     def run(self, result=None):
         outcome = super().run(result)
@@ -660,8 +659,7 @@ class StackCase(unittest.TestCase):
             cls.stack.start()
             cls.prepare()
         except Exception:
-            for name in cls.stack.procs:
-                print(f"--- {name} ---\n" + "\n".join(cls.stack.logs(name).splitlines()[-30:]), file=sys.stderr)
+            cls.stack.print_log_tails()
             cls.stack.cleanup()
             raise
 

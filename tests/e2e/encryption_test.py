@@ -75,9 +75,7 @@ class QuickstartEncryption(unittest.TestCase):
         try:
             body()
         except BaseException:
-            for name in self.stack.procs:
-                print(f"--- {name} ---\n" + "\n".join(self.stack.logs(name).splitlines()[-30:]),
-                      file=sys.stderr)
+            self.stack.print_log_tails()
             raise
 
     def get(self, *args):

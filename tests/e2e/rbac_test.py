@@ -63,8 +63,7 @@ class NamespaceOnlyRbac(unittest.TestCase):
                               "rules": [{**CONFIGMAPS[0], "scope": "Namespaced"}]}}]}))
             cls.stack.wait_for_streams(1)  # the namespaced stream: the cluster-wide one never replays
         except Exception:
-            for name in cls.stack.procs:
-                print(f"--- {name} ---\n" + "\n".join(cls.stack.logs(name).splitlines()[-30:]), file=sys.stderr)
+            cls.stack.print_log_tails()
             cls.stack.cleanup()
             raise
 
