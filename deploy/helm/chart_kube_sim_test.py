@@ -394,6 +394,7 @@ def main():
                 check_flags(docs, service_binaries)
         sets = {
             "external-redis": ["--fake-secrets", "-f", "deploy/helm/testdata/external-redis.values.yaml"],
+            "external-sentinel": ["--fake-secrets", "-f", "deploy/helm/testdata/external-sentinel.values.yaml"],
             "ha": ["--fake-secrets", "-f", "deploy/helm/testdata/ha.values.yaml"],
             "cert-manager issuers, quickstart, ServiceMonitor, NodePort": [
                 "--fake-secrets", "--set", "certificates.source=certManager",

@@ -23,6 +23,8 @@ refused "- rbac.watchTypes.mode: rbac.watchTypes.mode must be one of" --set rbac
 refused "- attribution.grace: Does not match pattern" --set attribution.grace=3sec
 refused "- catalog.replicas: Invalid type" --set-string catalog.replicas=two
 refused "- redis.address: String length" --set redis.embedded=false
+refused "- redis.sentinel.masterName: String length" --set redis.embedded=false,redis.sentinel.addresses[0]=s-0:26379
+refused "- redis.sentinel.addresses.0: Does not match pattern" --set redis.embedded=false,redis.sentinel.addresses[0]=no-port,redis.sentinel.masterName=m
 refused "- rbac.watchTypes.selected: Array must have at least 1 items" --set rbac.watchTypes.mode=selected
 refused "- quickstart.gitProvider.url: String length" --set quickstart.enabled=true
 refused "- servers.admission.failurePolicy: servers.admission.failurePolicy must be one of" --set servers.admission.failurePolicy=Deny

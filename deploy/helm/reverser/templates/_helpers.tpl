@@ -157,7 +157,12 @@ imagePullSecrets:
 (reverser.bodyKeyArgs): only the services that read or write object bodies get it. */}}
 {{- define "reverser.redisArgs" -}}
 {{- $r := .Values.redis -}}
+{{- if and (not $r.embedded) $r.sentinel.addresses -}}
+- --redis_sentinels={{ join "," $r.sentinel.addresses }}
+- --redis_sentinel_master={{ required "redis.sentinel.masterName is required with redis.sentinel.addresses" $r.sentinel.masterName }}
+{{- else -}}
 - --redis_address={{ include "reverser.redisAddress" . }}
+{{- end }}
 - --redis_key_prefix={{ $r.keyPrefix }}
 {{- if $r.username }}
 - --redis_username={{ $r.username }}
