@@ -58,10 +58,10 @@ std::optional<std::string> ToHex(const std::optional<git_oid>& oid) {
 // Connects `remote` in `direction` with the session's callbacks and reads the advertised refs.
 absl::StatusOr<RemoteRefs> ConnectAndList(git_remote* remote, git_direction direction,
                                           RemoteSession& session, git_remote_callbacks& callbacks) {
-  RETURN_IF_ERROR(
-      GitStatus(git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
-                absl::StrCat("connecting to ",
-                             core::RedactUrl(git_remote_url(remote) ? git_remote_url(remote) : ""))));
+  RETURN_IF_ERROR(GitStatus(
+      git_remote_connect(remote, direction, &callbacks, nullptr, session.headers()),
+      absl::StrCat("connecting to ",
+                   core::RedactUrl(git_remote_url(remote) ? git_remote_url(remote) : ""))));
   const git_remote_head** heads = nullptr;
   size_t count = 0;
   RETURN_IF_ERROR(GitStatus(git_remote_ls(&heads, &count, remote), "listing remote refs"));
@@ -434,7 +434,8 @@ absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view
 }
 
 absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_view commit,
-                                                                   absl::string_view prefix) {
+                                                                   absl::string_view prefix,
+                                                                   bool with_submodules) {
   ASSIGN_OR_RETURN(GitPtr<git_tree> tree, CommitTree(repo_.get(), commit));
   std::string root;
   if (!prefix.empty()) {
@@ -457,14 +458,22 @@ absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_
   }
   struct Walk {
     std::string root;
+    bool with_submodules;
     std::vector<FileEntry> files;
-  } walk{root, {}};
+  } walk{root, with_submodules, {}};
   auto visit = [](const char* dir, const git_tree_entry* entry, void* payload) -> int {
-    if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
-      auto* w = static_cast<Walk*>(payload);
-      w->files.push_back({absl::StrCat(w->root, dir, git_tree_entry_name(entry)),
-                          OidToHex(*git_tree_entry_id(entry))});
+    auto* w = static_cast<Walk*>(payload);
+    const git_object_t type = git_tree_entry_type(entry);
+    FileEntry::Kind kind = FileEntry::Kind::kFile;
+    if (type == GIT_OBJECT_COMMIT && w->with_submodules) {
+      kind = FileEntry::Kind::kSubmodule;
+    } else if (type != GIT_OBJECT_BLOB) {
+      return 0;
+    } else if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) {
+      kind = FileEntry::Kind::kSymlink;
     }
+    w->files.push_back({absl::StrCat(w->root, dir, git_tree_entry_name(entry)),
+                        OidToHex(*git_tree_entry_id(entry)), kind});
     return 0;
   };
   RETURN_IF_ERROR(
