@@ -40,6 +40,7 @@ class StreamSink final : public FeedbackSink {
   void Ack(const reverser::v1::DeliveryAck& ack) override;
   void Refused(const reverser::v1::Refusal& refusal) override;
   void RefusedFiles(const reverser::v1::RefusedFiles& files) override;
+  void PathRefused(const reverser::v1::PathRefusal& refusal) override;
 
  private:
   std::shared_ptr<StreamShared> shared_;
@@ -99,6 +100,12 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   void RefusedFilesLocked(const reverser::v1::RefusedFiles& files) {
     Feedback feedback;
     *feedback.mutable_refused_files() = files;
+    QueueLocked(std::move(feedback));
+  }
+
+  void PathRefusedLocked(const reverser::v1::PathRefusal& refusal) {
+    Feedback feedback;
+    *feedback.mutable_path_refusal() = refusal;
     QueueLocked(std::move(feedback));
   }
 
@@ -341,6 +348,11 @@ void StreamSink::Refused(const reverser::v1::Refusal& refusal) {
 void StreamSink::RefusedFiles(const reverser::v1::RefusedFiles& files) {
   std::lock_guard lock(shared_->mu);
   if (shared_->reactor) shared_->reactor->RefusedFilesLocked(files);
+}
+
+void StreamSink::PathRefused(const reverser::v1::PathRefusal& refusal) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->PathRefusedLocked(refusal);
 }
 
 }  // namespace

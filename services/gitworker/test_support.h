@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
-#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "proto/reverser/v1/gitworker.pb.h"
 #include "services/gitworker/work_item.h"
 
@@ -146,9 +146,17 @@ class RecordingSink : public FeedbackSink {
     std::lock_guard lock(mu_);
     return acks_;
   }
+  void PathRefused(const reverser::v1::PathRefusal& refusal) override {
+    std::lock_guard lock(mu_);
+    path_refusals_.push_back(refusal);
+  }
   std::vector<reverser::v1::Refusal> refusals() const {
     std::lock_guard lock(mu_);
     return refusals_;
+  }
+  std::vector<reverser::v1::PathRefusal> path_refusals() const {
+    std::lock_guard lock(mu_);
+    return path_refusals_;
   }
   // The refusals' messages, in order.
   std::vector<std::string> rejected() const {
@@ -182,6 +190,7 @@ class RecordingSink : public FeedbackSink {
   std::vector<reverser::v1::DeliveryAck> acks_;
   std::vector<reverser::v1::Refusal> refusals_;
   std::vector<reverser::v1::RefusedFiles> refused_files_;
+  std::vector<reverser::v1::PathRefusal> path_refusals_;
 };
 
 // A splicer's side of one Deliver stream: sends messages with increasing sequences and collects

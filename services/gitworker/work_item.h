@@ -30,6 +30,9 @@ class FeedbackSink {
   virtual void Refused(const reverser::v1::Refusal& refusal) = 0;
   // The complete set of refused files under a target's path (replaces earlier reports).
   virtual void RefusedFiles(const reverser::v1::RefusedFiles& files) = 0;
+  // The acceptance gate refuses every write to a target's path (or, without issues, accepts
+  // it again); replaces the earlier report.
+  virtual void PathRefused(const reverser::v1::PathRefusal& refusal) = 0;
 };
 
 // One stream position an item covers, acked once the item's content is pushed.
