@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace reverser::gitworker {
 namespace {
@@ -75,7 +76,11 @@ std::vector<GateIssue> CheckPath(const GateInput& input) {
   const std::string ignore_file = root.empty() ? ".gittargetignore" : root + "/.gittargetignore";
 
   if (!input.ignore.error.empty()) {
-    add(IssueKind::kInvalidIgnore, absl::StrCat(ignore_file, ": ", input.ignore.error));
+    // The parser names the line as ".gittargetignore line N: ..."; say which file that is.
+    absl::string_view error = input.ignore.error;
+    add(IssueKind::kInvalidIgnore, absl::ConsumePrefix(&error, ".gittargetignore ")
+                                       ? absl::StrCat(ignore_file, " ", error)
+                                       : absl::StrCat(ignore_file, ": ", error));
   }
   // Content, file by file (paths sorted): the first document of an identity is its home, every
   // further one a duplicate.

@@ -141,9 +141,12 @@ TEST(AcceptanceGateTest, InvalidIgnore) {
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].kind, IssueKind::kInvalidIgnore);
   EXPECT_EQ(issues[0].text,
-            absl::StrCat("invalid-ignore: t/.gittargetignore: ", rules.status().message()));
-  EXPECT_NE(issues[0].text.find("line 2"), std::string::npos) << issues[0].text;
+            "invalid-ignore: t/.gittargetignore line 2: \"*.yaml\" would hide every file or "
+            "every manifest under the path");
   EXPECT_EQ(GitPathReason(issues), "UnsupportedContent");
+  input.ignore.error = "12 bytes, more than the limit of 10";
+  EXPECT_EQ(Check(index, input)[0].text,
+            "invalid-ignore: t/.gittargetignore: 12 bytes, more than the limit of 10");
 }
 
 TEST(AcceptanceGateTest, WriteEscapesScope) {
