@@ -99,7 +99,8 @@ void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessa
            {"reason", core::RefusalReasonName(refusal.reason())},
            {"message", refusal.message()}});
       if (on_refusal_) on_refusal_(feedback);
-    } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles) {
+    } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles ||
+               feedback.payload_case() == reverser::v1::DeliveryFeedback::kPathRefusal) {
       if (on_refusal_) on_refusal_(feedback);
     }
   }

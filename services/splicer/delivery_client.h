@@ -45,7 +45,8 @@ class DeliveryClient {
   void SetOnConnected(std::function<void()> on_connected) {
     on_connected_ = std::move(on_connected);
   }
-  // Called (on the reader thread) with every `refusal` and `refused_files` feedback. Set before
+  // Called (on the reader thread) with every `refusal`, `refused_files` and `path_refusal`
+  // feedback. Set before
   // Start().
   void SetOnRefusal(std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal) {
     on_refusal_ = std::move(on_refusal);
