@@ -452,7 +452,8 @@ absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view
 }
 
 absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_view commit,
-                                                                   absl::string_view prefix) {
+                                                                   absl::string_view prefix,
+                                                                   bool with_submodules) {
   ASSIGN_OR_RETURN(GitPtr<git_tree> tree, CommitTree(repo_.get(), commit));
   std::string root;
   if (!prefix.empty()) {
@@ -475,14 +476,22 @@ absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_
   }
   struct Walk {
     std::string root;
+    bool with_submodules;
     std::vector<FileEntry> files;
-  } walk{root, {}};
+  } walk{root, with_submodules, {}};
   auto visit = [](const char* dir, const git_tree_entry* entry, void* payload) -> int {
-    if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
-      auto* w = static_cast<Walk*>(payload);
-      w->files.push_back({absl::StrCat(w->root, dir, git_tree_entry_name(entry)),
-                          OidToHex(*git_tree_entry_id(entry))});
+    auto* w = static_cast<Walk*>(payload);
+    const git_object_t type = git_tree_entry_type(entry);
+    FileEntry::Kind kind = FileEntry::Kind::kFile;
+    if (type == GIT_OBJECT_COMMIT && w->with_submodules) {
+      kind = FileEntry::Kind::kSubmodule;
+    } else if (type != GIT_OBJECT_BLOB) {
+      return 0;
+    } else if (git_tree_entry_filemode(entry) == GIT_FILEMODE_LINK) {
+      kind = FileEntry::Kind::kSymlink;
     }
+    w->files.push_back({absl::StrCat(w->root, dir, git_tree_entry_name(entry)),
+                        OidToHex(*git_tree_entry_id(entry)), kind});
     return 0;
   };
   RETURN_IF_ERROR(

@@ -72,8 +72,12 @@ absl::string_view PushOutcomeName(PushOutcome outcome);
 
 // A file of a commit as its tree names it.
 struct FileEntry {
+  // What the tree entry is: a blob (regular or executable), a symlink (a blob holding the link
+  // target) or a submodule (a gitlink: `blob_id` is the commit it pins, nothing to read).
+  enum class Kind { kFile, kSymlink, kSubmodule };
   std::string path;
   std::string blob_id;  // hex object id of its content
+  Kind kind = Kind::kFile;
 };
 
 // The object id Git gives `content` as a blob: equal ids mean equal bytes, so a file can be
@@ -128,8 +132,10 @@ class Repository {
   absl::StatusOr<std::vector<std::string>> ListFiles(absl::string_view commit,
                                                      absl::string_view prefix = "");
   // The same with each file's blob id, so sizes can be checked before anything is loaded.
+  // Symlinks are listed (kind kSymlink); submodules only with `with_submodules`.
   absl::StatusOr<std::vector<FileEntry>> ListFileEntries(absl::string_view commit,
-                                                         absl::string_view prefix = "");
+                                                         absl::string_view prefix = "",
+                                                         bool with_submodules = false);
   // The blob id of a file of a commit (nullopt: no such file). FailedPrecondition for a
   // directory.
   absl::StatusOr<std::optional<std::string>> FileBlobId(absl::string_view commit,

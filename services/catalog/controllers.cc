@@ -13,8 +13,8 @@
 #include "libs/commitmeta/messages.h"
 #include "libs/core/refusal_text.h"
 #include "libs/gotemplate/template.h"
-#include "libs/sops/age.h"
 #include "libs/rules/stream_readiness.h"
+#include "libs/sops/age.h"
 #include "services/catalog/objects.h"
 
 namespace reverser::catalog {
@@ -57,6 +57,28 @@ std::string RefusedFilesMessage(const reverser::v1::StreamSummary& summary) {
     return message;
   }
   return absl::StrCat(summary.refused_files(), " file(s) under the path refused");
+}
+
+std::string PathRefusalMessage(const reverser::v1::StreamSummary& summary) {
+  if (!summary.has_path_refusal() || summary.path_refusal().issue_count() == 0) return "";
+  const reverser::v1::PathRefusal& refusal = summary.path_refusal();
+  if (refusal.issues().empty()) return core::EscapeAndAbbreviate(refusal.message(), 2048);
+  const std::string& path = refusal.path();
+  std::string message = absl::StrCat(
+      "Git path refused at ", path.empty() ? "/" : core::EscapeAndAbbreviate(path, 1024), ": ",
+      core::EscapeAndAbbreviate(refusal.issues(0).text(), 1024));
+  if (refusal.issue_count() > 1) {
+    absl::StrAppend(&message, " (and ", refusal.issue_count() - 1, " more issue(s))");
+  }
+  return message;
+}
+
+std::string PathRefusalReason(const reverser::v1::StreamSummary& summary) {
+  const std::string& reason = summary.path_refusal().reason();
+  if (reason == reason::kIgnoreShadowsManagedPath || reason == reason::kWriteBoundaryRefused) {
+    return reason;
+  }
+  return reason::kUnsupportedContent;
 }
 
 std::string RefusedObjectsMessage(const reverser::v1::StreamSummary& summary) {
@@ -346,9 +368,13 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
   // What the gitworker refuses (rolled up by the splicer).
   const std::string refused_files = summary != nullptr ? RefusedFilesMessage(*summary) : "";
   const std::string refused_objects = summary != nullptr ? RefusedObjectsMessage(*summary) : "";
+  const std::string refused_path = summary != nullptr ? PathRefusalMessage(*summary) : "";
   Condition path{"GitPathAccepted", kTrue, reason::kGitPathAccepted,
                  "every file under the path is readable"};
-  if (!refused_files.empty()) {
+  if (!refused_path.empty()) {
+    // The acceptance gate refuses every write: it says more than any one refused file.
+    path = {"GitPathAccepted", kFalse, PathRefusalReason(*summary), refused_path};
+  } else if (!refused_files.empty()) {
     path = {"GitPathAccepted", kFalse, reason::kUnsupportedContent, refused_files};
   } else if (summary == nullptr) {
     path = {"GitPathAccepted", kUnknown, reason::kInitialReplay,
@@ -357,6 +383,8 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
 
   if (blocked > 0) {
     conds = Trio(Outcome::kStalled, streams.reason, streams.message);
+  } else if (!refused_path.empty()) {
+    conds = Trio(Outcome::kStalled, path.reason, refused_path);
   } else if (!refused_files.empty()) {
     conds = Trio(Outcome::kStalled, reason::kUnsupportedContent, refused_files);
   } else if (!refused_objects.empty()) {
@@ -435,8 +463,7 @@ Condition GitTargetReadyOf(const RuleContext& context, bool* stalled) {
 
 }  // namespace
 
-nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context,
-                          absl::Time now) {
+nlohmann::json RuleStatus(const nlohmann::json& rule, const RuleContext& context, absl::Time now) {
   std::vector<Condition> conds;
   if (context.parse_error) {
     conds = Trio(Outcome::kStalled, reason::kInvalidRule, *context.parse_error);

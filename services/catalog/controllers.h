@@ -4,11 +4,10 @@
 // of what the blocking probes and the splicers reported). The catalog actor calls these after
 // every change and writes the result through the status subresource when it differs.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -49,9 +48,11 @@ inline constexpr char kInitialReplay[] = "InitialReplay";
 inline constexpr char kNoResolvedTypes[] = "NoResolvedTypes";
 inline constexpr char kAllStreamsReady[] = "AllStreamsReady";
 // GitPathAccepted (reference §2A.15); the catalog sets UnsupportedContent for files the
-// gitworker refuses to read.
+// gitworker refuses to read, and the acceptance gate's reason when it refuses the path.
 inline constexpr char kGitPathAccepted[] = "GitPathAccepted";
 inline constexpr char kUnsupportedContent[] = "UnsupportedContent";
+inline constexpr char kIgnoreShadowsManagedPath[] = "IgnoreShadowsManagedPath";
+inline constexpr char kWriteBoundaryRefused[] = "WriteBoundaryRefused";
 // Not a reference reason: objects the gitworker can never write (Ready=False, Stalled=True).
 inline constexpr char kObjectRefused[] = "ObjectRefused";
 // WatchRule / ClusterWatchRule.
@@ -163,6 +164,11 @@ nlohmann::json TargetStatus(const nlohmann::json& target, const TargetValidation
 // The two refusal messages of a summary (bounded: at most the summary's samples, each cause
 // cut): "" when nothing of that kind is refused.
 std::string RefusedFilesMessage(const reverser::v1::StreamSummary& summary);
+// The acceptance gate's refusal of the path ("" when it accepts it): "Git path refused at
+// <path>: <first issue> (and N more issue(s))", the issue cut.
+std::string PathRefusalMessage(const reverser::v1::StreamSummary& summary);
+// Its GitPathAccepted reason (one of the gate's three; anything else is UnsupportedContent).
+std::string PathRefusalReason(const reverser::v1::StreamSummary& summary);
 std::string RefusedObjectsMessage(const reverser::v1::StreamSummary& summary);
 
 // What a rule's status depends on besides the rule object itself.

@@ -361,6 +361,50 @@ TEST(ControllersTest, RefusedFilesRefuseTheGitPathAsUnsupportedContent) {
   EXPECT_EQ(ConditionField(status, "Ready", "message"), message);
 }
 
+TEST(ControllersTest, APathRefusedByTheAcceptanceGateStallsTheTargetWithItsReason) {
+  rules::WatchedTypeTable table;
+  table.types[{"", "v1", "configmaps"}] = {};
+  reverser::v1::StreamSummary summary = AllReady();
+  summary.set_refused_files(1);
+  reverser::v1::Refusal file;
+  file.set_file("x/big.yaml");
+  file.set_message("too big");
+  *summary.add_refusals() = file;
+  auto* refusal = summary.mutable_path_refusal();
+  refusal->set_path("x");
+  refusal->set_reason("IgnoreShadowsManagedPath");
+  refusal->set_issue_count(3);
+  auto* issue = refusal->add_issues();
+  issue->set_kind("ignore-shadows-managed");
+  issue->set_text(
+      "ignore-shadows-managed: x/.gittargetignore hides x/demo/configmaps/a.yaml, which "
+      "reverser writes");
+  json status = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                             &summary, absl::UnixEpoch());
+  const std::string message =
+      "Git path refused at x: ignore-shadows-managed: x/.gittargetignore hides "
+      "x/demo/configmaps/a.yaml, which reverser writes (and 2 more issue(s))";
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "status"), "False");
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "reason"), "IgnoreShadowsManagedPath");
+  EXPECT_EQ(ConditionField(status, "GitPathAccepted", "message"), message);
+  EXPECT_EQ(ConditionField(status, "Stalled", "status"), "True");
+  EXPECT_EQ(ConditionField(status, "Stalled", "reason"), "IgnoreShadowsManagedPath");
+  EXPECT_EQ(ConditionField(status, "Ready", "status"), "False");
+  EXPECT_EQ(ConditionField(status, "Ready", "message"), message);
+  EXPECT_EQ(ConditionField(status, "Reconciling", "status"), "False");
+  // An unknown reason is rendered as UnsupportedContent.
+  refusal->set_reason("SomethingNew");
+  json other = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                            &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(other, "GitPathAccepted", "reason"), "UnsupportedContent");
+  // Accepted again: the refused file is what is left.
+  summary.clear_path_refusal();
+  json accepted = TargetStatus(Target("t", "x", ""), TargetValidation(), EncryptionCheck{}, &table,
+                               &summary, absl::UnixEpoch());
+  EXPECT_EQ(ConditionField(accepted, "GitPathAccepted", "message"),
+            "Git path refused at x/big.yaml: too big");
+}
+
 TEST(ControllersTest, BlockedStreamsAndEncryptionComeBeforeRefusals) {
   rules::WatchedTypeTable table;
   table.types[{"", "v1", "configmaps"}] = {};

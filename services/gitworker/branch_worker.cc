@@ -262,10 +262,36 @@ absl::StatusOr<BranchWorker::CachedIndex*> BranchWorker::IndexFor(
   auto it = indexes_.find(path);
   if (it == indexes_.end() || it->second.at != tip) {
     const IndexLimits limits{options_.limits.max_file_bytes, options_.limits.yaml};
+    std::optional<gitignore::IgnoreRules> ignore;
+    std::string ignore_error;
+    if (tip.has_value()) {
+      // Read before anything else under the path: what it names is never read.
+      const std::string file = path.empty() ? ".gittargetignore" : path + "/.gittargetignore";
+      const gitignore::IgnoreLimits ignore_limits;
+      auto blob = repo_->FileBlobId(*tip, file);
+      if (!blob.ok()) {
+        ignore_error = std::string(blob.status().message());
+      } else if (blob->has_value()) {
+        ASSIGN_OR_RETURN(uint64_t size, repo_->BlobSize(**blob));
+        if (size > ignore_limits.max_bytes) {
+          ignore_error =
+              absl::StrCat(size, " bytes, more than the limit of ", ignore_limits.max_bytes);
+        } else {
+          ASSIGN_OR_RETURN(std::string text, repo_->ReadBlob(**blob));
+          auto parsed = gitignore::IgnoreRules::Parse(text, ignore_limits);
+          if (parsed.ok()) {
+            ignore = *std::move(parsed);
+          } else {
+            ignore_error = std::string(parsed.status().message());
+          }
+        }
+      }
+    }
     // Files whose blobs the previous index of this path read are taken from it, not read.
     ASSIGN_OR_RETURN(IdentityIndex index,
                      IdentityIndex::Build(*repo_, tip, path, limits, &refused_blobs_,
-                                          it == indexes_.end() ? nullptr : &it->second.index));
+                                          it == indexes_.end() ? nullptr : &it->second.index,
+                                          ignore.has_value() ? &*ignore : nullptr));
     const IdentityIndex::BuildStats& stats = index.stats();
     runtime::LogInfo("target path indexed", {{"branch", options_.key.ToString()},
                                              {"target", unit.settings->TargetKey()},
@@ -293,7 +319,11 @@ absl::StatusOr<BranchWorker::CachedIndex*> BranchWorker::IndexFor(
       Refuse({target}, RefusedSubject::File(file), refused.reason, refused.message,
              options_.metrics);
     }
-    it = indexes_.insert_or_assign(path, CachedIndex{tip, std::move(index), {}}).first;
+    it = indexes_
+             .insert_or_assign(
+                 path,
+                 CachedIndex{tip, std::move(index), {}, std::move(ignore), std::move(ignore_error)})
+             .first;
   }
   return &it->second;
 }
@@ -317,6 +347,77 @@ void BranchWorker::ReportRefusedFiles(const Unit& unit, CachedIndex& cached) {
   }
 }
 
+void BranchWorker::ReportPathGate(const Unit& unit, const std::vector<GateIssue>& issues) {
+  const std::string key = unit.settings->TargetKey();
+  auto it = path_gates_.find(key);
+  if (issues.empty()) {
+    if (it == path_gates_.end()) return;
+    // Accepted again: every stream told of the refusal (and this unit's) hears it ended.
+    reverser::v1::PathRefusal accepted;
+    *accepted.mutable_target() = unit.settings->target;
+    accepted.set_path(unit.settings->path);
+    auto told = std::move(it->second.told);
+    for (const Coverage& cover : unit.covers) {
+      if (cover.sink) told.insert(cover.sink);
+    }
+    for (const auto& weak : told) {
+      if (auto sink = weak.lock()) sink->PathRefused(accepted);
+    }
+    runtime::LogInfo(
+        "git path accepted",
+        {{"branch", options_.key.ToString()}, {"target", key}, {"path", unit.settings->path}});
+    path_gates_.erase(it);
+    return;
+  }
+  if (it == path_gates_.end() || it->second.issues != issues) {
+    PathGate gate;
+    gate.issues = issues;
+    reverser::v1::PathRefusal& refusal = gate.refusal;
+    *refusal.mutable_target() = unit.settings->target;
+    refusal.set_path(unit.settings->path);
+    refusal.set_reason(GitPathReason(issues));
+    refusal.set_message(GitPathMessage(unit.settings->path, issues));
+    refusal.set_issue_count(static_cast<uint32_t>(issues.size()));
+    constexpr size_t kSentIssues = 10;  // the rest are counted (a path may hold thousands)
+    GitWorkerMetrics metrics(options_.metrics);
+    for (size_t i = 0; i < issues.size(); ++i) {
+      metrics.PathRefused(IssueKindName(issues[i].kind));
+      if (i >= kSentIssues) continue;
+      auto* issue = refusal.add_issues();
+      issue->set_kind(std::string(IssueKindName(issues[i].kind)));
+      issue->set_text(issues[i].text);
+    }
+    runtime::LogWarning("git path refused; its writes wait", {{"branch", options_.key.ToString()},
+                                                              {"target", key},
+                                                              {"path", unit.settings->path},
+                                                              {"reason", refusal.reason()},
+                                                              {"issues", issues.size()},
+                                                              {"message", refusal.message()}});
+    it = path_gates_.insert_or_assign(key, std::move(gate)).first;
+  }
+  TellPathGate(unit);
+}
+
+void BranchWorker::TellPathGate(const Unit& unit) {
+  auto it = path_gates_.find(unit.settings->TargetKey());
+  if (it == path_gates_.end()) return;
+  for (const Coverage& cover : unit.covers) {
+    if (cover.sink && it->second.told.insert(cover.sink).second) {
+      cover.sink->PathRefused(it->second.refusal);
+    }
+  }
+}
+
+bool BranchWorker::OnlyHeldUnpushed() const {
+  bool held = false;
+  for (const Unit& unit : units_) {
+    if (unit.state != State::kUncommitted && unit.state != State::kCommitted) continue;
+    if (!unit.held) return false;
+    held = true;
+  }
+  return held;
+}
+
 void BranchWorker::CommitPending() {
   // While the remote is unreachable, reconnect at the push cadence, not on every event.
   if (!repo_ && options_.clock->Now() < next_push_allowed_) return;
@@ -329,8 +430,16 @@ void BranchWorker::CommitPending() {
     CountPendingResyncFailures();
     return;
   }
+  std::set<std::string> held;  // targets whose path the gate refused in this pass
   for (Unit& unit : units_) {
     if (unit.state != State::kUncommitted) continue;
+    // Behind a held write of its target: never written before it (the order of a target).
+    if (unit.settings && held.count(unit.settings->TargetKey())) {
+      unit.held = true;
+      TellPathGate(unit);
+      continue;
+    }
+    unit.held = false;
     auto signer = SignerFor(unit);
     if (!signer.ok()) {
       // Never unsigned on a signing target: this write and every later one wait for the key.
@@ -368,8 +477,18 @@ void BranchWorker::CommitPending() {
       RejectUnit(unit, sha.status());
       continue;
     }
+    if (unit.held) {
+      held.insert(unit.settings->TargetKey());
+      continue;
+    }
     unit.state = sha->has_value() ? State::kCommitted : State::kNoop;
     unit.sha = sha->value_or("");
+  }
+  // Held writes look at the remote again at the retry cadence (a person fixes the path with a
+  // push; the push cycle sees the branch moved and replays them on it).
+  if (!held.empty()) {
+    held_recheck_at_ =
+        options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
   }
 }
 
@@ -516,9 +635,41 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
     Refuse(covers, subject, RefusalReasonOf(status, reverser::v1::REFUSAL_REASON_COMMIT_REFUSED),
            status.message(), options_.metrics);
   };
+  // The plan first, then the acceptance gate over it and the path: a refused path gets nothing
+  // (no object refusals either: the whole write waits).
+  std::optional<WindowChanges> planned_window;
+  std::optional<ResyncChanges> planned_resync;
+  GateInput gate;
+  auto& followed = followed_[settings.TargetKey()];
   if (unit.kind == Kind::kWindow) {
     // Match-first: an existing document is edited (or deleted) in the file it lives in.
-    WindowChanges window = PlanWindowChanges(*index, unit.writes, read, limits);
+    planned_window = PlanWindowChanges(*index, unit.writes, read, limits);
+    for (const PlannedWrite& write : unit.writes) {
+      followed.insert({write.key.group, write.key.kind});
+      gate.writes.push_back({write.key, write.path, !write.content.has_value(), write.sensitive});
+    }
+    for (const auto& [path, content] : planned_window->changes) gate.changed_files.push_back(path);
+  } else {
+    planned_resync = PlanResyncChanges(*index, unit.resync, read, limits);
+    if (!unit.resync.kind.empty()) followed.insert({unit.resync.gvr.group, unit.resync.kind});
+    for (const PreparedResync::Upsert& upsert : unit.resync.upserts) {
+      gate.writes.push_back({upsert.key, upsert.path, false, upsert.sensitive});
+    }
+    for (const auto& [path, content] : planned_resync->changes) gate.changed_files.push_back(path);
+  }
+  gate.index = index;
+  gate.followed = &followed;
+  gate.ignore.rules = cached->ignore.has_value() ? &*cached->ignore : nullptr;
+  gate.ignore.error = cached->ignore_error;
+  const std::vector<GateIssue> issues = CheckPath(gate);
+  ReportPathGate(unit, issues);
+  if (!issues.empty()) {
+    unit.held = true;
+    return std::optional<std::string>();
+  }
+
+  if (unit.kind == Kind::kWindow) {
+    WindowChanges& window = *planned_window;
     for (size_t i = 0; i < unit.writes.size(); ++i) {
       const PlannedWrite& write = unit.writes[i];
       if (auto refused = window.refused.find(i); refused != window.refused.end()) {
@@ -541,7 +692,7 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
     effective = window.changed_documents;
     objects_written = resources.size();
   } else {
-    ResyncChanges resync = PlanResyncChanges(*index, unit.resync, read, limits);
+    ResyncChanges& resync = *planned_resync;
     for (const RefusedChange& refused : resync.refused) {
       refuse_write(refused.key, refused.status, unit.covers, unit.resync.gvr);
     }
@@ -562,6 +713,12 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
   if (effective > 0) {
     for (const auto& [path, content] : BootstrapFiles(settings)) {
       if (changes.count(path)) continue;
+      // Never written where the path's .gittargetignore says reverser must not.
+      if (cached->ignore.has_value() &&
+          cached->ignore->Ignored(absl::string_view(path).substr(
+              settings.path.empty() ? 0 : settings.path.size() + 1))) {
+        continue;
+      }
       absl::StatusOr<std::optional<std::string>> existing = std::optional<std::string>();
       if (tip.has_value()) existing = repo_->FileBlobId(*tip, path);
       if (existing.ok() && !existing->has_value()) changes[path] = content;
@@ -618,6 +775,7 @@ bool BranchWorker::HasUnpushed() const {
 
 std::optional<absl::Time> BranchWorker::NextPushAt() const {
   if (!HasUnpushed()) return std::nullopt;
+  if (OnlyHeldUnpushed()) return std::max(next_push_allowed_, held_recheck_at_);
   return next_push_allowed_;
 }
 
@@ -733,9 +891,30 @@ void BranchWorker::NoteRewrittenHistory(const std::string& ours,
 
 void BranchWorker::Complete() {
   const absl::Time now = options_.clock->Now();
-  while (!units_.empty() &&
-         (units_.front().state == State::kPushed || units_.front().state == State::kNoop)) {
-    Unit& unit = units_.front();
+  // Held writes (a refused path) and what follows them for their target stay; everything else
+  // completes in order past them, so one refused path never stalls the branch's other targets.
+  std::set<std::string> waiting;
+  auto targets_of = [](const Unit& unit) {
+    std::set<std::string> targets;
+    if (unit.settings) targets.insert(unit.settings->TargetKey());
+    for (const Coverage& cover : unit.covers) {
+      targets.insert(absl::StrCat(cover.target.namespace_(), "/", cover.target.name()));
+    }
+    return targets;
+  };
+  for (auto next = units_.begin(); next != units_.end();) {
+    Unit& unit = *next;
+    if (unit.held || !waiting.empty()) {
+      const std::set<std::string> targets = targets_of(unit);
+      bool behind = unit.held;
+      for (const std::string& target : targets) behind = behind || waiting.count(target);
+      if (behind) {
+        waiting.insert(targets.begin(), targets.end());
+        ++next;
+        continue;
+      }
+    }
+    if (unit.state != State::kPushed && unit.state != State::kNoop) break;
     const bool pushed = unit.state == State::kPushed;
     const std::string remote_sha = expected_remote_.value_or("");
     if (unit.kind == Kind::kResync && !unit.rejected) {
@@ -765,7 +944,7 @@ void BranchWorker::Complete() {
                                    : pushed      ? CommitRequestBook::WriteEnd::kPushed
                                                  : CommitRequestBook::WriteEnd::kEmpty,
                                    unit.sha, now);
-    units_.pop_front();
+    next = units_.erase(next);
   }
 }
 
@@ -805,7 +984,11 @@ reverser::v1::BranchStatus BranchWorker::Status() const {
         google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(*last_push_));
   }
   // A push of earlier writes clears last_error_; writes waiting for their signing key say so.
-  status.set_last_error(last_error_.empty() ? signing_error_ : last_error_);
+  std::string error = last_error_.empty() ? signing_error_ : last_error_;
+  for (const auto& [target, gate] : path_gates_) {
+    if (error.empty()) error = gate.refusal.message();
+  }
+  status.set_last_error(error);
   return status;
 }
 

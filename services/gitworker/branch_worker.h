@@ -21,8 +21,10 @@
 #include "libs/git/credentials.h"
 #include "libs/git/repository.h"
 #include "libs/git/ssh_signing.h"
+#include "libs/gitignore/ignore_rules.h"
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.pb.h"
+#include "services/gitworker/acceptance_gate.h"
 #include "services/gitworker/commit_requests.h"
 #include "services/gitworker/refusal.h"
 #include "services/gitworker/target_writer.h"
@@ -141,12 +143,25 @@ class BranchWorker {
     size_t events = 0;             // live events planned into this window
     bool rejected = false;         // its commit was refused (a resync: not applied)
     bool failure_counted = false;  // a resync counted in resync_background_failures_total
+    // The acceptance gate refused its target's path: kept uncommitted (and unacked) until a
+    // fetch shows the path clean; later units of the target wait behind it.
+    bool held = false;
   };
 
   struct CachedIndex {
     std::optional<std::string> at;  // the commit the index describes
     IdentityIndex index;
     // The delivery streams told this index's refused files (each is told once per index).
+    std::set<std::weak_ptr<FeedbackSink>, std::owner_less<std::weak_ptr<FeedbackSink>>> told;
+    // The path's .gittargetignore at `at` (none: absent, or refused for `ignore_error`).
+    std::optional<gitignore::IgnoreRules> ignore;
+    std::string ignore_error;
+  };
+  // A target whose path the acceptance gate refuses (kept until it is accepted again and the
+  // streams told of the refusal are told so).
+  struct PathGate {
+    std::vector<GateIssue> issues;
+    reverser::v1::PathRefusal refusal;
     std::set<std::weak_ptr<FeedbackSink>, std::owner_less<std::weak_ptr<FeedbackSink>>> told;
   };
 
@@ -159,6 +174,13 @@ class BranchWorker {
   // Sends the index's refused files (complete, maybe none) to the unit's delivery streams that
   // were not told yet.
   void ReportRefusedFiles(const Unit& unit, CachedIndex& cached);
+  // The gate's verdict on a unit's target path: a change of state is logged and counted once;
+  // the unit's streams not yet told are told (a refusal, or its end to those told of it).
+  void ReportPathGate(const Unit& unit, const std::vector<GateIssue>& issues);
+  // Tells the unit's streams the standing refusal of its target's path (if not yet told).
+  void TellPathGate(const Unit& unit);
+  // Whether every unit waiting for a push is held by the gate (nothing to push but a recheck).
+  bool OnlyHeldUnpushed() const;
   void CommitPending();
   absl::StatusOr<std::optional<std::string>> CommitUnit(Unit& unit,
                                                         const git::SshSigningKey* signer);
@@ -201,8 +223,12 @@ class BranchWorker {
   std::map<std::string, CachedIndex> indexes_;  // target path → its documents
   // Refused blobs (blob id → refusal), so a branch that moves again does not read them again.
   std::map<std::string, IdentityIndex::RefusedFile> refused_blobs_;
-  std::set<std::string> reported_files_;      // target, path and blob already refused
-  std::set<std::string> reported_templates_;  // target, template kind and text already refused
+  std::set<std::string> reported_files_;        // target, path and blob already refused
+  std::set<std::string> reported_templates_;    // target, template kind and text already refused
+  std::map<std::string, PathGate> path_gates_;  // by target key
+  // (group, kind) each target delivered: its followed types, as far as this worker knows them.
+  std::map<std::string, std::set<std::pair<std::string, std::string>>> followed_;
+  absl::Time held_recheck_at_ = absl::InfinitePast();  // when held writes look at the remote again
   std::optional<Unit> window_;
   uint64_t window_generation_ = 0;
   std::deque<Unit> units_;

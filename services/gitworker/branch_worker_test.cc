@@ -1136,5 +1136,145 @@ TEST_F(BranchWorkerTest, UnsafeNamesAreRejectedWithoutWriting) {
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 11u);
 }
 
+// The acceptance gate (docs/behaviour.md, Acceptance gate): a hand-pushed duplicate refuses the
+// whole write of the target — nothing committed, nothing acked, the GitTarget told — and the
+// held writes land once a second hand commit removes it.
+TEST_F(BranchWorkerTest, AHandPushedDuplicateRefusesThePathUntilAPersonRemovesIt) {
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10)));
+  worker->PushIfDue();
+  ASSERT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  std::filesystem::create_directories(*clone + "/clusters/a/hand");
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/hand/dup.yaml",
+                                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+                                 "  namespace: default\ndata:\n  key: hand\n")
+                  .ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "hand duplicate").ok());
+
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE,
+                                      "default", "a", "2", 11)));
+  worker->PushIfDue();
+  EXPECT_EQ(Subjects().front(), "hand duplicate") << "nothing committed for the refused path";
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u) << "held writes are not acked";
+  auto refusals = sink_->path_refusals();
+  ASSERT_FALSE(refusals.empty());
+  const reverser::v1::PathRefusal& refused = refusals.back();
+  EXPECT_EQ(refused.target().name(), config.target().name());
+  EXPECT_EQ(refused.path(), "clusters/a");
+  EXPECT_EQ(refused.reason(), "UnsupportedContent");
+  EXPECT_EQ(refused.message(),
+            "Git path refused at clusters/a: duplicate: ConfigMap default/a in "
+            "clusters/a/default/configmaps/a.yaml and clusters/a/hand/dup.yaml");
+  ASSERT_EQ(refused.issues_size(), 1);
+  EXPECT_EQ(refused.issues(0).kind(), "duplicate");
+  EXPECT_EQ(refused.issue_count(), 1u);
+  EXPECT_EQ(
+      metrics_.GetCounter("reverser_gitworker_path_refusals_total", "", {{"kind", "duplicate"}})
+          .Value(),
+      1);
+  EXPECT_EQ(worker->Status().last_error(), refused.message());
+  // The remote is looked at again at the retry cadence, not in a loop.
+  ASSERT_TRUE(worker->NextPushAt().has_value());
+  EXPECT_GE(*worker->NextPushAt(), clock_.Now() + absl::Seconds(1));
+
+  // A racing live event for the refused path is never written either; the stream is told once.
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "b", "1", 12)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/b.yaml")));
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+  EXPECT_EQ(sink_->path_refusals().size(), refusals.size());
+
+  // A person removes the duplicate: the next cycle sees the branch moved and the path clean.
+  ASSERT_TRUE(testing::Git(*clone, {"rm", "-q", "clusters/a/hand/dup.yaml"}).ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "remove the duplicate").ok());
+  clock_.Advance(absl::Seconds(1));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 12u);
+  auto a = testing::ShowFile(remote_, "main", "clusters/a/default/configmaps/a.yaml");
+  ASSERT_TRUE(a.ok());
+  EXPECT_NE(a->find("key: \"2\""), std::string::npos) << *a;
+  EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/b.yaml"));
+  EXPECT_THAT(Subjects(), Contains("remove the duplicate"));
+  ASSERT_FALSE(sink_->path_refusals().empty());
+  EXPECT_EQ(sink_->path_refusals().back().issue_count(), 0u) << "the refusal ends";
+  EXPECT_EQ(worker->Status().last_error(), "");
+  ExpectFsckClean();
+}
+
+TEST_F(BranchWorkerTest, AnIgnorePatternShadowingAManagedPathRefusesTheWrite) {
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  std::filesystem::create_directories(*clone + "/clusters/a");
+  ASSERT_TRUE(
+      testing::WriteFile(*clone + "/clusters/a/.gittargetignore", "default/configmaps/\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "ignore configmaps").ok());
+
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/a.yaml")));
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
+  ASSERT_FALSE(sink_->path_refusals().empty());
+  const auto refused = sink_->path_refusals().back();
+  EXPECT_EQ(refused.reason(), "IgnoreShadowsManagedPath");
+  EXPECT_EQ(refused.message(),
+            "Git path refused at clusters/a: ignore-shadows-managed: clusters/a/.gittargetignore "
+            "hides clusters/a/default/configmaps/a.yaml, which reverser writes");
+
+  // A pattern that would hide every manifest refuses the path, naming the line.
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/.gittargetignore", "# all\n*.yaml\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "ignore everything").ok());
+  clock_.Advance(absl::Seconds(1));
+  worker->PushIfDue();
+  const auto invalid = sink_->path_refusals().back();
+  EXPECT_EQ(invalid.reason(), "UnsupportedContent");
+  EXPECT_EQ(invalid.issues(0).kind(), "invalid-ignore");
+  EXPECT_NE(invalid.message().find("clusters/a/.gittargetignore line 2: "), std::string::npos)
+      << invalid.message();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
+}
+
+TEST_F(BranchWorkerTest, IgnoredFilesAreNeverReadSweptOrWritten) {
+  const std::string ghost =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ghost\n  namespace: default\n";
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  std::filesystem::create_directories(*clone + "/clusters/a/legacy");
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/.gittargetignore",
+                                 "# kept by hand\nlegacy/\nREADME.md\n")
+                  .ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/legacy/ghost.yaml", ghost).ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/legacy/values.yaml", "plain: 1\n").ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/legacy/broken.yaml", "a: [\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "legacy files").ok());
+
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(ResyncItem(
+      config, Snapshot(config, ConfigMaps(), {Object(ConfigMaps(), "default", "a", "1")}, 100)));
+  worker->PushIfDue();
+  EXPECT_TRUE(sink_->path_refusals().empty());
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 100u);
+  auto files = Files();
+  EXPECT_THAT(files, Contains("clusters/a/default/configmaps/a.yaml"));
+  EXPECT_THAT(files, Contains("clusters/a/legacy/ghost.yaml")) << "an ignored file is not swept";
+  EXPECT_THAT(files, Not(Contains("clusters/a/README.md"))) << "an ignored bootstrap file";
+  auto kept = testing::ShowFile(remote_, "main", "clusters/a/legacy/ghost.yaml");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, ghost);
+  auto diff = Git(remote_, {"show", "--name-only", "--format=", "main"});
+  ASSERT_TRUE(diff.ok());
+  EXPECT_EQ(diff->find("legacy"), std::string::npos) << *diff;
+  ExpectFsckClean();
+}
+
 }  // namespace
 }  // namespace reverser::gitworker

@@ -41,6 +41,7 @@ class StreamSink final : public FeedbackSink {
   void Refused(const reverser::v1::Refusal& refusal) override;
   void RefusedFiles(const reverser::v1::RefusedFiles& files) override;
   void ResyncRequested(const reverser::v1::ResyncRequest& request) override;
+  void PathRefused(const reverser::v1::PathRefusal& refusal) override;
 
  private:
   std::shared_ptr<StreamShared> shared_;
@@ -106,6 +107,12 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   void ResyncRequestedLocked(const reverser::v1::ResyncRequest& request) {
     Feedback feedback;
     *feedback.mutable_resync_request() = request;
+    QueueLocked(std::move(feedback));
+  }
+
+  void PathRefusedLocked(const reverser::v1::PathRefusal& refusal) {
+    Feedback feedback;
+    *feedback.mutable_path_refusal() = refusal;
     QueueLocked(std::move(feedback));
   }
 
@@ -353,6 +360,11 @@ void StreamSink::RefusedFiles(const reverser::v1::RefusedFiles& files) {
 void StreamSink::ResyncRequested(const reverser::v1::ResyncRequest& request) {
   std::lock_guard lock(shared_->mu);
   if (shared_->reactor) shared_->reactor->ResyncRequestedLocked(request);
+}
+
+void StreamSink::PathRefused(const reverser::v1::PathRefusal& refusal) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->PathRefusedLocked(refusal);
 }
 
 }  // namespace

@@ -37,6 +37,13 @@ void GitWorkerMetrics::EventsCommitted(size_t events) {
         {}, static_cast<double>(events));
 }
 
+void GitWorkerMetrics::PathRefused(absl::string_view kind) {
+  Count("reverser_gitworker_path_refusals_total",
+        "Issues the acceptance gate refused a target path for (counted when the path's issues "
+        "change), by issue kind.",
+        {{"kind", std::string(kind)}});
+}
+
 void GitWorkerMetrics::IndexedFiles(absl::string_view outcome, size_t files) {
   if (files == 0) return;
   Count("reverser_gitworker_index_files_total",

@@ -37,6 +37,9 @@ class GitWorkerMetrics {
   // reused: taken by blob id from the previous index, unreadable, refused):
   // reverser_gitworker_index_files_total{outcome}.
   void IndexedFiles(absl::string_view outcome, size_t files);
+  // The acceptance gate refused a target path (counted per issue, by issue kind, whenever the
+  // path's issues change): reverser_gitworker_path_refusals_total{kind}.
+  void PathRefused(absl::string_view kind);
 
   // gitopsreverser_secret_encryption_*_total: an encryption attempted (the cache had no file for
   // the object) and how it ended; a file reused from the cache counts as a cache hit and, as in

@@ -44,7 +44,7 @@ std::optional<DocumentKey> IdentityIndex::KeyOfDocument(const nlohmann::json& do
 }
 
 absl::StatusOr<std::optional<FileDocuments>> IdentityIndex::ReadDocuments(
-    const std::string& text, const manifest::YamlReadLimits& limits) {
+    const std::string& text, const manifest::YamlReadLimits& limits, std::vector<size_t>* non_krm) {
   // Not a text file (or UTF-16, which the reader would decode but the cut cannot).
   if (text.find('\0') != std::string::npos) return std::nullopt;
   auto docs = manifest::ParseYamlDocuments(text, limits);
@@ -59,6 +59,7 @@ absl::StatusOr<std::optional<FileDocuments>> IdentityIndex::ReadDocuments(
   if (cut.size() != docs->size()) return std::nullopt;
   FileDocuments out;
   out.reserve(docs->size());
+  std::vector<size_t> foreign;
   for (size_t i = 0; i < docs->size(); ++i) {
     const nlohmann::json& doc = (*docs)[i];
     // A top-level scalar may run on at column 0 where the cut cannot follow it.
@@ -66,7 +67,9 @@ absl::StatusOr<std::optional<FileDocuments>> IdentityIndex::ReadDocuments(
       return std::nullopt;
     }
     out.push_back(KeyOfDocument(doc));
+    if (!out.back().has_value() && !doc.is_null()) foreign.push_back(i);
   }
+  if (non_krm != nullptr) *non_krm = std::move(foreign);
   return out;
 }
 
@@ -80,16 +83,40 @@ IdentityIndex IdentityIndex::Empty(const std::string& path, const IndexLimits& l
 absl::StatusOr<IdentityIndex> IdentityIndex::Build(
     git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
     const IndexLimits& limits, const std::map<std::string, RefusedFile>* known_refused,
-    const IdentityIndex* previous) {
+    const IdentityIndex* previous, const gitignore::IgnoreRules* ignore) {
   IdentityIndex index = Empty(path, limits);
   if (!base.has_value()) return index;
-  ASSIGN_OR_RETURN(std::vector<git::FileEntry> files, repo.ListFileEntries(*base, path));
+  ASSIGN_OR_RETURN(std::vector<git::FileEntry> files,
+                   repo.ListFileEntries(*base, path, /*with_submodules=*/true));
   // What the previous index read, by blob: unchanged files are not read again.
   std::unordered_map<std::string, const File*> known;
+  std::unordered_map<std::string, const IgnoredFile*> known_ignored;
   if (previous != nullptr) {
     for (const auto& [file_path, file] : previous->files_) known.emplace(file.blob_id, &file);
+    for (const auto& [file_path, file] : previous->ignored_) {
+      known_ignored.emplace(file.blob_id, &file);
+    }
   }
+  const size_t prefix = path.empty() ? 0 : path.size() + 1;
   for (const git::FileEntry& file : files) {
+    if (ignore != nullptr && ignore->Ignored(absl::string_view(file.path).substr(prefix))) {
+      // Never read; what an earlier index saw in this blob is kept, so a pattern that comes to
+      // hide a managed document can be told (the acceptance gate's ignore-shadows-managed).
+      IgnoredFile& ignored = index.ignored_[file.path];
+      ignored.blob_id = file.blob_id;
+      if (auto seen = known.find(file.blob_id); seen != known.end()) {
+        for (const DocumentKey* key : seen->second->documents) {
+          if (key != nullptr) ignored.known.push_back(*key);
+        }
+      } else if (auto was = known_ignored.find(file.blob_id); was != known_ignored.end()) {
+        ignored.known = was->second->known;
+      }
+      continue;
+    }
+    if (file.kind != git::FileEntry::Kind::kFile) {
+      index.foreign_[file.path] = file.kind;
+      continue;
+    }
     if (!IsYamlFile(file.path)) continue;
     if (known_refused != nullptr) {
       if (auto refused = known_refused->find(file.blob_id); refused != known_refused->end()) {
@@ -108,7 +135,7 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(
       for (const DocumentKey* key : seen->second->documents) {
         documents.push_back(key ? std::optional<DocumentKey>(*key) : std::nullopt);
       }
-      index.Record(file.path, file.blob_id, std::move(documents));
+      index.Record(file.path, file.blob_id, std::move(documents), seen->second->non_krm);
       continue;
     }
     ASSIGN_OR_RETURN(uint64_t size, repo.BlobSize(file.blob_id));
@@ -129,11 +156,12 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(
 }
 
 void IdentityIndex::Add(const std::string& path, std::string blob_id, const std::string& text) {
+  std::vector<size_t> non_krm;
   auto documents =
       text.size() > limits_.max_file_bytes
           ? absl::StatusOr<std::optional<FileDocuments>>(absl::ResourceExhaustedError(absl::StrCat(
                 text.size(), " bytes, more than the limit of ", limits_.max_file_bytes)))
-          : ReadDocuments(text, limits_.yaml);
+          : ReadDocuments(text, limits_.yaml, &non_krm);
   if (!documents.ok()) {
     RefuseFile(path, {reverser::v1::REFUSAL_REASON_UNSUPPORTED_CONTENT,
                       absl::StrCat("blob ", blob_id, ": ", documents.status().message(),
@@ -145,7 +173,7 @@ void IdentityIndex::Add(const std::string& path, std::string blob_id, const std:
     RecordUnreadable(path, std::move(blob_id));
     return;
   }
-  Record(path, std::move(blob_id), **std::move(documents));
+  Record(path, std::move(blob_id), **std::move(documents), std::move(non_krm));
 }
 
 void IdentityIndex::RefuseFile(const std::string& path, RefusedFile refused) {
@@ -162,12 +190,14 @@ void IdentityIndex::RecordUnreadable(const std::string& path, std::string blob_i
   file.readable = false;
 }
 
-void IdentityIndex::Record(const std::string& path, std::string blob_id, FileDocuments documents) {
+void IdentityIndex::Record(const std::string& path, std::string blob_id, FileDocuments documents,
+                           std::vector<size_t> non_krm) {
   Remove(path);
   auto [it, inserted] = files_.try_emplace(path);
   File& file = it->second;
   const std::string* stable_path = &it->first;
   file.blob_id = std::move(blob_id);
+  file.non_krm = std::move(non_krm);
   file.documents.reserve(documents.size());
   for (std::optional<DocumentKey>& key : documents) {
     if (!key.has_value()) {
@@ -186,6 +216,7 @@ void IdentityIndex::Record(const std::string& path, std::string blob_id, FileDoc
 
 void IdentityIndex::Remove(const std::string& path) {
   refused_.erase(path);
+  ignored_.erase(path);
   auto it = files_.find(path);
   if (it == files_.end()) return;
   // Each identity once: erasing its entry invalidates every pointer to it.

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/git/repository.h"
+#include "libs/gitignore/ignore_rules.h"
 #include "libs/manifest/yaml_reader.h"
 #include "proto/reverser/v1/catalog.pb.h"
 
@@ -66,12 +67,15 @@ class IdentityIndex {
   // larger than limits.max_file_bytes (its size read from the object header, the blob never
   // loaded) or beyond limits.yaml is refused; a file whose blob is in `known_refused` (blob id →
   // its refusal, from an earlier scan) is refused again without being read; a file whose blob
-  // `previous` (an index of the same path) holds is taken from it without being read.
+  // `previous` (an index of the same path) holds is taken from it without being read. Entries
+  // `ignore` (the path's .gittargetignore) names are never read: they are listed as ignored,
+  // with the objects an earlier index saw in that very blob. Symlinks and submodules are listed,
+  // never read.
   static absl::StatusOr<IdentityIndex> Build(
       git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
       const IndexLimits& limits = {},
       const std::map<std::string, RefusedFile>* known_refused = nullptr,
-      const IdentityIndex* previous = nullptr);
+      const IdentityIndex* previous = nullptr, const gitignore::IgnoreRules* ignore = nullptr);
 
   // One YAML file under the path as last read.
   struct File {
@@ -80,7 +84,26 @@ class IdentityIndex {
     // that disagrees with the parser). Kept, never edited.
     bool readable = true;
     std::vector<const DocumentKey*> documents;  // in order; nullptr: states no object
+    // Documents (0-based) that are not empty yet state no object: no apiVersion, kind or
+    // metadata.name (the acceptance gate's non-krm). Empty for files this worker wrote.
+    std::vector<size_t> non_krm;
   };
+  const std::map<std::string, File>& files() const { return files_; }
+  // A file under the path that .gittargetignore hides: never read. `known`: the objects an
+  // earlier index read from this same blob before the pattern hid it.
+  struct IgnoredFile {
+    std::string blob_id;
+    std::vector<DocumentKey> known;
+  };
+  const std::map<std::string, IgnoredFile>& ignored() const { return ignored_; }
+  // Tree entries under the path that are no files: symlinks and submodules (never read).
+  const std::map<std::string, git::FileEntry::Kind>& foreign_entries() const { return foreign_; }
+  const std::string& path() const { return path_; }
+  // Records what Build records for such entries (for tests of what reads an index).
+  void RecordForeign(const std::string& path, git::FileEntry::Kind kind) { foreign_[path] = kind; }
+  void RecordIgnored(const std::string& path, IgnoredFile file) {
+    ignored_[path] = std::move(file);
+  }
   // The file at `path` (nullptr: no YAML file there, or a refused one).
   const File* FileAt(const std::string& path) const;
   // The file holding `key` (if several do, the first by path), any number of documents in it.
@@ -101,8 +124,10 @@ class IdentityIndex {
   // The documents of one YAML file's text: an error for a limit of the YAML reader
   // (ResourceExhausted, the file is refused), nullopt for text that is no YAML stream we cut
   // into documents (kept and ignored).
+  // `non_krm` (if given) gets the non-empty documents that state no object.
   static absl::StatusOr<std::optional<FileDocuments>> ReadDocuments(
-      const std::string& text, const manifest::YamlReadLimits& limits = {});
+      const std::string& text, const manifest::YamlReadLimits& limits = {},
+      std::vector<size_t>* non_krm = nullptr);
   // The identity one parsed document states, if it is a Kubernetes object.
   static std::optional<DocumentKey> KeyOfDocument(const nlohmann::json& doc);
 
@@ -121,7 +146,8 @@ class IdentityIndex {
 
  private:
   void Remove(const std::string& path);
-  void Record(const std::string& path, std::string blob_id, FileDocuments documents);
+  void Record(const std::string& path, std::string blob_id, FileDocuments documents,
+              std::vector<size_t> non_krm = {});
   void RecordUnreadable(const std::string& path, std::string blob_id);
   // Parses `text` and records it (refused, unreadable or its documents).
   void Add(const std::string& path, std::string blob_id, const std::string& text);
@@ -133,6 +159,8 @@ class IdentityIndex {
   IndexLimits limits_;
   BuildStats stats_;
   std::map<std::string, RefusedFile> refused_;
+  std::map<std::string, IgnoredFile> ignored_;
+  std::map<std::string, git::FileEntry::Kind> foreign_;
   // Each identity once (files point at these keys, whose nodes never move), with its files.
   std::map<DocumentKey, Holders> by_key_;
   std::map<std::string, File> files_;

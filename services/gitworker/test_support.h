@@ -154,9 +154,17 @@ class RecordingSink : public FeedbackSink {
     std::lock_guard lock(mu_);
     return acks_;
   }
+  void PathRefused(const reverser::v1::PathRefusal& refusal) override {
+    std::lock_guard lock(mu_);
+    path_refusals_.push_back(refusal);
+  }
   std::vector<reverser::v1::Refusal> refusals() const {
     std::lock_guard lock(mu_);
     return refusals_;
+  }
+  std::vector<reverser::v1::PathRefusal> path_refusals() const {
+    std::lock_guard lock(mu_);
+    return path_refusals_;
   }
   // The refusals' messages, in order.
   std::vector<std::string> rejected() const {
@@ -191,6 +199,7 @@ class RecordingSink : public FeedbackSink {
   std::vector<reverser::v1::Refusal> refusals_;
   std::vector<reverser::v1::RefusedFiles> refused_files_;
   std::vector<reverser::v1::ResyncRequest> resync_requests_;
+  std::vector<reverser::v1::PathRefusal> path_refusals_;
 };
 
 // A splicer's side of one Deliver stream: sends messages with increasing sequences and collects

@@ -32,6 +32,9 @@ class FeedbackSink {
   virtual void RefusedFiles(const reverser::v1::RefusedFiles& files) = 0;
   // Asks the splicer to resync every type of a target (its history was rewritten).
   virtual void ResyncRequested(const reverser::v1::ResyncRequest& request) = 0;
+  // The acceptance gate refuses every write to a target's path (or, without issues, accepts
+  // it again); replaces the earlier report.
+  virtual void PathRefused(const reverser::v1::PathRefusal& refusal) = 0;
 };
 
 // One stream position an item covers, acked once the item's content is pushed.

@@ -100,6 +100,7 @@ void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessa
            {"message", refusal.message()}});
       if (on_refusal_) on_refusal_(feedback);
     } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles ||
+               feedback.payload_case() == reverser::v1::DeliveryFeedback::kPathRefusal ||
                feedback.payload_case() == reverser::v1::DeliveryFeedback::kResyncRequest) {
       if (on_refusal_) on_refusal_(feedback);
     }

@@ -68,6 +68,18 @@ void RefusalBook::OnRefusedFiles(const reverser::v1::RefusedFiles& files) {
   target.files.assign(files.refusals().begin(), files.refusals().end());
 }
 
+void RefusalBook::OnPathRefusal(const reverser::v1::PathRefusal& refusal) {
+  if (refusal.target().uid().empty()) return;
+  absl::MutexLock lock(&mu_);
+  Target& target = targets_[refusal.target().uid()];
+  if (refusal.issue_count() == 0) {
+    target.path.reset();
+    return;
+  }
+  target.path = refusal;
+  target.path_seen = ++clock_;
+}
+
 void RefusalBook::OnResyncSent(const reverser::v1::GitTargetRef& target,
                                const reverser::v1::Claim& claim, core::StreamPosition head) {
   absl::MutexLock lock(&mu_);
@@ -85,7 +97,7 @@ void RefusalBook::OnEventSent(const reverser::v1::GitTargetRef& target,
   const auto& entries = it->second.entries;
   // Only a delivery that can settle something is remembered.
   if (!entries.count(ObjectKey(object.ref())) && !entries.count(StreamLevel(stream)) &&
-      !entries.count(kTargetLevel)) {
+      !entries.count(kTargetLevel) && !it->second.path.has_value()) {
     return;
   }
   checks_[stream].push_back({position, ObjectKey(object.ref()), ++clock_});
@@ -98,6 +110,7 @@ void RefusalBook::Settle(Target& target, const std::string& stream, const Check&
   };
   settled(kTargetLevel);
   settled(StreamLevel(stream));
+  if (target.path.has_value() && target.path_seen < check.sent) target.path.reset();
   if (!check.object.empty()) {
     settled(check.object);
     return;
@@ -151,6 +164,7 @@ void RefusalBook::Fill(reverser::v1::StreamSummary* summary) const {
   summary->clear_refusals();
   summary->set_refused_objects(0);
   summary->set_refused_files(0);
+  summary->clear_path_refusal();
   auto it = targets_.find(summary->target().uid());
   if (it == targets_.end()) return;
   const Target& target = it->second;
@@ -162,6 +176,7 @@ void RefusalBook::Fill(reverser::v1::StreamSummary* summary) const {
   for (size_t i = 0; i < newest.size() && i < options_.sample; ++i) {
     *summary->add_refusals() = Sample(newest[i]->refusal);
   }
+  if (target.path.has_value()) *summary->mutable_path_refusal() = *target.path;
   summary->set_refused_files(static_cast<uint32_t>(target.files.size()));
   for (size_t i = 0; i < target.files.size() && i < options_.sample; ++i) {
     *summary->add_refusals() = Sample(target.files[i]);

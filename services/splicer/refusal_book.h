@@ -9,7 +9,11 @@
 //     written, or is gone);
 //   - message-level refusals (no object: a bad target_config, a resync without a type) are
 //     cleared by any later acked delivery of their stream (or of the target, without a claim);
-//   - files: replaced by each RefusedFiles the gitworker sends (its complete set).
+//   - files: replaced by each RefusedFiles the gitworker sends (its complete set);
+//   - the path (the acceptance gate's PathRefusal): replaced by each one the gitworker sends,
+//     cleared by one without issues or by an acked delivery of the target sent after it was
+//     received (held writes are never acked, so an ack means the path took writes again — also
+//     after a gitworker restart, which forgets the refusal without saying so).
 // "Later" is the order the splicer saw things in: a delivery clears only refusals received
 // before it was sent, so a refusal of that very delivery (always received before its ack)
 // stands. In memory only: a restarted splicer learns of a refusal again when the object is
@@ -19,6 +23,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +48,7 @@ class RefusalBook {
   // Feedback from the gitworker: a refusal, or a target's complete refused-file set.
   void OnRefusal(const reverser::v1::Refusal& refusal);
   void OnRefusedFiles(const reverser::v1::RefusedFiles& files);
+  void OnPathRefusal(const reverser::v1::PathRefusal& refusal);
 
   // A splice stream is about to send a resync (at its coverage head) or an event.
   void OnResyncSent(const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim,
@@ -69,6 +75,8 @@ class RefusalBook {
   struct Target {
     std::map<std::string, Entry> entries;  // by object key, "stream:<key>" or "target"
     std::vector<reverser::v1::Refusal> files;
+    std::optional<reverser::v1::PathRefusal> path;
+    uint64_t path_seen = 0;
   };
   struct Check {
     core::StreamPosition position;
@@ -81,7 +89,7 @@ class RefusalBook {
 
   const RefusalBookOptions options_;
   mutable absl::Mutex mu_;
-  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;                    // orders receipts and sends
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;                     // orders receipts and sends
   std::map<std::string, Target> targets_ ABSL_GUARDED_BY(mu_);  // by target uid
   std::map<std::string, std::deque<Check>> checks_ ABSL_GUARDED_BY(mu_);  // by StreamKey
 };

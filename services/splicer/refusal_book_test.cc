@@ -175,5 +175,34 @@ TEST(RefusalBook, SamplesCutLongNamesAndForgottenTargetsReportNothing) {
   EXPECT_EQ(Summary(book).refusals_size(), 0);
 }
 
+TEST(RefusalBookTest, APathRefusalStandsUntilAcceptedOrALaterDeliveryIsAcked) {
+  RefusalBook book;
+  reverser::v1::PathRefusal refusal;
+  *refusal.mutable_target() = Target();
+  refusal.set_path("clusters/a");
+  refusal.set_reason("UnsupportedContent");
+  refusal.set_message("Git path refused at clusters/a: duplicate: x");
+  refusal.set_issue_count(1);
+  book.OnPathRefusal(refusal);
+  EXPECT_EQ(Summary(book).path_refusal().message(), refusal.message());
+  // The gitworker accepts the path again.
+  reverser::v1::PathRefusal accepted;
+  *accepted.mutable_target() = Target();
+  book.OnPathRefusal(accepted);
+  EXPECT_FALSE(Summary(book).has_path_refusal());
+
+  // A delivery sent before the refusal arrived settles nothing; one sent after it, once acked
+  // (held writes never are), means the path took writes again.
+  const auto claim = Claim("configmaps");
+  book.OnPathRefusal(refusal);
+  book.OnEventSent(Target(), claim, {20, 0}, Object("configmaps", "a"));
+  book.OnPathRefusal(refusal);
+  book.OnAck(Ack(claim, 20));
+  EXPECT_TRUE(Summary(book).has_path_refusal());
+  book.OnEventSent(Target(), claim, {21, 0}, Object("configmaps", "b"));
+  book.OnAck(Ack(claim, 21));
+  EXPECT_FALSE(Summary(book).has_path_refusal());
+}
+
 }  // namespace
 }  // namespace reverser::splicer

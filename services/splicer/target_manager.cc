@@ -153,6 +153,7 @@ void TargetManager::DeleteRemovedCursors() {
 void TargetManager::OnRefusal(const reverser::v1::DeliveryFeedback& feedback) {
   if (feedback.has_refusal()) refusals_.OnRefusal(feedback.refusal());
   if (feedback.has_refused_files()) refusals_.OnRefusedFiles(feedback.refused_files());
+  if (feedback.has_path_refusal()) refusals_.OnPathRefusal(feedback.path_refusal());
   if (feedback.has_resync_request()) {
     const reverser::v1::ResyncRequest& request = feedback.resync_request();
     runtime::LogWarning("the gitworker asks for a resync of every type",

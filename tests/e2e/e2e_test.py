@@ -581,6 +581,44 @@ class E2E(unittest.TestCase):
             self.stack.kubectl("delete", "watchrule", "plain-secrets", "-n", "demo", check=False)
             self.stack.kubectl("delete", "gittarget", "plain", "-n", "demo", check=False)
 
+    def test_30_a_hand_pushed_duplicate_refuses_the_path_until_it_is_removed(self):
+        # The acceptance gate (docs/behaviour.md): a person pushes a second document of a mirrored
+        # object; the next write is refused as a whole and the GitTarget says why; once the person
+        # removes it, the held write lands.
+        managed = f"{PATH}/demo/configmaps/gate-a.yaml"
+        duplicate = f"{PATH}/hand/gate-a-copy.yaml"
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("gate-a", data={"v": "one"}))
+        self.stack.wait_for_file(managed, lambda text: "one" in text)
+        hand_commit(self.stack, {duplicate: self.file("demo/configmaps/gate-a.yaml")}, "hand duplicate of gate-a")
+        try:
+            self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("gate-a", data={"v": "two"}))
+            expected = (f"Git path refused at {PATH}: duplicate: ConfigMap demo/gate-a in {managed} "
+                        f"and {duplicate}")
+            accepted = local_stack.wait_until(
+                lambda: (lambda c: c if c.get("status") == "False" else None)(
+                    self.target_condition("mirror", "GitPathAccepted")),
+                60, "GitPathAccepted=False on GitTarget mirror", poll=0.2)
+            self.assertEqual(accepted["reason"], "UnsupportedContent", accepted)
+            self.assertTrue(accepted["message"].startswith(expected), accepted)
+            stalled = self.target_condition("mirror", "Stalled")
+            self.assertEqual((stalled["status"], stalled["reason"]), ("True", "UnsupportedContent"), stalled)
+            self.assertEqual(self.target_condition("mirror", "Ready")["status"], "False")
+            # The refusal was reported by the gate that held the write: nothing of it is in Git.
+            self.assertIn("one", self.file("demo/configmaps/gate-a.yaml"))
+            self.assertGreaterEqual(metric_sum(self.stack.metrics("gitworker"), "reverser_gitworker_path_refusals_total",
+                                               kind="duplicate"), 1)
+            self.assertTrue(any('"msg":"git path refused; its writes wait"' in line
+                                for line in self.stack.logs("gitworker").splitlines()))
+        finally:
+            hand_commit(self.stack, {duplicate: None}, "remove the duplicate of gate-a")
+        # The held write lands on the fixed branch, and the path is accepted again.
+        self.stack.wait_for_file(managed, lambda text: "two" in text, timeout=60)
+        self.assertNotIn(duplicate, self.stack.files())
+        local_stack.wait_until(lambda: self.target_condition("mirror", "GitPathAccepted").get("status") == "True",
+                               60, "GitPathAccepted=True again", poll=0.2)
+        self.stack.kubectl("apply", "-f", "-", user="alice", input=configmap("gate-b"))
+        self.stack.wait_for_file(f"{PATH}/demo/configmaps/gate-b.yaml")
+
     def test_29_the_mesh_speaks_mutual_tls_and_each_call_needs_its_role(self):
         # The operator's certificate (reverser-admin) reaches every service's admin API.
         health = local_stack.run(self.stack.reverserctl_argv("health", "-o", "json"))
