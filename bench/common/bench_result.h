@@ -49,9 +49,9 @@ struct Series {
 };
 
 struct Goal {
-  std::string text;      // as the issue names it, e.g. ">= 25 % of redis-benchmark XADD"
-  std::string on;        // "ratio" or "value"
-  std::string op;        // ">=" or "<="
+  std::string text;  // as the issue names it, e.g. ">= 25 % of redis-benchmark XADD"
+  std::string on;    // "ratio" or "value"
+  std::string op;    // ">=" or "<="
   double value = 0;
 };
 
@@ -76,8 +76,8 @@ inline nlohmann::json SeriesJson(const std::vector<double>& samples) {
 
 // The verdict and ratio of `f`, as written to the JSON line.
 inline nlohmann::json FigureJson(const Figure& f) {
-  nlohmann::json j = {{"bench", f.bench}, {"figure", f.figure}, {"label", f.label},
-                      {"unit", f.unit},   {"better", f.better}, {"timing", f.timing},
+  nlohmann::json j = {{"bench", f.bench},    {"figure", f.figure}, {"label", f.label},
+                      {"unit", f.unit},      {"better", f.better}, {"timing", f.timing},
                       {"context", f.context}};
   j.update(SeriesJson(f.samples));
   std::optional<double> ratio;
@@ -98,8 +98,8 @@ inline nlohmann::json FigureJson(const Figure& f) {
   }
   j["ratio"] = ratio.has_value() ? nlohmann::json(*ratio) : nlohmann::json(nullptr);
   if (f.goal.has_value()) {
-    j["goal"] = {{"text", f.goal->text}, {"on", f.goal->on}, {"op", f.goal->op},
-                 {"value", f.goal->value}};
+    j["goal"] = {
+        {"text", f.goal->text}, {"on", f.goal->on}, {"op", f.goal->op}, {"value", f.goal->value}};
     std::optional<double> x = f.goal->on == "ratio" ? ratio : Median(f.samples);
     if (!x.has_value()) {
       j["verdict"] = "not met";

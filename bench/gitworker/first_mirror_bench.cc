@@ -325,8 +325,8 @@ std::string Mib(double kb) { return absl::StrFormat("%.0f MiB", kb / 1024); }
 
 std::string Median3(const std::vector<double>& v, const char* format) {
   const Stats s = StatsOf(v);
-  return absl::StrCat(absl::StrFormat(format, s.median), " (", absl::StrFormat(format, s.min),
-                      "–", absl::StrFormat(format, s.max), ")");
+  return absl::StrCat(absl::StrFormat(format, s.median), " (", absl::StrFormat(format, s.min), "–",
+                      absl::StrFormat(format, s.max), ")");
 }
 
 nlohmann::json Timeline(const ChildResult& child) {
@@ -389,10 +389,10 @@ int RunBench() {
       return 1;
     }
     const std::string report = absl::StrCat(dir.path(), "/gitworker-", r, ".txt");
-    ChildResult ours = RunChild({self, "--side=gitworker", "--remote=" + url_of(name),
-                                 absl::StrCat("--work_dir=", dir.path(), "/work-", r),
-                                 "--report=" + report, "--input=" + input,
-                                 absl::StrCat("--objects=", n), threshold});
+    ChildResult ours =
+        RunChild({self, "--side=gitworker", "--remote=" + url_of(name),
+                  absl::StrCat("--work_dir=", dir.path(), "/work-", r), "--report=" + report,
+                  "--input=" + input, absl::StrCat("--objects=", n), threshold});
     if (ours.exit_code != 0) {
       std::cerr << "gitworker side failed (exit " << ours.exit_code << ")\n";
       return 1;

@@ -27,6 +27,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/common/bench_result.h"
@@ -472,8 +473,9 @@ absl::StatusOr<Round> RunRound(const testing::RedisServer& redis, bool anchors_f
     if (!entry.ok()) return entry.status();
     round.xadd_entry = *entry;
     if (absl::Status s = Flush(redis); !s.ok()) return s;
-    auto set = RedisBenchmark(redis, 50, absl::GetFlag(FLAGS_fact_set_requests),
-                              {"SET", "bench:fact:__rand_int__", source.audit.fact_json, "EX", "3600"});
+    auto set =
+        RedisBenchmark(redis, 50, absl::GetFlag(FLAGS_fact_set_requests),
+                       {"SET", "bench:fact:__rand_int__", source.audit.fact_json, "EX", "3600"});
     if (!set.ok()) return set.status();
     round.set_fact_events = *set / 2;  // an accepted update writes two facts
     return absl::OkStatus();
@@ -481,11 +483,13 @@ absl::StatusOr<Round> RunRound(const testing::RedisServer& redis, bool anchors_f
   auto figures = [&]() -> absl::Status {
     if (absl::Status s = Flush(redis); !s.ok()) return s;
     auto audit = AuditEndToEnd(redis);
-    if (!audit.ok()) return absl::Status(audit.status().code(), "audit: " + audit.status().ToString());
+    if (!audit.ok())
+      return absl::Status(audit.status().code(), "audit: " + audit.status().ToString());
     round.audit = *std::move(audit);
     if (absl::Status s = Flush(redis); !s.ok()) return s;
     auto watch = WatchAppends(redis);
-    if (!watch.ok()) return absl::Status(watch.status().code(), "watch: " + watch.status().ToString());
+    if (!watch.ok())
+      return absl::Status(watch.status().code(), "watch: " + watch.status().ToString());
     round.watch = *std::move(watch);
     return absl::OkStatus();
   };
@@ -527,10 +531,9 @@ int Run() {
       std::cerr << "round " << r + 1 << ": " << round.status() << "\n";
       return 1;
     }
-    std::printf(
-        "round %d (%s first): XADD %.0f/s, (a) %.0f events/s, (b) %.0f changes/s\n", r + 1,
-        r % 2 == 0 ? "anchors" : "figures", round->xadd, round->audit.events_per_second,
-        round->watch.changes_per_second);
+    std::printf("round %d (%s first): XADD %.0f/s, (a) %.0f events/s, (b) %.0f changes/s\n", r + 1,
+                r % 2 == 0 ? "anchors" : "figures", round->xadd, round->audit.events_per_second,
+                round->watch.changes_per_second);
     all.push_back(*std::move(round));
   }
   auto column = [&](auto pick) {
@@ -588,7 +591,8 @@ int Run() {
       first.audit.fact_json.size(), Mmm(set_fact, "%.0f").c_str(), pct(audit, set_fact));
   std::printf("  decoding alone (ParseEventList, one thread): %s events/s\n",
               Mmm(decode, "%.0f").c_str());
-  std::printf("  kube-sim serving (b)'s backlog to a bare watch: %s/s\n", Mmm(bare, "%.0f").c_str());
+  std::printf("  kube-sim serving (b)'s backlog to a bare watch: %s/s\n",
+              Mmm(bare, "%.0f").c_str());
   std::printf(
       "  the store alone, (b)'s entries: Append (two round trips each) %s/s; AppendAll (batches "
       "of 100) %s/s = %.1f %% of the anchor\n",
@@ -620,34 +624,62 @@ int Run() {
               .timing = how,
               .extra = {{"mean_batch", batch}}});
   const Series one{"xadd_c1_p16", "redis-benchmark -c 1 -P 16 XADD (one connection)", xadd_one};
-  const Series entry{"xadd_entry_c50_p16",
-                     absl::StrCat("redis-benchmark -c 50 -P 16 XADD of (b)'s own entry (",
-                                  entry_bytes, " bytes)"),
-                     xadd_entry};
+  const Series entry{
+      "xadd_entry_c50_p16",
+      absl::StrCat("redis-benchmark -c 50 -P 16 XADD of (b)'s own entry (", entry_bytes, " bytes)"),
+      xadd_entry};
   const Series sets{"set_fact_c50_p16",
                     "redis-benchmark -c 50 -P 16 SET of (a)'s fact, two per event", set_fact};
-  const std::vector<std::pair<std::string, const Series*>> contexts = {
-      {"c1", &one}, {"entry", &entry}};
+  const std::vector<std::pair<std::string, const Series*>> contexts = {{"c1", &one},
+                                                                       {"entry", &entry}};
   for (const auto& [key, series] : contexts) {
-    EmitFigure({.bench = "materializer", .figure = "audit_events_vs_" + key,
-                .label = "(a) against " + series->label, .unit = "events/s", .samples = audit,
-                .anchor = *series, .timing = how, .context = true});
-    EmitFigure({.bench = "materializer", .figure = "watch_changes_vs_" + key,
-                .label = "(b) against " + series->label, .unit = "changes/s", .samples = watch,
-                .anchor = *series, .timing = how, .context = true});
+    EmitFigure({.bench = "materializer",
+                .figure = "audit_events_vs_" + key,
+                .label = "(a) against " + series->label,
+                .unit = "events/s",
+                .samples = audit,
+                .anchor = *series,
+                .timing = how,
+                .context = true});
+    EmitFigure({.bench = "materializer",
+                .figure = "watch_changes_vs_" + key,
+                .label = "(b) against " + series->label,
+                .unit = "changes/s",
+                .samples = watch,
+                .anchor = *series,
+                .timing = how,
+                .context = true});
   }
-  EmitFigure({.bench = "materializer", .figure = "audit_events_vs_sets",
-              .label = "(a) against " + sets.label, .unit = "events/s", .samples = audit,
-              .anchor = sets, .timing = how, .context = true});
-  EmitFigure({.bench = "materializer", .figure = "store_append_all",
-              .label = "the store alone: AppendAll, batches of 100", .unit = "entries/s",
-              .samples = append_all, .anchor = issue_anchor, .timing = how, .context = true});
-  EmitFigure({.bench = "materializer", .figure = "parse_event_list",
-              .label = "ParseEventList alone, one thread", .unit = "events/s",
-              .samples = decode, .timing = "in process, 20 passes over one body", .context = true});
-  EmitFigure({.bench = "materializer", .figure = "kube_sim_bare_watch",
-              .label = "kube-sim serving (b)'s backlog to a bare watch", .unit = "events/s",
-              .samples = bare, .timing = how, .context = true});
+  EmitFigure({.bench = "materializer",
+              .figure = "audit_events_vs_sets",
+              .label = "(a) against " + sets.label,
+              .unit = "events/s",
+              .samples = audit,
+              .anchor = sets,
+              .timing = how,
+              .context = true});
+  EmitFigure({.bench = "materializer",
+              .figure = "store_append_all",
+              .label = "the store alone: AppendAll, batches of 100",
+              .unit = "entries/s",
+              .samples = append_all,
+              .anchor = issue_anchor,
+              .timing = how,
+              .context = true});
+  EmitFigure({.bench = "materializer",
+              .figure = "parse_event_list",
+              .label = "ParseEventList alone, one thread",
+              .unit = "events/s",
+              .samples = decode,
+              .timing = "in process, 20 passes over one body",
+              .context = true});
+  EmitFigure({.bench = "materializer",
+              .figure = "kube_sim_bare_watch",
+              .label = "kube-sim serving (b)'s backlog to a bare watch",
+              .unit = "events/s",
+              .samples = bare,
+              .timing = how,
+              .context = true});
 
   if (absl::GetFlag(FLAGS_redis_tls_too)) {
     // The same paths over TLS to a fresh TLS-only server (tls-auth-clients yes, as the local

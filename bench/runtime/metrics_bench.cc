@@ -57,8 +57,8 @@ void Compare(const char* key, const char* what, int threads, int64_t ops, int ro
   using reverser::bench::StatsOf;
   const auto o = StatsOf(our_ns), t = StatsOf(their_ns);
   std::printf(
-      "%-40s ours %9.1f ns (%.1f–%.1f)   prometheus-cpp %9.1f ns (%.1f–%.1f)   ratio %.2f\n",
-      what, o.median, o.min, o.max, t.median, t.min, t.max, o.median / t.median);
+      "%-40s ours %9.1f ns (%.1f–%.1f)   prometheus-cpp %9.1f ns (%.1f–%.1f)   ratio %.2f\n", what,
+      o.median, o.min, o.max, t.median, t.min, t.max, o.median / t.median);
   reverser::bench::EmitFigure(
       {.bench = "metrics",
        .figure = key,
@@ -84,8 +84,9 @@ int main() {
   auto& their_family =
       prometheus::BuildCounter().Name("bench_events_total").Help("Events.").Register(*theirs);
   auto& their_counter = their_family.Add({{"kind", "a"}});
-  Compare("increment", "increment (held series, 2 threads)", 2, 4'000'000, kRounds,
-          [&](int64_t) { our_counter.Increment(); }, [&](int64_t) { their_counter.Increment(); });
+  Compare(
+      "increment", "increment (held series, 2 threads)", 2, 4'000'000, kRounds,
+      [&](int64_t) { our_counter.Increment(); }, [&](int64_t) { their_counter.Increment(); });
 
   // Lookup by name and labels, then increment: what an inline GetCounter(...) call costs.
   const std::vector<std::string> kinds = {"resync", "event", "target_config", "empty"};
@@ -106,8 +107,11 @@ int main() {
   // One latency observation.
   auto& our_histogram = ours.GetHistogram("bench_latency_seconds", "Latency.");
   auto& their_histogram =
-      prometheus::BuildHistogram().Name("bench_latency_seconds").Help("Latency.").Register(*theirs).Add(
-          {}, prometheus::Histogram::BucketBoundaries(reverser::runtime::LatencyBuckets()));
+      prometheus::BuildHistogram()
+          .Name("bench_latency_seconds")
+          .Help("Latency.")
+          .Register(*theirs)
+          .Add({}, prometheus::Histogram::BucketBoundaries(reverser::runtime::LatencyBuckets()));
   Compare(
       "histogram_observe", "histogram observe (1 thread)", 1, 2'000'000, kRounds,
       [&](int64_t i) { our_histogram.Observe(0.001 * (i % 500)); },
@@ -120,7 +124,8 @@ int main() {
     const std::string name = absl::StrCat("bench_family_", f, "_total");
     auto& family = prometheus::BuildCounter().Name(name).Help("A family.").Register(*their_scrape);
     for (int v = 0; v < 100; ++v) {
-      our_scrape.GetCounter(name, "A family.", {{"target", absl::StrCat("team/t", v)}}).Increment(v);
+      our_scrape.GetCounter(name, "A family.", {{"target", absl::StrCat("team/t", v)}})
+          .Increment(v);
       family.Add({{"target", absl::StrCat("team/t", v)}}).Increment(v);
     }
   }

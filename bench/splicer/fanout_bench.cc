@@ -254,16 +254,16 @@ int Main() {
               .timing = "counted from /proc/self/status",
               .context = true,
               .extra = {{"before", base_threads}}});
-  EmitFigure({.bench = "fanout",
-              .figure = "delivery_s",
-              .label = absl::StrCat(expected_events, " events delivered, every stream exact, ",
-                                    shape),
-              .unit = "s",
-              .better = "lower",
-              .samples = {absl::ToDoubleSeconds(delivered)},
-              .timing = "from the first append to the last event received by the peer",
-              .context = true,
-              .extra = {{"exact_streams", streams - wrong}, {"streams", streams}}});
+  EmitFigure(
+      {.bench = "fanout",
+       .figure = "delivery_s",
+       .label = absl::StrCat(expected_events, " events delivered, every stream exact, ", shape),
+       .unit = "s",
+       .better = "lower",
+       .samples = {absl::ToDoubleSeconds(delivered)},
+       .timing = "from the first append to the last event received by the peer",
+       .context = true,
+       .extra = {{"exact_streams", streams - wrong}, {"streams", streams}}});
   return all_came && wrong == 0 && total_events == expected_events ? 0 : 1;
 }
 

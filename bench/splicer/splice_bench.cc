@@ -65,6 +65,7 @@ ABSL_FLAG(bool, attribution, true, "internal");
 ABSL_FLAG(int64_t, expect_events, 0, "internal");
 ABSL_FLAG(int64_t, expect_desired, 0, "internal");
 ABSL_FLAG(std::string, last_position, "", "internal");
+ABSL_FLAG(std::string, incarnation, "", "internal: the checkpoint's incarnation (the cursor's)");
 
 namespace reverser::bench {
 namespace {
@@ -251,7 +252,11 @@ int TailPhase(int port) {
   if (!checkpoint.ok() || !checkpoint->has_value()) return 3;
   // Delivered up to the checkpoint: the stream resumes there and drains every entry.
   redisstore::DeliveryCursorStore cursors(redis->get(), redisstore::KeyPrefix::Default());
-  if (!cursors.Offer(target_uid, kGvr, kScope, **checkpoint).ok()) return 3;
+  // Of the checkpoint's incarnation: a cursor of another one makes the stream splice again.
+  if (!cursors.Offer(target_uid, kGvr, kScope, **checkpoint, absl::GetFlag(FLAGS_incarnation))
+           .ok()) {
+    return 3;
+  }
 
   AcceptingGitWorker peer;
   LocalGrpcServer server = LocalGrpcServer::Start(&peer);
@@ -526,20 +531,21 @@ int Main() {
         Median(splice_peak) / Median(anchor_peak), Count(s.at("scoped_desired")),
         mmm(column(splices, "scoped_build_s"), "%.3f"),
         mmm(column(splices, "reparse_seed_s"), "%.2f"));
-    EmitFigure({.bench = "splice",
-                .figure = "splice_time",
-                .label = absl::StrCat("splice of ", size, " into a resync"),
-                .unit = "s",
-                .better = "lower",
-                .samples = splice_s,
-                .anchor = Series{"read_parse_s",
-                                 "raw HGETALL + XRANGE and a bare JSON parse of every object",
-                                 anchor_s},
-                .timing = how,
-                .extra = {{"objects", n}, {"entries", m}}});
+    EmitFigure(
+        {.bench = "splice",
+         .figure = "splice_time",
+         .label = absl::StrCat("splice of ", size, " into a resync"),
+         .unit = "s",
+         .better = "lower",
+         .samples = splice_s,
+         .anchor = Series{"read_parse_s",
+                          "raw HGETALL + XRANGE and a bare JSON parse of every object", anchor_s},
+         .timing = how,
+         .extra = {{"objects", n}, {"entries", m}}});
     // The goal names a number at a size, not an anchor: judged only at that size.
     std::optional<Goal> rss_goal;
-    if (n >= 100000) rss_goal = Goal{"≤ 300 MiB per service at 100,000 objects", "value", "<=", 300};
+    if (n >= 100000)
+      rss_goal = Goal{"≤ 300 MiB per service at 100,000 objects", "value", "<=", 300};
     EmitFigure({.bench = "splice",
                 .figure = "splice_peak_rss",
                 .label = absl::StrCat("peak RSS of that splice (", Count(mib), " MiB of JSON)"),
@@ -596,7 +602,8 @@ int Main() {
   for (const TailRun* run : order) {
     std::vector<std::string> flags = {absl::StrCat("--target_uid=tail-", index++),
                                       absl::StrCat("--expect_events=", expected_events),
-                                      absl::StrCat("--last_position=", last_position.ToString())};
+                                      absl::StrCat("--last_position=", last_position.ToString()),
+                                      absl::StrCat("--incarnation=", swap->incarnation)};
     bool no_facts = false;
     for (const auto& f : run->flags) {
       if (f == "--no_facts") {

@@ -127,9 +127,9 @@ int Main() {
     redisstore::MaterializationStore store(conn->get(), redisstore::KeyPrefix::Default(),
                                            {"", "v1", TypeName(i)},
                                            core::WatchScope::Namespace("team"));
-    auto seeded = store.ReplaceCheckpoint(
-        {{"team/a", splicer::testutil::ConfigMapJson("team", "a", "1", 5)}},
-        core::StreamPosition::EndOf(5));
+    auto seeded =
+        store.ReplaceCheckpoint({{"team/a", splicer::testutil::ConfigMapJson("team", "a", "1", 5)}},
+                                core::StreamPosition::EndOf(5));
     if (!seeded.ok()) return 1;
   }
   const int base_threads = ProcessThreads();
@@ -137,7 +137,8 @@ int Main() {
   Outcome churn = Run(**redis, true, targets, types);
   absl::PrintF("%d targets x %d types = %d streams; %d threads before any splicer\n", targets,
                types, targets * types, base_threads);
-  absl::PrintF("| arrival | resyncs | per stream | threads | redis clients |\n|---|---|---|---|---|\n");
+  absl::PrintF(
+      "| arrival | resyncs | per stream | threads | redis clients |\n|---|---|---|---|---|\n");
   absl::PrintF("| one table update (anchor) | %d | %.2f | %d | %s |\n", batch.resyncs,
                static_cast<double>(batch.resyncs) / (targets * types), batch.threads,
                batch.redis_clients);
@@ -153,7 +154,8 @@ int Main() {
               .unit = "resyncs",
               .better = "lower",
               .samples = {static_cast<double>(churn.resyncs)},
-              .anchor = Series{"one_update", "the same targets in one table update",
+              .anchor = Series{"one_update",
+                               "the same targets in one table update",
                                {static_cast<double>(batch.resyncs)}},
               .timing = "counted (not timed) once every stream tails and the count held still "
                         "for a second; one run each, same process",
