@@ -62,6 +62,12 @@ def ratio_text(f):
     if r is None:
         return "—"
     paired = f.get("ratio_samples") or []
+    goal = f.get("goal") or {}
+    if "%" in goal.get("text", ""):  # a goal stated in percent of the anchor
+        text = f"{100 * r:.1f} %"
+        if len(paired) > 1:
+            text += f" (per round {100 * min(paired):.1f}–{100 * max(paired):.1f} %)"
+        return text
     if len(paired) > 1:
         return f"{r:.2f}× (per round {min(paired):.2f}–{max(paired):.2f})"
     return f"{r:.2f}×"
@@ -195,12 +201,13 @@ def main():
     # Paths of this machine's build tree are not the reader's: commands are shown relative.
     for s in status:
         cmd = s.get("command", "")
-        for marker in ("/bin/bench/", "/bin/"):
-            pass
         parts = []
         for word in cmd.split(" "):
             if "/bazel-out/" in word or "/execroot/" in word:
-                word = "bazel-bin/" + word.split("/bin/", 1)[1] if "/bin/" in word else word
+                if word.endswith("/bin"):
+                    word = "bazel-bin"
+                elif "/bin/" in word:
+                    word = "bazel-bin/" + word.split("/bin/", 1)[1]
             parts.append(word)
         s["command"] = " ".join(parts)
 
@@ -264,7 +271,7 @@ def main():
         if f.get("goal") and not f.get("context"):
             a = f.get("anchor")
             out.append(f"| {f['bench']} | {f['label']} | {spread(f, f['unit'])} | "
-                       f"{(a['label'] + ': ' + spread(a, f['unit'])) if a else '—'} | {ratio_text(f)} | "
+                       f"{(a['label'] + ': ' + spread(a, '')) if a else '—'} | {ratio_text(f)} | "
                        f"{f['goal']['text']} | {verdict_text(f)} |")
     out.append("")
 
@@ -287,7 +294,7 @@ def main():
             for f in rows:
                 a = f.get("anchor")
                 out.append(f"| {f['label']} | {spread(f, f['unit'])} | "
-                           f"{(a['label'] + ': ' + spread(a, f['unit'])) if a else '—'} | {ratio_text(f)} | "
+                           f"{(a['label'] + ': ' + spread(a, '')) if a else '—'} | {ratio_text(f)} | "
                            f"{f['goal']['text'] if f.get('goal') else '—'} | {verdict_text(f)} |")
             out.append("")
             timings = []
