@@ -15,7 +15,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/common/bench_result.h"
 #include "httplib.h"
 #include "tools/kube-sim/kube_sim.h"
 #include "tools/kube-sim/test_support.h"
@@ -120,9 +122,32 @@ int main(int argc, char** argv) {
             << "  peak RSS (server + client in one process): " << usage.ru_maxrss / 1024 << " MiB\n"
             << "  ratio to the pipeline bench's 50 writes/s: "
             << (n / absl::ToDoubleSeconds(writes)) / 50.0 << "x headroom\n";
+  std::vector<double> replay_rates, replay_cpu;
   for (const Replay& r : replays) {
     std::cout << "  backlog of " << n << " replayed to a bare watch: " << r.per_second
               << " events/s, " << r.cpu_us_per_event << " CPU us/event (server + reader)\n";
+    replay_rates.push_back(r.per_second);
+    replay_cpu.push_back(r.cpu_us_per_event);
   }
+  using reverser::bench::EmitFigure;
+  const std::string shape = absl::StrCat(n, " ConfigMaps, ", w, " watchers");
+  EmitFigure({.bench = "kube_sim",
+              .figure = "writes",
+              .label = "kube-sim creates over one keep-alive HTTP connection, " + shape,
+              .unit = "writes/s",
+              .samples = {n / absl::ToDoubleSeconds(writes)},
+              .timing = "first request to last answer; one run (the test API server: context "
+                        "for the other benches, no goal)",
+              .context = true,
+              .extra = {{"list_ms", absl::ToDoubleMilliseconds(list_time)},
+                        {"peak_rss_mib", usage.ru_maxrss / 1024.0}}});
+  EmitFigure({.bench = "kube_sim",
+              .figure = "replay",
+              .label = absl::StrCat("backlog of ", n, " replayed to a bare watch"),
+              .unit = "events/s",
+              .samples = replay_rates,
+              .timing = "one bare watch at a time, first byte to last event",
+              .context = true,
+              .extra = {{"cpu_us_per_event", replay_cpu}}});
   return 0;
 }

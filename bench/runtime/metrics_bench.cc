@@ -5,7 +5,9 @@
 //   lookup     name + labels → the series, then increment (the services' inline GetCounter)
 //   histogram  observe one latency
 //   render     the text exposition of 2,000 series (the /metrics scrape)
-// Prints ns per operation for both and the ratio ours / prometheus-cpp (< 1: ours is faster).
+// Both sides are timed the same way (steady_clock around the same loop), the same number of
+// rounds, interleaved (ours, theirs, ours, theirs, ...). Prints the median (min–max) ns per
+// operation of both and the ratio of the medians ours / prometheus-cpp (< 1: ours is faster).
 //
 //   bazel run -c opt //bench/runtime:metrics_bench
 
@@ -23,34 +25,50 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/common/bench_result.h"
 #include "libs/runtime/metrics.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median of `rounds` timings of `ops` calls of `body` split over `threads` threads, in ns/op.
-double NsPerOp(int threads, int64_t ops, int rounds, const std::function<void(int64_t)>& body) {
-  std::vector<double> samples;
-  for (int r = 0; r < rounds; ++r) {
-    auto start = Clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&body, ops, threads] {
-        for (int64_t i = 0; i < ops / threads; ++i) body(i);
-      });
-    }
-    for (auto& thread : pool) thread.join();
-    samples.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
-                      static_cast<double>(ops));
+// One timing of `ops` calls of `body` split over `threads` threads, in ns/op.
+double NsPerOp(int threads, int64_t ops, const std::function<void(int64_t)>& body) {
+  auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&body, ops, threads] {
+      for (int64_t i = 0; i < ops / threads; ++i) body(i);
+    });
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  for (auto& thread : pool) thread.join();
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
+         static_cast<double>(ops);
 }
 
-void Row(const char* what, double ours, double theirs) {
-  std::printf("%-44s ours %9.1f ns   prometheus-cpp %9.1f ns   ours/prometheus-cpp %.2f\n", what,
-              ours, theirs, ours / theirs);
+// `rounds` timings of each, interleaved; prints and emits the figure.
+void Compare(const char* key, const char* what, int threads, int64_t ops, int rounds,
+             const std::function<void(int64_t)>& ours, const std::function<void(int64_t)>& theirs) {
+  std::vector<double> our_ns, their_ns;
+  for (int r = 0; r < rounds; ++r) {
+    our_ns.push_back(NsPerOp(threads, ops, ours));
+    their_ns.push_back(NsPerOp(threads, ops, theirs));
+  }
+  using reverser::bench::StatsOf;
+  const auto o = StatsOf(our_ns), t = StatsOf(their_ns);
+  std::printf(
+      "%-40s ours %9.1f ns (%.1f–%.1f)   prometheus-cpp %9.1f ns (%.1f–%.1f)   ratio %.2f\n", what,
+      o.median, o.min, o.max, t.median, t.min, t.max, o.median / t.median);
+  reverser::bench::EmitFigure(
+      {.bench = "metrics",
+       .figure = key,
+       .label = what,
+       .unit = "ns/op",
+       .better = "lower",
+       .samples = our_ns,
+       .anchor = reverser::bench::Series{"prometheus_cpp", "prometheus-cpp 1.0, the same operation",
+                                         their_ns},
+       .timing = absl::StrCat("the same loop around each, ", rounds, " rounds each, interleaved")});
 }
 
 }  // namespace
@@ -66,35 +84,38 @@ int main() {
   auto& their_family =
       prometheus::BuildCounter().Name("bench_events_total").Help("Events.").Register(*theirs);
   auto& their_counter = their_family.Add({{"kind", "a"}});
-  Row("increment (held series, 2 threads)",
-      NsPerOp(2, 4'000'000, kRounds, [&](int64_t) { our_counter.Increment(); }),
-      NsPerOp(2, 4'000'000, kRounds, [&](int64_t) { their_counter.Increment(); }));
+  Compare(
+      "increment", "increment (held series, 2 threads)", 2, 4'000'000, kRounds,
+      [&](int64_t) { our_counter.Increment(); }, [&](int64_t) { their_counter.Increment(); });
 
   // Lookup by name and labels, then increment: what an inline GetCounter(...) call costs.
   const std::vector<std::string> kinds = {"resync", "event", "target_config", "empty"};
-  Row("lookup + increment (4 label values)",
-      NsPerOp(1, 1'000'000, kRounds,
-              [&](int64_t i) {
-                ours.GetCounter("bench_messages_total", "Messages.", {{"kind", kinds[i % 4]}})
-                    .Increment();
-              }),
-      NsPerOp(1, 1'000'000, kRounds, [&](int64_t i) {
+  Compare(
+      "lookup_increment", "lookup + increment (4 label values)", 1, 1'000'000, kRounds,
+      [&](int64_t i) {
+        ours.GetCounter("bench_messages_total", "Messages.", {{"kind", kinds[i % 4]}}).Increment();
+      },
+      [&](int64_t i) {
         prometheus::BuildCounter()
             .Name("bench_messages_total")
             .Help("Messages.")
             .Register(*theirs)
             .Add({{"kind", kinds[i % 4]}})
             .Increment();
-      }));
+      });
 
   // One latency observation.
   auto& our_histogram = ours.GetHistogram("bench_latency_seconds", "Latency.");
   auto& their_histogram =
-      prometheus::BuildHistogram().Name("bench_latency_seconds").Help("Latency.").Register(*theirs).Add(
-          {}, prometheus::Histogram::BucketBoundaries(reverser::runtime::LatencyBuckets()));
-  Row("histogram observe (1 thread)",
-      NsPerOp(1, 2'000'000, kRounds, [&](int64_t i) { our_histogram.Observe(0.001 * (i % 500)); }),
-      NsPerOp(1, 2'000'000, kRounds, [&](int64_t i) { their_histogram.Observe(0.001 * (i % 500)); }));
+      prometheus::BuildHistogram()
+          .Name("bench_latency_seconds")
+          .Help("Latency.")
+          .Register(*theirs)
+          .Add({}, prometheus::Histogram::BucketBoundaries(reverser::runtime::LatencyBuckets()));
+  Compare(
+      "histogram_observe", "histogram observe (1 thread)", 1, 2'000'000, kRounds,
+      [&](int64_t i) { our_histogram.Observe(0.001 * (i % 500)); },
+      [&](int64_t i) { their_histogram.Observe(0.001 * (i % 500)); });
 
   // The scrape: 2,000 series (100 label values × 20 families).
   MetricsRegistry our_scrape;
@@ -103,16 +124,18 @@ int main() {
     const std::string name = absl::StrCat("bench_family_", f, "_total");
     auto& family = prometheus::BuildCounter().Name(name).Help("A family.").Register(*their_scrape);
     for (int v = 0; v < 100; ++v) {
-      our_scrape.GetCounter(name, "A family.", {{"target", absl::StrCat("team/t", v)}}).Increment(v);
+      our_scrape.GetCounter(name, "A family.", {{"target", absl::StrCat("team/t", v)}})
+          .Increment(v);
       family.Add({{"target", absl::StrCat("team/t", v)}}).Increment(v);
     }
   }
   size_t sink = 0;
-  Row("render 2,000 series (per scrape)",
-      NsPerOp(1, 200, kRounds, [&](int64_t) { sink += our_scrape.RenderText().size(); }),
-      NsPerOp(1, 200, kRounds, [&](int64_t) {
+  Compare(
+      "render_2000", "render 2,000 series (per scrape)", 1, 200, kRounds,
+      [&](int64_t) { sink += our_scrape.RenderText().size(); },
+      [&](int64_t) {
         sink += prometheus::TextSerializer().Serialize(their_scrape->Collect()).size();
-      }));
+      });
   std::printf("(rendered %zu bytes in all)\n", sink);
   return 0;
 }

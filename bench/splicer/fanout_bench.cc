@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "bench/common/bench_result.h"
 #include "bench/splicer/accepting_gitworker.h"
 #include "libs/core/proto_convert.h"
 #include "libs/redisstore/materialization_store.h"
@@ -242,6 +243,27 @@ int Main() {
                absl::FormatDuration(resynced), total_events, expected_events,
                absl::FormatDuration(delivered));
   absl::PrintF("streams with exactly their events, in order: %d of %d\n", streams - wrong, streams);
+  const std::string shape = absl::StrCat(targets, " targets × ", types, " types (", streams,
+                                         " streams over ", types, " materializations)");
+  EmitFigure({.bench = "fanout",
+              .figure = "threads_tailing",
+              .label = "splicer threads once every stream tails, " + shape,
+              .unit = "threads",
+              .better = "lower",
+              .samples = {static_cast<double>(tail_threads)},
+              .timing = "counted from /proc/self/status",
+              .context = true,
+              .extra = {{"before", base_threads}}});
+  EmitFigure(
+      {.bench = "fanout",
+       .figure = "delivery_s",
+       .label = absl::StrCat(expected_events, " events delivered, every stream exact, ", shape),
+       .unit = "s",
+       .better = "lower",
+       .samples = {absl::ToDoubleSeconds(delivered)},
+       .timing = "from the first append to the last event received by the peer",
+       .context = true,
+       .extra = {{"exact_streams", streams - wrong}, {"streams", streams}}});
   return all_came && wrong == 0 && total_events == expected_events ? 0 : 1;
 }
 

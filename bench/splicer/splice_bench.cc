@@ -5,6 +5,9 @@
 //   anchor  raw hiredis HGETALL + XRANGE of the same keys, then a bare JSON parse of every object
 //   splice  MaterializationStore::Load + BuildSnapshot (seeding the dedup) + wire encoding: what a
 //           SpliceStream does before it sends a resync
+// The anchor and the splice are timed the same way (inside their child, from connected to done)
+// and run the same number of times (--runs), interleaved: anchor, splice, anchor, splice, ...;
+// min/median/max of each and the ratio of the medians are reported.
 //   tail    a SpliceStream draining the M entries from a cursor at the checkpoint into a
 //           gitworker that accepts and acks at once, with attribution off / grace 0 / grace 3 s
 //           with every exact uid:rv fact present / grace 3 s with no facts at all
@@ -28,6 +31,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/common/bench_result.h"
 #include "bench/splicer/accepting_gitworker.h"
 #include "bench/splicer/workload.h"
 #include "libs/core/proto_convert.h"
@@ -48,7 +52,9 @@ ABSL_FLAG(int, entries, 100000, "Stream entries after the checkpoint.");
 ABSL_FLAG(std::string, tail_runs, "off,grace0,grace3s,nofacts",
           "Tail runs, comma-separated: off (attribution off), grace0, grace3s (facts present), "
           "nofacts (grace 3 s, every fact deleted first; runs last).");
-ABSL_FLAG(int, splice_runs, 3, "Splice phase runs; the fastest is reported.");
+ABSL_FLAG(int, runs, 3,
+          "Runs of the anchor and of the splice (interleaved), and of each tail mode; "
+          "min/median/max are reported.");
 ABSL_FLAG(bool, skip_splice, false, "Skip the splice phase (anchor and tail runs only).");
 // Internal: the measured phases, run as child processes.
 ABSL_FLAG(std::string, phase, "", "internal: anchor | splice | tail");
@@ -59,6 +65,7 @@ ABSL_FLAG(bool, attribution, true, "internal");
 ABSL_FLAG(int64_t, expect_events, 0, "internal");
 ABSL_FLAG(int64_t, expect_desired, 0, "internal");
 ABSL_FLAG(std::string, last_position, "", "internal");
+ABSL_FLAG(std::string, incarnation, "", "internal: the checkpoint's incarnation (the cursor's)");
 
 namespace reverser::bench {
 namespace {
@@ -122,7 +129,8 @@ int AnchorPhase(int port) {
   auto keys = redisstore::MaterializationKeys::For(redisstore::KeyPrefix::Default(), kGvr, kScope);
   redisContext* c = redisConnect("127.0.0.1", port);
   if (c == nullptr || c->err) return 3;
-  absl::Time start = absl::Now();
+  const absl::Time read_start = absl::Now();
+  absl::Time start = read_start;
   auto* items =
       static_cast<redisReply*>(redisCommand(c, "HGETALL %s", keys.checkpoint_items.c_str()));
   auto* stream = static_cast<redisReply*>(redisCommand(c, "XRANGE %s - +", keys.stream.c_str()));
@@ -151,14 +159,19 @@ int AnchorPhase(int port) {
     if (j.is_object()) ++parsed;
   }
   absl::Duration parse = absl::Now() - start;
-  Emit("read_s", absl::ToDoubleSeconds(read));
-  Emit("parse_s", absl::ToDoubleSeconds(parse));
-  Emit("objects", static_cast<double>(parsed));
-  Emit("stream_entries", static_cast<double>(stream->elements));
-  Emit("peak_mib", StatusMiB("VmHWM:"));
-  Emit("base_mib", base);
+  const size_t stream_entries = stream->elements;
+  // Freed inside the clock, as the splice's total includes freeing its view.
+  objects.clear();
   freeReplyObject(items);
   freeReplyObject(stream);
+  absl::Duration total = absl::Now() - read_start;
+  Emit("read_s", absl::ToDoubleSeconds(read));
+  Emit("parse_s", absl::ToDoubleSeconds(parse));
+  Emit("total_s", absl::ToDoubleSeconds(total));
+  Emit("objects", static_cast<double>(parsed));
+  Emit("stream_entries", static_cast<double>(stream_entries));
+  Emit("peak_mib", StatusMiB("VmHWM:"));
+  Emit("base_mib", base);
   redisFree(c);
   return 0;
 }
@@ -239,7 +252,11 @@ int TailPhase(int port) {
   if (!checkpoint.ok() || !checkpoint->has_value()) return 3;
   // Delivered up to the checkpoint: the stream resumes there and drains every entry.
   redisstore::DeliveryCursorStore cursors(redis->get(), redisstore::KeyPrefix::Default());
-  if (!cursors.Offer(target_uid, kGvr, kScope, **checkpoint).ok()) return 3;
+  // Of the checkpoint's incarnation: a cursor of another one makes the stream splice again.
+  if (!cursors.Offer(target_uid, kGvr, kScope, **checkpoint, absl::GetFlag(FLAGS_incarnation))
+           .ok()) {
+    return 3;
+  }
 
   AcceptingGitWorker peer;
   LocalGrpcServer server = LocalGrpcServer::Start(&peer);
@@ -446,47 +463,99 @@ int Main() {
       Count(m / absl::ToDoubleSeconds(append_time)), Count(m / absl::ToDoubleSeconds(facts_time)));
   w = Workload();  // the children measure; this process only keeps the expectations
 
-  auto anchor = RunPhase("anchor", port, {});
-  if (!anchor.ok()) {
-    std::cerr << anchor.status() << "\n";
-    return 1;
-  }
-  auto& a = *anchor;
-  const double anchor_s = a["read_s"] + a["parse_s"];
-  std::cout << absl::StrFormat(
-      "  anchor: raw hiredis HGETALL + XRANGE of both keys %.2f s (%.0f MiB/s), bare JSON parse of "
-      "the same %s objects %.2f s; read+parse %.2f s; peak RSS %.0f MiB (%.1fx the JSON)\n",
-      a["read_s"], mib / a["read_s"], Count(a["objects"]), a["parse_s"], anchor_s, a["peak_mib"],
-      a["peak_mib"] / mib);
-
-  if (!absl::GetFlag(FLAGS_skip_splice)) {
-    // The fastest of a few runs: this machine's other work only ever adds time.
-    std::optional<Results> fastest;
-    for (int run = 0; run < std::max(1, absl::GetFlag(FLAGS_splice_runs)); ++run) {
-      auto splice = RunPhase("splice", port, {absl::StrCat("--expect_desired=", live_after)});
-      if (!splice.ok()) {
-        std::cerr << splice.status() << "\n";
-        return 1;
-      }
-      if (!fastest || (*splice)["total_s"] < (*fastest)["total_s"]) fastest = std::move(*splice);
+  const int runs = std::max(1, absl::GetFlag(FLAGS_runs));
+  const bool skip_splice = absl::GetFlag(FLAGS_skip_splice);
+  // Anchor and splice interleaved, the same number of runs each; both timed inside their child
+  // process from a connected client to the last byte handled (and freed).
+  std::vector<Results> anchors, splices;
+  for (int run = 0; run < runs; ++run) {
+    auto anchor = RunPhase("anchor", port, {});
+    if (!anchor.ok()) {
+      std::cerr << anchor.status() << "\n";
+      return 1;
     }
-    auto& s = *fastest;
+    anchors.push_back(*std::move(anchor));
+    if (skip_splice) continue;
+    auto splice = RunPhase("splice", port, {absl::StrCat("--expect_desired=", live_after)});
+    if (!splice.ok()) {
+      std::cerr << splice.status() << "\n";
+      return 1;
+    }
+    if ((*splice)["exact"] <= 0) {
+      std::cerr << "splice run " << run + 1 << ": the desired set is not exact\n";
+      return 1;
+    }
+    splices.push_back(*std::move(splice));
+  }
+  auto column = [](const std::vector<Results>& rows, const std::string& key) {
+    std::vector<double> values;
+    for (const Results& row : rows) values.push_back(row.at(key));
+    return values;
+  };
+  auto mmm = [](const std::vector<double>& values, const char* format) {
+    const Stats st = StatsOf(values);
+    return absl::StrCat(absl::StrFormat(format, st.median), " (", absl::StrFormat(format, st.min),
+                        "–", absl::StrFormat(format, st.max), ")");
+  };
+  const std::vector<double> anchor_s = column(anchors, "total_s");
+  const std::vector<double> anchor_peak = column(anchors, "peak_mib");
+  const Results& a = anchors.front();
+  std::cout << absl::StrFormat(
+      "  anchor (%d runs; median (min–max)): raw hiredis HGETALL + XRANGE of both keys %s s, "
+      "bare JSON parse of the same %s objects %s s; read+parse+free %s s; peak RSS %s MiB\n",
+      runs, mmm(column(anchors, "read_s"), "%.2f"), Count(a.at("objects")),
+      mmm(column(anchors, "parse_s"), "%.2f"), mmm(anchor_s, "%.2f"), mmm(anchor_peak, "%.0f"));
+
+  const std::string how = absl::StrCat(
+      "both in their own child process, timed from a connected Redis client to the last byte "
+      "handled and freed; ",
+      runs, " runs each, interleaved; peak RSS is each child's VmHWM");
+  const std::string size = absl::StrCat(Count(n), " objects + ", Count(m), " entries");
+  if (!skip_splice) {
+    const std::vector<double> splice_s = column(splices, "total_s");
+    const std::vector<double> splice_peak = column(splices, "peak_mib");
+    const Results& s = splices.front();
     std::cout << absl::StrFormat(
-        "  splice (checkpoint + %s entries -> desired set, as a resync): %.2f s = load %.2f + "
-        "fold, "
-        "scope, sanitize, dedup seed %.2f + free the view %.2f + wire encode %.2f; %s desired "
-        "(%s); %.0f MiB on "
-        "the wire; peak RSS %.0f MiB (%.1fx the JSON; %.0f MiB of it reached inside "
-        "MaterializationStore::Load, whose view then holds %.0f MiB)\n"
-        "    against the anchor: %.1fx read+parse time, %.1fx its peak RSS; a target following 1 "
-        "of the 100 namespaces: %s desired, built in %.2f s (%.0fx faster than the whole type)\n"
-        "    removed this session: seeding the dedup by re-parsing every desired body, %.2f s "
-        "(it now costs one content hash per object during the build)\n",
-        Count(m), s["total_s"], s["load_s"], s["build_s"], s["free_s"], s["encode_s"],
-        Count(s["desired"]), s["exact"] > 0 ? "exact" : "NOT EXACT", s["wire_mib"], s["peak_mib"],
-        s["peak_mib"] / mib, s["load_peak_mib"], s["view_mib"], s["total_s"] / anchor_s,
-        s["peak_mib"] / a["peak_mib"], Count(s["scoped_desired"]), s["scoped_build_s"],
-        s["build_s"] / s["scoped_build_s"], s["reparse_seed_s"]);
+        "  splice (%d runs; checkpoint + %s entries -> desired set, as a resync): %s s = load %s "
+        "+ fold, scope, sanitize, dedup seed %s + free the view %s + wire encode %s; %s desired "
+        "(exact in every run); %.0f MiB on the wire; peak RSS %s MiB (%.1fx the JSON; %s MiB of "
+        "it reached inside MaterializationStore::Load)\n"
+        "    against the anchor, ratio of medians: %.2fx its time, %.2fx its peak RSS\n"
+        "    a target following 1 of the 100 namespaces: %s desired, built in %s s\n"
+        "    for comparison, seeding the dedup by re-parsing every desired body: %s s\n",
+        runs, Count(m), mmm(splice_s, "%.2f"), mmm(column(splices, "load_s"), "%.2f"),
+        mmm(column(splices, "build_s"), "%.2f"), mmm(column(splices, "free_s"), "%.2f"),
+        mmm(column(splices, "encode_s"), "%.2f"), Count(s.at("desired")), s.at("wire_mib"),
+        mmm(splice_peak, "%.0f"), Median(splice_peak) / mib,
+        mmm(column(splices, "load_peak_mib"), "%.0f"), Median(splice_s) / Median(anchor_s),
+        Median(splice_peak) / Median(anchor_peak), Count(s.at("scoped_desired")),
+        mmm(column(splices, "scoped_build_s"), "%.3f"),
+        mmm(column(splices, "reparse_seed_s"), "%.2f"));
+    EmitFigure(
+        {.bench = "splice",
+         .figure = "splice_time",
+         .label = absl::StrCat("splice of ", size, " into a resync"),
+         .unit = "s",
+         .better = "lower",
+         .samples = splice_s,
+         .anchor = Series{"read_parse_s",
+                          "raw HGETALL + XRANGE and a bare JSON parse of every object", anchor_s},
+         .timing = how,
+         .extra = {{"objects", n}, {"entries", m}}});
+    // The goal names a number at a size, not an anchor: judged only at that size.
+    std::optional<Goal> rss_goal;
+    if (n >= 100000)
+      rss_goal = Goal{"≤ 300 MiB per service at 100,000 objects", "value", "<=", 300};
+    EmitFigure({.bench = "splice",
+                .figure = "splice_peak_rss",
+                .label = absl::StrCat("peak RSS of that splice (", Count(mib), " MiB of JSON)"),
+                .unit = "MiB",
+                .better = "lower",
+                .samples = splice_peak,
+                .anchor = Series{"read_parse_peak_mib", "the anchor's peak RSS", anchor_peak},
+                .goal = rss_goal,
+                .timing = how,
+                .extra = {{"objects", n}, {"entries", m}}});
   }
 
   struct TailRun {
@@ -504,30 +573,47 @@ int Main() {
        "grace enabled (3 s) with no facts at all (audit not wired up): each waits 3 s",
        {"--grace_ms=3000", "--no_facts"}},
   };
-  std::vector<TailRun> runs;
+  std::vector<TailRun> modes;
   const std::vector<std::string> wanted = absl::StrSplit(absl::GetFlag(FLAGS_tail_runs), ',');
   for (const TailRun& run : all_runs) {
-    if (std::find(wanted.begin(), wanted.end(), run.name) != wanted.end()) runs.push_back(run);
+    if (std::find(wanted.begin(), wanted.end(), run.name) != wanted.end()) modes.push_back(run);
   }
   std::cout << absl::StrFormat(
       "  live tail: a SpliceStream drains the %s entries from a cursor at the checkpoint into a "
       "gitworker that accepts and acks each event at once (%s events expected; the rest are "
-      "status-only no-ops)\n",
-      Count(m), Count(expected_events));
+      "status-only no-ops); %d runs per mode, the modes with facts interleaved, no facts last\n",
+      Count(m), Count(expected_events), runs);
+  // Modes with facts round-robin (off, grace0, grace3s, off, ...); the no-facts mode deletes
+  // every fact, so its runs come last.
+  std::vector<const TailRun*> order;
+  for (int run = 0; run < runs; ++run) {
+    for (const TailRun& mode : modes) {
+      if (std::string(mode.name) != "nofacts") order.push_back(&mode);
+    }
+  }
+  for (int run = 0; run < runs; ++run) {
+    for (const TailRun& mode : modes) {
+      if (std::string(mode.name) == "nofacts") order.push_back(&mode);
+    }
+  }
+  std::map<std::string, std::vector<double>> rates, peaks, cursors;
+  bool facts_dropped = false;
   int index = 0;
-  for (const TailRun& run : runs) {
+  for (const TailRun* run : order) {
     std::vector<std::string> flags = {absl::StrCat("--target_uid=tail-", index++),
                                       absl::StrCat("--expect_events=", expected_events),
-                                      absl::StrCat("--last_position=", last_position.ToString())};
+                                      absl::StrCat("--last_position=", last_position.ToString()),
+                                      absl::StrCat("--incarnation=", swap->incarnation)};
     bool no_facts = false;
-    for (const auto& f : run.flags) {
+    for (const auto& f : run->flags) {
       if (f == "--no_facts") {
         no_facts = true;
       } else {
         flags.push_back(f);
       }
     }
-    if (no_facts) {
+    if (no_facts && !facts_dropped) {
+      facts_dropped = true;
       // Drop every author fact (SCAN + UNLINK).
       std::string cursor = "0";
       do {
@@ -542,23 +628,45 @@ int Main() {
     }
     auto r = RunPhase("tail", port, flags);
     if (!r.ok()) {
-      std::cerr << run.label << ": " << r.status() << "\n";
+      std::cerr << run->label << ": " << r.status() << "\n";
       return 1;
     }
     auto& x = *r;
-    const double events_per_s = x["events"] / x["events_s"];
+    if (x["complete"] <= 0) {
+      std::cerr << run->label << ": incomplete (" << x["events"] << " events)\n";
+      return 1;
+    }
+    rates[run->name].push_back(x["events"] / x["events_s"]);
+    peaks[run->name].push_back(x["peak_mib"]);
+    cursors[run->name].push_back(x["cursor_s"]);
+  }
+  const double derive_rate = m / absl::ToDoubleSeconds(derive_time);
+  for (const TailRun& mode : modes) {
     std::cout << absl::StrFormat(
-        "    %-78s %8s events/s (%s entries/s); all acked and the cursor persisted after %.2f s; "
-        "%s; peak RSS %.0f MiB\n",
-        run.label, Count(events_per_s), Count(m / x["events_s"]), x["cursor_s"],
-        x["complete"] > 0 ? "complete" : "INCOMPLETE", x["peak_mib"]);
+        "    %-78s %s events/s; all acked and the cursor persisted after %s s; peak RSS %s MiB\n",
+        mode.label, mmm(rates[mode.name], "%.0f"), mmm(cursors[mode.name], "%.2f"),
+        mmm(peaks[mode.name], "%.0f"));
+    EmitFigure({.bench = "splice",
+                .figure = absl::StrCat("tail_", mode.name),
+                .label = absl::StrCat("live tail, ", mode.label),
+                .unit = "events/s",
+                .better = "higher",
+                .samples = rates[mode.name],
+                .goal = Goal{"≥ 1,000 changes/s (issue #6)", "value", ">=", 1000},
+                .timing = absl::StrCat("in its own child process, from SpliceStream::Start to "
+                                       "the last event received by the peer; ",
+                                       runs, " runs"),
+                .extra = {{"entries", m},
+                          {"events", expected_events},
+                          {"peak_rss_mib", peaks[mode.name]},
+                          {"context_derive_event_per_s", derive_rate}}});
   }
   std::cout << absl::StrFormat(
-      "    anchors: raw XRANGE+HGETALL %s objects/s; DeriveEvent alone (parse, scope, sanitize, "
-      "hash; no I/O) %s entries/s\n"
+      "    context (not an anchor: one in-process pass, no I/O): DeriveEvent alone (parse, scope, "
+      "sanitize, hash) %s entries/s; raw XRANGE+HGETALL %s objects/s\n"
       "  per object (no I/O): parse %.1f us, sanitize %.1f us, dump %.1f us, content hash %.1f "
       "us\n",
-      Count((a["objects"]) / a["read_s"]), Count(m / absl::ToDoubleSeconds(derive_time)),
+      Count(derive_rate), Count(a.at("objects") / Median(column(anchors, "read_s"))),
       stages.parse_us, stages.sanitize_us, stages.dump_us, stages.hash_us);
   return 0;
 }
