@@ -815,8 +815,11 @@ void BranchWorker::PushIfDue(bool force) {
     if (result->outcome == git::PushOutcome::kPushed ||
         result->outcome == git::PushOutcome::kUpToDate) {
       expected_remote_ = **tip;
-      last_push_ = options_.clock->Now();
-      next_push_allowed_ = *last_push_ + options_.push_cooldown;
+      const absl::Time now = options_.clock->Now();
+      // "Up to date" moved nothing (e.g. only writes held by the gate wait): the branch's last
+      // push stays the last one that did.
+      if (result->outcome == git::PushOutcome::kPushed) last_push_ = now;
+      next_push_allowed_ = now + options_.push_cooldown;
       last_error_.clear();
       for (Unit& unit : units_) {
         if (unit.state == State::kCommitted) unit.state = State::kPushed;

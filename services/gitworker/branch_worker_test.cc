@@ -1146,6 +1146,7 @@ TEST_F(BranchWorkerTest, AHandPushedDuplicateRefusesThePathUntilAPersonRemovesIt
                                       "default", "a", "1", 10)));
   worker->PushIfDue();
   ASSERT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+  const auto pushed_at = worker->Status().last_push();
 
   auto clone = testing::CloneRepo(remote_, dir_.path());
   ASSERT_TRUE(clone.ok()) << clone.status();
@@ -1189,6 +1190,10 @@ TEST_F(BranchWorkerTest, AHandPushedDuplicateRefusesThePathUntilAPersonRemovesIt
   EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/b.yaml")));
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
   EXPECT_EQ(sink_->path_refusals().size(), refusals.size());
+  clock_.Advance(absl::Seconds(5));
+  worker->PushIfDue(/*force=*/true);  // a recheck while only held writes wait pushes nothing
+  EXPECT_EQ(worker->Status().last_push().seconds(), pushed_at.seconds())
+      << "the branch's last push is the last one that moved it";
 
   // A person removes the duplicate: the next cycle sees the branch moved and the path clean.
   ASSERT_TRUE(testing::Git(*clone, {"rm", "-q", "clusters/a/hand/dup.yaml"}).ok());
