@@ -73,11 +73,14 @@ void BranchWorker::Add(WorkItem item) {
     KnownTarget& known =
         targets_[absl::StrCat(cover.target.namespace_(), "/", cover.target.name())];
     known.ref = cover.target;
-    known.sink = cover.sink;
     if (known.undelivered.has_value()) {
-      cover.sink->ResyncRequested(*known.undelivered);
+      // A later item on the stream the request went to: that stream was up, so it carried it.
+      // Another stream: the request's may have ended with it, so this one is asked too (a
+      // second resync costs work, never correctness).
+      if (cover.sink != known.sink.lock()) cover.sink->ResyncRequested(*known.undelivered);
       known.undelivered.reset();
     }
+    known.sink = cover.sink;
   }
   RefusedSubject subject;  // the event's object (its identity only), or the resync as a whole
   const bool resync = item.kind == WorkItem::Kind::kResync;
@@ -883,12 +886,10 @@ void BranchWorker::NoteRewrittenHistory(const std::string& ours,
     *request.mutable_target() = known.ref;
     request.set_reason("HistoryRewritten");
     request.set_message(message);
-    if (std::shared_ptr<FeedbackSink> sink = known.sink.lock()) {
-      sink->ResyncRequested(request);
-      known.undelivered.reset();
-    } else {
-      known.undelivered = std::move(request);  // its stream ended: the next one takes it
-    }
+    // A sink whose stream has ended drops feedback silently: the request is also kept until
+    // the target's next item shows which stream is live.
+    if (std::shared_ptr<FeedbackSink> sink = known.sink.lock()) sink->ResyncRequested(request);
+    known.undelivered = std::move(request);
   }
 }
 

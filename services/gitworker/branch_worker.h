@@ -216,7 +216,8 @@ class BranchWorker {
   struct KnownTarget {
     reverser::v1::GitTargetRef ref;
     std::weak_ptr<FeedbackSink> sink;
-    // A resync request its stream ended before it could take: sent on its next stream.
+    // The last resync request, until the target's next item arrives: then it is sent again if
+    // that item came on another stream (the first may have ended without carrying it).
     std::optional<reverser::v1::ResyncRequest> undelivered;
   };
   std::map<std::string, KnownTarget> targets_;

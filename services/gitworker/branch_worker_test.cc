@@ -421,6 +421,20 @@ TEST_F(BranchWorkerTest, ARewrittenHistoryAsksEveryTargetOfTheBranchToResync) {
   EXPECT_THAT(sink_->resync_requests()[0].message(), HasSubstr("no longer an ancestor"));
   ASSERT_EQ(other_sink->resync_requests().size(), 1u);
   EXPECT_EQ(other_sink->resync_requests()[0].target().name(), "tgt-b");
+  // tgt-b's stream ends and a new one delivers its next change: the new stream is asked too
+  // (the old one may have ended without carrying the request); tgt-a's own stream is not asked
+  // twice.
+  auto reconnected = std::make_shared<RecordingSink>();
+  WorkItem b_again =
+      EventItem(config_b, Event(config_b, ConfigMaps(), reverser::v1::OPERATION_CREATE, "default",
+                                "later", "x", 13, "alice"));
+  for (Coverage& cover : b_again.covers) cover.sink = reconnected;
+  worker->Add(std::move(b_again));
+  worker->Add(EventItem(config_a, Event(config_a, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                        "default", "more", "x", 14, "alice")));
+  ASSERT_EQ(reconnected->resync_requests().size(), 1u);
+  EXPECT_EQ(reconnected->resync_requests()[0].reason(), "HistoryRewritten");
+  EXPECT_EQ(sink_->resync_requests().size(), 1u);
   EXPECT_EQ(metrics_
                 .GetCounter(
                     "reverser_gitworker_history_rewritten_total", "",
