@@ -1213,7 +1213,8 @@ TEST_F(CatalogAttributionWebhookForbiddenTest, ARefusedWriteIsCountedAndRetried)
   sim_->authorizer().AddRule(write);
   ASSERT_TRUE(WaitForRules(AttributionRules({{"", "configmaps"}}))) << Configuration().dump(2);
   EXPECT_EQ(WithoutRules(Configuration()["webhooks"][0]), WithoutRules(written_["webhooks"][0]));
-  EXPECT_GT(Syncs("written"), written);
+  // Counted once the write returns, which may be just after the rules can be read.
+  EXPECT_TRUE(WaitFor([&] { return Syncs("written") > written; }, kWait));
 }
 
 // A 1.27–1.33 API server: WatchList is rejected (422) and the watches fall back to LIST+WATCH.
