@@ -175,6 +175,17 @@ class Stack:
         except FileNotFoundError:
             return ""
 
+    def start_then(self, prepare):
+        """start() and then prepare(); if either fails, shows the log tails, cleans up and
+        re-raises (what every test suite's class set-up does)."""
+        try:
+            self.start()
+            prepare()
+        except Exception:
+            self.print_log_tails()
+            self.cleanup()
+            raise
+
     def print_log_tails(self, lines=30, file=sys.stderr):
         """The last lines of every process's log: what a failed start or test shows."""
         for name in self.procs:

@@ -53,15 +53,13 @@ class AttributionStack(unittest.TestCase):
     def setUpClass(cls):
         cls.stack = local_stack.Stack(ROOT, ROOT, log=lambda *_: None, commit_window="0s", push_cooldown="0s",
                                       attribution_grace="3s", **cls.stack_options)
-        try:
-            cls.stack.start()
-            cls.stack.apply_mirror(cls.path, rules=DEMO_RULES, cluster_rules=CLUSTER_RULES)
-            cls.stack.wait_for_streams(2)
-            cls.prepare()
-        except Exception:
-            cls.stack.print_log_tails()
-            cls.stack.cleanup()
-            raise
+        cls.stack.start_then(cls.mirror_then_prepare)
+
+    @classmethod
+    def mirror_then_prepare(cls):
+        cls.stack.apply_mirror(cls.path, rules=DEMO_RULES, cluster_rules=CLUSTER_RULES)
+        cls.stack.wait_for_streams(2)
+        cls.prepare()
 
     @classmethod
     def prepare(cls):

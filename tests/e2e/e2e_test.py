@@ -693,13 +693,7 @@ class StackCase(unittest.TestCase):
     @classmethod
     def start_stack(cls):
         cls.stack = local_stack.Stack(ROOT, ROOT, log=lambda *_: None, **cls.stack_options)
-        try:
-            cls.stack.start()
-            cls.prepare()
-        except Exception:
-            cls.stack.print_log_tails()
-            cls.stack.cleanup()
-            raise
+        cls.stack.start_then(cls.prepare)
 
     @classmethod
     def setUpClass(cls):
