@@ -11,6 +11,8 @@
 #include "libs/kube/api_error.h"
 #include "libs/membership/lease_member.h"
 #include "libs/membership/member_view.h"
+#include "libs/membership/ownership.h"
+#include "libs/membership/replica.h"
 #include "libs/membership/test_cluster.h"
 
 namespace reverser::membership {
@@ -260,6 +262,48 @@ TEST_F(MembershipKubeSimTest, TheRenewLoopJoinsAndReleases) {
   ASSERT_TRUE(b.Stop(/*release=*/false).ok());
   EXPECT_TRUE(GetLease("splicer-b").ok());
   EXPECT_TRUE(Ids(view.Current(), {"b"}));  // until 17 s after its last renewal
+}
+
+TEST_F(MembershipKubeSimTest, ReplicasJoinOwnTheirShareAndLeave) {
+  timing_.renew_period = absl::Milliseconds(200);
+  std::vector<std::unique_ptr<Replica>> replicas;
+  for (const std::string id : {"gitworker-0", "gitworker-1"}) {
+    MemberIdentity identity{"gitworker", id, kNamespace, id + ":9090"};
+    auto replica = Replica::Join(NewClient(), identity, timing_, core::Clock::Real(), {},
+                                 testing::TestReflectorOptions());
+    ASSERT_TRUE(replica.ok()) << replica.status();
+    replicas.push_back(std::move(*replica));
+  }
+  auto both = [](const Membership& m) { return Ids(m, {"gitworker-0", "gitworker-1"}); };
+  ASSERT_TRUE(replicas[0]->view().WaitFor(both, kWait));
+  ASSERT_TRUE(replicas[1]->view().WaitFor(both, kWait));
+  EXPECT_TRUE(replicas[0]->Held());
+  std::vector<std::string> units;
+  for (int i = 0; i < 10; ++i) units.push_back("branch:team/github/b" + std::to_string(i));
+  OwnershipTable first("gitworker-0"), second("gitworker-1");
+  first.SetUnits(units);
+  second.SetUnits(units);
+  first.SetMembership(replicas[0]->Current());
+  second.SetMembership(replicas[1]->Current());
+  EXPECT_EQ(first.owned().size() + second.owned().size(), 10u);
+  EXPECT_FALSE(first.owned().empty());
+  EXPECT_EQ(first.AddressOf("gitworker-1"), "gitworker-1:9090");
+  // A graceful leave: the other sees it go at once and takes every unit.
+  ASSERT_TRUE(replicas[1]->Leave().ok());
+  ASSERT_TRUE(replicas[0]->view().WaitFor(
+      [](const Membership& m) { return Ids(m, {"gitworker-0"}); }, kWait));
+  first.SetMembership(replicas[0]->Current());
+  EXPECT_EQ(first.owned().size(), 10u);
+  EXPECT_EQ(GetLease("gitworker-gitworker-1").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MembershipKubeSimTest, AReplicaInANamespaceThatDoesNotExistFailsToJoin) {
+  MemberIdentity identity{"gitworker", "gitworker-0", "missing", ""};
+  auto replica = Replica::Join(NewClient(), identity, timing_, core::Clock::Real(), {},
+                               testing::TestReflectorOptions());
+  ASSERT_FALSE(replica.ok());
+  EXPECT_NE(replica.status().message().find("gitworker-gitworker-0 in missing"), std::string::npos)
+      << replica.status();
 }
 
 TEST(MembershipOptionsTest, InvalidOptionsAreRefused) {
