@@ -31,6 +31,8 @@ USERS = {
                            "system:serviceaccounts,system:authenticated"),
 }
 MATERIALIZER_USER = USERS["materializer-token"][0]
+# Where the replicas of a scaled-out stack keep their Leases (Stack(replicas=...)).
+MEMBERSHIP_NAMESPACE = "reverser-system"
 # The admission webhook's Service (namespace, name), as the chart names it.
 ADMISSION_SERVICE = ("reverser", "reverser-materializer")
 
@@ -88,7 +90,7 @@ def run(cmd, check=True, **kw):
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
                  attribution_grace="3s", log=print, profile="modern", materializer_rbac=None,
-                 grpc_tls=True, attribution="audit", redis_sentinel=False):
+                 grpc_tls=True, attribution="audit", redis_sentinel=False, replicas=None):
         """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
         push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
         an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
@@ -102,8 +104,18 @@ class Stack:
         materializer), "admission" (no audit webhook at all, as on a managed control plane: the
         attribution ValidatingWebhookConfiguration sends changes to the admission webhook) or
         "both"; redis_sentinel: Redis as a primary, a replica and a Sentinel (all TLS, the ACL
-        user), the services finding the primary through the Sentinel (--redis_sentinels)."""
+        user), the services finding the primary through the Sentinel (--redis_sentinels);
+        replicas: how many processes of the materializer, the splicer and the gitworker run
+        ({"gitworker": 3, ...}; default one each). With more than one of any, every one of them
+        joins with --membership (Leases in MEMBERSHIP_NAMESPACE, short timing) and the splicers
+        route by the gitworkers' Leases. Replica 0 keeps the plain name ("gitworker"), the others
+        are "gitworker-1", ...; each has its own log, ports and work dir."""
         self.redis_sentinel = redis_sentinel
+        self.replicas = {"materializer": 1, "splicer": 1, "gitworker": 1, **(replicas or {})}
+        for service, count in self.replicas.items():
+            if service not in ("materializer", "splicer", "gitworker") or count < 1:
+                raise ValueError(f"replicas: {service}={count} (materializer, splicer, gitworker; >= 1)")
+        self.membership = any(count > 1 for count in self.replicas.values())
         if attribution not in ("audit", "admission", "both"):
             raise ValueError(f"attribution: {attribution!r} (audit, admission, both)")
         self.attribution = attribution
@@ -136,10 +148,22 @@ class Stack:
             raise FileNotFoundError(f"{path} is missing (build with bazel first)")
         return path
 
+    @staticmethod
+    def service_of(name):
+        """The service a process runs: "gitworker-2" → "gitworker"."""
+        base, _, suffix = name.rpartition("-")
+        return base if base and suffix.isdigit() else name
+
+    def replica_names(self, service):
+        """The process names of a service's replicas: "gitworker", "gitworker-1", ..."""
+        return [service] + [f"{service}-{i}" for i in range(1, self.replicas.get(service, 1))]
+
     def mesh_tls_args(self, name):
-        """The --grpc_tls_* flags of certificate `name` (a service, or "admin" for reverserctl)."""
+        """The --grpc_tls_* flags of certificate `name` (a service, or "admin" for reverserctl);
+        replicas share their service's certificate."""
         if not self.grpc_tls:
             return ["--grpc_insecure"]
+        name = self.service_of(name)
         return [f"--grpc_tls_ca={self.pki}/ca.crt", f"--grpc_tls_cert={self.pki}/grpc-{name}.crt",
                 f"--grpc_tls_key={self.pki}/grpc-{name}.key"]
 
@@ -154,7 +178,8 @@ class Stack:
         endpoints = os.path.join(self.dir, f"{name}.json")
         if os.path.exists(endpoints):
             os.unlink(endpoints)
-        self._spawn(name, [self._binary(f"services/{name}/{name}"), "--listen_address=127.0.0.1",
+        service = self.service_of(name)
+        self._spawn(name, [self._binary(f"services/{service}/{service}"), "--listen_address=127.0.0.1",
                            f"--grpc_port={self.ports.get(name + '_grpc', 0)}",
                            f"--http_port={self.ports.get(name + '_http', 0)}",
                            f"--endpoints_file={endpoints}"] + self.mesh_tls_args(name) + args)
@@ -267,7 +292,9 @@ class Stack:
         self.ports["audit"] = free_port()
         self.ports["admission"] = free_port()
         # The catalog calls the gitworker (CommitRequests) and starts first: its port is fixed now.
-        self.ports["gitworker_grpc"] = free_port()
+        # Each gitworker advertises its address in its Lease, so every replica's is fixed too.
+        for name in self.replica_names("gitworker"):
+            self.ports[name + "_grpc"] = free_port()
 
         # The API server, auditing to the materializer's webhook over mTLS.
         tokens = os.path.join(self.dir, "tokens.csv")
@@ -285,7 +312,12 @@ class Stack:
                 delegation = [{"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
                               {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
                                "resources": ["subjectaccessreviews"]}]
-                json.dump([{**rule, "users": [MATERIALIZER_USER]} for rule in self.materializer_rbac + delegation], f)
+                # Replicas hold their Leases (the chart's Role).
+                leases = ([{"verbs": ["get", "list", "watch", "create", "update", "delete"],
+                            "apiGroups": ["coordination.k8s.io"], "resources": ["leases"]}]
+                          if self.membership else [])
+                json.dump([{**rule, "users": [MATERIALIZER_USER]}
+                           for rule in self.materializer_rbac + delegation + leases], f)
             rbac_args = [f"--rbac_file={rbac}"]
         audit_args = []
         if self.attribution != "admission":
@@ -326,13 +358,16 @@ class Stack:
         # objects are created with `apply` (JSON) instead.
         self.kubectl("apply", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}))
+        if self.membership:
+            self.kubectl("apply", "-f", "-", input=json.dumps(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MEMBERSHIP_NAMESPACE}}))
 
         # The catalog first: the gitworker follows its target configs, the others its claims.
         self.start_service("catalog")
-        self.start_service("gitworker")
-        self.start_service("materializer")
-        self.start_service("splicer")
-        for name in ("catalog", "materializer", "splicer", "gitworker"):
+        for service in ("gitworker", "materializer", "splicer"):
+            for name in self.replica_names(service):
+                self.start_service(name)
+        for name in ["catalog"] + [n for s in ("materializer", "splicer", "gitworker") for n in self.replica_names(s)]:
             self.log(f"==> {name:<18} grpc {self.grpc(name)}  http {self.http(name)}")
         # CommitRequest CREATEs go through the materializer's admission webhook, which records
         # who asked (the chart's ValidatingWebhookConfiguration).
@@ -529,31 +564,57 @@ current-context: local
             os.unlink(dump)
         self._start_redis()
 
+    # Short, so a killed replica's units move within seconds (renew_period < renew_deadline <
+    # lease_duration, as the services require).
+    MEMBERSHIP_TIMING = ["--membership_lease_duration=4s", "--membership_renew_deadline=3s",
+                         "--membership_renew_period=1s", "--membership_grace=1s"]
+
+    def membership_args(self, name):
+        """What every replica of a scaled-out service adds (none while each runs once)."""
+        if not self.membership:
+            return []
+        args = ["--membership=true", f"--membership_namespace={MEMBERSHIP_NAMESPACE}",
+                f"--replica_id={name}", *self.MEMBERSHIP_TIMING]
+        service = self.service_of(name)
+        if service == "gitworker":
+            args.append(f"--advertise_address={self.grpc(name)}")
+        if service == "splicer":
+            args.append("--gitworker_membership=true")
+        return args
+
     def service_args(self, name):
-        if name == "gitworker":
+        return self._service_args(name) + (self.membership_args(name) if name != "catalog" else [])
+
+    def _service_args(self, name):
+        service = self.service_of(name)
+        first = name == service
+        if service == "gitworker":
             # Secrets (credentials, signing keys) through the API, as a key the catalog generates
             # exists only there.
             # Targets' remotes and Secrets from the catalog, never from a delivery.
-            return [f"--work_dir={self.dir}/gitworker", f"--push_cooldown={self.push_cooldown}",
+            return [f"--work_dir={self.dir}/{name}", f"--push_cooldown={self.push_cooldown}",
                     "--secrets_source=api", f"--kubeconfig={self.kubeconfig}",
                     f"--catalog_address={self.grpc('catalog')}"]
-        if name == "catalog":
+        if service == "catalog":
             # CommitRequests attach to the gitworker; their command authors are read from Redis.
             attribution = ([f"--attribution_webhook_configuration={self.ATTRIBUTION_CONFIGURATION}"]
                            if self.attribution != "audit" else [])
             return [f"--kubeconfig={self.kubeconfig}", "--discovery_refresh_period=2s",
                     f"--gitworker_address={self.grpc('gitworker')}", *self.redis_auth_args(body_key=False),
                     *attribution]
-        if name == "materializer":
+        if service == "materializer":
+            # The API server audits to (and admits through) replica 0's fixed ports; the other
+            # replicas serve theirs on free ports, as pods behind one Service would all serve.
             return [f"--kubeconfig={self.materializer_kubeconfig}", *self.redis_auth_args(),
-                    f"--catalog_address={self.grpc('catalog')}", f"--audit_port={self.ports['audit']}",
+                    f"--catalog_address={self.grpc('catalog')}",
+                    f"--audit_port={self.ports['audit'] if first else 0}",
                     f"--audit_tls_cert={self.pki}/webhook.crt", f"--audit_tls_key={self.pki}/webhook.key",
                     f"--audit_client_ca={self.pki}/ca.crt", "--admission_webhook=true",
-                    f"--admission_port={self.ports['admission']}",
+                    f"--admission_port={self.ports['admission'] if first else 0}",
                     f"--admission_tls_cert={self.pki}/admission.crt",
                     f"--admission_tls_key={self.pki}/admission.key",
                     f"--admission_attribution={'false' if self.attribution == 'audit' else 'true'}"]
-        if name == "splicer":
+        if service == "splicer":
             # Its kubeconfig only reviews operators' tokens (--admin_auth=kubernetes).
             return [*self.redis_auth_args(), f"--catalog_address={self.grpc('catalog')}",
                     f"--kubeconfig={self.kubeconfig}", f"--gitworker_address={self.grpc('gitworker')}",
@@ -564,6 +625,14 @@ current-context: local
 
     def start_service(self, name):
         return self._service(name, self.service_args(name))
+
+    def pause(self, name):
+        """SIGSTOP: the process keeps its sockets and state but does nothing (a long GC pause, a
+        frozen VM), so its Lease runs out while it still believes it owns its units."""
+        self.procs[name].send_signal(signal.SIGSTOP)
+
+    def resume(self, name):
+        self.procs[name].send_signal(signal.SIGCONT)
 
     def kill(self, name, sig=signal.SIGKILL):
         proc = self.procs.get(name)
@@ -792,10 +861,17 @@ def main():
     parser.add_argument("--attribution", default="audit", choices=["audit", "admission", "both"],
                         help="where authors come from: the API server's audit log, admission (no "
                              "audit webhook, as on a managed control plane), or both")
+    parser.add_argument("--replicas", default="",
+                        help="replicas per service, e.g. gitworker=3,splicer=2,materializer=2 "
+                             "(they share the work through Leases)")
     args = parser.parse_args()
+    try:
+        replicas = {k: int(v) for k, v in (item.split("=", 1) for item in args.replicas.split(",") if item)}
+    except ValueError:
+        parser.error(f"--replicas {args.replicas!r}: expected service=N[,service=N...]")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     stack = Stack(args.bin_dir, root, commit_window=args.commit_window, push_cooldown=args.push_cooldown,
-                  profile=args.profile, attribution=args.attribution)
+                  profile=args.profile, attribution=args.attribution, replicas=replicas)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         stack.start()
