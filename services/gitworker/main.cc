@@ -52,8 +52,9 @@ ABSL_FLAG(std::string, secrets_source, "files",
           "--credentials_dir) or \"api\" (GET through the Kubernetes API with --kubeconfig or "
           "the in-cluster service account; a signing key the catalog generates is seen at once).");
 ABSL_FLAG(std::string, kubeconfig, "",
-          "A kubeconfig file, for --secrets_source=api and for reviewing operators' tokens "
-          "(--admin_auth=kubernetes). Empty: $KUBECONFIG, else the in-cluster "
+          "A kubeconfig file, for --secrets_source=api, for reviewing operators' tokens "
+          "(--admin_auth=kubernetes) and for the replicas' Leases (--membership). Empty: "
+          "$KUBECONFIG, else the in-cluster "
           "service account, else ~/.kube/config.");
 ABSL_FLAG(std::string, target_config_source, "catalog",
           "Where a GitTarget's remote, branch, path and Secrets come from: \"catalog\" (followed "
