@@ -4,12 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/runtime/log.h"
+#include "services/gitworker/branch_ownership.h"
 #include "services/gitworker/secret_source.h"
 
 namespace reverser::gitworker {
 namespace {
 
 struct BranchActorState {
+  BranchWorkerOptions options;  // a new worker is made with them after an abandon
   std::unique_ptr<BranchWorker> worker;
   uint64_t armed_generation = 0;
   std::optional<absl::Time> push_timer_at;
@@ -58,9 +60,14 @@ void Rearm(Self self, bool push_now = false) {
 
 BranchActor::behavior_type BranchActorBehavior(Self self, BranchWorkerOptions options) {
   self->state.clock = options.clock;
+  self->state.options = options;
   self->state.worker = std::make_unique<BranchWorker>(std::move(options));
   return {
       [=](item_atom, const WorkItemPtr& item) {
+        if (self->state.options.may_push && !self->state.options.may_push()) {
+          // Not this replica's branch (any more): the target stream tells its stream so.
+          return true;
+        }
         self->state.worker->Add(std::move(*item));
         Rearm(self);
         return true;
@@ -84,6 +91,18 @@ BranchActor::behavior_type BranchActorBehavior(Self self, BranchWorkerOptions op
         self->state.commit_timer_at.reset();
         self->state.worker->OnCommitRequestTimer();
         Rearm(self);
+      },
+      [=](abandon_atom) {
+        auto& state = self->state;
+        const size_t dropped = state.worker->QueueDepth();
+        runtime::LogInfo("branch no longer owned; its unpushed writes are dropped",
+                         {{"branch", state.options.key.ToString()}, {"dropped", dropped}});
+        // Its timers still arrive; the new worker has no window or write they could match
+        // except by generation, and an early finalize or push check is harmless.
+        state.worker = std::make_unique<BranchWorker>(state.options);
+        state.armed_generation = 0;
+        state.commit_timer_at.reset();
+        state.worker->UpdateQueueGauge();
       },
       [=](stop_atom) {
         self->state.worker->Shutdown();
@@ -123,6 +142,9 @@ BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   options.push_cooldown = options_.push_cooldown;
   options.limits = options_.limits;
   options.signing_keys = options_.signing_keys;
+  if (options_.may_write) {
+    options.may_push = [may_write = options_.may_write, key] { return may_write(key); };
+  }
   options.clock = options_.clock;
   options.metrics = options_.metrics;
   if (!settings.credentials_secret.empty() && options_.credentials) {
@@ -182,6 +204,14 @@ std::vector<std::string> BranchRegistry::PathsOn(const BranchKey& key) const {
     }
   }
   return {paths.begin(), paths.end()};
+}
+
+void BranchRegistry::Abandon(const std::vector<std::string>& units) {
+  const std::set<std::string> lost(units.begin(), units.end());
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, actor] : branches_) {
+    if (lost.contains(UnitOf(key))) caf::anon_send(actor, abandon_atom::value);
+  }
 }
 
 void BranchRegistry::StopAll(absl::Duration timeout) {

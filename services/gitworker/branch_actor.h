@@ -48,6 +48,10 @@ struct BranchRegistryOptions {
   CredentialsResolver credentials;  // empty: anonymous
   WriterLimits limits;              // what branch workers read and render
   SigningKeyResolver signing_keys;  // empty: signing targets' commits wait (secret_source.h)
+  // With several replicas (branch_ownership.h): whether this replica may write the branch now.
+  // Items for a branch it may not write are dropped unapplied, and nothing is pushed. Null:
+  // every branch is this replica's.
+  std::function<bool(const BranchKey&)> may_write;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -64,6 +68,10 @@ class BranchRegistry {
   std::vector<BranchActor> All() const;
   // The spec.path of every GitTarget last seen writing to `key` ("" = repository root), sorted.
   std::vector<std::string> PathsOn(const BranchKey& key) const;
+  // Stops the work of the branches of these units (membership::BranchUnit; lost by this
+  // replica): each branch actor drops what it has not pushed (abandon_atom). The actor stays
+  // registered, idle, so a branch that comes back reuses it and never races its clone.
+  void Abandon(const std::vector<std::string>& units);
   // Asks every branch actor at once to finalize and push, waiting up to `timeout` in all. It
   // blocks its caller: only ServiceApp::Stop calls it, on the main thread (never on a gRPC or
   // actor thread). The gRPC server still takes calls then, so a branch first used afterwards

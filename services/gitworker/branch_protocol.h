@@ -25,6 +25,7 @@ using status_atom = caf::atom_constant<caf::atom("status")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
 using commit_timer_atom = caf::atom_constant<caf::atom("crtimer")>;
+using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
 
 }  // namespace reverser::gitworker
 
@@ -42,7 +43,11 @@ using BranchItemActor = caf::typed_actor<caf::replies_to<item_atom, WorkItemPtr>
 
 // The whole branch actor. window, push and commit_timer are its own timers (self-sent); status is
 // a serialized reverser.v1.BranchStatus, the shape runtime::AskAll gathers for ListBranches;
-// stop finalizes the open window (shutdown), pushes and quits.
+// stop finalizes the open window (shutdown), pushes and quits. abandon: the branch is no longer
+// this replica's (branch_ownership.h): a commit or push in progress has finished (messages are
+// handled one at a time); the open window and every write not yet pushed are dropped unacked
+// (the new owner gets them redelivered), and the worker starts over from the remote if the
+// branch comes back.
 using BranchActor = BranchItemActor::extend<
     caf::reacts_to<window_atom, uint64_t>,  // silence timer of window generation N
     caf::reacts_to<push_atom>,              // push timer
@@ -50,6 +55,7 @@ using BranchActor = BranchItemActor::extend<
     // Registers a CommitRequest (idempotent) and answers where it stands.
     caf::replies_to<attach_atom, CommitRequestSpec>::with<CommitRequestView>,
     caf::reacts_to<commit_timer_atom>,  // a CommitRequest's close delay or retention ends
+    caf::reacts_to<abandon_atom>,       // the branch is no longer owned
     caf::replies_to<stop_atom>::with<bool>>;
 
 }  // namespace reverser::gitworker

@@ -786,6 +786,13 @@ void BranchWorker::PushIfDue(bool force) {
   if (!HasUnpushed()) return;
   const absl::Time now = options_.clock->Now();
   if (!force && now < next_push_allowed_) return;
+  if (options_.may_push && !options_.may_push()) {
+    // Not the owner (or the membership Lease is not held): nothing is pushed; the branch actor
+    // is abandoned once the ownership change is published.
+    last_error_ = "not the owner of this branch (or its membership Lease is not held)";
+    next_push_allowed_ = now + std::max(options_.push_cooldown, options_.retry_backoff);
+    return;
+  }
   auto fail = [&](const std::string& error) {
     last_error_ = error;
     next_push_allowed_ =

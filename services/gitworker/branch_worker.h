@@ -75,6 +75,9 @@ struct BranchWorkerOptions {
   // Keys for targets whose GitProvider signs (TargetSettings::signing_secret). Every commit of
   // such a target is signed; without a key its writes wait (retried at the push cadence).
   SigningKeyResolver signing_keys;
+  // Whether this replica may push the branch now (it owns it and holds its membership Lease,
+  // branch_ownership.h); null: always. Looked at before every push cycle.
+  std::function<bool()> may_push;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
@@ -104,6 +107,8 @@ class BranchWorker {
   std::optional<absl::Time> NextPushAt() const;
   // Items held (open window + pending writes not yet acked).
   size_t QueueDepth() const;
+  // Sets gitopsreverser_branch_worker_queue_depth to QueueDepth() (after every change).
+  void UpdateQueueGauge();
   reverser::v1::BranchStatus Status() const;
 
   // A CommitRequest registered (idempotent) on this branch: it binds to the open window of its
@@ -201,7 +206,6 @@ class BranchWorker {
   // Binds the oldest waiting CommitRequest of the open window's key to it.
   void BindCommitRequest();
   bool HasUnpushed() const;
-  void UpdateQueueGauge();
   runtime::Labels BranchLabels() const;
   // After a fetch that found the remote tip `remote` where `ours` was expected: when `ours` is
   // not an ancestor of it (force-push, reset, deleted branch), says so and asks every target

@@ -42,6 +42,7 @@ class StreamSink final : public FeedbackSink {
   void RefusedFiles(const reverser::v1::RefusedFiles& files) override;
   void ResyncRequested(const reverser::v1::ResyncRequest& request) override;
   void PathRefused(const reverser::v1::PathRefusal& refusal) override;
+  void NotOwner(const reverser::v1::NotOwner& not_owner) override;
 
  private:
   std::shared_ptr<StreamShared> shared_;
@@ -116,6 +117,12 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
     QueueLocked(std::move(feedback));
   }
 
+  void NotOwnerLocked(const reverser::v1::NotOwner& not_owner) {
+    Feedback feedback;
+    *feedback.mutable_not_owner() = not_owner;
+    QueueLocked(std::move(feedback));
+  }
+
   // A message that can never be applied: refused (with its target when it names one) and
   // accepted, so the credit moves on.
   void RefuseMessageLocked(uint64_t sequence, const reverser::v1::GitTargetRef& target,
@@ -169,6 +176,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
       shared_->reactor = nullptr;
     }
     for (uint64_t id : subscriptions_) options_.trusted_configs->Unsubscribe(id);
+    for (uint64_t id : ownership_subscriptions_) options_.ownership->Unsubscribe(id);
     for (const auto& [key, actor] : targets_) {
       caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
     }
@@ -286,7 +294,12 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
       options.sink = sink_;
       options.metrics = options_.metrics;
       options.limits = options_.limits;
+      options.ownership = options_.ownership;
       it = targets_.emplace(key, SpawnTargetStream(system_, options)).first;
+      if (options_.ownership != nullptr) {
+        ownership_subscriptions_.push_back(
+            options_.ownership->Subscribe(caf::actor_cast<caf::actor>(it->second)));
+      }
     }
     return it->second;
   }
@@ -322,6 +335,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
   BranchRegistry* registry_;
   DeliveryOptions options_;
   std::vector<uint64_t> subscriptions_;  // in options_.trusted_configs, ended with the stream
+  std::vector<uint64_t> ownership_subscriptions_;  // in options_.ownership, ended with it
   std::shared_ptr<StreamShared> shared_;
   std::shared_ptr<StreamSink> sink_;
   Message in_;
@@ -365,6 +379,11 @@ void StreamSink::ResyncRequested(const reverser::v1::ResyncRequest& request) {
 void StreamSink::PathRefused(const reverser::v1::PathRefusal& refusal) {
   std::lock_guard lock(shared_->mu);
   if (shared_->reactor) shared_->reactor->PathRefusedLocked(refusal);
+}
+
+void StreamSink::NotOwner(const reverser::v1::NotOwner& not_owner) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->reactor) shared_->reactor->NotOwnerLocked(not_owner);
 }
 
 }  // namespace

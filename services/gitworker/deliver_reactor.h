@@ -18,6 +18,8 @@
 //     written (e.g. sensitive without encryption) are answered `refusal` (naming the object)
 //     and acked in order, so a stream never stalls on them; `refused_files` lists the files
 //     under a target's path the gitworker refuses to read.
+//   - `not_owner` (with --membership): this replica does not own the target's branch; nothing
+//     more of the target is applied or acked here, its messages are still accepted (credit).
 //   - when the client half-closes, the stream ends after the feedback queued so far is written;
 //     a new stream starts with fresh target buffers (the splicer re-sends from its acked cursor).
 //
@@ -33,6 +35,7 @@
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
 #include "services/gitworker/branch_actor.h"
+#include "services/gitworker/branch_ownership.h"
 #include "services/gitworker/target_configs.h"
 #include "services/gitworker/target_writer.h"
 
@@ -45,6 +48,9 @@ struct DeliveryOptions {
   // The catalog's configs (target_configs.h): a delivered target_config then only declares its
   // GitTarget. Null (--target_config_source=delivery): the delivered config is used as sent.
   TargetConfigBook* trusted_configs = nullptr;
+  // With several replicas (branch_ownership.h): a target whose branch this replica does not
+  // own is answered `not_owner` (target_stream.h). Null: every branch is this replica's.
+  BranchOwnership* ownership = nullptr;
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };
 

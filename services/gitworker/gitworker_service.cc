@@ -1,6 +1,7 @@
 #include "services/gitworker/gitworker_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
@@ -53,7 +54,56 @@ absl::Status GitWorkerService::Register() {
     registry.credentials = SecretCredentialsResolver(secrets);
     registry.signing_keys = CachingSigningKeyResolver(secrets, options_.signing_key_cache_ttl);
   }
+  if (options_.replica.enabled) {
+    if (options_.catalog_address.empty()) {
+      return absl::InvalidArgumentError(
+          "--membership needs the catalog's target configs (--target_config_source=catalog): "
+          "the branches shared out are those of every GitTarget it publishes");
+    }
+    kube_client_ = options_.kube_client;
+    if (!kube_client_) {
+      auto config = kube::LoadDefaultConfig(options_.kubeconfig);
+      if (!config.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--membership: no Kubernetes API configuration: ", config.status().message()));
+      }
+      auto client = kube::NewHttplibRestClient(*config, "reverser-gitworker/0.1");
+      if (!client.ok()) return client.status();
+      kube_client_ = *client;
+    }
+    std::atomic<membership::Replica*>* joined = &joined_;
+    ownership_ = std::make_unique<BranchOwnership>([joined] {
+      membership::Replica* replica = joined->load();
+      return replica != nullptr && replica->Held();
+    });
+    BranchOwnership* ownership = ownership_.get();
+    registry.may_write = [ownership](const BranchKey& key) {
+      return ownership->MayWrite(UnitOf(key));
+    };
+  }
   registry_ = std::make_unique<BranchRegistry>(host_.actors(), registry);
+  if (ownership_) {
+    OwnershipActorOptions ownership;
+    ownership.me = options_.replica.replica_id;
+    ownership.ownership = ownership_.get();
+    ownership.held = [joined = &joined_] {
+      membership::Replica* replica = joined->load();
+      return replica != nullptr && replica->Held();
+    };
+    ownership.tick = std::max(options_.replica.timing.renew_period / 2, absl::Milliseconds(100));
+    BranchRegistry* branches = registry_.get();
+    ownership.on_lost = [branches](const std::vector<std::string>& lost) {
+      branches->Abandon(lost);
+    };
+    runtime::ServiceHost* host = &host_;
+    ownership.on_published = [host](const OwnershipSnapshot& snapshot) {
+      host->SetDetail("owned_branches",
+                      absl::StrCat(snapshot.owned.size(), snapshot.owned.empty() ? "" : ": ",
+                                   absl::StrJoin(snapshot.owned, ", ")));
+    };
+    ownership_actor_ = SpawnOwnershipActor(host_.actors(), std::move(ownership));
+    host_.SetDetail("replica", options_.replica.replica_id);
+  }
 
   DeliveryOptions delivery;
   if (!options_.catalog_address.empty()) {
@@ -70,6 +120,7 @@ absl::Status GitWorkerService::Register() {
   delivery.target_buffer = options_.target_buffer;
   delivery.max_unaccepted = options_.max_unaccepted;
   delivery.limits = options_.limits;
+  delivery.ownership = ownership_.get();
   grpc_ = std::make_unique<GitWorkerGrpcService>(host_.actors(), registry_.get(), delivery);
   admin_ = std::make_unique<GitWorkerAdminGrpcService>(&host_, registry_.get());
   // A resync carries a target's whole desired set in one message.
@@ -90,6 +141,7 @@ void GitWorkerService::FollowCatalog() {
                      /*gating=*/false);
   TargetConfigBook* book = configs_.get();
   runtime::ServiceHost* host = &host_;
+  std::optional<OwnershipActor> ownership = ownership_actor_;
   const std::string subscriber = host_.options().instance;
   tables_ = std::make_unique<catalogclient::StreamFollower<reverser::v1::TableUpdate>>(
       "tables",
@@ -99,21 +151,77 @@ void GitWorkerService::FollowCatalog() {
         request.set_subscriber(subscriber);
         return stub->WatchTables(context, request);
       },
-      [book, host](const reverser::v1::TableUpdate& update) {
+      [book, host, ownership](const reverser::v1::TableUpdate& update) {
         book->Apply(update);
+        if (ownership) {
+          // The unit set: every GitTarget's branch, owned or not (the splicer routes by it).
+          std::vector<std::string> units;
+          for (const auto& destination : book->Destinations()) {
+            units.push_back(UnitOf(destination));
+          }
+          caf::anon_send(*ownership, units_atom::value, std::move(units));
+        }
         host->SetComponent("catalog", true, absl::StrCat(book->size(), " target config(s)"),
                            /*gating=*/false);
       });
 }
 
-void GitWorkerService::Start() {
+absl::Status GitWorkerService::Start() {
+  if (ownership_actor_) {
+    std::string address = options_.advertise_address;
+    if (address.empty()) {
+      std::string listen = host_.options().listen_address;
+      if (listen == "0.0.0.0" || listen == "::" || listen.empty())
+        listen = host_.options().instance;
+      address = absl::StrCat(listen, ":", host_.grpc_port());
+    }
+    OwnershipActor actor = *ownership_actor_;
+    auto replica = membership::Replica::Join(
+        *kube_client_, options_.replica.Identity("gitworker", address), options_.replica.timing,
+        *options_.clock,
+        [actor](const membership::Membership& membership) {
+          caf::anon_send(actor, members_atom::value, membership);
+        },
+        options_.membership_reflector);
+    if (!replica.ok()) return replica.status();
+    replica_ = std::move(*replica);
+    joined_.store(replica_.get());
+    host_.SetDetail("advertise_address", address);
+    runtime::LogInfo("joined the gitworker replicas",
+                     {{"replica", replica_->id()}, {"address", address}});
+  }
   if (tables_) tables_->Start();
+  return absl::OkStatus();
 }
 
 void GitWorkerService::Stop() {
   if (tables_) tables_->Stop();
+  if (ownership_actor_) {
+    // Stop accepting: deliveries are answered not_owner (naming the owners without this
+    // replica) while what is owned is finished below.
+    caf::scoped_actor self{host_.actors()};
+    self->request(*ownership_actor_, std::chrono::seconds(2), leave_atom::value)
+        .receive([](bool) {},
+                 [&](caf::error& err) {
+                   runtime::LogWarning("ownership actor did not answer the leave",
+                                       {{"error", host_.actors().render(err)}});
+                 });
+  }
   // Close open windows and push what is committed before the actor system goes away.
   if (registry_) registry_->StopAll(host_.options().shutdown_grace / 2);
+  if (replica_ && !left_) {
+    left_ = true;
+    if (absl::Status s = replica_->Leave(); !s.ok()) {
+      runtime::LogWarning("leaving the gitworker replicas failed (the Lease expires instead)",
+                          {{"error", s.ToString()}});
+    } else {
+      runtime::LogInfo("left the gitworker replicas", {{"replica", replica_->id()}});
+    }
+  }
+  if (ownership_actor_) {
+    caf::anon_send_exit(*ownership_actor_, caf::exit_reason::user_shutdown);
+    ownership_actor_.reset();
+  }
 }
 
 }  // namespace reverser::gitworker

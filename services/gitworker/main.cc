@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "libs/catalogclient/catalog_flags.h"
+#include "libs/membership/replica.h"
 #include "libs/runtime/service_main.h"
 #include "services/gitworker/gitworker_service.h"
 
@@ -51,8 +52,9 @@ ABSL_FLAG(std::string, secrets_source, "files",
           "--credentials_dir) or \"api\" (GET through the Kubernetes API with --kubeconfig or "
           "the in-cluster service account; a signing key the catalog generates is seen at once).");
 ABSL_FLAG(std::string, kubeconfig, "",
-          "A kubeconfig file, for --secrets_source=api and for reviewing operators' tokens "
-          "(--admin_auth=kubernetes). Empty: $KUBECONFIG, else the in-cluster "
+          "A kubeconfig file, for --secrets_source=api, for reviewing operators' tokens "
+          "(--admin_auth=kubernetes) and for the replicas' Leases (--membership). Empty: "
+          "$KUBECONFIG, else the in-cluster "
           "service account, else ~/.kube/config.");
 ABSL_FLAG(std::string, target_config_source, "catalog",
           "Where a GitTarget's remote, branch, path and Secrets come from: \"catalog\" (followed "
@@ -62,6 +64,11 @@ ABSL_FLAG(std::string, target_config_source, "catalog",
 ABSL_FLAG(absl::Duration, signing_key_cache_ttl, absl::Seconds(30),
           "How long a signing key read from its Secret is reused before it is read again (a "
           "rotated key is used within this time).");
+
+ABSL_FLAG(std::string, advertise_address, "",
+          "With --membership: the gRPC address the other services reach this replica at (its "
+          "Lease's annotation; what a not_owner answer names). Empty: <--listen_address>:<gRPC "
+          "port>, the host name for 0.0.0.0 (the chart passes $(POD_IP):<port>).");
 
 namespace reverser::gitworker {
 namespace {
@@ -143,6 +150,15 @@ absl::StatusOr<GitWorkerServiceOptions> OptionsFromFlags() {
       "target_config_source=delivery", config_source == "delivery" ? config_source : "");
   if (!catalog.ok()) return catalog.status();
   options.catalog_address = *catalog;
+  auto replica = membership::ReplicaSettingsFromFlags();
+  if (!replica.ok()) return replica.status();
+  options.replica = *replica;
+  options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  if (options.replica.enabled && options.catalog_address.empty()) {
+    return absl::InvalidArgumentError(
+        "--membership needs --target_config_source=catalog (the branches shared out are every "
+        "GitTarget's the catalog publishes)");
+  }
   return options;
 }
 
@@ -155,10 +171,7 @@ class App final : public runtime::ServiceApp {
     return service_->Register();
   }
 
-  absl::Status Run(runtime::ServiceHost& /*host*/) override {
-    service_->Start();
-    return absl::OkStatus();
-  }
+  absl::Status Run(runtime::ServiceHost& /*host*/) override { return service_->Start(); }
 
   void Stop() override {
     if (service_) service_->Stop();
@@ -178,6 +191,9 @@ int main(int argc, char** argv) {
       argc, argv,
       {"gitworker",
        "reverser gitworker — per-branch commit windows, manifest writer and compare-and-swap "
-       "push.\n\nUsage: gitworker [--work_dir=DIR] [--push_cooldown=5s] [flags]"},
+       "push.\n\nUsage: gitworker [--work_dir=DIR] [--push_cooldown=5s] [flags]\n\nSeveral "
+       "replicas: --membership (--membership_namespace, --replica_id, --advertise_address) "
+       "shares the branches by rendezvous over their Leases; a delivery for a branch another "
+       "replica owns is answered not_owner."},
       &reverser::gitworker::MakeApp);
 }

@@ -81,6 +81,14 @@ void TargetConfigBook::Unsubscribe(uint64_t id) {
   subscriptions_.erase(id);
 }
 
+std::vector<reverser::v1::GitDestination> TargetConfigBook::Destinations() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<reverser::v1::GitDestination> out;
+  out.reserve(configs_.size());
+  for (const auto& [key, config] : configs_) out.push_back(config.destination());
+  return out;
+}
+
 size_t TargetConfigBook::size() const {
   absl::MutexLock lock(&mu_);
   return configs_.size();

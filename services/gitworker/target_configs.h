@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -44,6 +45,8 @@ class TargetConfigBook {
   void Unsubscribe(uint64_t id);
 
   size_t size() const;
+  // The destination of every config, in target order (what the branch units are made of).
+  std::vector<reverser::v1::GitDestination> Destinations() const;
 
  private:
   void PutLocked(const reverser::v1::GitTargetConfig& config) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

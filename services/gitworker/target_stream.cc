@@ -17,6 +17,8 @@ struct TargetStreamState {
   std::deque<WorkItemPtr> queue;
   std::deque<std::pair<uint64_t, WorkItemPtr>> waiting;  // not yet accepted: buffer full
   size_t in_flight = 0;
+  // The NotOwner last told (unit, owner, address), until the branch is accepted here again.
+  std::optional<std::string> told_not_owner;
   static inline const char* name = "gitworker.target";
 };
 
@@ -51,9 +53,54 @@ void Enqueue(Self self, WorkItemPtr item) {
 
 void Pump(Self self);
 
+// Whether the target's items are taken here (always without membership or before settings).
+bool Accepting(Self self) {
+  auto& state = self->state;
+  if (state.options.ownership == nullptr || !state.settings) return true;
+  return state.options.ownership->Accepts(UnitOf(state.settings->destination));
+}
+
+void CountNotOwner(Self self, size_t messages) {
+  if (messages == 0) return;
+  self->state.options.metrics
+      ->GetCounter("reverser_gitworker_not_owner_total",
+                   "Delivery messages (resyncs, events) not applied because this replica does "
+                   "not own their target's branch (answered not_owner).")
+      .Increment(static_cast<double>(messages));
+}
+
+// The target's branch is not accepted here: what it buffered and what waits is dropped (waiting
+// messages accepted now, so the stream's credit moves on), and the stream is told NotOwner once
+// per owner.
+void RefuseNotOwned(Self self) {
+  auto& state = self->state;
+  size_t dropped = state.queue.size();
+  state.queue.clear();
+  for (auto& [sequence, item] : state.waiting) {
+    state.options.sink->Accepted(sequence);
+    ++dropped;
+  }
+  state.waiting.clear();
+  CountNotOwner(self, dropped);
+  const std::string unit = UnitOf(state.settings->destination);
+  reverser::v1::NotOwner not_owner =
+      state.options.ownership->NotOwnerFor(state.settings->target, unit);
+  std::string told =
+      absl::StrCat(unit, "|", not_owner.owner_replica(), "|", not_owner.owner_address());
+  if (state.told_not_owner == told) return;
+  state.told_not_owner = std::move(told);
+  runtime::LogInfo("not the owner of a target's branch; told the stream",
+                   {{"target", state.settings->TargetKey()},
+                    {"branch_unit", unit},
+                    {"owner", not_owner.owner_replica()},
+                    {"dropped", dropped}});
+  state.options.sink->NotOwner(not_owner);
+}
+
 // Lets waiting messages into the buffer as far as it has room (and the target has settings).
 void Admit(Self self) {
   auto& state = self->state;
+  if (!Accepting(self)) return RefuseNotOwned(self);
   while (state.settings && !state.waiting.empty() && state.queue.size() < state.options.capacity) {
     auto [sequence, item] = std::move(state.waiting.front());
     state.waiting.pop_front();
@@ -73,6 +120,7 @@ void Taken(Self self) {
 
 void Pump(Self self) {
   auto& state = self->state;
+  if (!Accepting(self)) return RefuseNotOwned(self);
   while (state.in_flight < state.options.max_in_flight && !state.queue.empty()) {
     WorkItemPtr item = std::move(state.queue.front());
     state.queue.pop_front();
@@ -144,6 +192,12 @@ TargetStreamActor::behavior_type TargetStream(Self self, TargetStreamOptions opt
       [=](deliver_atom, uint64_t sequence, const WorkItemPtr& item) {
         auto& state = self->state;
         item->settings = state.settings;
+        if (!Accepting(self)) {
+          state.options.sink->Accepted(sequence);
+          CountNotOwner(self, 1);
+          RefuseNotOwned(self);
+          return;
+        }
         // Without settings yet (the catalog has not published the target), items wait
         // unaccepted: the splicer runs out of credit, nothing is dropped.
         if (!state.settings || !state.waiting.empty() ||
@@ -154,6 +208,16 @@ TargetStreamActor::behavior_type TargetStream(Self self, TargetStreamOptions opt
         Enqueue(self, item);
         state.options.sink->Accepted(sequence);
         Pump(self);
+      },
+      [=](ownership_atom) {
+        if (!self->state.settings) return;
+        if (Accepting(self)) {
+          self->state.told_not_owner.reset();
+          Admit(self);
+          Pump(self);
+        } else {
+          RefuseNotOwned(self);
+        }
       },
       [=](status_atom) {
         auto& state = self->state;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "proto/reverser/v1/catalog.pb.h"
+#include "services/gitworker/branch_ownership.h"
 #include "services/gitworker/branch_protocol.h"
 
 namespace reverser::gitworker {
@@ -44,10 +45,12 @@ namespace reverser::gitworker {
 //   while both are equal: a delivered config the catalog does not hold is never written with,
 //   and a change waits for the catalog and the splicer to agree on it.
 // deliver: an item, buffered (sink->Accepted(sequence)) now or once the buffer has room.
-using TargetStreamActor = caf::typed_actor<caf::reacts_to<config_atom, SettingsPtr>,
-                                           caf::reacts_to<declare_atom, TargetConfigPtr>,
-                                           caf::reacts_to<catalog_atom, TargetConfigPtr>,
-                                           caf::reacts_to<deliver_atom, uint64_t, WorkItemPtr>,
-                                           caf::replies_to<status_atom>::with<TargetStreamStatus>>;
+// ownership: a new ownership was published (branch_ownership.h): a target whose branch this
+//   replica no longer accepts drops what it has not handed over and tells the stream NotOwner.
+using TargetStreamActor = caf::typed_actor<
+    caf::reacts_to<config_atom, SettingsPtr>, caf::reacts_to<declare_atom, TargetConfigPtr>,
+    caf::reacts_to<catalog_atom, TargetConfigPtr>,
+    caf::reacts_to<deliver_atom, uint64_t, WorkItemPtr>, caf::reacts_to<ownership_atom>,
+    caf::replies_to<status_atom>::with<TargetStreamStatus>>;
 
 }  // namespace reverser::gitworker

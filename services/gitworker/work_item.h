@@ -35,6 +35,9 @@ class FeedbackSink {
   // The acceptance gate refuses every write to a target's path (or, without issues, accepts
   // it again); replaces the earlier report.
   virtual void PathRefused(const reverser::v1::PathRefusal& refusal) = 0;
+  // This replica does not own the target's branch (branch_ownership.h): nothing more of the
+  // target is applied or acked here.
+  virtual void NotOwner(const reverser::v1::NotOwner& /*not_owner*/) {}
 };
 
 // One stream position an item covers, acked once the item's content is pushed.
