@@ -89,6 +89,10 @@ class Peer final : public reverser::v1::GitWorker::Service {
     absl::MutexLock lock(&mu_);
     refuse_[uid] = {owner, address};
   }
+  void Accept(const std::string& uid) {
+    absl::MutexLock lock(&mu_);
+    refuse_.erase(uid);
+  }
   std::map<std::string, int> Resyncs() const {
     absl::MutexLock lock(&mu_);
     return resyncs_;
@@ -261,7 +265,9 @@ class SplicerReplicasTest : public ::testing::Test {
     if (s.delivery) s.delivery->Stop();
     s.manager.reset();
     s.joined = nullptr;
-    if (s.replica && leave) EXPECT_TRUE(s.replica->Leave().ok());
+    if (s.replica && leave) {
+      EXPECT_TRUE(s.replica->Leave().ok());
+    }
     s.replica.reset();
   }
 
@@ -490,13 +496,15 @@ TEST_F(SplicerReplicasTest, TargetsGoToTheirBranchOwnerAndNotOwnerReroutes) {
   // The others stay where they were.
   auto routes = Owned(s).routes;
   for (const auto& uid : uids) {
-    if (uid != "t0") EXPECT_EQ(routes[uid], want[uid]) << uid;
+    if (uid != "t0") {
+      EXPECT_EQ(routes[uid], want[uid]) << uid;
+    }
   }
 
   // A gitworker replica leaves: its targets move to the other, from their cursors.
-  refusing.peer.Refuse("none", "", "");
+  refusing.peer.Accept("t0");
   const std::string leaving = gw_b.address();
-  gitworker_leases_[1]->Stop(/*release=*/true);
+  EXPECT_TRUE(gitworker_leases_[1]->Stop(/*release=*/true).ok());
   ASSERT_TRUE(testing::WaitFor(
       [&] {
         auto r = Owned(s).routes;
