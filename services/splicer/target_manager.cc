@@ -547,6 +547,7 @@ void TargetManager::Refresh(const std::string& reason,
                             std::vector<reverser::v1::GitTargetConfig> changed_configs) {
   std::vector<std::pair<DeliveryClient*, reverser::v1::GitTargetConfig>> sends;
   std::set<std::string> addresses;  // the clients to keep
+  std::set<std::string> gained;     // taken over now: their configs go first
   {
     std::lock_guard lock(mu_);
     if (Replicated()) {
@@ -587,6 +588,7 @@ void TargetManager::Refresh(const std::string& reason,
                          {{"target", TargetText(table.target())},
                           {"epoch", static_cast<long long>(fence->epoch)}});
         fences_[uid] = *fence;
+        gained.insert(uid);
       }
       for (auto it = fences_.begin(); it != fences_.end();) {
         it = tables_.count(it->first) ? std::next(it) : fences_.erase(it);
@@ -668,7 +670,15 @@ void TargetManager::Refresh(const std::string& reason,
       }
     } else {
       for (auto& config : changed_configs) {
+        gained.erase(config.target().uid());
         if (ActiveLocked(config.target().uid())) sends.emplace_back(delivery_, std::move(config));
+      }
+      for (const auto& uid : gained) {
+        auto table = tables_.find(uid);
+        if (table != tables_.end() && ActiveLocked(uid) &&
+            !table->second.config().SerializeAsString().empty()) {
+          sends.emplace_back(delivery_, table->second.config());
+        }
       }
     }
   }
