@@ -35,6 +35,8 @@
 #include "services/splicer/test_support.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
+#include "tests/fixtures/service_process.h"
+#include "tests/fixtures/temp_dir.h"
 #include "tools/kube-sim/kube_sim.h"
 
 namespace reverser::splicer {
@@ -523,6 +525,46 @@ TEST_F(SplicerReplicasTest, TargetsGoToTheirBranchOwnerAndNotOwnerReroutes) {
             .Value(),
         1);
   }
+}
+
+// The binary's wiring: --membership joins (its Lease, written through --kubeconfig), splices the
+// target it owns, and SIGTERM leaves (the Lease deleted) after the targets stopped.
+TEST_F(SplicerReplicasTest, TheBinaryJoinsSplicesWhatItOwnsAndLeavesOnSigterm) {
+  PeerServer peer;
+  testing::ScopedTempDir dir{"splicer-replicas"};
+  ASSERT_TRUE(sim_->WriteKubeconfig(dir.path() + "/kubeconfig").ok());
+  ASSERT_TRUE(testing::WriteFile(dir.path() + "/targets.json",
+                                 R"({"upserted": [{
+  "target": {"namespace": "team", "name": "mirror-t0", "uid": "t0"},
+  "types": [{
+    "type": {"gvr": {"version": "v1", "resource": "configmaps"},
+             "scope": "RESOURCE_SCOPE_NAMESPACED"},
+    "namespaces": {"team": {"all": true}}}]}]})")
+                  .ok());
+  auto splicer = testing::ServiceProcess::Start(
+      "splicer", testing::RunfilePath("services/splicer/splicer"),
+      {"--redis_address=" + redis_->address(), "--gitworker_address=" + peer.address(),
+       "--targets_file=" + dir.path() + "/targets.json", "--attribution=false", "--membership",
+       absl::StrCat("--membership_namespace=", kNamespace), "--replica_id=s1",
+       "--kubeconfig=" + dir.path() + "/kubeconfig"});
+  ASSERT_TRUE(splicer.ok()) << splicer.status();
+  auto admin = NewClient();
+  ASSERT_TRUE(testing::WaitFor([&] { return Delivered("t0"); }, kWait)) << (*splicer)->Logs();
+  EXPECT_EQ(peer.peer.Resyncs()["t0"], 1);
+  auto lease = admin->Get({"coordination.k8s.io", "v1", "leases"}, kNamespace, "splicer-s1");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  redisstore::OwnershipStore ownership(conn_.get(), redisstore::KeyPrefix::Default());
+  auto fence = ownership.Read(membership::TargetUnit("team", "mirror-t0"));
+  ASSERT_TRUE(fence.ok());
+  EXPECT_EQ(fence->owner, "s1");
+  auto metrics = (*splicer)->HttpGet("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->second.find("reverser_splicer_owned_targets 1"), std::string::npos)
+      << metrics->second;
+
+  ASSERT_TRUE((*splicer)->process().Terminate().ok());
+  auto gone = admin->Get({"coordination.k8s.io", "v1", "leases"}, kNamespace, "splicer-s1");
+  EXPECT_FALSE(gone.ok()) << "the Lease is still there after a graceful stop";
 }
 
 }  // namespace
