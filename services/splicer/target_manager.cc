@@ -128,6 +128,7 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
     }
     std::lock_guard lock(mu_);
     Reconcile();
+    SplicerMetrics(metrics_).OwnedTargets(tables_.size());
   }
   DeleteRemovedCursors();
 }
