@@ -12,9 +12,11 @@ namespace {
 
 // KEYS: acked, then the reference watch cursors to write. ARGV: offered position, its
 // incarnation, the cursor TTL (ms), the watch cursor TTL (s). Returns {1|0, stored value}.
-const LuaScript& OfferScript() {
-  static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
-local cur = redis.call('GET', KEYS[1])
+// Fenced (ownership_store.h): KEYS start with the unit's epoch and owner keys and ARGV[5], ARGV[6]
+// are the fence's epoch and owner; a stale fence returns {-1, current epoch, current owner} and
+// writes nothing.
+constexpr absl::string_view kOfferBody = R"lua(
+local cur = redis.call('GET', KEYS[o + 1])
 local value = nil
 if cur then
   local at = string.find(cur, '@', 1, true)
@@ -29,11 +31,26 @@ if not value then
   value = ARGV[1]
   if ARGV[2] ~= '' then value = value .. '@' .. ARGV[2] end
 end
-redis.call('SET', KEYS[1], value, 'PX', ARGV[3])
+redis.call('SET', KEYS[o + 1], value, 'PX', ARGV[3])
 local rv = string.match(value, '^(%d+)')
-for i = 2, #KEYS do redis.call('SET', KEYS[i], rv, 'EX', ARGV[4]) end
+for i = o + 2, #KEYS do redis.call('SET', KEYS[i], rv, 'EX', ARGV[4]) end
 return {advanced, value}
-)lua"));
+)lua";
+
+const LuaScript& OfferScript() {
+  static const LuaScript* script =
+      new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, "local o = 0\n", kOfferBody));
+  return *script;
+}
+
+const LuaScript& FencedOfferScript() {
+  static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
+local epoch = redis.call('GET', KEYS[1])
+local owner = redis.call('GET', KEYS[2]) or ''
+if not epoch or epoch ~= ARGV[5] or owner ~= ARGV[6] then return {-1, epoch or '0', owner} end
+local o = 2
+)lua",
+                                                              kOfferBody));
   return *script;
 }
 
@@ -52,10 +69,11 @@ absl::StatusOr<DeliveryCursor> ParseCursor(absl::string_view text) {
 }  // namespace
 
 DeliveryCursorStore::DeliveryCursorStore(RedisConnection* redis, KeyPrefix prefix,
-                                         absl::Duration ttl)
+                                         absl::Duration ttl, std::optional<Fence> fence)
     : redis_(redis),
       prefix_(std::move(prefix)),
-      ttl_millis_(absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)))) {}
+      ttl_millis_(absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)))),
+      fence_(std::move(fence)) {}
 
 absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(
     absl::string_view target_uid, const core::GroupVersionResource& gvr,
@@ -65,15 +83,32 @@ absl::StatusOr<CursorOffer> DeliveryCursorStore::Offer(
   if (incarnation.find('@') != absl::string_view::npos) {
     return absl::InvalidArgumentError("delivery cursor: '@' in an incarnation");
   }
-  std::vector<std::string> keys = {SpliceAckedKey(prefix_, target_uid, gvr, scope)};
+  std::vector<std::string> keys;
+  if (fence_) {
+    const OwnershipKeys own = OwnershipKeys::For(prefix_, fence_->unit);
+    keys = {own.epoch, own.owner};
+  }
+  keys.push_back(SpliceAckedKey(prefix_, target_uid, gvr, scope));
   for (const core::WatchScope& watch : watch_cursor_scopes) {
     keys.push_back(WatchCursorKey(prefix_, target_uid, gvr, watch));
   }
   static const std::string kWatchCursorTtlSeconds =
       absl::StrCat(absl::ToInt64Seconds(kWatchCursorTtl));
-  ASSIGN_OR_RETURN(RedisReply reply, redis_->Eval(OfferScript(), keys,
-                                                  {position.ToString(), std::string(incarnation),
-                                                   ttl_millis_, kWatchCursorTtlSeconds}));
+  std::vector<std::string> args = {position.ToString(), std::string(incarnation), ttl_millis_,
+                                   kWatchCursorTtlSeconds};
+  if (fence_) {
+    args.push_back(absl::StrCat(fence_->epoch));
+    args.push_back(fence_->owner);
+  }
+  ASSIGN_OR_RETURN(RedisReply reply,
+                   redis_->Eval(fence_ ? FencedOfferScript() : OfferScript(), keys, args));
+  if (fence_ && reply.IsArray() && reply.elements().size() == 3 &&
+      reply.elements()[0].type() == RedisReply::Type::kInteger &&
+      reply.elements()[0].integer() == -1) {
+    ASSIGN_OR_RETURN(std::string epoch, reply.elements()[1].AsString());
+    ASSIGN_OR_RETURN(std::string owner, reply.elements()[2].AsString());
+    return FencedError(*fence_, epoch, owner);
+  }
   if (!reply.IsArray() || reply.elements().size() != 2) {
     return absl::InternalError(
         absl::StrCat("cursor offer: unexpected reply ", reply.DebugString()));
@@ -111,11 +146,20 @@ absl::StatusOr<std::optional<core::StreamPosition>> DeliveryCursorStore::Read(
 absl::Status DeliveryCursorStore::Delete(absl::string_view target_uid,
                                          const core::GroupVersionResource& gvr,
                                          const core::WatchScope& scope) {
-  return redis_->Command({"DEL", SpliceAckedKey(prefix_, target_uid, gvr, scope)}).status();
+  const std::string key = SpliceAckedKey(prefix_, target_uid, gvr, scope);
+  if (fence_) {
+    OwnershipStore fenced(redis_, prefix_);
+    return fenced.FencedWrite(*fence_, {{key}, {{"DEL", key}}}).status();
+  }
+  return redis_->Command({"DEL", key}).status();
 }
 
 absl::StatusOr<int64_t> DeliveryCursorStore::DeleteTarget(absl::string_view target_uid) {
   if (target_uid.empty()) return absl::InvalidArgumentError("delivery cursor: empty target uid");
+  if (fence_) {
+    OwnershipStore fenced(redis_, prefix_);
+    RETURN_IF_ERROR(fenced.Check(*fence_));
+  }
   ASSIGN_OR_RETURN(int64_t acked, DeleteMatching(SpliceAckedPattern(prefix_, target_uid)));
   ASSIGN_OR_RETURN(int64_t watch, DeleteMatching(WatchCursorPattern(prefix_, target_uid)));
   return acked + watch;

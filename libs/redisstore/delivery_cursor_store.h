@@ -33,6 +33,7 @@
 #include "libs/core/stream_position.h"
 #include "libs/core/types.h"
 #include "libs/redisstore/keys.h"
+#include "libs/redisstore/ownership_store.h"
 #include "libs/redisstore/redis_connection.h"
 
 namespace reverser::redisstore {
@@ -56,8 +57,12 @@ struct DeliveryCursor {
 
 class DeliveryCursorStore {
  public:
+  // With `fence` (the splicer's replica owning the GitTarget: ownership_store.h), every write is
+  // made only while the fence is current: Offer and Delete check it inside the same script,
+  // DeleteTarget right before it deletes; a stale fence returns IsFenced and writes nothing.
   DeliveryCursorStore(RedisConnection* redis, KeyPrefix prefix,
-                      absl::Duration ttl = kDefaultDeliveryCursorTtl);
+                      absl::Duration ttl = kDefaultDeliveryCursorTtl,
+                      std::optional<Fence> fence = std::nullopt);
 
   // Stores `position` of `incarnation` if it is above the stored one of the same incarnation,
   // or the stored one is of another incarnation (or nothing/garbage is stored). Either way the
@@ -89,6 +94,7 @@ class DeliveryCursorStore {
   RedisConnection* redis_;
   KeyPrefix prefix_;
   std::string ttl_millis_;
+  std::optional<Fence> fence_;
 };
 
 }  // namespace reverser::redisstore

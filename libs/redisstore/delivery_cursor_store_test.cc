@@ -258,5 +258,31 @@ TEST_F(DeliveryCursorStoreTest, ConcurrentOffersKeepTheMaximum) {
   EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(expected_rv, expected_seq));
 }
 
+// A fenced store writes only while its fence is current: once another owner took the unit over,
+// the stale owner's offer (and the reference watch cursor with it) and its delete are refused
+// (IsFenced) and the stored cursor is the new owner's.
+TEST_F(DeliveryCursorStoreTest, AStaleOwnersFencedOfferIsRefused) {
+  OwnershipStore ownership(redis_.get(), KeyPrefix::Default());
+  auto a = ownership.TakeOver("target:team/t1", "a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  DeliveryCursorStore as_a(redis_.get(), KeyPrefix::Default(), kDefaultDeliveryCursorTtl, *a);
+  ASSERT_TRUE(as_a.Offer("t1", kDeployments, kTeamA, StreamPosition(5, 0)).ok());
+
+  auto b = ownership.TakeOver("target:team/t1", "b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  DeliveryCursorStore as_b(redis_.get(), KeyPrefix::Default(), kDefaultDeliveryCursorTtl, *b);
+  ASSERT_TRUE(as_b.Offer("t1", kDeployments, kTeamA, StreamPosition(6, 0)).ok());
+
+  auto stale = as_a.Offer("t1", kDeployments, kTeamA, StreamPosition(9, 0), "", {kTeamA});
+  EXPECT_TRUE(IsFenced(stale.status())) << stale.status();
+  EXPECT_TRUE(IsFenced(as_a.Delete("t1", kDeployments, kTeamA)));
+  EXPECT_TRUE(IsFenced(as_a.DeleteTarget("t1").status()));
+  EXPECT_EQ(**store_->Read("t1", kDeployments, kTeamA), StreamPosition(6, 0));
+  auto watch =
+      redis_->Command({"EXISTS", WatchCursorKey(KeyPrefix::Default(), "t1", kDeployments, kTeamA)});
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(watch->integer(), 0);
+}
+
 }  // namespace
 }  // namespace reverser::redisstore

@@ -60,6 +60,11 @@ absl::Status CheckUnit(absl::string_view unit) {
 
 }  // namespace
 
+absl::Status FencedError(const Fence& fence, absl::string_view current_epoch,
+                         absl::string_view current_owner) {
+  return Stale(fence, current_epoch, current_owner);
+}
+
 bool IsFenced(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition &&
          status.GetPayload(kFencedPayload).has_value();
@@ -98,7 +103,8 @@ absl::StatusOr<Fence> OwnershipStore::Read(absl::string_view unit) {
 
 absl::Status OwnershipStore::Check(const Fence& fence) {
   ASSIGN_OR_RETURN(Fence current, Read(fence.unit));
-  if (current.epoch > 0 && current.epoch == fence.epoch && current.owner == fence.owner) return absl::OkStatus();
+  if (current.epoch > 0 && current.epoch == fence.epoch && current.owner == fence.owner)
+    return absl::OkStatus();
   return Stale(fence, absl::StrCat(current.epoch), current.owner);
 }
 

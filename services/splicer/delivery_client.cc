@@ -101,7 +101,8 @@ void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessa
       if (on_refusal_) on_refusal_(feedback);
     } else if (feedback.payload_case() == reverser::v1::DeliveryFeedback::kRefusedFiles ||
                feedback.payload_case() == reverser::v1::DeliveryFeedback::kPathRefusal ||
-               feedback.payload_case() == reverser::v1::DeliveryFeedback::kResyncRequest) {
+               feedback.payload_case() == reverser::v1::DeliveryFeedback::kResyncRequest ||
+               feedback.payload_case() == reverser::v1::DeliveryFeedback::kNotOwner) {
       if (on_refusal_) on_refusal_(feedback);
     }
   }

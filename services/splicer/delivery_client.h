@@ -45,8 +45,9 @@ class DeliveryClient {
   void SetOnConnected(std::function<void()> on_connected) {
     on_connected_ = std::move(on_connected);
   }
-  // Called (on the reader thread) with every `refusal`, `refused_files`, `path_refusal` and
-  // `resync_request` feedback (what the target manager acts on). Set before Start().
+  // Called (on the reader thread) with every `refusal`, `refused_files`, `path_refusal`,
+  // `resync_request` and `not_owner` feedback (what the target manager acts on). Set before
+  // Start().
   void SetOnRefusal(std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal) {
     on_refusal_ = std::move(on_refusal);
   }

@@ -1,12 +1,15 @@
 // The splicer service binary: flags only. What it runs: splicer_service.h (assembly),
 // splicer_grpc.h (admin calls), target_manager_actor.h (the one owner of the streams).
 
+#include <cstdlib>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "libs/catalogclient/catalog_flags.h"
 #include "libs/kube/access_review.h"
+#include "libs/membership/replica.h"
 #include "libs/redisstore/author_fact_store.h"
 #include "libs/redisstore/delivery_cursor_store.h"
 #include "libs/redisstore/redis_flags.h"
@@ -16,9 +19,17 @@
 ABSL_FLAG(std::string, targets_file, "",
           "Instead of the catalog: a JSON reverser.v1.TableUpdate with the targets to serve.");
 ABSL_FLAG(std::string, kubeconfig, "",
-          "A kubeconfig for reviewing operators' tokens (--admin_auth=kubernetes). Empty: "
-          "$KUBECONFIG, else the in-cluster service account.");
-ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090", "gRPC address of the gitworker.");
+          "A kubeconfig for reviewing operators' tokens (--admin_auth=kubernetes) and for the "
+          "Leases (--membership: the splicer replicas share the GitTargets, each splicing the ones "
+          "it owns; --gitworker_membership). Empty: $KUBECONFIG, else the in-cluster service "
+          "account.");
+ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090",
+          "gRPC address of the gitworker (unused with --gitworker_membership).");
+ABSL_FLAG(bool, gitworker_membership, false,
+          "Deliver each GitTarget to the gitworker replica that owns its branch, found from the "
+          "gitworkers' Leases (service \"gitworker\" in --membership_namespace), instead of the "
+          "one --gitworker_address. A target re-routes, from its persisted cursor, when its "
+          "branch's owner changes or a replica answers that it does not own the branch.");
 ABSL_FLAG(bool, attribution, true, "Resolve authors from the audit facts in Redis.");
 ABSL_FLAG(std::string, attribution_sources, "audit",
           "Where authors come from, comma-separated: audit (the audit webhook's facts, exact) "
@@ -110,6 +121,16 @@ class App final : public runtime::ServiceApp {
       options.static_tables = std::move(*update);
     }
     options.gitworker_address = absl::GetFlag(FLAGS_gitworker_address);
+    auto replica = membership::ReplicaSettingsFromFlags();
+    if (!replica.ok()) return replica.status();
+    options.replica = *replica;
+    options.gitworker_membership = absl::GetFlag(FLAGS_gitworker_membership);
+    if (options.gitworker_membership && options.replica.namespace_.empty()) {
+      return absl::InvalidArgumentError(
+          "--gitworker_membership needs --membership_namespace (or $POD_NAMESPACE)");
+    }
+    options.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+
     options.max_in_flight = static_cast<size_t>(absl::GetFlag(FLAGS_max_in_flight));
     options.summary_interval = absl::GetFlag(FLAGS_summary_interval);
     SpliceStreamOptions& defaults = options.manager.stream_defaults;
@@ -138,7 +159,15 @@ class App final : public runtime::ServiceApp {
     return absl::OkStatus();
   }
 
-  absl::Status Run(runtime::ServiceHost& /*host*/) override {
+  absl::Status Run(runtime::ServiceHost& host) override {
+    // The address on this replica's Lease: $POD_IP (else the instance name) and the gRPC port.
+    const char* pod_ip = std::getenv("POD_IP");
+    const std::string where =
+        pod_ip != nullptr && *pod_ip != '\0' ? std::string(pod_ip) : host.options().instance;
+    if (absl::Status s = service_->JoinMembership(absl::StrCat(where, ":", host.grpc_port()));
+        !s.ok()) {
+      return s;
+    }
     service_->Start();
     return absl::OkStatus();
   }

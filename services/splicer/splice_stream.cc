@@ -204,7 +204,7 @@ void SpliceStream::Fail(const absl::Status& status) {
 void SpliceStream::Attach(redisstore::RedisConnection* redis) {
   facts_ = std::make_unique<redisstore::AuthorFactStore>(redis, options_.prefix);
   cursors_ = std::make_unique<redisstore::DeliveryCursorStore>(redis, options_.prefix,
-                                                               options_.cursor_ttl);
+                                                               options_.cursor_ttl, options_.fence);
 }
 
 bool SpliceStream::sensitive() const {
@@ -331,6 +331,10 @@ void SpliceStream::AdvanceCursor() {
   auto offered =
       cursors_->Offer(options_.target.uid(), core::FromProto(claim.type().gvr()),
                       core::FromProto(claim.scope()), target, session_incarnation_, watch_scopes);
+  if (redisstore::IsFenced(offered.status())) {
+    Fenced(offered.status());
+    return;
+  }
   if (!offered.ok()) {
     std::lock_guard lock(mu_);
     cursor_dirty_ = true;  // try again next round
@@ -340,6 +344,18 @@ void SpliceStream::AdvanceCursor() {
   std::lock_guard lock(mu_);
   status_.cursor = offered->position.ToString();
   delivered_ = redisstore::DeliveryCursor{offered->position, offered->incarnation};
+}
+
+void SpliceStream::Fenced(const absl::Status& refusal) {
+  // Another replica owns the GitTarget now and redelivers from the cursor: nothing more of this
+  // stream may reach the gitworker or Redis. The reader skips a stopping stream.
+  stopping_ = true;
+  EndSession();
+  pending_.clear();
+  SplicerMetrics(metrics_).FencedWrite();
+  runtime::LogWarning("cursor write fenced: another splicer replica took the GitTarget over",
+                      {{"stream", key_}, {"error", std::string(refusal.message())}});
+  if (options_.on_fenced) options_.on_fenced(options_.target);
 }
 
 void SpliceStream::CountLoss(redisstore::StateLoss loss) {

@@ -41,6 +41,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,13 @@ struct SpliceStreamOptions {
   // How often the materialization's state record is read: while its phase is Blocked (its
   // list/watch is forbidden, ...) the stream is Blocked with the materialization's reason.
   absl::Duration materialization_state_poll = absl::Seconds(2);
+  // With --membership: the fence this replica took over the GitTarget with
+  // (redisstore::OwnershipStore::TakeOver). Every cursor write is made only while it is current;
+  // a refusal stops the stream at once (it delivers and writes nothing more), is counted
+  // (reverser_splicer_fenced_writes_total) and reported to `on_fenced` (on the reader's thread:
+  // post, do not block).
+  std::optional<redisstore::Fence> fence;
+  std::function<void(const reverser::v1::GitTargetRef&)> on_fenced;
 };
 
 struct SpliceStreamStatus {
@@ -229,6 +237,8 @@ class SpliceStream : public DeliverySubscriber {
   void SetState(reverser::v1::StreamState state, const std::string& reason,
                 const std::string& message);
   bool Stopping() const { return stopping_.load(); }
+  // A cursor write was refused by the fence: stop delivering at once and report it.
+  void Fenced(const absl::Status& refusal);
 
   SpliceStreamOptions options_;
   const std::string key_;

@@ -28,4 +28,29 @@ void SplicerMetrics::Streams(size_t streams) {
       .Set(static_cast<double>(streams));
 }
 
+void SplicerMetrics::FencedWrite() {
+  registry_
+      ->GetCounter("reverser_splicer_fenced_writes_total",
+                   "Cursor writes refused because another splicer replica took the GitTarget over "
+                   "(each stops the target on this replica).")
+      .Increment();
+}
+
+void SplicerMetrics::Rerouted(const std::string& reason) {
+  registry_
+      ->GetCounter("reverser_splicer_reroutes_total",
+                   "GitTargets moved to another gitworker replica, by reason: membership (the "
+                   "gitworker members changed its branch's owner), not_owner (a replica said it "
+                   "does not own the branch).",
+                   {{"reason", reason}})
+      .Increment();
+}
+
+void SplicerMetrics::OwnedTargets(size_t targets) {
+  registry_
+      ->GetGauge("reverser_splicer_owned_targets",
+                 "GitTargets this splicer replica splices (every one without --membership).")
+      .Set(static_cast<double>(targets));
+}
+
 }  // namespace reverser::splicer

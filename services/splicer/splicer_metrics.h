@@ -5,6 +5,7 @@
 // registry: cheap to construct where it is used.
 
 #include <cstddef>
+#include <string>
 
 #include "libs/runtime/metrics.h"
 #include "proto/reverser/v1/catalog.pb.h"
@@ -23,6 +24,15 @@ class SplicerMetrics {
   void CursorResumed(const reverser::v1::GitTargetRef& target);
   // reverser_splicer_streams: splice streams (GitTarget × type × scope) running.
   void Streams(size_t streams);
+  // reverser_splicer_fenced_writes_total: cursor writes refused because another splicer replica
+  // took the GitTarget over (its fence is stale); each stops the target here.
+  void FencedWrite();
+  // reverser_splicer_reroutes_total{reason}: a target moved to another gitworker replica, because
+  // the gitworker membership moved its branch (`membership`) or a replica answered NotOwner.
+  void Rerouted(const std::string& reason);
+  // reverser_splicer_owned_targets: GitTargets this replica splices (all of them without
+  // --membership).
+  void OwnedTargets(size_t targets);
 
  private:
   runtime::MetricsRegistry* registry_;

@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/util/json_util.h"
+#include "libs/core/clock.h"
+#include "libs/kube/config.h"
+#include "libs/kube/httplib_transport.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 
@@ -43,31 +46,36 @@ SplicerService::SplicerService(runtime::ServiceHost& host, SplicerServiceOptions
 SplicerService::~SplicerService() { Stop(); }
 
 void SplicerService::Register() {
-  delivery_ = std::make_unique<DeliveryClient>(
-      options_.gitworker_address, options_.max_in_flight,
-      runtime::MeshChannelCredentials(host_.options().grpc_security));
-  manager_ = std::make_unique<TargetManager>(options_.manager, delivery_.get(), &host_.metrics());
-  actor_ = SpawnTargetManagerActor(host_.actors(), manager_.get());
-  TargetManagerActor actor = actor_;
-  delivery_->SetOnRefusal([actor](const reverser::v1::DeliveryFeedback& feedback) {
-    caf::anon_send(actor, refusal_atom::value, feedback);
-  });
-  caf::actor_system* system = &host_.actors();
-  runtime::ServiceHost* host = &host_;
-  delivery_->SetOnConnected([actor, system, host] {
-    host->SetComponent("gitworker", true, "delivery stream open", /*gating=*/false);
-    // Configs before anything else on the new stream: this thread (the delivery client's
-    // connection thread, an adapter) waits for them to be sent.
-    caf::scoped_actor self(*system);
-    self->request(actor, kAdapterWait, configs_atom::value)
-        .receive(
-            [](bool) {},
-            [](caf::error& error) {
-              runtime::LogWarning("target configs not re-sent", {{"error", caf::to_string(error)}});
-            });
-  });
-  // The gitworker connection is reported, not gated on: the splicer reconnects by itself.
-  host_.SetComponent("gitworker", false, "connecting", /*gating=*/false);
+  auto credentials = runtime::MeshChannelCredentials(host_.options().grpc_security);
+  TargetManagerOptions manager_options = options_.manager;
+  if (options_.replica.enabled) {
+    manager_options.replica_id = options_.replica.replica_id;
+    // Set once JoinMembership made the replica; until then the manager owns nothing anyway.
+    manager_options.held = [this] {
+      membership::Replica* replica = joined_.load();
+      return replica != nullptr && replica->Held();
+    };
+  }
+  if (options_.gitworker_membership) {
+    const size_t max_in_flight = options_.max_in_flight;
+    manager_options.new_client = [max_in_flight, credentials](const std::string& address) {
+      return std::make_unique<DeliveryClient>(address, max_in_flight, credentials);
+    };
+  } else {
+    delivery_ = std::make_unique<DeliveryClient>(options_.gitworker_address, options_.max_in_flight,
+                                                 credentials);
+  }
+  manager_ = std::make_unique<TargetManager>(std::move(manager_options), delivery_.get(),
+                                             &host_.metrics());
+  actor_ = SpawnTargetManagerActor(
+      host_.actors(), manager_.get(),
+      options_.replica.enabled ? options_.replica.timing.renew_period : absl::ZeroDuration());
+  if (!delivery_) {
+    host_.SetComponent("gitworker", true, "routed to the gitworker replicas (their Leases)",
+                       /*gating=*/false);
+  } else {
+    ConnectSingleGitworker();
+  }
   host_.SetComponent("tables", false, "waiting for watched-type tables");
 
   if (!options_.static_tables) {
@@ -95,6 +103,29 @@ void SplicerService::Register() {
   host_.AddGrpcService(admin_.get());
 }
 
+void SplicerService::ConnectSingleGitworker() {
+  TargetManagerActor actor = actor_;
+  delivery_->SetOnRefusal([actor](const reverser::v1::DeliveryFeedback& feedback) {
+    caf::anon_send(actor, refusal_atom::value, feedback);
+  });
+  caf::actor_system* system = &host_.actors();
+  runtime::ServiceHost* host = &host_;
+  delivery_->SetOnConnected([actor, system, host] {
+    host->SetComponent("gitworker", true, "delivery stream open", /*gating=*/false);
+    // Configs before anything else on the new stream: this thread (the delivery client's
+    // connection thread, an adapter) waits for them to be sent.
+    caf::scoped_actor self(*system);
+    self->request(actor, kAdapterWait, configs_atom::value)
+        .receive(
+            [](bool) {},
+            [](caf::error& error) {
+              runtime::LogWarning("target configs not re-sent", {{"error", caf::to_string(error)}});
+            });
+  });
+  // The gitworker connection is reported, not gated on: the splicer reconnects by itself.
+  host_.SetComponent("gitworker", false, "connecting", /*gating=*/false);
+}
+
 std::optional<AppliedReply> SplicerService::ApplyAndWait(const reverser::v1::TableUpdate& update) {
   std::optional<AppliedReply> out;
   caf::scoped_actor self(host_.actors());
@@ -107,8 +138,57 @@ std::optional<AppliedReply> SplicerService::ApplyAndWait(const reverser::v1::Tab
   return out;
 }
 
+absl::Status SplicerService::JoinMembership(const std::string& advertise_address) {
+  if (!options_.replica.enabled && !options_.gitworker_membership) return absl::OkStatus();
+  kube_ = options_.kube_client;
+  if (!kube_) {
+    auto config = kube::LoadDefaultConfig(options_.kubeconfig);
+    if (!config.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--membership / --gitworker_membership need the Kubernetes API: ",
+                       config.status().message()));
+    }
+    auto client = kube::NewHttplibRestClient(*config, "reverser-splicer/0.1");
+    if (!client.ok()) return client.status();
+    kube_ = *client;
+  }
+  // The callbacks only post: the actor owns both ownership tables. Weak, so a late callback
+  // never keeps the actor alive.
+  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(actor_);
+  auto post = [weak](auto atom) {
+    return [weak, atom](const membership::Membership& members) {
+      if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(weak)) {
+        caf::anon_send(caf::actor_cast<ManagerActor>(strong), atom, members);
+      }
+    };
+  };
+  if (options_.gitworker_membership) {
+    membership::MemberViewOptions view;
+    view.service = "gitworker";
+    view.namespace_ = options_.replica.namespace_;
+    view.timing = options_.replica.timing;
+    view.reflector = options_.reflector;
+    auto gitworkers = membership::MemberView::Create(*kube_, view, core::Clock::Real(),
+                                                     post(gitworkers_atom::value));
+    if (!gitworkers.ok()) return gitworkers.status();
+    gitworkers_ = std::move(*gitworkers);
+    gitworkers_->Start();
+  }
+  if (options_.replica.enabled) {
+    auto replica = membership::Replica::Join(
+        *kube_, options_.replica.Identity("splicer", advertise_address), options_.replica.timing,
+        core::Clock::Real(), post(membership_atom::value), options_.reflector);
+    if (!replica.ok()) return replica.status();
+    replica_ = std::move(*replica);
+    joined_ = replica_.get();
+    runtime::LogInfo("joined the splicer replicas",
+                     {{"replica_id", replica_->id()}, {"namespace", options_.replica.namespace_}});
+  }
+  return absl::OkStatus();
+}
+
 void SplicerService::Start() {
-  delivery_->Start();
+  if (delivery_) delivery_->Start();
   if (options_.static_tables) {
     if (auto applied = ApplyAndWait(*options_.static_tables)) {
       host_.SetComponent("tables", true, StreamsText(applied->streams));
@@ -124,6 +204,7 @@ void SplicerService::Stop() {
   stopping_ = true;
   if (reporter_.joinable()) reporter_.join();
   if (tables_) tables_->Stop();
+  if (gitworkers_) gitworkers_->Stop();
   {
     // The actor ends before the manager is stopped here: from then on nothing else touches it.
     caf::scoped_actor self(host_.actors());
@@ -131,11 +212,21 @@ void SplicerService::Stop() {
     self->wait_for(actor_);
   }
   // The actor's thread ends once no handle is left (the delivery client's callbacks hold two).
-  actor_ = TargetManagerActor();
+  actor_ = ManagerActor();
   manager_->StopAll();
-  delivery_->Stop();
+  if (delivery_) delivery_->Stop();
   manager_.reset();
   delivery_.reset();
+  // Every target stopped: now the others may take them over at once.
+  if (replica_) {
+    joined_ = nullptr;
+    if (absl::Status s = replica_->Leave(); !s.ok()) {
+      runtime::LogWarning("Lease not released; the others take over when it expires",
+                          {{"error", s.ToString()}});
+    }
+    replica_.reset();
+  }
+  gitworkers_.reset();
 }
 
 void SplicerService::ReportSummaries() {

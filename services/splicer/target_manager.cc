@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/time_util.h"
+#include "libs/membership/units.h"
 #include "libs/rules/claims.h"
 #include "libs/rules/proto_convert.h"
 #include "libs/rules/stream_readiness.h"
@@ -52,6 +53,15 @@ bool ClaimMatches(const reverser::v1::Claim& want, const reverser::v1::Claim& ha
   }
 }
 
+std::string UnitOf(const reverser::v1::GitTargetRef& target) {
+  return membership::TargetUnit(target.namespace_(), target.name());
+}
+
+std::string BranchOf(const reverser::v1::GitTargetConfig& config) {
+  const auto& d = config.destination();
+  return membership::BranchUnit(d.provider_namespace(), d.provider_name(), d.branch());
+}
+
 }  // namespace
 
 TargetManager::TargetManager(TargetManagerOptions options, DeliveryClient* delivery,
@@ -59,7 +69,10 @@ TargetManager::TargetManager(TargetManagerOptions options, DeliveryClient* deliv
     : options_(std::move(options)),
       refusals_(options_.refusals),
       delivery_(delivery),
-      metrics_(metrics) {}
+      metrics_(metrics) {
+  if (Replicated()) owners_.emplace(options_.replica_id);
+  if (Routing()) branches_.emplace("");
+}
 
 TargetManager::~TargetManager() { StopAll(); }
 
@@ -90,43 +103,78 @@ void TargetManager::Apply(const reverser::v1::TableUpdate& update) {
       slot = table;
     }
     for (auto& [uid, target] : before) {
-      if (!tables_.count(uid)) cursors_to_delete_.emplace(uid, std::move(target));
+      if (tables_.count(uid)) continue;
+      if (Replicated()) {
+        // Only the replica that owned it deletes its cursors, through its fence.
+        auto fence = fences_.find(uid);
+        if (fence == fences_.end()) continue;
+        delete_fences_[uid] = fence->second;
+      }
+      cursors_to_delete_.emplace(uid, std::move(target));
     }
-    for (const auto& [uid, table] : tables_) cursors_to_delete_.erase(uid);  // back again
+    for (const auto& [uid, table] : tables_) {
+      cursors_to_delete_.erase(uid);  // back again
+      delete_fences_.erase(uid);
+    }
   }
-  // Configs before the streams that depend on them.
-  for (auto& config : changed_configs) {
-    reverser::v1::DeliveryMessage message;
-    *message.mutable_target_config() = std::move(config);
-    (void)delivery_->Send(std::move(message));  // on failure, on_connected re-sends all
-  }
-  {
+  if (Replicated() || Routing()) {
+    Refresh("membership", std::move(changed_configs));
+  } else {
+    // Configs before the streams that depend on them.
+    for (auto& config : changed_configs) {
+      reverser::v1::DeliveryMessage message;
+      *message.mutable_target_config() = std::move(config);
+      (void)delivery_->Send(std::move(message));  // on failure, on_connected re-sends all
+    }
     std::lock_guard lock(mu_);
     Reconcile();
+    SplicerMetrics(metrics_).OwnedTargets(tables_.size());
   }
   DeleteRemovedCursors();
 }
 
-void TargetManager::DeleteRemovedCursors() {
-  std::map<std::string, reverser::v1::GitTargetRef> removed;
-  {
-    std::lock_guard lock(mu_);
-    removed = cursors_to_delete_;
-  }
-  if (removed.empty()) return;
-  const SpliceStreamOptions& o = options_.stream_defaults;
+redisstore::RedisConnection* TargetManager::Redis() {
   if (!redis_) {
-    auto redis = redisstore::RedisConnection::Connect(o.redis);
+    auto redis = redisstore::RedisConnection::Connect(options_.stream_defaults.redis);
     if (!redis.ok()) {
-      runtime::LogWarning("cannot delete removed targets' cursors; retrying at the next update",
-                          {{"error", redis.status().ToString()}});
-      return;
+      runtime::LogWarning("cannot connect to Redis", {{"error", redis.status().ToString()}});
+      return nullptr;
     }
     redis_ = std::move(*redis);
   }
-  redisstore::DeliveryCursorStore cursors(redis_.get(), o.prefix, o.cursor_ttl);
+  return redis_.get();
+}
+
+void TargetManager::DeleteRemovedCursors() {
+  std::map<std::string, reverser::v1::GitTargetRef> removed;
+  std::map<std::string, redisstore::Fence> fences;
+  {
+    std::lock_guard lock(mu_);
+    removed = cursors_to_delete_;
+    fences = delete_fences_;
+  }
+  if (removed.empty()) return;
+  const SpliceStreamOptions& o = options_.stream_defaults;
+  if (Redis() == nullptr) {
+    runtime::LogWarning("cannot delete removed targets' cursors; retrying at the next update");
+    return;
+  }
   for (const auto& [uid, target] : removed) {
+    std::optional<redisstore::Fence> fence;
+    if (auto it = fences.find(uid); it != fences.end()) fence = it->second;
+    redisstore::DeliveryCursorStore cursors(redis_.get(), o.prefix, o.cursor_ttl, fence);
     auto deleted = cursors.DeleteTarget(uid);
+    if (redisstore::IsFenced(deleted.status())) {
+      // Another replica took it over before it left the tables: its cursors are that one's.
+      runtime::LogInfo("removed GitTarget's cursors left to its new owner",
+                       {{"gittarget_namespace", target.namespace_()},
+                        {"gittarget_name", target.name()},
+                        {"uid", uid}});
+      std::lock_guard lock(mu_);
+      cursors_to_delete_.erase(uid);
+      delete_fences_.erase(uid);
+      continue;
+    }
     if (!deleted.ok()) {
       runtime::LogWarning("cannot delete a removed target's cursors; retrying at the next update",
                           {{"gittarget_namespace", target.namespace_()},
@@ -147,6 +195,7 @@ void TargetManager::DeleteRemovedCursors() {
         .Increment(static_cast<double>(*deleted));
     std::lock_guard lock(mu_);
     cursors_to_delete_.erase(uid);
+    delete_fences_.erase(uid);
   }
 }
 
@@ -173,7 +222,9 @@ void TargetManager::SendConfigs() {
   std::vector<reverser::v1::GitTargetConfig> configs;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [uid, table] : tables_) configs.push_back(table.config());
+    for (const auto& [uid, table] : tables_) {
+      if (ActiveLocked(uid)) configs.push_back(table.config());
+    }
   }
   for (auto& config : configs) {
     reverser::v1::DeliveryMessage message;
@@ -187,16 +238,25 @@ void TargetManager::Reconcile() {
   // catalog's claim rule): another target's ClusterWatchRule never moves a namespaced rule
   // onto the cluster-wide materialization.
   std::map<std::string, SpliceStreamOptions> wanted;
+  std::map<std::string, DeliveryClient*> wanted_clients;
   for (const auto& [uid, table] : tables_) {
+    if (!ActiveLocked(uid)) continue;
+    DeliveryClient* client = ClientFor(uid);
+    std::optional<redisstore::Fence> fence;
+    if (auto it = fences_.find(uid); it != fences_.end()) fence = it->second;
     for (const auto& type : table.types()) {
       auto add = [&](const reverser::v1::WatchScope& source, const TargetScope& scope) {
         SpliceStreamOptions o = options_.stream_defaults;
         o.refusals = &refusals_;
         o.target = table.target();
+        o.fence = fence;
+        o.on_fenced = posts_.fenced;
         *o.claim.mutable_type() = type.type();
         *o.claim.mutable_scope() = source;
         o.scope = scope;
-        wanted[StreamKey(o.target, o.claim)] = std::move(o);
+        const std::string key = StreamKey(o.target, o.claim);
+        wanted_clients[key] = client;
+        wanted[key] = std::move(o);
       };
       if (rules::ReadsClusterWide(rules::FromProto(type))) {
         reverser::v1::WatchScope source;
@@ -214,17 +274,30 @@ void TargetManager::Reconcile() {
       }
     }
   }
+  // A stream stays only while it is wanted on the same client with the same fence (a re-routed
+  // or re-taken target starts over from its persisted cursor).
+  auto keeps = [&](const std::string& key) {
+    auto w = wanted.find(key);
+    if (w == wanted.end()) return false;
+    auto c = stream_clients_.find(key);
+    if (c == stream_clients_.end() || c->second != wanted_clients[key]) return false;
+    auto e = stream_epochs_.find(key);
+    const int64_t epoch = w->second.fence ? w->second.fence->epoch : 0;
+    return e != stream_epochs_.end() && e->second == epoch;
+  };
   // All leaving streams are let go at once, so their readers' next rounds drop them together.
   for (auto& [key, stream] : streams_) {
-    if (!wanted.count(key)) stream->RequestStop();
+    if (!keeps(key)) stream->RequestStop();
   }
   for (auto it = streams_.begin(); it != streams_.end();) {
-    if (wanted.count(it->first)) {
+    if (keeps(it->first)) {
       ++it;
       continue;
     }
     runtime::LogInfo("splice stream stopped", {{"stream", it->first}});
     it->second->Stop();
+    stream_clients_.erase(it->first);
+    stream_epochs_.erase(it->first);
     it = streams_.erase(it);
   }
   for (auto& [key, o] : wanted) {
@@ -235,7 +308,10 @@ void TargetManager::Reconcile() {
     }
     runtime::LogInfo("splice stream started", {{"stream", key}});
     MaterializationReader* reader = ReaderFor(o.claim, o);
-    auto stream = std::make_unique<SpliceStream>(std::move(o), delivery_, metrics_, reader);
+    DeliveryClient* client = wanted_clients[key];
+    stream_clients_[key] = client;
+    stream_epochs_[key] = o.fence ? o.fence->epoch : 0;
+    auto stream = std::make_unique<SpliceStream>(std::move(o), client, metrics_, reader);
     stream->Start();
     streams_.emplace(key, std::move(stream));
   }
@@ -263,11 +339,19 @@ MaterializationReader* TargetManager::ReaderFor(const reverser::v1::Claim& claim
 }
 
 void TargetManager::StopAll() {
-  std::lock_guard lock(mu_);
-  for (auto& [key, stream] : streams_) stream->RequestStop();
-  for (auto& [key, stream] : streams_) stream->Stop();
-  streams_.clear();
-  readers_.clear();
+  std::map<std::string, std::unique_ptr<DeliveryClient>> clients;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [key, stream] : streams_) stream->RequestStop();
+    for (auto& [key, stream] : streams_) stream->Stop();
+    streams_.clear();
+    stream_clients_.clear();
+    stream_epochs_.clear();
+    readers_.clear();
+    clients.swap(clients_);
+    routes_.clear();
+  }
+  for (auto& [address, client] : clients) client->Stop();
 }
 
 size_t TargetManager::stream_count() const {
@@ -280,6 +364,8 @@ std::vector<reverser::v1::StreamSummary> TargetManager::Summaries() const {
   std::map<std::string, reverser::v1::StreamSummary> by_target;
   std::map<std::string, absl::Time> last_push;
   for (const auto& [uid, table] : tables_) {
+    // Replicas report only what they own: the owner's summary is the one that counts.
+    if (Replicated() && !fences_.count(uid)) continue;
     auto& summary = by_target[uid];
     *summary.mutable_target() = table.target();
   }
@@ -352,6 +438,279 @@ absl::StatusOr<std::vector<reverser::v1::Claim>> TargetManager::Resplice(
   runtime::LogInfo("resplice", {{"target", TargetText(table->target())},
                                 {"streams", static_cast<long long>(claims.size())}});
   return claims;
+}
+
+}  // namespace reverser::splicer
+
+namespace reverser::splicer {
+
+bool TargetManager::OwnedLocked(const std::string& uid) const {
+  if (!Replicated()) return true;
+  return held_ && fences_.count(uid) && !fenced_.count(uid);
+}
+
+bool TargetManager::ActiveLocked(const std::string& uid) const {
+  return OwnedLocked(uid) && (!Routing() || routes_.count(uid));
+}
+
+DeliveryClient* TargetManager::ClientFor(const std::string& uid) const {
+  if (!Routing()) return delivery_;
+  auto route = routes_.find(uid);
+  if (route == routes_.end()) return nullptr;
+  auto client = clients_.find(route->second);
+  return client == clients_.end() ? nullptr : client->second.get();
+}
+
+std::set<std::string> TargetManager::ActiveTargets() const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [uid, table] : tables_) {
+    if (ActiveLocked(uid)) out.insert(uid);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> TargetManager::Routes() const {
+  std::lock_guard lock(mu_);
+  return routes_;
+}
+
+void TargetManager::SetMembership(const membership::Membership& members) {
+  if (!Replicated()) return;
+  {
+    std::lock_guard lock(mu_);
+    owners_->SetMembership(members);
+  }
+  Refresh("membership");
+}
+
+void TargetManager::SetGitworkerMembership(const membership::Membership& members) {
+  if (!Routing()) return;
+  {
+    std::lock_guard lock(mu_);
+    branches_->SetMembership(members);
+    overrides_.clear();  // the members say who owns what now
+  }
+  Refresh("membership");
+}
+
+void TargetManager::Tick() {
+  if (!Replicated()) return;
+  bool refresh = false;
+  {
+    std::lock_guard lock(mu_);
+    const bool held = !options_.held || options_.held();
+    refresh = held != held_ || takeover_failed_;
+  }
+  if (refresh) Refresh("membership");
+}
+
+void TargetManager::OnFenced(const reverser::v1::GitTargetRef& target) {
+  {
+    std::lock_guard lock(mu_);
+    if (!fences_.erase(target.uid())) return;  // already stopped
+    fenced_.insert(target.uid());
+    runtime::LogWarning("GitTarget fenced: another splicer replica took it over; stopped here",
+                        {{"target", TargetText(target)}});
+  }
+  Refresh("membership");
+}
+
+void TargetManager::OnFeedback(const std::string& address,
+                               const reverser::v1::DeliveryFeedback& feedback) {
+  if (!feedback.has_not_owner()) {
+    OnRefusal(feedback);
+    return;
+  }
+  const reverser::v1::NotOwner& not_owner = feedback.not_owner();
+  {
+    std::lock_guard lock(mu_);
+    std::string uid = not_owner.target().uid();
+    if (uid.empty()) {
+      for (const auto& [u, table] : tables_) {
+        if (SameTarget(not_owner.target(), table.target())) uid = u;
+      }
+    }
+    auto route = routes_.find(uid);
+    if (route == routes_.end() || route->second != address) return;  // already moved on
+    std::string to = not_owner.owner_address() == address ? "" : not_owner.owner_address();
+    overrides_[uid] = to;
+    runtime::LogInfo("gitworker replica does not own the target's branch; re-routing",
+                     {{"target", TargetText(not_owner.target())},
+                      {"branch_unit", not_owner.branch_unit()},
+                      {"from", address},
+                      {"to", to.empty() ? std::string("(waits for the members)") : to}});
+  }
+  Refresh("not_owner");
+}
+
+void TargetManager::Refresh(const std::string& reason,
+                            std::vector<reverser::v1::GitTargetConfig> changed_configs) {
+  std::vector<std::pair<DeliveryClient*, reverser::v1::GitTargetConfig>> sends;
+  std::set<std::string> addresses;  // the clients to keep
+  std::set<std::string> gained;     // taken over now: their configs go first
+  {
+    std::lock_guard lock(mu_);
+    if (Replicated()) {
+      held_ = !options_.held || options_.held();
+      std::vector<std::string> units;
+      for (const auto& [uid, table] : tables_) units.push_back(UnitOf(table.target()));
+      owners_->SetUnits(std::move(units));
+      takeover_failed_ = false;
+      for (const auto& [uid, table] : tables_) {
+        const std::string unit = UnitOf(table.target());
+        if (!owners_->Owns(unit)) fenced_.erase(uid);  // a later gain takes it over again
+        if (!owners_->Owns(unit) || !held_ || fenced_.count(uid)) {
+          if (fences_.erase(uid)) {
+            runtime::LogInfo(
+                "GitTarget lost; its streams stop",
+                {{"target", TargetText(table.target())}, {"held", held_ ? "true" : "false"}});
+          }
+          continue;
+        }
+        if (fences_.count(uid)) continue;
+        // Before its first write: every later write of a previous owner is refused.
+        redisstore::RedisConnection* redis = Redis();
+        if (redis == nullptr) {
+          takeover_failed_ = true;
+          continue;
+        }
+        redisstore::OwnershipStore store(redis, options_.stream_defaults.prefix);
+        auto fence = store.TakeOver(unit, options_.replica_id);
+        if (!fence.ok()) {
+          runtime::LogWarning(
+              "GitTarget not taken over; retrying",
+              {{"target", TargetText(table.target())}, {"error", fence.status().ToString()}});
+          takeover_failed_ = true;
+          redis_.reset();
+          continue;
+        }
+        runtime::LogInfo("GitTarget gained; it starts from its persisted cursor",
+                         {{"target", TargetText(table.target())},
+                          {"epoch", static_cast<long long>(fence->epoch)}});
+        fences_[uid] = *fence;
+        gained.insert(uid);
+      }
+      for (auto it = fences_.begin(); it != fences_.end();) {
+        it = tables_.count(it->first) ? std::next(it) : fences_.erase(it);
+      }
+      for (auto it = fenced_.begin(); it != fenced_.end();) {
+        it = tables_.count(*it) ? std::next(it) : fenced_.erase(it);
+      }
+    }
+    std::set<std::string> changed;
+    for (const auto& config : changed_configs) changed.insert(config.target().uid());
+    if (Routing()) {
+      // The gitworker shares out exactly the branches of every target, owned here or not.
+      std::vector<std::string> units;
+      for (const auto& [uid, table] : tables_) units.push_back(BranchOf(table.config()));
+      branches_->SetUnits(std::move(units));
+      for (const auto& member : branches_->membership().members) {
+        if (!member.address.empty()) addresses.insert(member.address);
+      }
+      std::map<std::string, std::string> routes;
+      for (const auto& [uid, table] : tables_) {
+        if (!OwnedLocked(uid)) continue;
+        std::string address;
+        if (auto o = overrides_.find(uid); o != overrides_.end()) {
+          address = o->second;
+        } else if (auto owner = branches_->OwnerOf(BranchOf(table.config()))) {
+          address = branches_->AddressOf(*owner).value_or("");
+        }
+        if (address.empty()) continue;  // no known owner: the target waits
+        routes[uid] = address;
+        addresses.insert(address);
+      }
+      for (const auto& address : addresses) {
+        if (clients_.count(address)) continue;
+        auto client = options_.new_client(address);
+        DeliveryClient* raw = client.get();
+        std::shared_ptr<ConfigBook> book = config_book_;
+        client->SetOnConnected([raw, book, address] {
+          std::vector<reverser::v1::GitTargetConfig> configs;
+          {
+            std::lock_guard book_lock(book->mu);
+            for (const auto& [uid, config] : book->by_address[address]) configs.push_back(config);
+          }
+          for (auto& config : configs) {
+            reverser::v1::DeliveryMessage message;
+            *message.mutable_target_config() = std::move(config);
+            if (!raw->Send(std::move(message)).ok()) return;
+          }
+        });
+        auto feedback = posts_.feedback;
+        client->SetOnRefusal([feedback, address](const reverser::v1::DeliveryFeedback& f) {
+          if (feedback) feedback(address, f);
+        });
+        client->Start();
+        runtime::LogInfo("gitworker replica client started", {{"gitworker", address}});
+        clients_.emplace(address, std::move(client));
+      }
+      for (const auto& [uid, old] : routes_) {
+        auto now = routes.find(uid);
+        if ((now == routes.end() || now->second != old) && OwnedLocked(uid)) {
+          SplicerMetrics(metrics_).Rerouted(reason);
+          runtime::LogInfo(
+              "GitTarget re-routed; it restarts from its persisted cursor",
+              {{"target", TargetText(tables_.at(uid).target())},
+               {"from", old},
+               {"to", now == routes.end() ? std::string("(no owner yet)") : now->second},
+               {"reason", reason}});
+        }
+      }
+      for (const auto& [uid, address] : routes) {
+        auto old = routes_.find(uid);
+        if (old != routes_.end() && old->second == address && !changed.count(uid)) continue;
+        sends.emplace_back(clients_.at(address).get(), tables_.at(uid).config());
+      }
+      routes_ = std::move(routes);
+      std::lock_guard book_lock(config_book_->mu);
+      config_book_->by_address.clear();
+      for (const auto& [uid, address] : routes_) {
+        config_book_->by_address[address][uid] = tables_.at(uid).config();
+      }
+    } else {
+      for (auto& config : changed_configs) {
+        gained.erase(config.target().uid());
+        if (ActiveLocked(config.target().uid())) sends.emplace_back(delivery_, std::move(config));
+      }
+      for (const auto& uid : gained) {
+        auto table = tables_.find(uid);
+        if (table != tables_.end() && ActiveLocked(uid) &&
+            !table->second.config().SerializeAsString().empty()) {
+          sends.emplace_back(delivery_, table->second.config());
+        }
+      }
+    }
+  }
+  // Configs before the streams that depend on them (a client not connected yet sends them from
+  // the book when it connects).
+  for (auto& [client, config] : sends) {
+    reverser::v1::DeliveryMessage message;
+    *message.mutable_target_config() = std::move(config);
+    (void)client->Send(std::move(message));
+  }
+  std::vector<std::unique_ptr<DeliveryClient>> retired;
+  {
+    std::lock_guard lock(mu_);
+    Reconcile();
+    if (Routing()) {
+      // A replica that left: no stream delivers to it any more.
+      for (auto it = clients_.begin(); it != clients_.end();) {
+        if (addresses.count(it->first)) {
+          ++it;
+          continue;
+        }
+        runtime::LogInfo("gitworker replica client stopped", {{"gitworker", it->first}});
+        retired.push_back(std::move(it->second));
+        it = clients_.erase(it);
+      }
+    }
+    size_t owned = 0;
+    for (const auto& [uid, table] : tables_) owned += OwnedLocked(uid) ? 1 : 0;
+    SplicerMetrics(metrics_).OwnedTargets(owned);
+  }
+  for (auto& client : retired) client->Stop();
 }
 
 }  // namespace reverser::splicer

@@ -13,13 +13,18 @@
 // sends a full update only once it is primed (every GitTarget listed), so the same targets come
 // back and keep their cursors; a type leaving a target's table keeps its cursor until the TTL.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "libs/membership/membership.h"
+#include "libs/membership/ownership.h"
+#include "libs/redisstore/ownership_store.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "services/splicer/delivery_client.h"
 #include "services/splicer/refusal_book.h"
@@ -30,13 +35,52 @@ namespace reverser::splicer {
 struct TargetManagerOptions {
   SpliceStreamOptions stream_defaults;  // redis, prefix, attribution settings
   RefusalBookOptions refusals;  // how many standing refusals are kept and reported per target
+  // --membership: this splicer replica's id. Empty: the only replica, every target is spliced.
+  // Set: only the targets this replica owns (SetMembership; units TargetUnit(ns, name)), each
+  // taken over in Redis (a fence) before its first write, and none while `held` says false.
+  std::string replica_id;
+  std::function<bool()> held;  // Replica::Held (empty: always held)
+  // --gitworker_membership: deliveries go to the gitworker replica owning each target's branch
+  // (SetGitworkerMembership; units BranchUnit of every target's destination), one client per
+  // replica address, made by `new_client` (not started). Empty: the one DeliveryClient given.
+  std::function<std::unique_ptr<DeliveryClient>(const std::string& address)> new_client;
+};
+
+// What a replica-aware manager posts to its owner (the actor) from other threads: a target whose
+// cursor write was fenced, and the feedback of a routed gitworker client (with its address).
+struct TargetManagerPosts {
+  std::function<void(const reverser::v1::GitTargetRef&)> fenced;
+  std::function<void(const std::string&, const reverser::v1::DeliveryFeedback&)> feedback;
 };
 
 class TargetManager {
  public:
+  // `delivery`: the one gitworker client (null with options.new_client).
   TargetManager(TargetManagerOptions options, DeliveryClient* delivery,
                 runtime::MetricsRegistry* metrics);
   ~TargetManager();
+
+  // Set once, before the first Apply (the posts must not block: they run on reader and delivery
+  // threads).
+  void SetPosts(TargetManagerPosts posts) { posts_ = std::move(posts); }
+  // The splicer members (--membership): targets gained start from their persisted cursor, targets
+  // lost stop at once.
+  void SetMembership(const membership::Membership& members);
+  // The gitworker members (--gitworker_membership): targets whose branch owner moved are routed
+  // to the new owner and restart from their cursor there.
+  void SetGitworkerMembership(const membership::Membership& members);
+  // Periodic: whether the replica still holds its Lease (nothing is spliced while it does not),
+  // and takeovers that failed are tried again.
+  void Tick();
+  // A cursor write of `target` was refused by its fence: the target stops until it is gained again.
+  void OnFenced(const reverser::v1::GitTargetRef& target);
+  // Feedback of the routed client at `address`: NotOwner re-routes the target, the rest is
+  // OnRefusal's.
+  void OnFeedback(const std::string& address, const reverser::v1::DeliveryFeedback& feedback);
+  // The uids of the targets spliced here (owned, held, taken over, routed).
+  std::set<std::string> ActiveTargets() const;
+  // Where each active target delivers (routing only): uid → gitworker address.
+  std::map<std::string, std::string> Routes() const;
 
   // Applies a table update (full replacement when update.full()).
   void Apply(const reverser::v1::TableUpdate& update);
@@ -63,6 +107,20 @@ class TargetManager {
 
  private:
   void Reconcile();  // holds mu_
+  // Recomputes what is spliced here and where it goes (ownership, takeovers, routes, clients),
+  // sends the configs of newly routed targets, then reconciles the streams. `reason`: what a
+  // re-route is counted as (membership, not_owner).
+  void Refresh(const std::string& reason,
+               std::vector<reverser::v1::GitTargetConfig> changed_configs = {});
+  // Whether `uid` is owned here: held and taken over (holds mu_; always without --membership).
+  bool OwnedLocked(const std::string& uid) const;
+  // And routed to a gitworker: spliced here (holds mu_).
+  bool ActiveLocked(const std::string& uid) const;
+  // The client `uid`'s streams deliver to (holds mu_); null: none (it waits).
+  DeliveryClient* ClientFor(const std::string& uid) const;
+  bool Routing() const { return static_cast<bool>(options_.new_client); }
+  bool Replicated() const { return !options_.replica_id.empty(); }
+  redisstore::RedisConnection* Redis();  // Apply's (the actor's) connection, reconnected
   // The reader of `claim`'s materialization, started on first use (holds mu_).
   MaterializationReader* ReaderFor(const reverser::v1::Claim& claim, const SpliceStreamOptions& o);
   // Deletes the cursors of removed targets (after Reconcile stopped their streams).
@@ -81,6 +139,33 @@ class TargetManager {
   // Removed targets whose cursors are still to be deleted, by uid.
   std::map<std::string, reverser::v1::GitTargetRef> cursors_to_delete_;
   std::unique_ptr<redisstore::RedisConnection> redis_;  // Apply's thread only
+  TargetManagerPosts posts_;
+
+  // Replicas (--membership), all under mu_.
+  std::optional<membership::OwnershipTable> owners_;
+  bool held_ = true;
+  std::map<std::string, redisstore::Fence> fences_;  // by uid: owned and taken over
+  std::set<std::string> fenced_;  // refused by a fence: stopped until lost and gained again
+  bool takeover_failed_ = false;  // a TakeOver failed: Tick tries again
+  // The fence a removed target's cursors are deleted with (only its owner deletes them).
+  std::map<std::string, redisstore::Fence> delete_fences_;
+
+  // Routing (--gitworker_membership), all under mu_.
+  std::optional<membership::OwnershipTable> branches_;
+  // Clients by gitworker address; declared after the streams would be wrong: streams are stopped
+  // explicitly before a client is dropped.
+  std::map<std::string, std::unique_ptr<DeliveryClient>> clients_;
+  std::map<std::string, std::string> routes_;     // uid → address it delivers to
+  std::map<std::string, std::string> overrides_;  // uid → address a NotOwner named ("" : wait)
+  std::map<std::string, DeliveryClient*> stream_clients_;  // StreamKey → its client
+  std::map<std::string, int64_t> stream_epochs_;           // StreamKey → its fence's epoch
+  // What each routed client sends first on every (re)connect: the configs routed to it. Read on
+  // the client's connection thread (never the actor), hence its own lock.
+  struct ConfigBook {
+    std::mutex mu;
+    std::map<std::string, std::map<std::string, reverser::v1::GitTargetConfig>> by_address;
+  };
+  std::shared_ptr<ConfigBook> config_book_ = std::make_shared<ConfigBook>();
 };
 
 }  // namespace reverser::splicer
