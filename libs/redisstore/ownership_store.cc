@@ -60,6 +60,10 @@ absl::Status CheckUnit(absl::string_view unit) {
 
 }  // namespace
 
+absl::Status FencedError(const Fence& fence, absl::string_view epoch, absl::string_view owner) {
+  return Stale(fence, epoch, owner);
+}
+
 bool IsFenced(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition &&
          status.GetPayload(kFencedPayload).has_value();
@@ -98,7 +102,8 @@ absl::StatusOr<Fence> OwnershipStore::Read(absl::string_view unit) {
 
 absl::Status OwnershipStore::Check(const Fence& fence) {
   ASSIGN_OR_RETURN(Fence current, Read(fence.unit));
-  if (current.epoch > 0 && current.epoch == fence.epoch && current.owner == fence.owner) return absl::OkStatus();
+  if (current.epoch > 0 && current.epoch == fence.epoch && current.owner == fence.owner)
+    return absl::OkStatus();
   return Stale(fence, absl::StrCat(current.epoch), current.owner);
 }
 

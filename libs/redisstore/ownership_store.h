@@ -73,4 +73,8 @@ class OwnershipStore {
 // Whether a status is a fencing refusal (the write came from a stale owner).
 bool IsFenced(const absl::Status& status);
 
+// The refusal FencedWrite returns (IsFenced), for a store that checks a fence inside a script of
+// its own (materialization_store.h): `epoch` and `owner` are what Redis holds now.
+absl::Status FencedError(const Fence& fence, absl::string_view epoch, absl::string_view owner);
+
 }  // namespace reverser::redisstore
