@@ -33,8 +33,18 @@ constexpr int kAppendAttempts = 8;
 // ARGV: position, trim MINID ("" = none), expected item count, index member,
 //       base ("" = any; else the checkpoint the new one was folded from must still be live, of
 //       incarnation ARGV[6]), incarnation to record.
+// Fenced (WriteFence): KEYS 7, 8 are the unit's epoch and owner, ARGV 7, 8 the fence's; a stale
+// fence deletes the staging hash and writes nothing ({'fenced', epoch, owner, ''}).
 const LuaScript& SwapScript() {
   static const LuaScript* script = new LuaScript(absl::StrCat(internal::kLuaPositionHelpers, R"lua(
+if #KEYS >= 8 then
+  local epoch = redis.call('GET', KEYS[7])
+  local owner = redis.call('GET', KEYS[8]) or ''
+  if not epoch or epoch ~= ARGV[7] or owner ~= ARGV[8] then
+    redis.call('DEL', KEYS[2])
+    return {'fenced', epoch or '0', owner, ''}
+  end
+end
 local cur = redis.call('GET', KEYS[3])
 local stale = cur and cmpid(ARGV[1], cur) < 0
 if ARGV[5] ~= '' then
@@ -63,6 +73,31 @@ local trimmed = 0
 if ARGV[2] ~= '' then trimmed = redis.call('XTRIM', KEYS[4], 'MINID', ARGV[2]) end
 return {'swapped', ARGV[1], trimmed, ARGV[6]}
 )lua"));
+  return *script;
+}
+
+// An append chunk's round trip 2 under a fence, sent inside the chunk's MULTI/EXEC (so the WATCH
+// still applies): the fence check and the writes in one script, nothing between them.
+// KEYS: epoch, owner, then the keys the commands touch. ARGV: epoch, owner, number of commands,
+// then per command its argument count and arguments. Returns {1, {replies}} (a failed command's
+// reply is its error, as in MULTI/EXEC), or {0, current epoch, current owner}, nothing written.
+const LuaScript& FencedAppendScript() {
+  static const LuaScript* script = new LuaScript(R"lua(
+local epoch = redis.call('GET', KEYS[1])
+local owner = redis.call('GET', KEYS[2]) or ''
+if not epoch or epoch ~= ARGV[1] or owner ~= ARGV[2] then return {0, epoch or '0', owner} end
+local n = tonumber(ARGV[3])
+local i = 4
+local replies = {}
+for c = 1, n do
+  local argc = tonumber(ARGV[i])
+  local args = {}
+  for a = 1, argc do args[a] = ARGV[i + a] end
+  i = i + argc + 1
+  replies[c] = redis.pcall(unpack(args))
+end
+return {1, replies}
+)lua");
   return *script;
 }
 
@@ -350,14 +385,15 @@ constexpr DivertReason kDivertReasons[] = {
 }  // namespace
 
 absl::Status MaterializationStore::OpenStoredBody(std::string& body,
-                                                 absl::string_view where) const {
+                                                  absl::string_view where) const {
   return OpenBody(cipher_, body, where);
 }
 
 absl::Status MaterializationStore::NoCipherError() const {
   return absl::FailedPreconditionError(absl::StrCat(
-      keys_.base, ": a sensitive type's bodies are sealed before Redis and no --redis_body_key_file "
-                  "is set; nothing was written"));
+      keys_.base,
+      ": a sensitive type's bodies are sealed before Redis and no --redis_body_key_file "
+      "is set; nothing was written"));
 }
 
 absl::StatusOr<AppendResult> MaterializationStore::Append(const StreamEntry& entry) {
@@ -400,6 +436,7 @@ absl::StatusOr<std::vector<AppendResult>> MaterializationStore::AppendEntries(
 
 absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> entries,
                                                absl::Span<AppendResult> results) {
+  RETURN_IF_ERROR(PassGate());
   const PreparedChunk chunk(entries);
   for (int attempt = 1; attempt <= kAppendAttempts; ++attempt) {
     // Round trip 1 (skipped when there is nothing to place): watch and read what the rules need,
@@ -452,7 +489,45 @@ absl::Status MaterializationStore::AppendChunk(absl::Span<const StreamEntry> ent
                           strings.emplace_back(absl::StrCat("diverted:", DivertReasonName(reason))),
                           strings.emplace_back(absl::StrCat(n))});
     }
-    auto replies = redis_->TransactionViews(commands);
+    absl::StatusOr<std::vector<RedisReply>> replies;
+    if (!fence_) {
+      replies = redis_->TransactionViews(commands);
+    } else {
+      // The same writes, run by the fence's script inside the MULTI/EXEC.
+      const Fence& fence = fence_->fence;
+      const OwnershipKeys own = OwnershipKeys::For(prefix_, fence.unit);
+      RedisCommandView eval = {"EVAL",       FencedAppendScript().source(),
+                               "4",          own.epoch,
+                               own.owner,    keys_.stream,
+                               keys_.counts, strings.emplace_back(absl::StrCat(fence.epoch)),
+                               fence.owner,  strings.emplace_back(absl::StrCat(commands.size()))};
+      for (const RedisCommandView& command : commands) {
+        eval.push_back(strings.emplace_back(absl::StrCat(command.size())));
+        eval.insert(eval.end(), command.begin(), command.end());
+      }
+      auto exec = redis_->TransactionViews({eval});
+      if (!exec.ok()) {
+        replies = exec.status();
+      } else if (exec->size() != 1 || (*exec)[0].IsError()) {
+        replies = exec->size() == 1 ? (*exec)[0].ErrorStatus()
+                                    : absl::InternalError("fenced append: unexpected EXEC reply");
+      } else {
+        RedisReply& out = (*exec)[0];
+        auto& e = out.mutable_elements();
+        if (!out.IsArray() || e.empty() || e[0].type() != RedisReply::Type::kInteger) {
+          return absl::InternalError(
+              absl::StrCat("fenced append: unexpected reply ", out.DebugString()));
+        }
+        if (e[0].integer() == 0 && e.size() == 3) {
+          return FencedError(fence, e[1].str(), e[2].str());
+        }
+        if (e.size() != 2 || !e[1].IsArray()) {
+          return absl::InternalError(
+              absl::StrCat("fenced append: unexpected reply ", out.DebugString()));
+        }
+        replies = std::move(e[1].mutable_elements());
+      }
+    }
     if (absl::IsAborted(replies.status())) continue;  // a watched key changed: decide again
     if (!replies.ok()) return core::Annotate(replies.status(), "appending to " + keys_.stream);
     for (size_t k = 0; k < plan->appended.size(); ++k) {
@@ -642,6 +717,7 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
                                                           std::optional<StreamPosition> base,
                                                           const std::string& incarnation) {
   if (seal_ && cipher_ == nullptr) return NoCipherError();
+  RETURN_IF_ERROR(PassGate());
   const std::string staging = keys_.CheckpointStaging(GenerationId());
   // 1. Write the new generation beside the live one (readers keep seeing the old one).
   std::vector<RedisCommand> writes;
@@ -675,17 +751,26 @@ absl::StatusOr<CheckpointSwap> MaterializationStore::Swap(const ObjectMap& items
   }
   // 2. Swap it in with its position, then trim what it covers.
   std::optional<StreamPosition> min_id = Next(covered_through);
-  ASSIGN_OR_RETURN(RedisReply reply,
-                   redis_->Eval(SwapScript(),
-                                {keys_.checkpoint_items, staging, keys_.checkpoint_rv, keys_.stream,
-                                 index_key_, keys_.checkpoint_meta},
-                                {covered_through.ToString(), min_id ? min_id->ToString() : "",
-                                 absl::StrCat(items.size()), keys_.index_member,
-                                 base ? base->ToString() : "", incarnation}));
+  std::vector<std::string> swap_keys = {keys_.checkpoint_items, staging,    keys_.checkpoint_rv,
+                                        keys_.stream,           index_key_, keys_.checkpoint_meta};
+  std::vector<std::string> swap_args = {
+      covered_through.ToString(), min_id ? min_id->ToString() : "", absl::StrCat(items.size()),
+      keys_.index_member,         base ? base->ToString() : "",     incarnation};
+  if (fence_) {
+    const OwnershipKeys own = OwnershipKeys::For(prefix_, fence_->fence.unit);
+    swap_keys.push_back(own.epoch);
+    swap_keys.push_back(own.owner);
+    swap_args.push_back(absl::StrCat(fence_->fence.epoch));
+    swap_args.push_back(fence_->fence.owner);
+  }
+  ASSIGN_OR_RETURN(RedisReply reply, redis_->Eval(SwapScript(), swap_keys, swap_args));
   if (!reply.IsArray() || reply.elements().size() != 4) {
     return absl::InternalError(absl::StrCat("swap script: unexpected reply ", reply.DebugString()));
   }
   ASSIGN_OR_RETURN(std::string outcome, reply.elements()[0].AsString());
+  if (outcome == "fenced" && fence_) {
+    return FencedError(fence_->fence, reply.elements()[1].str(), reply.elements()[2].str());
+  }
   if (outcome == "incomplete") {
     return absl::AbortedError(
         absl::StrCat("checkpoint staging hash ", staging, " lost items before the swap"));
@@ -736,11 +821,22 @@ absl::StatusOr<CompactionResult> MaterializationStore::CompactView(Materializati
   return result;
 }
 
+absl::Status MaterializationStore::PassGate() const {
+  if (!fence_ || !fence_->gate) return absl::OkStatus();
+  return fence_->gate();
+}
+
+absl::Status MaterializationStore::WriteAll(std::vector<std::string> keys,
+                                            const std::vector<RedisCommand>& commands) {
+  if (!fence_) return redis_->Transaction(commands).status();
+  RETURN_IF_ERROR(PassGate());
+  OwnershipStore own(redis_, prefix_);
+  return own.FencedWrite(fence_->fence, {std::move(keys), commands}).status();
+}
+
 absl::Status MaterializationStore::WriteState(const MaterializationState& state) {
-  return redis_
-      ->Transaction(
-          {{"SET", keys_.state, state.ToJson()}, {"SADD", index_key_, keys_.index_member}})
-      .status();
+  return WriteAll({keys_.state, index_key_},
+                  {{"SET", keys_.state, state.ToJson()}, {"SADD", index_key_, keys_.index_member}});
 }
 
 absl::StatusOr<std::optional<MaterializationState>> MaterializationStore::ReadState() {
@@ -769,11 +865,11 @@ absl::StatusOr<MaterializationCounts> MaterializationStore::ReadCounts() {
 }
 
 absl::Status MaterializationStore::Release() {
-  return redis_
-      ->Transaction({{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv,
-                      keys_.checkpoint_meta, keys_.state, keys_.counts},
-                     {"SREM", index_key_, keys_.index_member}})
-      .status();
+  return WriteAll({keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv, keys_.checkpoint_meta,
+                   keys_.state, keys_.counts, index_key_},
+                  {{"DEL", keys_.stream, keys_.checkpoint_items, keys_.checkpoint_rv,
+                    keys_.checkpoint_meta, keys_.state, keys_.counts},
+                   {"SREM", index_key_, keys_.index_member}});
 }
 
 absl::StatusOr<std::vector<std::string>> WaitForAnyStream(

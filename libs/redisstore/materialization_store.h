@@ -39,6 +39,7 @@
 #include "libs/redisstore/body_cipher.h"
 #include "libs/redisstore/keys.h"
 #include "libs/redisstore/lineage.h"
+#include "libs/redisstore/ownership_store.h"
 #include "libs/redisstore/redis_connection.h"
 #include "libs/redisstore/stream_entry.h"
 
@@ -126,6 +127,15 @@ struct MaterializationCounts {
   std::map<std::string, int64_t> diverted;  // reason name -> count
 };
 
+// The ownership a writer of a materialization carries (ownership_store.h), with a gate asked
+// before each write.
+struct WriteFence {
+  Fence fence;
+  // Asked before every fenced write; a non-OK status is returned as it is and nothing is sent
+  // (the materializer answers Unavailable while its replica's Lease is not held). May be empty.
+  std::function<absl::Status()> gate;
+};
+
 class MaterializationStore {
  public:
   MaterializationStore(RedisConnection* redis, KeyPrefix prefix, core::GroupVersionResource gvr,
@@ -140,6 +150,13 @@ class MaterializationStore {
   // StateLostError, so a writer never builds on a checkpoint that vanished or went backwards.
   // Appends, swaps and compactions through this store keep the tracker up to date.
   void GuardAppends(LineageTracker* tracker) { guard_ = tracker; }
+
+  // Fences every write of this store (nullopt: none, as before): each append chunk, checkpoint
+  // swap (ReplaceCheckpoint, Compact), WriteState and Release checks the fence's epoch and owner
+  // inside the same script as the write (docs/redis-keys.md, Ownership epochs); a stale fence
+  // writes nothing and fails with FailedPrecondition (IsFenced). Reads are not fenced.
+  void FenceWrites(std::optional<WriteFence> fence) { fence_ = std::move(fence); }
+  const std::optional<WriteFence>& fence() const { return fence_; }
 
   // Sensitive bodies (body_cipher.h). With `seal`, every body this store writes (stream entries,
   // checkpoints, compactions) is sealed with `cipher`; a sealed write without a cipher fails
@@ -226,6 +243,10 @@ class MaterializationStore {
 
  private:
   absl::Status NoCipherError() const;
+  // OK when unfenced or the gate lets the write through.
+  absl::Status PassGate() const;
+  // WriteState/Release: the commands in one MULTI, or in one fenced script.
+  absl::Status WriteAll(std::vector<std::string> keys, const std::vector<RedisCommand>& commands);
   // Append/AppendAll: chunks of entries, one optimistic transaction each.
   absl::StatusOr<std::vector<AppendResult>> AppendEntries(absl::Span<const StreamEntry> entries);
   absl::Status AppendChunk(absl::Span<const StreamEntry> entries, absl::Span<AppendResult> results);
@@ -245,6 +266,7 @@ class MaterializationStore {
   LineageTracker* guard_ = nullptr;
   const BodyCipher* cipher_ = nullptr;
   bool seal_ = false;
+  std::optional<WriteFence> fence_;
 };
 
 // Waits until at least one of `streams` (stream key, reader position) has an entry after its

@@ -73,7 +73,8 @@ class OwnershipStore {
 // Whether a status is a fencing refusal (the write came from a stale owner).
 bool IsFenced(const absl::Status& status);
 // The refusal of a stale `fence` (IsFenced holds), naming the unit's current epoch and owner: for
-// stores that check a fence inside a script of their own.
+// stores that check a fence inside a script of their own (delivery_cursor_store.h,
+// materialization_store.h).
 absl::Status FencedError(const Fence& fence, absl::string_view current_epoch,
                          absl::string_view current_owner);
 

@@ -57,6 +57,20 @@ redisstore::MaterializationStore MaterializationCore::StoreOn(
     redisstore::RedisConnection* redis) const {
   redisstore::MaterializationStore store(redis, options_.prefix, options_.gvr, options_.scope);
   store.UseBodyCipher(options_.body_cipher, options_.sensitive);
+  if (options_.fence) {
+    store.FenceWrites(redisstore::WriteFence{
+        *options_.fence, [this]() -> absl::Status {
+          if (fenced_) {
+            std::lock_guard lock(mu_);
+            return fenced_status_;
+          }
+          if (options_.may_write && !options_.may_write()) {
+            return absl::UnavailableError(
+                "this replica's membership Lease is not held: no writes until it is renewed");
+          }
+          return absl::OkStatus();
+        }});
+  }
   return store;
 }
 
@@ -138,7 +152,8 @@ void MaterializationCore::SetPhase(const std::string& phase, const std::string& 
       std::lock_guard lock(mu_);
       state.checkpoint = status_.checkpoint;
     }
-    (void)store_->WriteState(state);  // informational; the next phase change rewrites it
+    // Informational; the next phase change rewrites it.
+    if (absl::Status s = store_->WriteState(state); redisstore::IsFenced(s)) OnFenced(s);
   }
 }
 
@@ -152,6 +167,35 @@ std::optional<redisstore::StateLoss> MaterializationCore::CheckState(
     return std::nullopt;
   }
   return judged->loss;
+}
+
+void MaterializationCore::OnFenced(const absl::Status& status) {
+  {
+    std::lock_guard lock(mu_);
+    if (fenced_) return;  // the first refusal stops the worker; later ones are refused locally
+    fenced_status_ = status;
+    fenced_ = true;
+  }
+  metrics_
+      ->GetCounter("reverser_materializer_fenced_writes_total",
+                   "Writes refused because another replica took the unit over (each stops the "
+                   "unit's worker).",
+                   labels_)
+      .Increment();
+  runtime::LogWarning(
+      "write refused: another replica took the unit over; stopping",
+      {{"type", Name()},
+       {"unit", options_.fence ? options_.fence->unit : ""},
+       {"epoch", static_cast<long long>(options_.fence ? options_.fence->epoch : 0)},
+       {"error", status.ToString()}});
+  {
+    std::lock_guard lock(mu_);
+    status_.last_error = status.ToString();
+    status_.reason = "Fenced";
+  }
+  RequestStop();
+  if (interrupt_) interrupt_();
+  if (options_.on_fenced) options_.on_fenced();
 }
 
 void MaterializationCore::OnStateLost(redisstore::StateLoss loss) {
@@ -251,6 +295,7 @@ void MaterializationCore::CompactIfLong() {
   if (static_cast<size_t>(*length->AsInteger()) <= options_.compact_after_entries) return;
   auto compacted = store_->Compact();
   if (compacted.ok()) CountCompaction(*compacted);
+  if (redisstore::IsFenced(compacted.status())) OnFenced(compacted.status());
 }
 
 void MaterializationCore::CountCompaction(const redisstore::CompactionResult& result) {
@@ -273,7 +318,9 @@ absl::StatusOr<redisstore::MaterializationStore> MaterializationCore::AdminStore
 absl::StatusOr<redisstore::CompactionResult> MaterializationCore::CompactNow() {
   std::lock_guard admin(admin_mu_);
   ASSIGN_OR_RETURN(redisstore::MaterializationStore store, AdminStore());
-  ASSIGN_OR_RETURN(redisstore::CompactionResult result, store.Compact());
+  absl::StatusOr<redisstore::CompactionResult> compacted = store.Compact();
+  if (redisstore::IsFenced(compacted.status())) OnFenced(compacted.status());
+  ASSIGN_OR_RETURN(redisstore::CompactionResult result, std::move(compacted));
   CountCompaction(result);
   runtime::LogInfo("compaction requested", {{"type", Name()},
                                             {"compacted", result.compacted},
@@ -297,7 +344,9 @@ absl::StatusOr<StoredFacts> MaterializationCore::ReadStoredFacts() {
 absl::Status MaterializationCore::Release() {
   auto redis = redisstore::RedisConnection::Connect(options_.redis);
   if (!redis.ok()) return redis.status();
-  return StoreOn(redis->get()).Release();
+  absl::Status released = StoreOn(redis->get()).Release();
+  if (redisstore::IsFenced(released)) OnFenced(released);
+  return released;
 }
 
 }  // namespace reverser::materializer

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,15 @@ struct TypeMaterializerOptions {
   // writes fail (nothing sensitive is stored in plaintext). Not owned.
   bool sensitive = false;
   const redisstore::BodyCipher* body_cipher = nullptr;
+  // Membership (--membership): the unit's fence (the supervisor took the unit over). Every
+  // write of this worker carries it and is refused once another replica took the unit over
+  // (nothing written; the worker stops at once). nullopt: unfenced, a single replica.
+  std::optional<redisstore::Fence> fence;
+  // With a fence: whether this replica may write now (its Lease is held, Replica::Held); while
+  // not, writes wait and are retried (Unavailable). Empty: always.
+  std::function<bool()> may_write;
+  // With a fence: told once, from whichever worker thread met it, that a write was refused.
+  std::function<void()> on_fenced;
 };
 
 // The status reason while a materialization is rebuilt after its Redis state was lost.
@@ -159,6 +169,13 @@ class MaterializationCore {
   // Looks at the keys on `store` (a mark read in the tracker's current epoch); the loss if the
   // state is lost, nullopt otherwise or when Redis does not answer.
   std::optional<redisstore::StateLoss> CheckState(redisstore::MaterializationStore& store);
+  // A write was refused by the unit's fence (another replica took the unit over): counted
+  // (reverser_materializer_fenced_writes_total), logged and reported once, then the worker
+  // stops; every later write is refused here without reaching Redis. Any thread.
+  void OnFenced(const absl::Status& status);
+  bool fenced() const { return fenced_.load(); }
+  // Stops the intake's blocking read (the TypeMaterializer sets it to its intake's Interrupt).
+  void SetInterrupt(std::function<void()> interrupt) { interrupt_ = std::move(interrupt); }
   // Records a detected loss (once per rebuild): status, metric, log, then the listener.
   void OnStateLost(redisstore::StateLoss loss);
   // The rebuild's checkpoint is in place.
@@ -198,6 +215,8 @@ class MaterializationCore {
   // What this worker has seen of the materialization (guards store_'s appends).
   redisstore::LineageTracker lineage_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> fenced_{false};
+  std::function<void()> interrupt_;
   std::set<std::string> logged_refusals_;  // "identity@rv" already logged (bounded)
 
   mutable std::mutex mu_;
@@ -207,6 +226,7 @@ class MaterializationCore {
   // From the detection until the rebuilt checkpoint is in place.
   std::optional<redisstore::StateLoss> rebuilding_;
   bool state_record_stale_ = false;  // the next SetPhase writes the record regardless
+  absl::Status fenced_status_;       // the refusal that stopped the worker
 
   std::mutex admin_mu_;  // the admin connection
   std::unique_ptr<redisstore::RedisConnection> admin_redis_;
@@ -229,6 +249,10 @@ auto MaterializationCore::WithRetry(const char* what, Fn op) -> decltype(op()) {
   absl::Duration backoff = absl::Milliseconds(100);
   while (true) {
     auto result = op();
+    if (redisstore::IsFenced(result.status())) {
+      OnFenced(result.status());
+      return result;
+    }
     if (result.ok() || stopping_ || redisstore::StateLossOf(result.status())) return result;
     CountRetry(what, result.status());
     if (WaitForStop(backoff)) return result;  // a stop does not wait out the backoff

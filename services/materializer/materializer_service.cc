@@ -1,9 +1,14 @@
 #include "services/materializer/materializer_service.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "libs/catalogclient/catalog_flags.h"
+#include "libs/core/clock.h"
+#include "libs/core/status.h"
 #include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
@@ -75,7 +80,36 @@ absl::Status CheckIntake(const MaterializerServiceOptions& options, TypeMaterial
   return absl::OkStatus();
 }
 
+// --membership with an intake that is not a watch: the audit intake appends every claimed
+// stream from the webhook, whichever replica owns the unit.
+absl::Status CheckMembership(const membership::ReplicaSettings& replica, Intake intake) {
+  if (!replica.enabled || intake == Intake::kWatch) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "--membership shares the (type, scope) materializations out among replicas, but "
+      "--intake=audit appends to every claimed stream from the audit webhook, whether this "
+      "replica owns it or not: use --intake=watch with --membership (or run one replica "
+      "without --membership)");
+}
+
+// The address this replica advertises in its Lease: $POD_IP (else the host name) and the gRPC
+// port.
+std::string ReplicaAddress(int grpc_port) {
+  std::string host;
+  if (const char* ip = std::getenv("POD_IP"); ip != nullptr && *ip != '\0') {
+    host = ip;
+  } else {
+    char buffer[256] = {};
+    host = gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "localhost";
+  }
+  return absl::StrCat(host, ":", grpc_port);
+}
+
 }  // namespace
+
+bool MaterializerService::ReplicaGate::Held() const {
+  std::lock_guard lock(mu);
+  return replica != nullptr && replica->Held();
+}
 
 MaterializerService::MaterializerService(runtime::ServiceHost& host,
                                          MaterializerServiceOptions options)
@@ -98,6 +132,10 @@ absl::Status MaterializerService::Setup() {
       !s.ok()) {
     return s;
   }
+  auto replica = membership::ReplicaSettingsFromFlags();
+  if (!replica.ok()) return replica.status();
+  replica_settings_ = *replica;
+  if (absl::Status s = CheckMembership(replica_settings_, base.intake); !s.ok()) return s;
   auto settings = redisstore::RedisSettingsFromFlags();
   if (!settings.ok()) return settings.status();
   const redisstore::RedisOptions& redis = settings->options;
@@ -137,6 +175,29 @@ absl::Status MaterializerService::Setup() {
     o.sensitive = sensitive;
     return std::make_unique<TypeMaterializer>(client, o, metrics);
   };
+  if (replica_settings_.enabled) {
+    SupervisorMembership m;
+    m.replica_id = replica_settings_.replica_id;
+    std::shared_ptr<ReplicaGate> gate = replica_gate_;
+    m.held = [gate] { return gate->Held(); };
+    m.make_worker = [client, base, metrics](const core::GroupVersionResource& gvr,
+                                            const core::WatchScope& scope, bool sensitive,
+                                            const WorkerOwnership& ownership) {
+      TypeMaterializerOptions o = base;
+      o.gvr = gvr;
+      o.scope = scope;
+      o.sensitive = sensitive;
+      o.fence = ownership.fence;
+      o.may_write = ownership.may_write;
+      o.on_fenced = ownership.on_fenced;
+      return std::make_unique<TypeMaterializer>(client, o, metrics);
+    };
+    m.redis = redis;
+    m.prefix = prefix;
+    m.metrics = metrics;
+    supervisor.membership = std::move(m);
+    host_.SetDetail("replica_id", replica_settings_.replica_id);
+  }
   runtime::ServiceHost* h = &host_;
   supervisor.on_applied = [h](size_t workers) {
     h->SetComponent("claims", true, absl::StrCat(workers, " materialization(s)"));
@@ -241,6 +302,28 @@ absl::Status MaterializerService::Start() {
     runtime::LogInfo("admission webhook listening",
                      {{"admission_port", *port}, {"tls", !options_.admission_insecure}});
   }
+  if (replica_settings_.enabled) {
+    // Joined after the host listens (the Lease carries the gRPC address). Until the view is
+    // synced and shows this replica, the supervisor owns nothing and no claim runs.
+    auto target = caf::actor_cast<caf::weak_actor_ptr>(supervisor_);
+    auto joined = membership::Replica::Join(
+        *client_, replica_settings_.Identity("materializer", ReplicaAddress(host_.grpc_port())),
+        replica_settings_.timing, core::Clock::Real(),
+        [target](const membership::Membership& members) {
+          if (auto supervisor = caf::actor_cast<SupervisorActor>(target)) {
+            caf::anon_send(supervisor, membership_atom::value, members);
+          }
+        });
+    if (!joined.ok()) return core::Annotate(joined.status(), "--membership: joining");
+    replica_ = std::move(*joined);
+    {
+      std::lock_guard lock(replica_gate_->mu);
+      replica_gate_->replica = replica_.get();
+    }
+    runtime::LogInfo("joined as a replica", {{"service", "materializer"},
+                                             {"replica_id", replica_settings_.replica_id},
+                                             {"namespace", replica_settings_.namespace_}});
+  }
   if (claims_) claims_->Start();
   return absl::OkStatus();
 }
@@ -249,6 +332,27 @@ void MaterializerService::Stop() {
   if (claims_) claims_->Stop();
   if (webhook_) webhook_->Stop();
   if (admission_) admission_->Stop();
+  if (replica_) {
+    // Units first (every worker stopped, nothing written after this), then the Lease.
+    if (supervisor_) {
+      caf::scoped_actor self{host_.actors()};
+      self->send_exit(supervisor_, caf::exit_reason::user_shutdown);
+      self->wait_for(supervisor_);
+    }
+    {
+      std::lock_guard lock(replica_gate_->mu);
+      replica_gate_->replica = nullptr;
+    }
+    if (absl::Status left = replica_->Leave(); !left.ok()) {
+      runtime::LogWarning(
+          "leaving failed (the others count this replica out when its Lease "
+          "expires)",
+          {{"error", left.ToString()}});
+    } else {
+      runtime::LogInfo("left", {{"replica_id", replica_settings_.replica_id}});
+    }
+    replica_.reset();
+  }
   if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
   // The last strong handle: the supervisor's thread ends once the actor is gone.
   supervisor_ = nullptr;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "libs/catalogclient/stream_follower.h"
 #include "libs/core/json_depth.h"
 #include "libs/kube/rest_client.h"
+#include "libs/membership/replica.h"
 #include "libs/redisstore/body_cipher.h"
 #include "libs/runtime/service_host.h"
 #include "proto/reverser/v1/catalog.pb.h"
@@ -85,8 +87,17 @@ class MaterializerService final {
   absl::Status Setup();
   // Starts the audit webhook and the claim stream.
   absl::Status Start();
-  // Stops the claim stream, the webhook and the supervisor (which stops every worker).
+  // Stops the claim stream, the webhook and the supervisor (which stops every worker); with
+  // --membership, waits for the workers to stop, then leaves (the Lease is deleted, so the
+  // other replicas take the units over at once).
   void Stop();
+
+  // Whether this replica's Lease is held (--membership); shared with every worker's write gate.
+  struct ReplicaGate {
+    mutable std::mutex mu;
+    membership::Replica* replica = nullptr;  // null: not joined (or left): no writes
+    bool Held() const;
+  };
 
  private:
   runtime::ServiceHost& host_;
@@ -103,6 +114,9 @@ class MaterializerService final {
   std::unique_ptr<AdmissionReviewer> reviewer_;
   std::unique_ptr<AdmissionWebhookServer> admission_;
   std::unique_ptr<MaterializerAdminGrpcService> admin_;
+  membership::ReplicaSettings replica_settings_;
+  std::shared_ptr<ReplicaGate> replica_gate_ = std::make_shared<ReplicaGate>();
+  std::unique_ptr<membership::Replica> replica_;
 };
 
 }  // namespace reverser::materializer

@@ -4,7 +4,9 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "libs/core/proto_convert.h"
+#include "libs/membership/units.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::materializer {
@@ -25,6 +27,162 @@ void SupervisorState::StopAll() {
   workers.clear();
 }
 
+std::string UnitOf(const ClaimKey& claim) {
+  return membership::MaterializationUnit(redisstore::GroupResourceSegment(claim.first),
+                                         claim.second.IsCluster() ? "" : claim.second.namespace_);
+}
+
+namespace {
+
+using Self = SupervisorActor::stateful_pointer<SupervisorState>;
+
+void ScheduleRetry(Self self, const SupervisorMembership& m) {
+  if (self->state.retry_scheduled) return;
+  self->state.retry_scheduled = true;
+  self->delayed_send(self, std::chrono::milliseconds(absl::ToInt64Milliseconds(m.retry_after)),
+                     retry_atom::value);
+}
+
+// The unit's fence, taking the unit over first when this replica holds none; nullopt when that
+// cannot be done now (Lease not held, Redis down).
+std::optional<redisstore::Fence> FenceOf(Self self, const SupervisorMembership& m,
+                                         const std::string& unit) {
+  auto& st = self->state;
+  if (auto it = st.fences.find(unit); it != st.fences.end()) return it->second;
+  if (m.held && !m.held()) return std::nullopt;
+  if (!st.redis) {
+    auto redis = redisstore::RedisConnection::Connect(m.redis);
+    if (!redis.ok()) {
+      runtime::LogWarning("unit takeover failed; retrying",
+                          {{"unit", unit}, {"error", redis.status().ToString()}});
+      return std::nullopt;
+    }
+    st.redis = std::move(*redis);
+  }
+  redisstore::OwnershipStore own(st.redis.get(), m.prefix);
+  auto fence = own.TakeOver(unit, m.replica_id);
+  if (!fence.ok()) {
+    runtime::LogWarning("unit takeover failed; retrying",
+                        {{"unit", unit}, {"error", fence.status().ToString()}});
+    return std::nullopt;
+  }
+  runtime::LogInfo("unit taken over", {{"unit", unit}, {"epoch", fence->epoch}});
+  st.fences[unit] = *fence;
+  return *fence;
+}
+
+// A worker for `key`; null when its unit cannot be taken over now (a retry is scheduled).
+std::unique_ptr<TypeMaterializer> MakeWorker(Self self, const SupervisorOptions& options,
+                                             const ClaimKey& key, bool sensitive) {
+  if (!options.membership) return options.make_worker(key.first, key.second, sensitive);
+  const SupervisorMembership& m = *options.membership;
+  const std::string unit = UnitOf(key);
+  std::optional<redisstore::Fence> fence = FenceOf(self, m, unit);
+  if (!fence) {
+    ScheduleRetry(self, m);
+    return nullptr;
+  }
+  WorkerOwnership ownership;
+  ownership.fence = *fence;
+  ownership.may_write = m.held;
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
+  ownership.on_fenced = [weak, unit] {
+    if (auto supervisor = caf::actor_cast<SupervisorActor>(weak)) {
+      caf::anon_send(supervisor, fenced_atom::value, unit);
+    }
+  };
+  return m.make_worker(key.first, key.second, sensitive, ownership);
+}
+
+void LogChange(const membership::OwnershipChange& change, size_t owned) {
+  if (!change.gained.empty()) {
+    runtime::LogInfo("units gained", {{"units", absl::StrJoin(change.gained, ",")},
+                                      {"owned", static_cast<long long>(owned)}});
+  }
+  if (!change.lost.empty()) {
+    runtime::LogInfo("units lost", {{"units", absl::StrJoin(change.lost, ",")},
+                                    {"owned", static_cast<long long>(owned)}});
+  }
+}
+
+// Makes the workers match the claim set (and, with membership, the owned units): starts the
+// missing, stops (and releases) the rest.
+void Apply(Self self, const SupervisorOptions& options) {
+  auto& st = self->state;
+  auto& workers = st.workers;
+  std::map<ClaimKey, bool> desired;
+  if (!st.stopped) {
+    for (const auto& [key, sensitive] : st.wanted) {
+      if (!st.table || st.table->Owns(UnitOf(key))) desired[key] = sensitive;
+    }
+  }
+  for (auto it = workers.begin(); it != workers.end();) {
+    auto want = desired.find(it->first);
+    const bool fenced = it->second->fenced();
+    if (want != desired.end() && want->second == it->second->sensitive() && !fenced) {
+      ++it;
+      continue;
+    }
+    if (want != desired.end() && fenced) {
+      // Stopped by its fence while this replica still owns the unit: started again below,
+      // after a new takeover.
+      runtime::LogInfo("claim restarted after it was fenced", {{"type", it->second->Name()}});
+      it->second->Stop();
+      it = workers.erase(it);
+      continue;
+    }
+    if (want != desired.end()) {
+      // Became (or stopped being) sensitive: a new worker rebuilds it sealed (or not).
+      runtime::LogInfo("claim sensitivity changed",
+                       {{"type", it->second->Name()}, {"sensitive", want->second}});
+      if (auto s = it->second->StopAndRelease(); !s.ok()) {
+        runtime::LogWarning("release failed", {{"error", s.ToString()}});
+      }
+      it = workers.erase(it);
+      continue;
+    }
+    if (!st.wanted.count(it->first)) {
+      runtime::LogInfo("claim withdrawn", {{"type", it->second->Name()}});
+      if (options.release_withdrawn) {
+        if (auto s = it->second->StopAndRelease(); !s.ok()) {
+          runtime::LogWarning("release failed", {{"error", s.ToString()}});
+        }
+      } else {
+        it->second->Stop();
+      }
+    } else {
+      // Its unit is another replica's now (or the supervisor is stopping): stop at once, keep
+      // the keys for the new owner.
+      runtime::LogInfo("claim stopped", {{"type", it->second->Name()},
+                                         {"reason", st.stopped ? "stopping" : "unit lost"}});
+      it->second->Stop();
+    }
+    it = workers.erase(it);
+  }
+  if (st.table) {
+    for (auto it = st.fences.begin(); it != st.fences.end();) {
+      it = st.table->Owns(it->first) && !st.stopped ? std::next(it) : st.fences.erase(it);
+    }
+  }
+  for (const auto& [key, is_sensitive] : desired) {
+    if (workers.count(key)) continue;
+    auto worker = MakeWorker(self, options, key, is_sensitive);
+    if (!worker) continue;  // its unit is taken over on the retry
+    runtime::LogInfo("claim started", {{"type", worker->Name()}});
+    worker->Start();
+    workers.emplace(key, std::move(worker));
+  }
+  if (st.table && options.membership->metrics) {
+    options.membership->metrics
+        ->GetGauge("reverser_materializer_owned_units",
+                   "Units (type, scope materializations) this replica owns (--membership).")
+        .Set(static_cast<double>(st.table->owned().size()));
+  }
+  if (options.on_applied && st.claims_applied) options.on_applied(workers.size());
+}
+
+}  // namespace
+
 SupervisorActor::behavior_type Supervisor(SupervisorActor::stateful_pointer<SupervisorState> self,
                                           SupervisorOptions options) {
   // The workers stop while the actor still runs, as a message it handles, not in its cleanup.
@@ -32,9 +190,10 @@ SupervisorActor::behavior_type Supervisor(SupervisorActor::stateful_pointer<Supe
     self->state.StopAll();
     self->quit(msg.reason);
   });
+  if (options.membership) self->state.table.emplace(options.membership->replica_id);
   return {
       [self, options](claims_atom, const reverser::v1::ClaimSet& set) {
-        auto& workers = self->state.workers;
+        auto& st = self->state;
         std::map<ClaimKey, bool> wanted;  // claim -> sensitive
         for (const auto& claim : set.claims()) {
           wanted[{core::FromProto(claim.type().gvr()), core::FromProto(claim.scope())}] =
@@ -51,40 +210,35 @@ SupervisorActor::behavior_type Supervisor(SupervisorActor::stateful_pointer<Supe
           }
           options.registry->Replace(std::move(keys), std::move(sensitive));
         }
-        for (auto it = workers.begin(); it != workers.end();) {
-          auto want = wanted.find(it->first);
-          if (want != wanted.end() && want->second == it->second->sensitive()) {
-            ++it;
-            continue;
-          }
-          if (want != wanted.end()) {
-            // Became (or stopped being) sensitive: a new worker rebuilds it sealed (or not).
-            runtime::LogInfo("claim sensitivity changed",
-                             {{"type", it->second->Name()}, {"sensitive", want->second}});
-            if (auto s = it->second->StopAndRelease(); !s.ok()) {
-              runtime::LogWarning("release failed", {{"error", s.ToString()}});
-            }
-            it = workers.erase(it);
-            continue;
-          }
-          runtime::LogInfo("claim withdrawn", {{"type", it->second->Name()}});
-          if (options.release_withdrawn) {
-            if (auto s = it->second->StopAndRelease(); !s.ok()) {
-              runtime::LogWarning("release failed", {{"error", s.ToString()}});
-            }
-          } else {
-            it->second->Stop();
-          }
-          it = workers.erase(it);
+        st.wanted = std::move(wanted);
+        st.claims_applied = true;
+        if (st.table) {
+          std::vector<std::string> units;
+          for (const auto& [key, sensitive] : st.wanted) units.push_back(UnitOf(key));
+          LogChange(st.table->SetUnits(std::move(units)), st.table->owned().size());
         }
-        for (const auto& [key, is_sensitive] : wanted) {
-          if (workers.count(key)) continue;
-          auto worker = options.make_worker(key.first, key.second, is_sensitive);
-          runtime::LogInfo("claim started", {{"type", worker->Name()}});
-          worker->Start();
-          workers.emplace(key, std::move(worker));
-        }
-        if (options.on_applied) options.on_applied(workers.size());
+        Apply(self, options);
+      },
+      [self, options](membership_atom, const membership::Membership& members) {
+        auto& st = self->state;
+        if (!st.table) return;
+        LogChange(st.table->SetMembership(members), st.table->owned().size());
+        Apply(self, options);
+      },
+      [self, options](fenced_atom, const std::string& unit) {
+        // Another replica took the unit over (it stopped its worker already). Held again only
+        // after a new takeover, once the retry finds the unit still ours.
+        self->state.fences.erase(unit);
+        if (options.membership) ScheduleRetry(self, *options.membership);
+      },
+      [self, options](retry_atom) {
+        self->state.retry_scheduled = false;
+        Apply(self, options);
+      },
+      [self, options](stop_atom) {
+        self->state.stopped = true;
+        Apply(self, options);
+        return true;
       },
       [self](list_atom) {
         MaterializationList list;

@@ -14,6 +14,7 @@ TypeMaterializer::TypeMaterializer(std::shared_ptr<kube::RestClient> client,
   } else {
     intake_ = std::make_unique<WatchIntake>(std::move(client), &core_);
   }
+  core_.SetInterrupt([this] { intake_->Interrupt(); });
 }
 
 TypeMaterializer::~TypeMaterializer() { Stop(); }

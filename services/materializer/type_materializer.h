@@ -50,6 +50,8 @@ class TypeMaterializer {
   const core::WatchScope& scope() const { return core_.options().scope; }
   std::string Name() const { return core_.Name(); }             // "apps/v1/deployments cluster"
   bool sensitive() const { return core_.options().sensitive; }  // its bodies are sealed in Redis
+  // A write was refused by its fence (another replica took the unit over): it has stopped.
+  bool fenced() const { return core_.fenced(); }
 
  private:
   void Run();
