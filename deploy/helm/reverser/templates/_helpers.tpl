@@ -153,6 +153,28 @@ imagePullSecrets:
 - --admin_auth={{ .root.Values.admin.auth }}
 {{- end -}}
 
+{{/* Membership flags of the services whose replicas share work (materializer, splicer,
+gitworker): each pod's Lease is named after the pod, in the release namespace. The gitworker
+advertises its pod IP, where the splicers that route a branch to it dial. */}}
+{{- define "reverser.membershipArgs" -}}
+{{- $m := .root.Values.membership -}}
+{{- if and $m.enabled (or (eq .component "materializer") (eq .component "splicer") (eq .component "gitworker")) }}
+- --membership=true
+- --membership_namespace=$(POD_NAMESPACE)
+- --replica_id=$(POD_NAME)
+- --membership_lease_duration={{ $m.leaseDuration }}
+- --membership_renew_deadline={{ $m.renewDeadline }}
+- --membership_renew_period={{ $m.renewPeriod }}
+- --membership_grace={{ $m.grace }}
+{{- if eq .component "gitworker" }}
+- --advertise_address=$(POD_IP):{{ .root.Values.ports.grpc }}
+{{- end }}
+{{- if eq .component "splicer" }}
+- --gitworker_membership=true
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* Redis flags of the catalog, the materializer and the splicer. The body key is apart
 (reverser.bodyKeyArgs): only the services that read or write object bodies get it. */}}
 {{- define "reverser.redisArgs" -}}
