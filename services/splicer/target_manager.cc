@@ -501,6 +501,17 @@ void TargetManager::Tick() {
     std::lock_guard lock(mu_);
     const bool held = !options_.held || options_.held();
     refresh = held != held_ || takeover_failed_;
+    // A NotOwner that named no other owner came from a replica whose view lagged (just resumed
+    // from a pause, just started): the members may not change again, so each tick routes the
+    // waiting targets by the members once more instead of waiting for a change.
+    for (auto it = overrides_.begin(); it != overrides_.end();) {
+      if (it->second.empty()) {
+        it = overrides_.erase(it);
+        refresh = true;
+      } else {
+        ++it;
+      }
+    }
   }
   if (refresh) Refresh("membership");
 }
