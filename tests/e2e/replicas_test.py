@@ -18,7 +18,7 @@ import stack as local_stack  # noqa: E402
 TARGETS = 30
 OBJECTS = 3  # ConfigMaps per namespace
 REPLICAS = {"gitworker": 3, "splicer": 2, "materializer": 2}
-CONVERGE = 90  # seconds: a bound for a failing run, not a speed assertion
+CONVERGE = 240  # seconds: a bound for a failing run, not a speed assertion
 
 
 def namespace(i):
