@@ -407,7 +407,7 @@ class Cluster:
             if "value" in e:
                 env[e["name"]] = expand(str(e["value"]), env)
             else:
-                env[e["name"]] = self.value_from(render, e["valueFrom"], pod_name, ns)
+                env[e["name"]] = self.value_from(render, e["valueFrom"], pod_name, ns, self.ip(octet))
         for k, v in env.items():
             cmd += ["--env", f"{k}={v}"]
         # Volumes.
@@ -440,7 +440,7 @@ class Cluster:
             self.pods[cname] = (self.ip(octet), http)
         self.wait_ready(cname, c, octet, pod_name)
 
-    def value_from(self, render, source, pod_name, ns):
+    def value_from(self, render, source, pod_name, ns, pod_ip):
         if "secretKeyRef" in source:
             ref = source["secretKeyRef"]
             return render.secret_data(ref["name"])[ref["key"]].decode()
@@ -449,7 +449,7 @@ class Cluster:
             return render.configmap_data(ref["name"])[ref["key"]].decode()
         if "fieldRef" in source:
             field = source["fieldRef"]["fieldPath"]
-            return {"metadata.name": pod_name, "metadata.namespace": ns}[field]
+            return {"metadata.name": pod_name, "metadata.namespace": ns, "status.podIP": pod_ip}[field]
         raise RuntimeError(f"valueFrom {source} is not what this runner knows")
 
     def volume_dir(self, render, pod_name, volume, uid, gid, fs_group):
