@@ -15,6 +15,7 @@ BENCH_TITLES = {
     "splice": "splicer: splice, peak RSS and live tail (issue #6)",
     "pipeline": "pipeline: change → pushed-commit latency through the local stack",
     "attribution_share": "attribution from admission: commits naming the right user, against the audit path (issue #18)",
+    "replicas": "gitworker replicas: failover time and throughput with 1, 2, 3 replicas (issue #17)",
     "metrics": "runtime: the metrics registry against prometheus-cpp (issue #15)",
     "target_churn": "splicer: GitTargets arriving one by one (issue #15)",
     "fanout": "splicer: many targets over few materializations (issue #15)",
