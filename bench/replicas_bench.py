@@ -298,6 +298,44 @@ def cpu_snapshot(stack):
     return {name: cpu_seconds(proc.pid) for name, proc in stack.procs.items() if proc.poll() is None}
 
 
+# ---- the remote as a Git server keeps it ------------------------------------------------------
+
+class RemoteGc:
+    """`git gc --auto` on the remote every `interval` s: what a Git server does after pushes
+    (receive-pack's receive.autogc; hosting services repack on their own). The gitworker's pushes
+    to a local-path remote write one pack each and never trigger it, so without this the remote
+    holds one pack per push (thousands within minutes), which a bench's remote would not."""
+
+    def __init__(self, remote, interval):
+        self.remote = remote
+        self.interval = interval
+        self.runs = 0
+        self.seconds = 0.0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        if interval > 0:
+            self.thread.start()
+
+    def _run(self):
+        while not self.stop.wait(self.interval):
+            t = time.monotonic()
+            subprocess.run(["git", "-C", self.remote, "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], capture_output=True)
+            self.runs += 1
+            self.seconds += time.monotonic() - t
+
+    def close(self):
+        self.stop.set()
+        if self.interval > 0:
+            self.thread.join()
+
+
+def pack_count(remote):
+    try:
+        return len([n for n in os.listdir(os.path.join(remote, "objects", "pack")) if n.endswith(".pack")])
+    except OSError:
+        return 0
+
+
 # ---- writers ----------------------------------------------------------------------------------
 
 class Patcher:
@@ -492,6 +530,15 @@ def print_tails(stack):
     stack.print_log_tails(lines=20)
 
 
+def finish(stack, args, failed):
+    """Stops the stack; its files are kept after a failure with --keep-on-failure."""
+    if failed and args.keep_on_failure:
+        stack.stop()
+        print(f"stack files kept in {stack.dir}", file=sys.stderr)
+    else:
+        stack.cleanup()
+
+
 # ---- failover ---------------------------------------------------------------------------------
 
 def failover(args):
@@ -501,17 +548,20 @@ def failover(args):
     goal = lease + 2.0
     stack = new_stack(args, 3)
     results = []
+    failed = True
     try:
         ownership = prepare(stack)
         replicas = stack.replica_names("gitworker")
         refs = RefWatch(stack.remote, poll=0.01)
         writer = RateWriter(stack, args.write_rate)
+        gc = RemoteGc(stack.remote, args.remote_gc)
         rng = random.Random(args.seed)
         load_start = loadavg()
         print(f"failover: 3 gitworkers, 1 splicer, 1 materializer, {TARGETS} branches; writer {args.write_rate:g} "
               f"changes/s per branch + the branch under test every 100 ms; membership lease {lease:g} s, "
               f"renew deadline {duration_flag('membership_renew_deadline'):g} s, renew period {renew:g} s, "
-              f"grace {grace:g} s; build {args.build}", flush=True)
+              f"grace {grace:g} s; remote: git gc --auto every {args.remote_gc:g} s (0: never); build {args.build}",
+              flush=True)
         try:
             order = list(range(TARGETS))
             rng.shuffle(order)
@@ -553,17 +603,25 @@ def failover(args):
                     g = ownership.gained_at.get((new_owners[0], unit(i)))
                     if g is not None:
                         gained = g - t_kill_wall
+                ready = None
+                if len(new_owners) == 1:
+                    ready = first_log_after(stack, new_owners[0], 0, "branch clone ready", "branch",
+                                            f"{namespace(i)}/local@{branch(i)}", t_kill_wall)
+                    if ready is not None:
+                        ready -= t_kill_wall
                 rerouted = first_log_after(stack, "splicer", splicer_offset, "GitTarget re-routed", "target",
                                            namespace(i), t_kill_wall)
                 if rerouted is not None:
                     rerouted -= t_kill_wall
                 results.append({"kill": k + 1, "branch": branch(i), "victim": victim,
                                 "new_owner": ",".join(new_owners), "failover_s": failover_s, "gap_s": gap_s,
-                                "gained_s": gained, "rerouted_s": rerouted, "kill_wait_s": t_dead - t_kill})
+                                "gained_s": gained, "rerouted_s": rerouted, "clone_ready_s": ready,
+                                "remote_packs": pack_count(stack.remote), "kill_wait_s": t_dead - t_kill})
                 fmt = lambda x: "%.2f" % x if x is not None else "?"
                 print(f"  kill {k + 1:2d}: {branch(i)} owner {victim:<12} -> {','.join(new_owners) or '?':<12} "
                       f"kill -> first push {failover_s:6.2f} s (new owner's 'gained' at {fmt(gained)} s, "
-                      f"splicer's re-route at {fmt(rerouted)} s), no pushes for {gap_s:6.2f} s", flush=True)
+                      f"splicer's re-route at {fmt(rerouted)} s, its clone fetched at {fmt(ready)} s), "
+                      f"no pushes for {gap_s:6.2f} s; remote packs {pack_count(stack.remote)}", flush=True)
                 # Restart the killed replica; wait until every branch has one owner among the 3
                 # and every branch was pushed since then.
                 writer.probe = None
@@ -576,14 +634,16 @@ def failover(args):
                                        "every branch pushed after the rebalance", poll=0.2)
         finally:
             writer.close()
+            gc.close()
             refs.close()
         patches, failures = writer.totals()
         load_end = loadavg()
+        failed = False
     except Exception:
         print_tails(stack)
         raise
     finally:
-        stack.cleanup()
+        finish(stack, args, failed)
 
     times = [r["failover_s"] for r in results]
     gaps = [r["gap_s"] for r in results]
@@ -603,6 +663,11 @@ def failover(args):
     if rerouted:
         print(f"  kill -> the splicer's 're-routed' log line: p50 {median(rerouted):.2f} s, "
               f"min {min(rerouted):.2f} s, max {max(rerouted):.2f} s")
+    fetch = [r["clone_ready_s"] - r["gained_s"] for r in results
+             if r["gained_s"] is not None and r["clone_ready_s"] is not None]
+    if fetch:
+        print(f"  the new owner's 'gained' -> its clone of the branch fetched ('branch clone ready'): "
+              f"p50 {median(fetch):.2f} s, min {min(fetch):.2f} s, max {max(fetch):.2f} s")
     after = [r["failover_s"] - max(r["gained_s"], r["rerouted_s"]) for r in results
              if r["gained_s"] is not None and r["rerouted_s"] is not None]
     if after:
@@ -640,6 +705,7 @@ def failover(args):
 
 def throughput_once(args, gitworkers):
     stack = new_stack(args, gitworkers)
+    failed = True
     try:
         prepare(stack)
         refs = RefWatch(stack.remote, poll=0.02)
@@ -670,7 +736,7 @@ def throughput_once(args, gitworkers):
         services_cpu = sum(v for k, v in cpu.items()
                            if stack.service_of(k) in ("catalog", "materializer", "splicer", "gitworker"))
         infra_cpu = sum(v for k, v in cpu.items() if k in ("kube-sim", "redis"))
-        return {"replicas": gitworkers, "commits": commits, "seconds": elapsed, "commits_per_s": commits / elapsed,
+        result = {"replicas": gitworkers, "commits": commits, "seconds": elapsed, "commits_per_s": commits / elapsed,
                 "patches": patches1 - patches0, "failures": failures,
                 "gitworker_cpu_s": gitworker_cpu, "services_cpu_s": services_cpu, "infra_cpu_s": infra_cpu,
                 "bench_cpu_s": self1 - self0, "cpu": cpu,
@@ -679,11 +745,13 @@ def throughput_once(args, gitworkers):
                 "gitworker_ms_per_commit": 1000 * gitworker_cpu / commits if commits else None,
                 "services_ms_per_commit": 1000 * services_cpu / commits if commits else None,
                 "all_ms_per_commit": 1000 * (services_cpu + infra_cpu) / commits if commits else None}
+        failed = False
+        return result
     except Exception:
         print_tails(stack)
         raise
     finally:
-        stack.cleanup()
+        finish(stack, args, failed)
 
 
 def throughput(args):
@@ -759,6 +827,9 @@ def main():
     parser.add_argument("--failover-kills", type=int, default=0, help="SIGKILLs of a branch's owner (0: none)")
     parser.add_argument("--write-rate", type=float, default=1.0,
                         help="failover: background changes per second per branch")
+    parser.add_argument("--remote-gc", type=float, default=5.0,
+                        help="failover: run git gc --auto on the remote every N s, as a Git server does "
+                             "after pushes (0: never; the remote then keeps one pack per push)")
     parser.add_argument("--seed", type=int, default=17, help="failover: the order branches are picked in")
     parser.add_argument("--throughput", action="store_true", help="1, 2 and 3 gitworkers, commits/s and CPU/commit")
     parser.add_argument("--seconds", type=float, default=30.0, help="throughput: measured seconds per size")
@@ -766,6 +837,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=1, help="throughput: rounds (the sizes interleaved)")
     parser.add_argument("--senders", type=int, default=6, help="throughput: HTTPS connections the writers share")
     parser.add_argument("--attribution-grace", default="1s", help="the splicer's wait for an author fact")
+    parser.add_argument("--keep-on-failure", action="store_true", help="keep a failed stack's files (logs)")
     parser.add_argument("--tmpdir", default=None, help="where the stacks' files live")
     args = parser.parse_args()
     if not args.failover_kills and not args.throughput:
