@@ -100,11 +100,9 @@ class Repository {
   // Lists the remote's refs without downloading objects.
   absl::StatusOr<RemoteRefs> ListRemote();
   // Downloads every remote branch into refs/remotes/origin/* (pruning deleted ones) and records
-  // the remote's default branch. With `only_branch`, downloads just that branch and the default
-  // branch (what ResolveBranchBase reads): a clone that writes one branch of a remote with many
-  // need not download the others' history. Errors: Unavailable (network), Unauthenticated,
-  // PermissionDenied (host key), NotFound (no repository at the URL) …
-  absl::Status Fetch(absl::string_view only_branch = {});
+  // the remote's default branch. Errors: Unavailable (network), Unauthenticated, PermissionDenied
+  // (host key), NotFound (no repository at the URL) …
+  absl::Status Fetch();
   // The remote branch tip as of the last Fetch (nullopt: absent on the remote).
   absl::StatusOr<std::optional<std::string>> FetchedTip(absl::string_view branch);
   // The remote default branch as of the last Fetch (nullopt: empty remote).

@@ -61,38 +61,6 @@ TEST_F(RepositoryTest, CloneFetchAndReadSeededRemote) {
   EXPECT_EQ(*tip_again, *tip);
 }
 
-TEST_F(RepositoryTest, FetchOfOneBranchDownloadsItAndTheDefaultBranchOnly) {
-  auto remote = testing::CreateBareRemote(dir_.path());
-  ASSERT_TRUE(remote.ok()) << remote.status();
-  ASSERT_TRUE(Git(*remote, {"branch", "mine", "main"}).ok());
-  ASSERT_TRUE(Git(*remote, {"branch", "other", "main"}).ok());
-  auto repo = OpenClone(*remote, "clone");
-  ASSERT_TRUE(repo->Fetch("mine").ok());
-  auto tip = [&](const char* branch) { return repo->FetchedTip(branch).value_or(std::nullopt); };
-  EXPECT_EQ(tip("mine").value_or(""), RemoteTip(*remote, "mine"));
-  EXPECT_EQ(tip("main").value_or(""), RemoteTip(*remote, "main"));
-  EXPECT_FALSE(tip("other").has_value());  // another branch's history is not downloaded
-  EXPECT_EQ(repo->FetchedDefaultBranch().value_or(std::nullopt).value_or(""), "main");
-
-  // Deleted on the remote: pruned, and the branch starts from the default branch again.
-  ASSERT_TRUE(Git(*remote, {"branch", "-D", "mine"}).ok());
-  ASSERT_TRUE(repo->Fetch("mine").ok());
-  EXPECT_FALSE(tip("mine").has_value());
-  auto base = repo->ResolveBranchBase("mine");
-  ASSERT_TRUE(base.ok());
-  EXPECT_TRUE(base->from_default_branch);
-
-  // A branch absent from the remote fetches nothing for it (and still the default branch).
-  auto fresh = OpenClone(*remote, "fresh");
-  ASSERT_TRUE(fresh->Fetch("new").ok());
-  EXPECT_FALSE(fresh->FetchedTip("new").value_or(std::nullopt).has_value());
-  EXPECT_EQ(fresh->FetchedTip("main").value_or(std::nullopt).value_or(""), RemoteTip(*remote, "main"));
-
-  // Without a branch, every branch.
-  ASSERT_TRUE(repo->Fetch().ok());
-  EXPECT_EQ(tip("other").value_or(""), RemoteTip(*remote, "other"));
-}
-
 TEST_F(RepositoryTest, FileUrlWorksAndMissingRemoteIsAnError) {
   auto remote = testing::CreateBareRemote(dir_.path());
   ASSERT_TRUE(remote.ok());

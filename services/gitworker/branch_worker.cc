@@ -241,9 +241,7 @@ absl::Status BranchWorker::EnsureRepo() {
   repo_options.pack_threshold = options_.pack_threshold;
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
   count("fetch");
-  // This clone writes one branch: only it (and the default branch, a new branch's base) is
-  // fetched, not every branch of the remote (a takeover would otherwise download them all).
-  RETURN_IF_ERROR(repo->Fetch(options_.key.branch));
+  RETURN_IF_ERROR(repo->Fetch());
   ASSIGN_OR_RETURN(git::BranchBase base, repo->ResolveBranchBase(options_.key.branch));
   RETURN_IF_ERROR(repo->ResetBranch(options_.key.branch, base.commit));
   ASSIGN_OR_RETURN(expected_remote_, repo->FetchedTip(options_.key.branch));
@@ -850,7 +848,7 @@ void BranchWorker::PushIfDue(bool force) {
                      BranchLabels())
         .Increment();
     count("fetch");
-    if (auto s = repo_->Fetch(branch); !s.ok()) return fail(std::string(s.message()));
+    if (auto s = repo_->Fetch(); !s.ok()) return fail(std::string(s.message()));
     const std::optional<std::string> ours = expected_remote_;
     auto base = repo_->ResolveBranchBase(branch);
     if (!base.ok()) return fail(std::string(base.status().message()));
