@@ -12,8 +12,9 @@ using enum CallerRole;
 constexpr CallerRole kAllRoles[] = {kCatalog, kMaterializer, kSplicer, kGitWorker, kAdmin};
 
 // Data-plane calls name the one peer that makes them; every *Admin service and reflection are
-// for operators (reverserctl); health is for any member of the mesh. The operator calls that
-// change something come before their service's wildcard.
+// for operators (reverserctl), and GitWorkerAdmin.ListBranches for the other gitworker
+// replicas too; health is for any member of the mesh. The operator calls that change something
+// come before their service's wildcard.
 const std::vector<PolicyEntry>& Table() {
   using enum OperatorAccess;
   static const auto* table = new std::vector<PolicyEntry>{
@@ -27,6 +28,8 @@ const std::vector<PolicyEntry>& Table() {
       {"/reverser.v1.CatalogAdmin/Rescan", {kAdmin}, kWrite},
       {"/reverser.v1.MaterializerAdmin/Compact", {kAdmin}, kWrite},
       {"/reverser.v1.SplicerAdmin/Resplice", {kAdmin}, kWrite},
+      // A gitworker replica lists its branches for another that answers for all of them.
+      {"/reverser.v1.GitWorkerAdmin/ListBranches", {kGitWorker, kAdmin}},
       {"/reverser.v1.CatalogAdmin/*", {kAdmin}},
       {"/reverser.v1.MaterializerAdmin/*", {kAdmin}},
       {"/reverser.v1.SplicerAdmin/*", {kAdmin}},
@@ -64,7 +67,9 @@ absl::string_view RoleName(CallerRole role) {
   return "unknown";
 }
 
-std::string RoleCertificateName(CallerRole role) { return absl::StrCat("reverser-", RoleName(role)); }
+std::string RoleCertificateName(CallerRole role) {
+  return absl::StrCat("reverser-", RoleName(role));
+}
 
 std::set<CallerRole> RolesOf(const std::vector<std::string>& certificate_names) {
   std::set<CallerRole> roles;
@@ -106,7 +111,7 @@ OperatorAccess OperatorAccessOf(absl::string_view path, const std::set<CallerRol
       if (role != kAdmin && entry.roles.count(role)) return OperatorAccess::kNone;
     }
     return roles.count(kAdmin) && entry.roles.count(kAdmin) ? entry.operator_access
-                                                             : OperatorAccess::kNone;
+                                                            : OperatorAccess::kNone;
   }
   return OperatorAccess::kNone;
 }

@@ -62,10 +62,31 @@ void CatalogService::Start() {
       std::make_unique<ObjectWatches>(*options_.client, *inbox_, [this] { discovery_->Kick(); });
   discovery_->Start();
   watches_->Start();
-  if (options_.commit_attacher) {
-    commit_requests_ = std::make_unique<CommitRequestController>(CommitRequestControllerDeps{
-        options_.client.get(), options_.command_authors.get(), options_.commit_attacher.get(),
-        options_.clock, &host_.metrics()});
+  CommitAttacher* attacher = options_.commit_attacher.get();
+  if (options_.gitworker_routing.enabled) {
+    membership::MemberViewOptions view;
+    view.service = "gitworker";
+    view.namespace_ = options_.gitworker_routing.namespace_;
+    view.timing = options_.gitworker_routing.timing;
+    view.reflector = options_.gitworker_routing.reflector;
+    auto gitworkers = membership::MemberView::Create(*options_.client, view, core::Clock::Real());
+    if (gitworkers.ok()) {
+      gitworkers_ = std::move(*gitworkers);
+      gitworkers_->Start();
+      routed_attacher_ = std::make_shared<RoutedCommitAttacher>(
+          [this] { return tables_.Current(); }, gitworkers_.get(),
+          options_.gitworker_routing.attacher);
+      attacher = routed_attacher_.get();
+    } else {
+      runtime::LogError("the gitworkers' Leases cannot be followed; CommitRequests are not handled",
+                        {{"error", gitworkers.status().ToString()}});
+      attacher = nullptr;
+    }
+  }
+  if (attacher != nullptr) {
+    commit_requests_ = std::make_unique<CommitRequestController>(
+        CommitRequestControllerDeps{options_.client.get(), options_.command_authors.get(), attacher,
+                                    options_.clock, &host_.metrics()});
     commit_requests_->Start();
   } else {
     runtime::LogInfo("CommitRequests are not handled: no gitworker address");
@@ -77,6 +98,7 @@ void CatalogService::Stop() {
   started_ = false;
   // Producers first, then the actor, then the workers it feeds.
   if (commit_requests_) commit_requests_->Stop();
+  if (gitworkers_) gitworkers_->Stop();
   watches_->Stop();
   discovery_->Stop();
   caf::scoped_actor self{host_.actors()};

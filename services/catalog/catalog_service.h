@@ -20,11 +20,13 @@
 
 #include "libs/core/clock.h"
 #include "libs/kube/rest_client.h"
+#include "libs/membership/member_view.h"
 #include "libs/runtime/service_host.h"
 #include "services/catalog/attribution_webhook.h"
 #include "services/catalog/catalog_actor.h"
 #include "services/catalog/catalog_grpc.h"
 #include "services/catalog/catalog_metrics.h"
+#include "services/catalog/commit_request_clients.h"
 #include "services/catalog/commit_request_controller.h"
 #include "services/catalog/encryption_secret.h"
 #include "services/catalog/feeds.h"
@@ -46,6 +48,18 @@ struct CatalogServiceOptions {
   // an author source every request is attributed to the committer.
   std::shared_ptr<CommitAttacher> commit_attacher;
   std::shared_ptr<CommandAuthorSource> command_authors;
+  // --gitworker_membership: instead of commit_attacher, each AttachCommit goes to the gitworker
+  // replica that owns the target's branch (RoutedCommitAttacher), seen through a MemberView of
+  // the gitworkers' Leases (service "gitworker" in `namespace_`, read with `client`). The
+  // catalog has no membership of its own.
+  struct GitworkerRouting {
+    bool enabled = false;
+    std::string namespace_;
+    membership::MembershipTiming timing;
+    kube::ReflectorOptions reflector;
+    RoutedCommitAttacherOptions attacher;
+  };
+  GitworkerRouting gitworker_routing;
   // Non-empty configuration: keep that ValidatingWebhookConfiguration's rules equal to the
   // followed types (attribution_webhook.h); empty: off.
   AttributionWebhookOptions attribution_webhook;
@@ -91,6 +105,8 @@ class CatalogService final : public CatalogBackend, private CatalogOutputs {
   std::unique_ptr<ActorInbox> inbox_;
   std::unique_ptr<DiscoveryLoop> discovery_;
   std::unique_ptr<ObjectWatches> watches_;
+  std::unique_ptr<membership::MemberView> gitworkers_;  // with gitworker_routing
+  std::shared_ptr<CommitAttacher> routed_attacher_;
   std::unique_ptr<CommitRequestController> commit_requests_;
   std::unique_ptr<AttributionWebhookSync> attribution_webhook_;
   TaskQueue status_queue_{"status"};

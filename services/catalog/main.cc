@@ -13,6 +13,7 @@
 #include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/membership/replica.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
@@ -38,6 +39,15 @@ ABSL_FLAG(int64_t, max_object_depth, 1000,
 ABSL_FLAG(std::string, gitworker_address, "",
           "gRPC address (host:port) of the gitworker that CommitRequests attach to. Empty: "
           "CommitRequests are not handled (they keep no status).");
+ABSL_FLAG(bool, gitworker_membership, false,
+          "Attach each CommitRequest at the gitworker replica that owns its GitTarget's branch, "
+          "found from the gitworkers' Leases (service \"gitworker\" in --membership_namespace) "
+          "as the splicer finds it, instead of at --gitworker_address. The catalog has no "
+          "membership of its own (--membership stays off).");
+ABSL_FLAG(std::string, gitworker_tls_server_name, "",
+          "The name each gitworker's mesh certificate is checked against instead of the host "
+          "dialed: with --gitworker_membership a replica is dialed at the pod IP on its Lease, "
+          "while its certificate names the gitworker Service. Empty: the host dialed.");
 ABSL_FLAG(bool, command_authors, true,
           "Read each CommitRequest's command author, recorded by the admission webhook, from "
           "Redis (--redis_* flags). Off, or when none was recorded, the commit is the "
@@ -94,9 +104,32 @@ class App final : public runtime::ServiceApp {
     // Generations start at the start time in microseconds: they keep increasing across restarts.
     options.state.generation_epoch = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
     options.discovery_period = period;
-    if (std::string gitworker = absl::GetFlag(FLAGS_gitworker_address); !gitworker.empty()) {
+    auto replica = membership::ReplicaSettingsFromFlags();
+    if (!replica.ok()) return replica.status();
+    if (replica->enabled) {
+      return absl::InvalidArgumentError(
+          "the catalog has no replicas to share work with: --membership is for the "
+          "materializer, splicer and gitworker (--gitworker_membership routes CommitRequests)");
+    }
+    const std::string tls_server_name = absl::GetFlag(FLAGS_gitworker_tls_server_name);
+    const std::string gitworker = absl::GetFlag(FLAGS_gitworker_address);
+    if (absl::GetFlag(FLAGS_gitworker_membership)) {
+      if (replica->namespace_.empty()) {
+        return absl::InvalidArgumentError(
+            "--gitworker_membership needs --membership_namespace (or $POD_NAMESPACE)");
+      }
+      auto& routing = options.gitworker_routing;
+      routing.enabled = true;
+      routing.namespace_ = replica->namespace_;
+      routing.timing = replica->timing;
+      routing.attacher.credentials = runtime::MeshChannelCredentials(host.options().grpc_security);
+      routing.attacher.tls_server_name = tls_server_name;
+    } else if (!gitworker.empty()) {
       options.commit_attacher = std::make_shared<GrpcCommitAttacher>(
-          gitworker, runtime::MeshChannelCredentials(host.options().grpc_security));
+          gitworker, runtime::MeshChannelCredentials(host.options().grpc_security),
+          absl::Seconds(10), tls_server_name);
+    }
+    if (options.gitworker_routing.enabled || options.commit_attacher) {
       if (absl::GetFlag(FLAGS_command_authors)) {
         auto redis = redisstore::RedisSettingsFromFlags();
         if (!redis.ok()) return redis.status();

@@ -122,7 +122,18 @@ absl::Status GitWorkerService::Register() {
   delivery.limits = options_.limits;
   delivery.ownership = ownership_.get();
   grpc_ = std::make_unique<GitWorkerGrpcService>(host_.actors(), registry_.get(), delivery);
-  admin_ = std::make_unique<GitWorkerAdminGrpcService>(&host_, registry_.get());
+  PeerListing peers;
+  if (ownership_) {
+    peers.ownership = ownership_.get();
+    peers.me = options_.replica.replica_id;
+    peers.members = [joined = &joined_] {
+      membership::Replica* replica = joined->load();
+      return replica != nullptr ? replica->Current() : membership::Membership{};
+    };
+    peers.credentials = runtime::MeshChannelCredentials(host_.options().grpc_security);
+    peers.tls_server_name = options_.peer_tls_server_name;
+  }
+  admin_ = std::make_unique<GitWorkerAdminGrpcService>(&host_, registry_.get(), std::move(peers));
   // A resync carries a target's whole desired set in one message.
   host_.SetMaxReceiveMessageBytes(512 << 20);
   host_.AddGrpcService(grpc_.get());

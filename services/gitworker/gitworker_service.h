@@ -65,6 +65,9 @@ struct GitWorkerServiceOptions {
   // The gRPC address the other services reach this replica at (its Lease's annotation, what
   // NotOwner names); empty: <listen address>:<grpc port> (the host name for 0.0.0.0).
   std::string advertise_address;
+  // --gitworker_tls_server_name: the name the other replicas' certificates are checked against
+  // when ListBranches asks them (they are dialed at their advertised address); empty: the host.
+  std::string peer_tls_server_name;
   // The API server the Leases are written to; null: from `kubeconfig` (tests pass one).
   std::shared_ptr<kube::RestClient> kube_client;
   kube::ReflectorOptions membership_reflector;

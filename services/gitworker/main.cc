@@ -69,6 +69,10 @@ ABSL_FLAG(std::string, advertise_address, "",
           "With --membership: the gRPC address the other services reach this replica at (its "
           "Lease's annotation; what a not_owner answer names). Empty: <--listen_address>:<gRPC "
           "port>, the host name for 0.0.0.0 (the chart passes $(POD_IP):<port>).");
+ABSL_FLAG(std::string, gitworker_tls_server_name, "",
+          "With --membership: the name the other replicas' mesh certificates are checked against "
+          "when `reverserctl branches` is answered for all of them (each is dialed at the pod IP "
+          "on its Lease; the certificates name the gitworker Service). Empty: the host dialed.");
 
 namespace reverser::gitworker {
 namespace {
@@ -154,6 +158,7 @@ absl::StatusOr<GitWorkerServiceOptions> OptionsFromFlags() {
   if (!replica.ok()) return replica.status();
   options.replica = *replica;
   options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  options.peer_tls_server_name = absl::GetFlag(FLAGS_gitworker_tls_server_name);
   if (options.replica.enabled && options.catalog_address.empty()) {
     return absl::InvalidArgumentError(
         "--membership needs --target_config_source=catalog (the branches shared out are every "

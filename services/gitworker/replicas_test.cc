@@ -4,7 +4,11 @@
 //   (a) each owns its share (sum 10, neither empty); a delivery to the replica that does not
 //       own the branch is answered not_owner (naming the owner) and commits nothing, the same
 //       delivery to the owner is committed and acked;
-//   (b) one leaves gracefully: the other owns all 10 and commits for a branch it refused.
+//   (b) one leaves gracefully: the other owns all 10 and commits for a branch it refused;
+//   (c) an AttachCommit at the replica that does not own the branch is refused
+//       (FAILED_PRECONDITION, the NotOwner naming the owner), at the owner it is taken;
+//   (d) ListBranches asked of one replica asks the other live replicas (local_only) and merges
+//       their branches, each with its owner; a live Lease that does not answer is listed so.
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -13,7 +17,9 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/clock.h"
 #include "libs/kube/reflector.h"
+#include "libs/membership/lease_member.h"
 #include "libs/membership/test_cluster.h"
 #include "libs/runtime/service_host.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
@@ -50,6 +56,35 @@ class TableCatalog final : public reverser::v1::Catalog::Service {
   const reverser::v1::TableUpdate update_;
   std::mutex mu_;
   std::condition_variable cv_;
+};
+
+// A gitworker replica's admin service reporting one branch of its own, b-x, and recording each
+// request's local_only.
+class StandInAdmin final : public reverser::v1::GitWorkerAdmin::Service {
+ public:
+  grpc::Status ListBranches(grpc::ServerContext* /*context*/,
+                            const reverser::v1::ListBranchesRequest* request,
+                            reverser::v1::ListBranchesResponse* response) override {
+    {
+      std::lock_guard lock(mu_);
+      requests_.push_back(request->local_only());
+    }
+    auto* branch = response->add_branches();
+    branch->mutable_destination()->set_provider_namespace("team");
+    branch->mutable_destination()->set_provider_name("repo");
+    branch->mutable_destination()->set_branch("b-x");
+    branch->set_owner_replica("gw-x");
+    branch->set_reported_by("gw-x");
+    return grpc::Status::OK;
+  }
+  std::vector<bool> Requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<bool> requests_;
 };
 
 struct ReplicaUnderTest {
@@ -138,6 +173,48 @@ class GitWorkerReplicasTest : public ::testing::Test {
     ASSERT_EQ(replica.service->Start(), absl::OkStatus());
   }
 
+  // Both see both members and all 10 units: the shares add up to 10, neither is empty.
+  bool WaitForShares() {
+    return testing::WaitFor(
+        [&] {
+          const auto a = a_.Owned(), b = b_.Owned();
+          std::set<std::string> all(a.begin(), a.end());
+          all.insert(b.begin(), b.end());
+          return !a.empty() && !b.empty() && a.size() + b.size() == kTargets &&
+                 all.size() == kTargets &&
+                 a_.service->ownership()->Current()->owners.size() == kTargets &&
+                 b_.service->ownership()->Current()->owners ==
+                     a_.service->ownership()->Current()->owners;
+        },
+        kWait);
+  }
+  // A CommitRequest for target i, attached at `replica`.
+  grpc::Status Attach(const ReplicaUnderTest& replica, int i,
+                      reverser::v1::FinalizeResult* result) const {
+    auto stub = reverser::v1::GitWorker::NewStub(
+        grpc::CreateChannel(replica.target(), grpc::InsecureChannelCredentials()));
+    reverser::v1::AttachCommitRequest request;
+    request.set_namespace_("default");
+    request.set_name(absl::StrCat("cr-", i));
+    request.set_uid(absl::StrCat("cr-uid-", i));
+    request.mutable_author()->set_username("alice");
+    *request.mutable_target() = configs_[i].target();
+    request.set_close_delay_seconds(60);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub->AttachCommit(&context, request, result);
+  }
+  static grpc::Status Branches(const ReplicaUnderTest& replica, bool local_only,
+                               reverser::v1::ListBranchesResponse* response) {
+    auto stub = reverser::v1::GitWorkerAdmin::NewStub(
+        grpc::CreateChannel(replica.target(), grpc::InsecureChannelCredentials()));
+    reverser::v1::ListBranchesRequest request;
+    request.set_local_only(local_only);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub->ListBranches(&context, request, response);
+  }
+
   std::string UnitOfTarget(int i) const { return UnitOf(configs_[i].destination()); }
   // The first target whose branch `replica` owns.
   int OwnedBy(const ReplicaUnderTest& replica) const {
@@ -178,18 +255,7 @@ class GitWorkerReplicasTest : public ::testing::Test {
 
 TEST_F(GitWorkerReplicasTest, EachOwnsItsShareTheOtherAnswersNotOwnerAndALeaverHandsOver) {
   // (a) Both see both members and all 10 units: the shares add up to 10, neither is empty.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        const auto a = a_.Owned(), b = b_.Owned();
-        std::set<std::string> all(a.begin(), a.end());
-        all.insert(b.begin(), b.end());
-        return !a.empty() && !b.empty() && a.size() + b.size() == kTargets &&
-               all.size() == kTargets &&
-               a_.service->ownership()->Current()->owners.size() == kTargets &&
-               b_.service->ownership()->Current()->owners ==
-                   a_.service->ownership()->Current()->owners;
-      },
-      kWait));
+  ASSERT_TRUE(WaitForShares());
   const int of_b = OwnedBy(b_);
   const int of_a = OwnedBy(a_);
   ASSERT_GE(of_b, 0);
@@ -239,6 +305,96 @@ TEST_F(GitWorkerReplicasTest, EachOwnsItsShareTheOtherAnswersNotOwnerAndALeaverH
   auto file =
       Git(remote_, {"show", absl::StrCat("b", of_a, ":clusters/a/default/configmaps/cm.yaml")});
   EXPECT_TRUE(file.ok()) << file.status();
+}
+
+// A CommitRequest attached at the replica that does not own its target's branch is refused
+// (FAILED_PRECONDITION, the NotOwner naming the owner in the details); at the owner it is taken.
+// ListBranches asked of one replica lists both replicas' branches, each with its owner; with
+// local_only only its own.
+TEST_F(GitWorkerReplicasTest, AttachCommitAtANonOwnerIsRefusedAndBranchesListsEveryReplica) {
+  ASSERT_TRUE(WaitForShares());
+  const int of_a = OwnedBy(a_);
+  const int of_b = OwnedBy(b_);
+  ASSERT_GE(of_a, 0);
+  ASSERT_GE(of_b, 0);
+
+  reverser::v1::FinalizeResult result;
+  grpc::Status refused = Attach(a_, of_b, &result);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("gw-b"), std::string::npos) << refused.error_message();
+  reverser::v1::NotOwner not_owner;
+  ASSERT_TRUE(not_owner.ParseFromString(refused.error_details()));
+  EXPECT_EQ(not_owner.branch_unit(), UnitOfTarget(of_b));
+  EXPECT_EQ(not_owner.owner_replica(), "gw-b");
+  EXPECT_EQ(not_owner.owner_address(), b_.target());
+  grpc::Status taken = Attach(b_, of_b, &result);
+  EXPECT_TRUE(taken.ok()) << taken.error_message();
+  EXPECT_FALSE(result.resolved());
+}
+
+// ListBranches asked of one replica asks every other live replica (local_only) and merges:
+// here the other real replica and a stand-in replica (its Lease names a server that reports one
+// branch), each branch with its owner; a live Lease whose replica does not answer is listed as
+// such. (The replicas write no branch here: a replica stopped in-process while one of its branch
+// actors lives does not finish its shutdown, with or without ListBranches.)
+TEST_F(GitWorkerReplicasTest, BranchesAskedOfOneReplicaListEveryReplicasBranches) {
+  ASSERT_TRUE(WaitForShares());
+  StandInAdmin stand_in;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&stand_in);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  auto client = membership::testing::ClientFor(*sim_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<std::unique_ptr<membership::LeaseMember>> leases;
+  for (const auto& [id, address] : std::vector<std::pair<std::string, std::string>>{
+           {"gw-x", absl::StrCat("127.0.0.1:", port)}, {"gw-c", "127.0.0.1:1"}}) {
+    membership::LeaseMemberOptions options;
+    options.identity = {"gitworker", id, kNamespace, address};
+    auto member = membership::LeaseMember::Create(**client, options, core::Clock::Real());
+    ASSERT_TRUE(member.ok()) << member.status();
+    ASSERT_TRUE((*member)->Renew().ok());
+    (*member)->Start();
+    leases.push_back(std::move(*member));
+  }
+  ASSERT_TRUE(a_.service->replica()->view().WaitFor(
+      [](const membership::Membership& m) { return m.members.size() == 4; }, kWait));
+
+  reverser::v1::ListBranchesResponse all;
+  ASSERT_TRUE(Branches(a_, /*local_only=*/false, &all).ok());
+  ASSERT_EQ(all.branches_size(), 1) << all.DebugString();
+  EXPECT_EQ(all.branches(0).destination().branch(), "b-x");
+  EXPECT_EQ(all.branches(0).owner_replica(), "gw-x");
+  EXPECT_EQ(all.branches(0).reported_by(), "gw-x");
+  std::map<std::string, bool> answered;
+  for (const auto& r : all.replicas()) {
+    answered[r.replica()] = r.answered();
+    if (r.replica() == "gw-c") {
+      EXPECT_FALSE(r.error().empty()) << r.DebugString();
+    }
+    if (r.replica() == "gw-x") {
+      EXPECT_EQ(r.branches(), 1u) << r.DebugString();
+    }
+  }
+  ASSERT_GT(all.replicas_size(), 0);
+  EXPECT_EQ(all.replicas(0).replica(), "gw-a");  // the one asked, first
+  EXPECT_EQ(answered, (std::map<std::string, bool>{
+                          {"gw-a", true}, {"gw-b", true}, {"gw-c", false}, {"gw-x", true}}))
+      << all.DebugString();
+  // The others were asked for their own branches only (no fan-out from them).
+  EXPECT_EQ(stand_in.Requests(), (std::vector<bool>{true}));
+
+  // local_only: this replica's own (none), nobody else asked.
+  reverser::v1::ListBranchesResponse local;
+  ASSERT_TRUE(Branches(a_, /*local_only=*/true, &local).ok());
+  EXPECT_EQ(local.branches_size(), 0) << local.DebugString();
+  EXPECT_EQ(local.replicas_size(), 0);
+  EXPECT_EQ(stand_in.Requests().size(), 1u);
+
+  for (auto& lease : leases) lease->Stop(/*release=*/true).IgnoreError();
+  server->Shutdown(std::chrono::system_clock::now());
 }
 
 }  // namespace

@@ -15,10 +15,21 @@ std::string StreamKey(const reverser::v1::GitTargetRef& target, const reverser::
   return absl::StrCat(target.uid(), "|", gvr.group(), "/", gvr.resource(), "|", scope);
 }
 
+grpc::ChannelArguments GitworkerChannelArguments(const std::string& tls_server_name,
+                                                 int max_message_bytes) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(max_message_bytes);
+  args.SetMaxReceiveMessageSize(max_message_bytes);
+  if (!tls_server_name.empty()) args.SetSslTargetNameOverride(tls_server_name);
+  return args;
+}
+
 DeliveryClient::DeliveryClient(std::string gitworker_address, size_t max_in_flight,
-                               std::shared_ptr<grpc::ChannelCredentials> credentials)
+                               std::shared_ptr<grpc::ChannelCredentials> credentials,
+                               std::string tls_server_name)
     : address_(std::move(gitworker_address)),
       credentials_(std::move(credentials)),
+      tls_server_name_(std::move(tls_server_name)),
       max_in_flight_(max_in_flight) {}
 
 DeliveryClient::~DeliveryClient() { Stop(); }
@@ -109,10 +120,8 @@ void DeliveryClient::Reader(grpc::ClientReaderWriter<reverser::v1::DeliveryMessa
 }
 
 void DeliveryClient::Run() {
-  grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(512 * 1024 * 1024);
-  args.SetMaxReceiveMessageSize(512 * 1024 * 1024);
-  auto channel = grpc::CreateCustomChannel(address_, credentials_, args);
+  auto channel = grpc::CreateCustomChannel(address_, credentials_,
+                                           GitworkerChannelArguments(tls_server_name_));
   auto stub = reverser::v1::GitWorker::NewStub(channel);
   absl::Duration backoff = absl::Milliseconds(100);
   while (!stopping_) {

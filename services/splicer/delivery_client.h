@@ -23,6 +23,11 @@
 
 namespace reverser::splicer {
 
+// The channel arguments of a mesh client dialing a gitworker: `tls_server_name`, when not
+// empty, is the name its certificate is checked against (SetSslTargetNameOverride).
+grpc::ChannelArguments GitworkerChannelArguments(const std::string& tls_server_name,
+                                                 int max_message_bytes = 512 * 1024 * 1024);
+
 // "targetUID|group/resource|scope": the routing key of acks.
 std::string StreamKey(const reverser::v1::GitTargetRef& target, const reverser::v1::Claim& claim);
 
@@ -35,9 +40,12 @@ class DeliverySubscriber {
 class DeliveryClient {
  public:
   // `credentials`: the mesh's (runtime::MeshChannelCredentials); the gitworker lets only a
-  // splicer's certificate call Deliver.
+  // splicer's certificate call Deliver. `tls_server_name` (--gitworker_tls_server_name): the
+  // name the gitworker's certificate must carry instead of the host dialed (a replica is dialed
+  // by its pod IP, its certificate names the Service); empty: the host dialed.
   DeliveryClient(std::string gitworker_address, size_t max_in_flight,
-                 std::shared_ptr<grpc::ChannelCredentials> credentials);
+                 std::shared_ptr<grpc::ChannelCredentials> credentials,
+                 std::string tls_server_name = "");
   ~DeliveryClient();
 
   // Called (on the connection thread) each time a stream is established, before anything else
@@ -81,6 +89,7 @@ class DeliveryClient {
 
   std::string address_;
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  std::string tls_server_name_;
   size_t max_in_flight_;
   std::function<void()> on_connected_;
   std::function<void(const reverser::v1::DeliveryFeedback&)> on_refusal_;

@@ -25,6 +25,11 @@ ABSL_FLAG(std::string, kubeconfig, "",
           "account.");
 ABSL_FLAG(std::string, gitworker_address, "127.0.0.1:9090",
           "gRPC address of the gitworker (unused with --gitworker_membership).");
+ABSL_FLAG(std::string, gitworker_tls_server_name, "",
+          "The name each gitworker's mesh certificate is checked against instead of the host "
+          "dialed: with --gitworker_membership a replica is dialed at the pod IP on its Lease, "
+          "while its certificate names the gitworker Service (the chart passes "
+          "<fullname>-gitworker.<namespace>.svc). Empty: the host dialed.");
 ABSL_FLAG(bool, gitworker_membership, false,
           "Deliver each GitTarget to the gitworker replica that owns its branch, found from the "
           "gitworkers' Leases (service \"gitworker\" in --membership_namespace), instead of the "
@@ -121,6 +126,7 @@ class App final : public runtime::ServiceApp {
       options.static_tables = std::move(*update);
     }
     options.gitworker_address = absl::GetFlag(FLAGS_gitworker_address);
+    options.gitworker_tls_server_name = absl::GetFlag(FLAGS_gitworker_tls_server_name);
     auto replica = membership::ReplicaSettingsFromFlags();
     if (!replica.ok()) return replica.status();
     options.replica = *replica;

@@ -58,12 +58,14 @@ void SplicerService::Register() {
   }
   if (options_.gitworker_membership) {
     const size_t max_in_flight = options_.max_in_flight;
-    manager_options.new_client = [max_in_flight, credentials](const std::string& address) {
-      return std::make_unique<DeliveryClient>(address, max_in_flight, credentials);
+    const std::string tls_name = options_.gitworker_tls_server_name;
+    manager_options.new_client = [max_in_flight, credentials,
+                                  tls_name](const std::string& address) {
+      return std::make_unique<DeliveryClient>(address, max_in_flight, credentials, tls_name);
     };
   } else {
     delivery_ = std::make_unique<DeliveryClient>(options_.gitworker_address, options_.max_in_flight,
-                                                 credentials);
+                                                 credentials, options_.gitworker_tls_server_name);
   }
   manager_ = std::make_unique<TargetManager>(std::move(manager_options), delivery_.get(),
                                              &host_.metrics());

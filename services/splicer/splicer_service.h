@@ -36,6 +36,9 @@ struct SplicerServiceOptions {
   std::string catalog_address;
   std::optional<reverser::v1::TableUpdate> static_tables;
   std::string gitworker_address = "127.0.0.1:9090";
+  // --gitworker_tls_server_name: the name every gitworker's certificate is checked against
+  // (routed replicas are dialed by pod IP); empty: the host dialed.
+  std::string gitworker_tls_server_name;
   size_t max_in_flight = 1000;
   absl::Duration summary_interval = absl::Seconds(2);
   TargetManagerOptions manager;  // stream defaults (Redis, attribution, cursors), refusals

@@ -207,15 +207,36 @@ std::string FormatResplice(const reverser::v1::GitTargetRef& target,
 }
 
 std::string FormatBranches(const reverser::v1::ListBranchesResponse& branches) {
-  Table table(
-      {"PROVIDER", "BRANCH", "PATH", "HEAD", "PENDING", "WINDOW", "LAST PUSH", "LAST ERROR"});
+  // With replicas (the gitworker asked them all): who owns each branch, and who did not answer.
+  bool replicas = branches.replicas_size() > 0;
+  for (const auto& b : branches.branches()) replicas = replicas || !b.owner_replica().empty();
+  std::vector<std::string> header = {"PROVIDER", "BRANCH", "PATH",      "HEAD",
+                                     "PENDING",  "WINDOW", "LAST PUSH", "LAST ERROR"};
+  if (replicas) header.insert(header.begin() + 2, "OWNER");
+  Table table(header);
   for (const auto& b : branches.branches()) {
     const auto& d = b.destination();
-    table.AddRow({absl::StrCat(d.provider_namespace(), "/", d.provider_name()), d.branch(),
-                  d.path(), b.head_sha().substr(0, 12), absl::StrCat(b.pending_writes()),
-                  b.window_open() ? "open" : "closed", FormatTime(b.last_push()), b.last_error()});
+    std::vector<std::string> row = {absl::StrCat(d.provider_namespace(), "/", d.provider_name()),
+                                    d.branch(),
+                                    d.path(),
+                                    b.head_sha().substr(0, 12),
+                                    absl::StrCat(b.pending_writes()),
+                                    b.window_open() ? "open" : "closed",
+                                    FormatTime(b.last_push()),
+                                    b.last_error()};
+    if (replicas) {
+      std::string owner = b.owner_replica().empty() ? b.reported_by() : b.owner_replica();
+      row.insert(row.begin() + 2, owner.empty() ? "-" : owner);
+    }
+    table.AddRow(row);
   }
-  return table.Render();
+  std::string out = table.Render();
+  for (const auto& r : branches.replicas()) {
+    if (r.answered()) continue;
+    absl::StrAppend(&out, "replica ", r.replica(), r.address().empty() ? "" : " at ", r.address(),
+                    " did not answer: ", r.error(), "\n");
+  }
+  return out;
 }
 
 std::string FormatMaterializations(const reverser::v1::ListMaterializationsResponse& list) {

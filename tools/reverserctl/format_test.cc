@@ -169,6 +169,34 @@ TEST(FormatTest, BranchesShowWindowPendingAndLastPush) {
             "push rejected: non-fast-forward\n");
 }
 
+TEST(FormatTest, BranchesOfReplicasNameTheirOwnerAndWhoDidNotAnswer) {
+  reverser::v1::ListBranchesResponse branches;
+  for (const char* owner : {"gw-a", "gw-b"}) {
+    auto* b = branches.add_branches();
+    b->mutable_destination()->set_provider_namespace("team");
+    b->mutable_destination()->set_provider_name("repo");
+    b->mutable_destination()->set_branch(std::string("b-") + owner);
+    b->set_owner_replica(owner);
+    b->set_reported_by(owner);
+  }
+  auto* a = branches.add_replicas();
+  a->set_replica("gw-a");
+  a->set_answered(true);
+  auto* c = branches.add_replicas();
+  c->set_replica("gw-c");
+  c->set_address("10.0.0.3:9090");
+  c->set_error("Deadline Exceeded");
+  const std::string out = FormatBranches(branches);
+  EXPECT_TRUE(absl::StrContains(out, "PROVIDER   BRANCH  OWNER  PATH")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "team/repo  b-gw-a  gw-a")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "team/repo  b-gw-b  gw-b")) << out;
+  EXPECT_TRUE(absl::StrContains(out,
+                                "replica gw-c at 10.0.0.3:9090 did not answer: Deadline "
+                                "Exceeded\n"))
+      << out;
+  EXPECT_FALSE(absl::StrContains(out, "replica gw-a")) << out;
+}
+
 TEST(FormatTest, StatusListsComponentsAndSortedDetails) {
   reverser::v1::ServiceStatus status;
   status.set_service("splicer");

@@ -155,13 +155,21 @@ imagePullSecrets:
 
 {{/* Membership flags of the services whose replicas share work (materializer, splicer,
 gitworker): each pod's Lease is named after the pod, in the release namespace. The gitworker
-advertises its pod IP, where the splicers that route a branch to it dial. */}}
+advertises its pod IP, where the splicers that route a branch to it dial; the catalog has no
+replicas of its own but routes CommitRequests by the gitworkers' Leases too. A routed client (and
+a gitworker asking the others for `reverserctl branches`) dials a pod IP, which the gitworker's
+certificate does not name: it checks the gitworker Service's name, which the certificate carries
+(reverser.certificateList). */}}
 {{- define "reverser.membershipArgs" -}}
 {{- $m := .root.Values.membership -}}
-{{- if and $m.enabled (or (eq .component "materializer") (eq .component "splicer") (eq .component "gitworker")) }}
+{{- if and $m.enabled (or (eq .component "materializer") (eq .component "splicer") (eq .component "gitworker") (eq .component "catalog")) }}
+{{- if ne .component "catalog" }}
 - --membership=true
+{{- end }}
 - --membership_namespace=$(POD_NAMESPACE)
+{{- if ne .component "catalog" }}
 - --replica_id=$(POD_NAME)
+{{- end }}
 - --membership_lease_duration={{ $m.leaseDuration }}
 - --membership_renew_deadline={{ $m.renewDeadline }}
 - --membership_renew_period={{ $m.renewPeriod }}
@@ -169,10 +177,18 @@ advertises its pod IP, where the splicers that route a branch to it dial. */}}
 {{- if eq .component "gitworker" }}
 - --advertise_address=$(POD_IP):{{ .root.Values.ports.grpc }}
 {{- end }}
-{{- if eq .component "splicer" }}
+{{- if or (eq .component "splicer") (eq .component "catalog") }}
 - --gitworker_membership=true
 {{- end }}
+{{- if or (eq .component "splicer") (eq .component "catalog") (eq .component "gitworker") }}
+- --gitworker_tls_server_name={{ include "reverser.gitworkerServerName" .root }}
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The gitworker Service's name, one of the DNS names its mesh certificate carries. */}}
+{{- define "reverser.gitworkerServerName" -}}
+{{- printf "%s-gitworker.%s.svc" (include "reverser.fullname" .) .Release.Namespace -}}
 {{- end -}}
 
 {{/* Redis flags of the catalog, the materializer and the splicer. The body key is apart
