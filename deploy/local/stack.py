@@ -583,7 +583,13 @@ current-context: local
         return args
 
     def service_args(self, name):
-        return self._service_args(name) + (self.membership_args(name) if name != "catalog" else [])
+        if name != "catalog":
+            return self._service_args(name) + self.membership_args(name)
+        # The catalog runs once; with gitworker replicas it calls the owner of a CommitRequest's
+        # branch, read from their Leases.
+        routing = ([f"--gitworker_membership=true", f"--membership_namespace={MEMBERSHIP_NAMESPACE}",
+                    *self.MEMBERSHIP_TIMING] if self.replicas["gitworker"] > 1 else [])
+        return self._service_args(name) + routing
 
     def _service_args(self, name):
         service = self.service_of(name)
@@ -625,6 +631,17 @@ current-context: local
 
     def start_service(self, name):
         return self._service(name, self.service_args(name))
+
+    def add_replica(self, service):
+        """One more replica of a scaled-out service, started now (a scale-up): its name."""
+        if not self.membership:
+            raise ValueError("add_replica: the stack runs without membership (start it with replicas)")
+        name = f"{service}-{self.replicas[service]}"
+        self.replicas[service] += 1
+        if service == "gitworker":
+            self.ports[name + "_grpc"] = free_port()  # advertised in its Lease
+        self.start_service(name)
+        return name
 
     def pause(self, name):
         """SIGSTOP: the process keeps its sockets and state but does nothing (a long GC pause, a

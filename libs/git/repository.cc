@@ -1,9 +1,11 @@
 #include "libs/git/repository.h"
 
 #include <openssl/sha.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -133,6 +135,37 @@ Repository::Repository(RepositoryOptions options, GitPtr<git_repository> repo)
 
 Repository::~Repository() = default;
 
+namespace {
+
+// Removes `*.lock` files older than `cutoff` at the top of a bare clone and under refs/;
+// how many. Errors (a file that vanished, an unreadable folder) are skipped: a lock that stays
+// fails the next update with libgit2's own message.
+size_t RemoveStaleLocks(const std::string& clone, absl::Time cutoff) {
+  if (cutoff == absl::InfinitePast()) return 0;
+  namespace fs = std::filesystem;
+  size_t removed = 0;
+  auto consider = [&](const fs::directory_entry& entry) {
+    std::error_code error;
+    if (!entry.is_regular_file(error) || entry.path().extension() != ".lock") return;
+    struct stat info;
+    if (stat(entry.path().c_str(), &info) != 0) return;
+    if (absl::TimeFromTimespec(info.st_mtim) >= cutoff) return;  // this process's own
+    if (fs::remove(entry.path(), error)) ++removed;
+  };
+  std::error_code error;
+  for (fs::directory_iterator it(clone, error), end; !error && it != end; it.increment(error)) {
+    consider(*it);
+  }
+  error.clear();
+  for (fs::recursive_directory_iterator it(fs::path(clone) / "refs", error), end;
+       !error && it != end; it.increment(error)) {
+    consider(*it);
+  }
+  return removed;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions options) {
   EnsureLibgit2Initialized();
   if (options.local_path.empty()) return absl::InvalidArgumentError("empty local_path");
@@ -168,7 +201,10 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
     rc = git_remote_set_url(repo.get(), kRemoteName, options.remote_url.c_str());
   }
   RETURN_IF_ERROR(GitStatus(rc, "configuring remote origin"));
-  return std::unique_ptr<Repository>(new Repository(std::move(options), std::move(repo)));
+  const size_t removed = RemoveStaleLocks(options.local_path, options.stale_lock_cutoff);
+  auto opened = std::unique_ptr<Repository>(new Repository(std::move(options), std::move(repo)));
+  opened->stale_locks_removed_ = removed;
+  return opened;
 }
 
 absl::StatusOr<GitPtr<git_remote>> Repository::Origin() {

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "libs/git/credentials.h"
 #include "libs/git/libgit2.h"
 #include "libs/git/tree_editor.h"
@@ -37,6 +38,11 @@ struct RepositoryOptions {
   // (bulk_writer.h) instead of a loose file each: first mirrors and big resyncs. Small commits
   // stay loose so everyday writes do not pile up packs.
   size_t pack_threshold = kDefaultPackThreshold;
+  // Git's lock files (`*.lock` beside HEAD, config, packed-refs and under refs/) older than this
+  // are removed at Open: a process killed mid-update (SIGKILL, OOM) leaves them, and every later
+  // update of that ref would fail on them for good. Only for a caller that owns the clone
+  // exclusively since this time (the gitworker holds its work dir's lock); InfinitePast: never.
+  absl::Time stale_lock_cutoff = absl::InfinitePast();
 };
 
 // Where a branch worker keeps its clone (docs/behaviour.md, Local clones):
@@ -96,6 +102,8 @@ class Repository {
   // remote "origin" is (re)pointed at options.remote_url.
   static absl::StatusOr<std::unique_ptr<Repository>> Open(RepositoryOptions options);
   ~Repository();
+  // How many stale lock files Open removed (RepositoryOptions::stale_lock_cutoff).
+  size_t stale_locks_removed() const { return stale_locks_removed_; }
 
   // Lists the remote's refs without downloading objects.
   absl::StatusOr<RemoteRefs> ListRemote();
@@ -169,6 +177,7 @@ class Repository {
   absl::Status SetTracking(absl::string_view branch, const git_oid& commit);
 
   RepositoryOptions options_;
+  size_t stale_locks_removed_ = 0;
   GitPtr<git_repository> repo_;
   // Packs written by large commits and not yet offered to a local remote ("pack-<checksum>"):
   // a local push links them into the remote instead of copying their objects one by one.

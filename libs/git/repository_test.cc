@@ -1,11 +1,16 @@
-#include "libs/git/test_support.h"
 #include "libs/git/repository.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "libs/git/test_support.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/temp_dir.h"
@@ -59,6 +64,52 @@ TEST_F(RepositoryTest, CloneFetchAndReadSeededRemote) {
   auto tip_again = again->FetchedTip("main");
   ASSERT_TRUE(tip_again.ok());
   EXPECT_EQ(*tip_again, *tip);
+}
+
+// A process SIGKILLed while it updated a ref leaves `<ref>.lock` behind; libgit2 then refuses
+// that ref's every update. Open removes lock files older than the cutoff (the time the caller
+// took the clone over) and keeps newer ones, which a live update may hold.
+TEST_F(RepositoryTest, LockFilesAKilledProcessLeftAreRemovedAtOpenAndNewerOnesKept) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  {
+    auto repo = OpenClone(*remote, "clone");
+    ASSERT_TRUE(repo->Fetch().ok());
+  }
+  const std::string clone = absl::StrCat(dir_.path(), "/clone");
+  const std::string stale = clone + "/refs/remotes/origin/main.lock";
+  { std::ofstream(stale) << ""; }
+  const absl::Time killed_at = absl::Now() - absl::Hours(1);
+  struct timespec times[2] = {absl::ToTimespec(killed_at), absl::ToTimespec(killed_at)};
+  ASSERT_EQ(utimensat(AT_FDCWD, stale.c_str(), times, 0), 0);
+  auto work = testing::CloneRepo(*remote, dir_.path(), "work");
+  ASSERT_TRUE(work.ok()) << work.status();
+  { std::ofstream(*work + "/a.yaml") << "a: 1\n"; }
+  ASSERT_TRUE(testing::CommitAndPush(*work, "moved on").ok());
+
+  {
+    auto blocked = OpenClone(*remote, "clone");
+    EXPECT_EQ(blocked->stale_locks_removed(), 0u);
+    EXPECT_FALSE(blocked->Fetch().ok()) << "the stale lock blocks the remote-tracking ref";
+  }
+  RepositoryOptions options{clone, *remote, {}};
+  options.stale_lock_cutoff = absl::Now() - absl::Minutes(1);
+  auto reopened = Repository::Open(options);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->stale_locks_removed(), 1u);
+  ASSERT_TRUE((*reopened)->Fetch().ok());
+  auto tip = (*reopened)->FetchedTip("main");
+  ASSERT_TRUE(tip.ok() && tip->has_value());
+  EXPECT_EQ(**tip, RemoteTip(*remote, "main"));
+
+  // A lock newer than the cutoff may be a live update's: kept.
+  const std::string live = clone + "/refs/remotes/origin/other.lock";
+  { std::ofstream(live) << ""; }
+  reopened->reset();
+  auto again = Repository::Open(options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->stale_locks_removed(), 0u);
+  EXPECT_EQ(access(live.c_str(), F_OK), 0);
 }
 
 TEST_F(RepositoryTest, FileUrlWorksAndMissingRemoteIsAnError) {

@@ -33,8 +33,8 @@ std::vector<std::string> Branches(int n) {
 TEST(UnitsTest, NamesAreDistinctPerKind) {
   EXPECT_EQ(BranchUnit("ns", "p", "feature/x"), "branch:ns/p/feature/x");
   EXPECT_EQ(TargetUnit("ns", "t"), "target:ns/t");
-  EXPECT_EQ(MaterializationUnit("apps/deployments", ""), "mat:apps/deployments:");
-  EXPECT_EQ(MaterializationUnit("configmaps", "team-a"), "mat:configmaps:team-a");
+  EXPECT_EQ(MaterializationUnit("apps/deployments", "cluster"), "mat:{apps/deployments:cluster}");
+  EXPECT_EQ(MaterializationUnit("configmaps", "ns:team-a"), "mat:{configmaps:ns:team-a}");
 }
 
 TEST(OwnershipTableTest, OwnsNothingUntilSyncedAndSeeingItself) {

@@ -14,7 +14,7 @@ std::string TargetUnit(absl::string_view target_namespace, absl::string_view tar
 }
 
 std::string MaterializationUnit(absl::string_view group_resource, absl::string_view scope) {
-  return absl::StrCat("mat:", group_resource, ":", scope);
+  return absl::StrCat("mat:{", group_resource, ":", scope, "}");
 }
 
 }  // namespace reverser::membership

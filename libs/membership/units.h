@@ -19,8 +19,10 @@ std::string BranchUnit(absl::string_view provider_namespace, absl::string_view p
 // A splicer's unit: one GitTarget, `target:<ns>/<name>`.
 std::string TargetUnit(absl::string_view target_namespace, absl::string_view target_name);
 
-// A materializer's unit: one (type, scope) materialization, `mat:<group/resource>:<scope>`
-// (scope: "" for cluster-wide, else the namespace).
+// A materializer's unit: one (type, scope) materialization, `mat:{<group/resource>:<scope>}`
+// with the materialization keys' own segments (scope `cluster` or `ns:<namespace>`,
+// libs/redisstore/keys.h), so the unit's ownership keys carry the materialization's Redis
+// Cluster hash tag and share its slot.
 std::string MaterializationUnit(absl::string_view group_resource, absl::string_view scope);
 
 }  // namespace reverser::membership

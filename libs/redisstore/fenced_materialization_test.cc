@@ -19,7 +19,7 @@ namespace {
 using core::StreamPosition;
 
 const core::GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
-constexpr char kUnit[] = "mat:configmaps:team";
+constexpr char kUnit[] = "mat:{configmaps:ns:team}";
 
 class FencedMaterializationTest : public ::testing::Test {
  protected:

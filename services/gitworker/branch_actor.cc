@@ -139,6 +139,7 @@ BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   options.key = key;
   options.remote_url = settings.remote_url;
   options.work_dir = options_.work_dir;
+  options.stale_lock_cutoff = options_.stale_lock_cutoff;
   options.push_cooldown = options_.push_cooldown;
   options.limits = options_.limits;
   options.signing_keys = options_.signing_keys;

@@ -44,6 +44,7 @@ CredentialsResolver DirectoryCredentialsResolver(std::string dir);
 
 struct BranchRegistryOptions {
   std::string work_dir;
+  absl::Time stale_lock_cutoff = absl::InfinitePast();  // git::RepositoryOptions'
   absl::Duration push_cooldown = absl::Seconds(5);
   CredentialsResolver credentials;  // empty: anonymous
   WriterLimits limits;              // what branch workers read and render

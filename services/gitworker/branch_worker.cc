@@ -239,7 +239,13 @@ absl::Status BranchWorker::EnsureRepo() {
   repo_options.remote_url = options_.remote_url;
   repo_options.credentials = options_.credentials;
   repo_options.pack_threshold = options_.pack_threshold;
+  repo_options.stale_lock_cutoff = options_.stale_lock_cutoff;
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
+  if (repo->stale_locks_removed() > 0) {
+    runtime::LogWarning("removed lock files a killed process left in the branch clone",
+                        {{"branch", options_.key.ToString()},
+                         {"locks", static_cast<long long>(repo->stale_locks_removed())}});
+  }
   count("fetch");
   RETURN_IF_ERROR(repo->Fetch());
   ASSIGN_OR_RETURN(git::BranchBase base, repo->ResolveBranchBase(options_.key.branch));
@@ -828,7 +834,11 @@ void BranchWorker::PushIfDue(bool force) {
       const absl::Time now = options_.clock->Now();
       // "Up to date" moved nothing (e.g. only writes held by the gate wait): the branch's last
       // push stays the last one that did.
-      if (result->outcome == git::PushOutcome::kPushed) last_push_ = now;
+      if (result->outcome == git::PushOutcome::kPushed) {
+        last_push_ = now;
+        // Which replica published which tip: with replicas, the audit trail of ownership.
+        runtime::LogInfo("pushed", {{"branch", options_.key.ToString()}, {"commit", **tip}});
+      }
       next_push_allowed_ = now + options_.push_cooldown;
       last_error_.clear();
       for (Unit& unit : units_) {

@@ -70,6 +70,8 @@ struct BranchWorkerOptions {
   int max_push_attempts = 3;                        // per push cycle
   // Commits changing this many files or more (first mirror, big resyncs) write one pack.
   size_t pack_threshold = git::kDefaultPackThreshold;
+  // Lock files in the clone older than this are a dead process's (work_dir.h WorkDirLock).
+  absl::Time stale_lock_cutoff = absl::InfinitePast();
   // What is read from Git and rendered (file sizes, YAML per file, templates).
   WriterLimits limits;
   // Keys for targets whose GitProvider signs (TargetSettings::signing_secret). Every commit of

@@ -20,9 +20,13 @@ GitWorkerService::~GitWorkerService() = default;
 
 absl::Status GitWorkerService::Register() {
   if (absl::Status s = PreparePrivateWorkDir(options_.work_dir); !s.ok()) return s;
+  auto lock = WorkDirLock::Acquire(options_.work_dir);
+  if (!lock.ok()) return lock.status();
+  work_dir_lock_ = std::move(*lock);
 
   BranchRegistryOptions registry;
   registry.work_dir = options_.work_dir;
+  registry.stale_lock_cutoff = work_dir_lock_->since();
   registry.push_cooldown = options_.push_cooldown;
   registry.limits = options_.limits;
   SecretReader secrets;

@@ -37,6 +37,7 @@
 #include "services/gitworker/gitworker_grpc.h"
 #include "services/gitworker/target_configs.h"
 #include "services/gitworker/target_writer.h"
+#include "services/gitworker/work_dir.h"
 
 namespace reverser::gitworker {
 
@@ -94,6 +95,7 @@ class GitWorkerService {
 
   runtime::ServiceHost& host_;
   GitWorkerServiceOptions options_;
+  std::unique_ptr<WorkDirLock> work_dir_lock_;  // held for the process's life
   std::unique_ptr<BranchRegistry> registry_;
   std::unique_ptr<TargetConfigBook> configs_;
   std::unique_ptr<catalogclient::StreamFollower<reverser::v1::TableUpdate>> tables_;

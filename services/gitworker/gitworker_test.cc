@@ -262,7 +262,8 @@ TEST_F(GitWorkerServiceTest, ClonesStayInThePrivateWorkDirWhateverTheProviderIsC
   ASSERT_TRUE(
       testing::WaitFor([&] { return client.AckedRv(ConfigMaps()) == 100; }, absl::Seconds(30)))
       << service_->Logs();
-  // One folder, a digest, under work/repos; nothing beside the work dir.
+  // One folder, a digest, under work/repos, beside the work dir's lock; nothing beside the
+  // work dir.
   std::vector<std::string> beside, clones;
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
     beside.push_back(entry.path().filename());
@@ -276,7 +277,7 @@ TEST_F(GitWorkerServiceTest, ClonesStayInThePrivateWorkDirWhateverTheProviderIsC
   }
   EXPECT_THAT(beside,
               ::testing::UnorderedElementsAre(std::filesystem::path(remote_).filename().string(),
-                                              "work", "work/repos"));
+                                              "work", "work/repos", "work/.lock"));
   ASSERT_EQ(clones.size(), 1u);
   EXPECT_EQ(clones[0].size(), 32u);
 }

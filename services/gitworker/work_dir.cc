@@ -1,6 +1,9 @@
 #include "services/gitworker/work_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 
 namespace reverser::gitworker {
 
@@ -41,5 +45,28 @@ absl::Status PreparePrivateWorkDir(const std::string& path) {
   }
   return absl::OkStatus();
 }
+
+absl::StatusOr<std::unique_ptr<WorkDirLock>> WorkDirLock::Acquire(const std::string& work_dir) {
+  const std::string path = work_dir + "/.lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    close(fd);
+    if (error == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--work_dir ", work_dir, " is in use by another gitworker process (", path,
+                       " is locked); give each replica its own work dir"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot lock ", path, ": ", std::strerror(error)));
+  }
+  return std::unique_ptr<WorkDirLock>(new WorkDirLock(fd, absl::Now()));
+}
+
+WorkDirLock::~WorkDirLock() { close(fd_); }
 
 }  // namespace reverser::gitworker

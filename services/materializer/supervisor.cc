@@ -29,7 +29,7 @@ void SupervisorState::StopAll() {
 
 std::string UnitOf(const ClaimKey& claim) {
   return membership::MaterializationUnit(redisstore::GroupResourceSegment(claim.first),
-                                         claim.second.IsCluster() ? "" : claim.second.namespace_);
+                                         redisstore::ScopeSegment(claim.second));
 }
 
 namespace {
