@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 
@@ -656,6 +657,41 @@ current-context: local
         if proc and proc.poll() is None:
             proc.send_signal(sig)
             proc.wait(timeout=10)
+        if sig == signal.SIGKILL and self.service_of(name) == "gitworker" and getattr(self, "remote", None):
+            self.release_remote_locks()
+
+    def release_remote_locks(self):
+        """The remote here is a local bare repository, which a gitworker's push updates itself
+        (libgit2's local transport): one SIGKILLed mid-push leaves `refs/heads/<b>.lock` behind,
+        where a Git server's receive-pack, ending with its connection, would drop its own. Done
+        here as the server would: a lock present now and unchanged a second later (a live push
+        holds one for milliseconds) is the dead process's, and is removed."""
+        def locks():
+            found = {}
+            for folder, _, files in os.walk(os.path.join(self.remote, "refs")):
+                for f in files:
+                    if f.endswith(".lock"):
+                        path = os.path.join(folder, f)
+                        try:
+                            st = os.stat(path)
+                        except FileNotFoundError:
+                            continue
+                        found[path] = (st.st_ino, st.st_mtime_ns)
+            return found
+        left = locks()
+        if not left:
+            return
+
+        def release():
+            time.sleep(1.0)
+            now = locks()
+            for path, identity in left.items():
+                if now.get(path) == identity:
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+        threading.Thread(target=release, daemon=True).start()
 
     def stop(self):
         for name, proc in reversed(list(self.procs.items())):
