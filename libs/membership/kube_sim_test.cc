@@ -81,6 +81,13 @@ class MembershipKubeSimTest : public ::testing::Test {
   MembershipTiming timing_;  // 15 s lease, 10 s deadline, 2 s period, 2 s grace
   std::unique_ptr<kubesim::KubeSim> sim_;
   std::shared_ptr<kube::RestClient> admin_;
+  // Stops every view and member now. Their threads read the test body's clock (and a view's
+  // callback its locals): a test with a local clock calls this before they go out of scope.
+  void StopAll() {
+    views_.clear();
+    members_.clear();
+  }
+
   std::vector<std::shared_ptr<kube::RestClient>> clients_;
   std::vector<std::unique_ptr<LeaseMember>> members_;
   std::vector<std::unique_ptr<MemberView>> views_;
@@ -114,6 +121,7 @@ TEST_F(MembershipKubeSimTest, TheLeaseAsWrittenAndRenewed) {
   EXPECT_TRUE(member.HeldAt(clock.Now()));
   clock.Advance(absl::Microseconds(1));
   EXPECT_FALSE(member.HeldAt(clock.Now()));
+  StopAll();
 }
 
 TEST_F(MembershipKubeSimTest, AConflictingWriteIsReReadAndRenewedOver) {
@@ -143,6 +151,7 @@ TEST_F(MembershipKubeSimTest, AConflictingWriteIsReReadAndRenewedOver) {
   clock.Advance(absl::Seconds(2));
   ASSERT_TRUE(member.Renew().ok()) << member.status().last_error;
   EXPECT_TRUE(GetLease("splicer-splicer-0").ok());
+  StopAll();
 }
 
 TEST_F(MembershipKubeSimTest, TheViewSeesMembersJoinExpireAndLeave) {
@@ -243,6 +252,7 @@ TEST_F(MembershipKubeSimTest, StaleForeignAndHostileLeasesAreNotMembers) {
   ASSERT_TRUE(live.Renew().ok());
   MemberView& view = NewView(clock);
   ASSERT_TRUE(view.WaitFor([](const Membership& m) { return Ids(m, {"live"}); }, kWait));
+  StopAll();
 }
 
 // The loop on the real clock: a member that starts is seen; one that stops gracefully is gone
