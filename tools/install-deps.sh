@@ -21,8 +21,9 @@ packages=(
   # Container images (deploy/image): podman (its `build` is buildah's library) with runc, as crun
   # refuses this kind of VM's cgroup layout, and skopeo to export and push.
   podman skopeo runc
-  # The chart-run test (deploy/helm/chart_run_test.py): container DNS on a private network.
-  netavark aardvark-dns
+  # The chart-run test (deploy/helm/chart_run_test.py): container DNS on a private network;
+  # netavark sets the bridge up with iptables ("netavark: No such file or directory" without it).
+  netavark aardvark-dns iptables
 )
 
 missing=()
