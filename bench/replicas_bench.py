@@ -31,7 +31,6 @@ commit is what scales with more cores. Every size runs with --membership (Leases
     python3 bench/replicas_bench.py --bin-dir "$(bazel info -c opt bazel-bin)" --throughput --seconds 30
 """
 import argparse
-import calendar
 import http.client
 import json
 import os
@@ -50,23 +49,13 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "deploy", "local"))
 sys.path.insert(0, HERE)
 import stack as local_stack  # noqa: E402
+from branch_fleet import (branch, log_entry, log_time, mirror_manifest, namespace,  # noqa: E402
+                          ownership_change, resyncs_sent, unit)
 import bench_result  # noqa: E402
 
 percentile = bench_result.percentile
 TARGETS = 30
 BENCH = "replicas"
-
-
-def namespace(i):
-    return f"team-{i:02d}"
-
-
-def branch(i):
-    return f"b-{i:02d}"
-
-
-def unit(i):
-    return f"branch:{namespace(i)}/local/{branch(i)}"
 
 
 def duration_flag(name):
@@ -79,26 +68,10 @@ def duration_flag(name):
     raise KeyError(name)
 
 
-def mirror_manifest(stack, i):
-    """replicas_test's target: a GitProvider, GitTarget and WatchRule in their own namespace, on
-    their own branch, and the ConfigMap the writers patch."""
-    ns = namespace(i)
-    return {"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-        {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
-         "metadata": {"name": "local", "namespace": ns},
-         "spec": {"url": f"file://{stack.remote}", "allowedBranches": [branch(i)],
-                  "push": {"commitWindow": "0s"}}},
-        {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
-         "metadata": {"name": "mirror", "namespace": ns},
-         "spec": {"providerRef": {"name": "local"}, "branch": branch(i), "path": f"clusters/{ns}"}},
-        {"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
-         "metadata": {"name": "configmaps", "namespace": ns},
-         "spec": {"targetRef": {"name": "mirror"},
-                  "rules": [{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}]}},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "load", "namespace": ns},
-         "data": {"v": "0"}},
-    ]}
+def load_configmap(i):
+    """The ConfigMap the writers patch, one per target's namespace."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "load", "namespace": namespace(i)},
+            "data": {"v": "0"}}
 
 
 # ---- the remote's refs ----------------------------------------------------------------------
@@ -209,15 +182,12 @@ class Ownership:
             for raw in data[:end].split(b"\n"):
                 if b"branch ownership changed" not in raw:
                     continue
-                try:
-                    line = json.loads(raw)
-                except ValueError:
+                line = log_entry(raw)
+                if line is None:
                     continue
-                gained = [u for u in line.get("gained", "").split(",") if u]
-                lost = [u for u in line.get("lost", "").split(",") if u]
-                self.owned[name] |= set(gained)
-                self.owned[name] -= set(lost)
-                ts = parse_ts(line.get("ts", ""))
+                gained, lost = ownership_change(line)
+                self.owned[name] = (self.owned[name] | gained) - lost
+                ts = log_time(line.get("ts"))
                 for u in gained:
                     self.gained_at[(name, u)] = ts
         return self.owned
@@ -248,22 +218,13 @@ def first_log_after(stack, name, offset, msg, field, contains, after_wall):
     for raw in data.split(b"\n"):
         if msg.encode() not in raw:
             continue
-        try:
-            line = json.loads(raw)
-        except ValueError:
+        line = log_entry(raw)
+        if line is None:
             continue
-        ts = parse_ts(line.get("ts", ""))
+        ts = log_time(line.get("ts"))
         if contains in str(line.get(field, "")) and ts is not None and ts >= after_wall - 0.001:
             return ts
     return None
-
-
-def parse_ts(text):
-    try:
-        base, frac = text.rstrip("Z").split(".")
-        return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + float("0." + frac)
-    except ValueError:
-        return None
 
 
 # ---- CPU --------------------------------------------------------------------------------------
@@ -504,18 +465,13 @@ def new_stack(args, gitworkers):
     return stack
 
 
-def resyncs_sent(stack):
-    return sum(len([l for l in stack.metrics(replica).splitlines()
-                    if l.startswith("reverser_splicer_resyncs_total{")])
-               for replica in stack.replica_names("splicer"))
-
-
 def prepare(stack):
     """Starts the stack, applies the 30 targets and waits until each sent its first resync,
     every branch has one owner and every branch exists on the remote."""
     stack.start()
     manifest = {"apiVersion": "v1", "kind": "List",
-                "items": [item for i in range(TARGETS) for item in mirror_manifest(stack, i)["items"]]}
+                "items": [item for i in range(TARGETS)
+                          for item in mirror_manifest(stack, i)["items"] + [load_configmap(i)]]}
     stack.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(manifest))
     local_stack.wait_until(lambda: resyncs_sent(stack) >= TARGETS, 180,
                            f"{TARGETS} targets to send their first resync", poll=0.2)
@@ -710,26 +666,26 @@ def throughput_once(args, gitworkers):
         prepare(stack)
         refs = RefWatch(stack.remote, poll=0.02)
         writers = ClosedLoopWriters(stack, refs, senders=args.senders)
+        def snapshot():
+            """Everything the window is measured by, read at one moment (its start or end)."""
+            patches, failures = writers.totals()
+            return {"heads": [refs.read(i) for i in range(TARGETS)], "cpu": cpu_snapshot(stack),
+                    "self": sum(os.times()[:2]), "machine": machine_busy_jiffies(), "load": loadavg(),
+                    "t": time.monotonic(), "patches": patches, "failures": failures}
         try:
             time.sleep(args.warmup)
-            heads0 = [refs.read(i) for i in range(TARGETS)]
-            cpu0 = cpu_snapshot(stack)
-            self0 = sum(os.times()[:2])
-            machine0, load0 = machine_busy_jiffies(), loadavg()
-            t0 = time.monotonic()
-            patches0 = writers.totals()[0]
+            start = snapshot()
             time.sleep(args.seconds)
-            heads1 = [refs.read(i) for i in range(TARGETS)]
-            cpu1 = cpu_snapshot(stack)
-            self1 = sum(os.times()[:2])
-            machine1, load1 = machine_busy_jiffies(), loadavg()
-            t1 = time.monotonic()
-            patches1, failures = writers.totals()
+            end = snapshot()
         finally:
             writers.close()
             refs.close()
+        heads0, heads1, cpu0, cpu1 = start["heads"], end["heads"], start["cpu"], end["cpu"]
+        self0, self1, machine0, machine1 = start["self"], end["self"], start["machine"], end["machine"]
+        load0, load1, patches0, patches1 = start["load"], end["load"], start["patches"], end["patches"]
+        failures = end["failures"]
         commits = sum(commit_count(stack.remote, a, b) for a, b in zip(heads0, heads1))
-        elapsed = t1 - t0
+        elapsed = end["t"] - start["t"]
         cpu = {name: cpu1[name] - cpu0[name] for name in cpu1 if name in cpu0
                and cpu0[name] is not None and cpu1[name] is not None}
         gitworker_cpu = sum(v for k, v in cpu.items() if stack.service_of(k) == "gitworker")

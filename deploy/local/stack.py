@@ -588,7 +588,7 @@ current-context: local
             return self._service_args(name) + self.membership_args(name)
         # The catalog runs once; with gitworker replicas it calls the owner of a CommitRequest's
         # branch, read from their Leases.
-        routing = ([f"--gitworker_membership=true", f"--membership_namespace={MEMBERSHIP_NAMESPACE}",
+        routing = (["--gitworker_membership=true", f"--membership_namespace={MEMBERSHIP_NAMESPACE}",
                     *self.MEMBERSHIP_TIMING] if self.replicas["gitworker"] > 1 else [])
         return self._service_args(name) + routing
 

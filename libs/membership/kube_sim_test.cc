@@ -26,14 +26,10 @@ const absl::Duration kWait = absl::Seconds(30);
 class MembershipKubeSimTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto sim = kubesim::KubeSim::Start(kubesim::KubeSimOptions{});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-    auto client = testing::ClientFor(*sim_);
-    ASSERT_TRUE(client.ok()) << client.status();
-    admin_ = *client;
-    json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
-    ASSERT_TRUE(admin_->Create({"", "v1", "namespaces"}, "", ns).ok());
+    auto cluster = testing::StartTestCluster(kNamespace);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    sim_ = std::move(cluster->sim);
+    admin_ = cluster->admin;
   }
   void TearDown() override {
     views_.clear();

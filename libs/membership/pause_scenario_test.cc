@@ -41,13 +41,9 @@ FencedCommands Write(const std::string& value) { return {{kData}, {{"SET", kData
 class PauseScenarioTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto sim = kubesim::KubeSim::Start(kubesim::KubeSimOptions{});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-    auto admin = testing::ClientFor(*sim_);
-    ASSERT_TRUE(admin.ok());
-    json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
-    ASSERT_TRUE((*admin)->Create({"", "v1", "namespaces"}, "", ns).ok());
+    auto cluster = testing::StartTestCluster(kNamespace);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    sim_ = std::move(cluster->sim);
     auto redis = reverser::testing::RedisServer::Start();
     ASSERT_TRUE(redis.ok()) << redis.status();
     redis_ = std::move(*redis);

@@ -94,15 +94,10 @@ struct StandInServer {
 class CommitRequestRoutingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto sim = kubesim::KubeSim::Start(kubesim::KubeSimOptions{});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-    auto admin = membership::testing::ClientFor(*sim_);
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    nlohmann::json ns = {
-        {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
-    ASSERT_TRUE((*admin)->Create({"", "v1", "namespaces"}, "", ns).ok());
-    client_ = *admin;
+    auto cluster = membership::testing::StartTestCluster(kNamespace);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    sim_ = std::move(cluster->sim);
+    client_ = cluster->admin;
 
     tables_.set_generation(1);
     tables_.set_full(true);

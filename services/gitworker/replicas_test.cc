@@ -127,14 +127,9 @@ class GitWorkerReplicasTest : public ::testing::Test {
     catalog_server_ = builder.BuildAndStart();
     ASSERT_NE(catalog_port_, 0);
 
-    auto sim = kubesim::KubeSim::Start(kubesim::KubeSimOptions{});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-    auto admin = membership::testing::ClientFor(*sim_);
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    nlohmann::json ns = {
-        {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
-    ASSERT_TRUE((*admin)->Create({"", "v1", "namespaces"}, "", ns).ok());
+    auto cluster = membership::testing::StartTestCluster(kNamespace);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    sim_ = std::move(cluster->sim);
 
     StartReplica(a_, "gw-a");
     StartReplica(b_, "gw-b");

@@ -6,13 +6,12 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
-
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/metrics.h"
 #include "services/splicer/delivery_client.h"
+#include "services/splicer/test_support.h"
 #include "tests/fixtures/certs.h"
 #include "tests/fixtures/temp_dir.h"
 
@@ -20,24 +19,6 @@ namespace reverser::splicer {
 namespace {
 
 constexpr char kServiceName[] = "reverser-gitworker.reverser.svc";
-
-// Counts the messages delivered and grants credit for each.
-class CountingGitworker final : public reverser::v1::GitWorker::Service {
- public:
-  grpc::Status Deliver(grpc::ServerContext* /*context*/,
-                       grpc::ServerReaderWriter<reverser::v1::DeliveryFeedback,
-                                                reverser::v1::DeliveryMessage>* stream) override {
-    reverser::v1::DeliveryMessage message;
-    while (stream->Read(&message)) {
-      received++;
-      reverser::v1::DeliveryFeedback accepted;
-      accepted.set_accepted_sequence(message.sequence());
-      stream->Write(accepted);
-    }
-    return grpc::Status::OK;
-  }
-  std::atomic<int> received{0};
-};
 
 class DeliveryClientTlsTest : public ::testing::Test {
  protected:
@@ -72,7 +53,7 @@ class DeliveryClientTlsTest : public ::testing::Test {
   void Deliver(DeliveryClient& client, absl::Duration within) {
     client.Start();
     const absl::Time deadline = absl::Now() + within;
-    while (absl::Now() < deadline && gitworker_.received.load() == 0) {
+    while (absl::Now() < deadline && gitworker_.Received() == 0) {
       if (client.WaitConnected(absl::Milliseconds(200))) {
         reverser::v1::DeliveryMessage message;
         message.mutable_target_config()->mutable_target()->set_uid("t0");
@@ -84,7 +65,7 @@ class DeliveryClientTlsTest : public ::testing::Test {
 
   testing::ScopedTempDir dir_{"delivery-tls"};
   runtime::MetricsRegistry metrics_;
-  CountingGitworker gitworker_;
+  testutil::AckingGitWorker gitworker_;  // acks every message, counts them
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   runtime::GrpcSecurity client_security_;
@@ -113,8 +94,7 @@ TEST_F(DeliveryClientTlsTest, WithoutTheNameTheCertificateIsRefused) {
                         runtime::MeshChannelCredentials(client_security_));
   Deliver(client, absl::Seconds(3));
   client.Stop();
-  EXPECT_EQ(gitworker_.received.load(), 0)
-      << "a certificate not naming 127.0.0.1 was accepted for it";
+  EXPECT_EQ(gitworker_.Received(), 0) << "a certificate not naming 127.0.0.1 was accepted for it";
 }
 
 TEST_F(DeliveryClientTlsTest, WithTheServiceNameTheReplicaIsReachedByItsAddress) {
@@ -122,7 +102,7 @@ TEST_F(DeliveryClientTlsTest, WithTheServiceNameTheReplicaIsReachedByItsAddress)
                         runtime::MeshChannelCredentials(client_security_), kServiceName);
   Deliver(client, absl::Seconds(30));
   client.Stop();
-  EXPECT_GE(gitworker_.received.load(), 1);
+  EXPECT_GE(gitworker_.Received(), 1);
 }
 
 }  // namespace

@@ -148,13 +148,9 @@ std::vector<std::string> Uids(int n) {
 class SplicerReplicasTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto sim = kubesim::KubeSim::Start(kubesim::KubeSimOptions{});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-    auto admin = membership::testing::ClientFor(*sim_);
-    ASSERT_TRUE(admin.ok());
-    json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNamespace}}}};
-    ASSERT_TRUE((*admin)->Create({"", "v1", "namespaces"}, "", ns).ok());
+    auto cluster = membership::testing::StartTestCluster(kNamespace);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    sim_ = std::move(cluster->sim);
     auto redis = testing::RedisServer::Start();
     ASSERT_TRUE(redis.ok()) << redis.status();
     redis_ = std::move(*redis);

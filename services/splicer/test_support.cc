@@ -59,6 +59,7 @@ grpc::Status AckingGitWorker::Deliver(
         stream) {
   reverser::v1::DeliveryMessage message;
   while (stream->Read(&message)) {
+    received_++;
     if (message.has_resync()) {
       absl::MutexLock lock(&mu_);
       resyncs_.push_back(message.resync());

@@ -3,6 +3,7 @@
 // Test inputs shared by the splicer's tests (and its bench): ConfigMaps as the materializer
 // stores them, and what a gitworker answers once it has pushed a delivery.
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -10,9 +11,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/redisstore/materialization_store.h"
 #include "proto/reverser/v1/catalog.pb.h"
 #include "proto/reverser/v1/gitworker.grpc.pb.h"
@@ -43,8 +44,11 @@ class AckingGitWorker final : public reverser::v1::GitWorker::Service {
   std::vector<reverser::v1::ClusterSnapshot> Resyncs() const;
   // Every live event received so far, in arrival order.
   std::vector<reverser::v1::LiveEvent> Events() const;
+  // How many messages arrived, target configs included.
+  int Received() const { return received_.load(); }
 
  private:
+  std::atomic<int> received_{0};
   mutable absl::Mutex mu_;
   std::vector<reverser::v1::ClusterSnapshot> resyncs_ ABSL_GUARDED_BY(mu_);
   std::vector<reverser::v1::LiveEvent> events_ ABSL_GUARDED_BY(mu_);

@@ -11,7 +11,6 @@ the remote's reflog: every pushed tip was published by one replica, which owned 
 own table when it pushed, while no other replica that was running (not killed, not paused) owned
 it. A fourth gitworker added at the end takes over branches from the others and the writes that
 follow converge as well."""
-import calendar
 import json
 import os
 import sys
@@ -22,6 +21,8 @@ import unittest
 ROOT = os.environ.get("REVERSER_RUNFILES") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "deploy", "local"))
 import stack as local_stack  # noqa: E402
+from branch_fleet import (branch, log_entry, log_time, mirror_manifest, namespace,  # noqa: E402
+                          ownership_change, resyncs_sent, target_path)
 
 TARGETS = 30
 OBJECTS = 3  # ConfigMaps per namespace
@@ -29,47 +30,10 @@ REPLICAS = {"gitworker": 3, "splicer": 2, "materializer": 2}
 CONVERGE = 240  # seconds: a bound for a failing run, not a speed assertion
 
 
-def namespace(i):
-    return f"team-{i:02d}"
-
-
-def branch(i):
-    return f"b-{i:02d}"
-
-
-def path(i):
-    return f"clusters/{namespace(i)}"
-
-
-def mirror_manifest(stack, i):
-    """A GitProvider, GitTarget and WatchRule in their own namespace, on their own branch."""
-    ns = namespace(i)
-    return {"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-        {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
-         "metadata": {"name": "local", "namespace": ns},
-         "spec": {"url": f"file://{stack.remote}", "allowedBranches": [branch(i)],
-                  "push": {"commitWindow": "0s"}}},
-        {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
-         "metadata": {"name": "mirror", "namespace": ns},
-         "spec": {"providerRef": {"name": "local"}, "branch": branch(i), "path": path(i)}},
-        {"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
-         "metadata": {"name": "configmaps", "namespace": ns},
-         "spec": {"targetRef": {"name": "mirror"},
-                  "rules": [{"operations": ["*"], "apiGroups": [""], "resources": ["configmaps"]}]}},
-    ]}
-
-
 def configmaps(round_number, names):
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
          "data": {"v": str(round_number)}} for ns, name in names]})
-
-
-def log_time(ts):
-    """A log line's "ts" (2026-12-04T18:48:11.123Z) as Unix seconds."""
-    whole, _, fraction = ts.rstrip("Z").partition(".")
-    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (fraction or "0"))
 
 
 def unit_of(branch_key):
@@ -87,20 +51,17 @@ class OwnershipLog:
         self.pushes = []   # (time, unit, commit, frozenset owned at the push)
         owned = set()
         for line in text.splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
+            entry = log_entry(line)
+            if entry is None:
                 continue
-            if not isinstance(entry, dict):
-                continue
-            t = log_time(entry.get("ts", "1970-01-01T00:00:00Z"))
+            t = log_time(entry.get("ts")) or 0.0
             msg = entry.get("msg")
             if msg == "listening":  # a new process: it owns nothing yet
                 owned = set()
                 self.changes.append((t, frozenset(owned)))
             elif msg == "branch ownership changed":
-                owned |= {u for u in entry.get("gained", "").split(",") if u}
-                owned -= {u for u in entry.get("lost", "").split(",") if u}
+                gained, lost = ownership_change(entry)
+                owned = (owned | gained) - lost
                 self.changes.append((t, frozenset(owned)))
             elif msg == "pushed":
                 self.pushes.append((t, unit_of(entry["branch"]), entry["commit"], frozenset(owned)))
@@ -128,7 +89,7 @@ class ReplicasTest(unittest.TestCase):
             for i in range(TARGETS):
                 cls.stack.kubectl("apply", "--validate=false", "-f", "-",
                                   input=json.dumps(mirror_manifest(cls.stack, i)))
-            local_stack.wait_until(lambda: cls.resyncs_sent() >= TARGETS, 300,
+            local_stack.wait_until(lambda: resyncs_sent(cls.stack) >= TARGETS, 300,
                                    f"{TARGETS} targets to send their first resync", poll=0.2)
         cls.stack.start_then(prepare)
 
@@ -136,23 +97,12 @@ class ReplicasTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.stack.cleanup()
 
-    @classmethod
-    def metric_total(cls, service, name):
-        return sum(local_stack.metric_sum(cls.stack.metrics(replica), name)
-                   for replica in cls.stack.replica_names(service))
-
-    @classmethod
-    def resyncs_sent(cls):
-        return sum(len([l for l in cls.stack.metrics(replica).splitlines()
-                        if l.startswith("reverser_splicer_resyncs_total{")])
-                   for replica in cls.stack.replica_names("splicer"))
-
     def owned_branches(self):
         return {replica: local_stack.metric_sum(self.stack.metrics(replica), "reverser_gitworker_owned_branches")
                 for replica in self.stack.replica_names("gitworker")}
 
     def git_state(self, i):
-        return self.stack.data_values(f"{path(i)}/{namespace(i)}/configmaps/", branch=branch(i))
+        return self.stack.data_values(f"{target_path(i)}/{namespace(i)}/configmaps/", branch=branch(i))
 
     def cluster_state(self, i):
         return self.stack.cluster_data_values(namespace=namespace(i))
