@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "caf/all.hpp"
+#include "libs/runtime/caf_thread.h"
 
 namespace reverser::runtime {
 
@@ -38,11 +39,13 @@ void AskActor(caf::actor_system& system, caf::actor destination, std::chrono::mi
                 message = std::make_tuple(std::move(message)...)](caf::event_based_actor* self) {
     std::apply(
         [&](const auto&... parts) {
-          self->request(destination, timeout, parts...)
-              .then(on_reply, [on_error](caf::error& err) { on_error(err); });
+          self->request(destination, timeout, parts...).then(on_reply, [on_error](caf::error& err) {
+            on_error(err);
+          });
         },
         message);
   });
+  ReleaseCafThreadLogger();  // the caller is a gRPC thread (caf_thread.h)
 }
 
 // Asks every actor of `destinations` the same question at once and calls `done` once with the
@@ -56,8 +59,8 @@ struct GatheredReply {
 
 template <class... Message>
 void AskAll(caf::actor_system& system, std::vector<caf::actor> destinations,
-            std::chrono::milliseconds timeout,
-            std::function<void(std::vector<GatheredReply>)> done, Message... message) {
+            std::chrono::milliseconds timeout, std::function<void(std::vector<GatheredReply>)> done,
+            Message... message) {
   if (destinations.empty()) {
     done({});
     return;
@@ -75,12 +78,18 @@ void AskAll(caf::actor_system& system, std::vector<caf::actor> destinations,
       std::apply(
           [&](const auto&... parts) {
             self->request(destinations[i], timeout, parts...)
-                .then([settle](const std::string& value) { settle({true, value, {}}); },
-                      [settle](caf::error& err) { settle({false, {}, err}); });
+                .then(
+                    [settle](const std::string& value) {
+                      settle({true, value, {}});
+                    },
+                    [settle](caf::error& err) {
+                      settle({false, {}, err});
+                    });
           },
           message);
     }
   });
+  ReleaseCafThreadLogger();  // the caller is a gRPC thread (caf_thread.h)
 }
 
 }  // namespace reverser::runtime

@@ -1,6 +1,7 @@
 #include "libs/runtime/ask_actor.h"
 
 #include <future>
+#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -104,11 +105,50 @@ TEST_F(AskActorTest, AskAllGathersInOrderWithAnErrorForEachActorThatFailed) {
   std::promise<size_t> none;
   AskAll(
       system_, {}, std::chrono::seconds(1),
-      [&](std::vector<GatheredReply> replies) { none.set_value(replies.size()); },
-      ask_atom::value, std::string("q"));
+      [&](std::vector<GatheredReply> replies) { none.set_value(replies.size()); }, ask_atom::value,
+      std::string("q"));
   EXPECT_EQ(none.get_future().get(), 0u);
   caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(last, caf::exit_reason::user_shutdown);
+}
+
+// An ask from a thread CAF does not own (a gRPC thread) that lives on afterwards: the actor
+// system still stops. CAF 0.17 keeps the asking thread's reference to the system's logger,
+// which ~actor_system waits for, unless the ask drops it (caf_thread.h).
+TEST(AskActorShutdownTest, AThreadThatAskedAndLivesOnDoesNotHoldUpTheShutdown) {
+  auto config = std::make_unique<caf::actor_system_config>();
+  auto system = std::make_unique<caf::actor_system>(*config);
+  caf::actor echo = system->spawn(Echo);
+  ReleaseCafThreadLogger();  // this thread's own spawn: the system is destroyed on another
+  std::promise<std::string> replied;
+  std::promise<void> asked, finish;
+  std::shared_future<void> finished = finish.get_future().share();
+  std::thread caller([&] {
+    AskActor(
+        *system, echo, std::chrono::seconds(30),
+        [&](const std::string& answer) { replied.set_value(answer); },
+        [&](const caf::error&) { replied.set_value("error"); }, ask_atom::value, std::string("q"));
+    asked.set_value();
+    finished.wait();  // idle, as a gRPC thread between calls
+  });
+  asked.get_future().wait();
+  EXPECT_EQ(replied.get_future().get(), "echo:q");
+  caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+  echo = nullptr;
+
+  std::promise<void> stopped;
+  std::future<void> stop = stopped.get_future();
+  std::thread destroyer([&] {
+    system.reset();
+    stopped.set_value();
+  });
+  // A bound for a failing run, not a speed assertion: without the release the system waits for
+  // as long as `caller` lives.
+  const bool joined = stop.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  finish.set_value();
+  caller.join();
+  destroyer.join();
+  EXPECT_TRUE(joined) << "~actor_system waited on the asking thread";
 }
 
 }  // namespace

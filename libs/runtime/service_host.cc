@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/log.h"
 #include "nlohmann/json.hpp"
 
@@ -111,8 +113,8 @@ absl::Status ServiceHost::Start() {
     {
       absl::MutexLock lock(&mu_);
       for (const auto& [name, c] : components_) {
-        absl::StrAppend(&body, c.ready() ? "[+] " : "[-] ", name,
-                        c.detail().empty() ? "" : ": ", c.detail(), "\n");
+        absl::StrAppend(&body, c.ready() ? "[+] " : "[-] ", name, c.detail().empty() ? "" : ": ",
+                        c.detail(), "\n");
       }
     }
     absl::StrAppend(&body, ready ? "ready\n" : "not ready\n");
@@ -149,8 +151,8 @@ absl::Status ServiceHost::Start() {
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || grpc_port_ == 0) {
     http_.Stop();
-    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", options_.listen_address,
-                                               ":", options_.grpc_port));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on ", options_.listen_address, ":", options_.grpc_port));
   }
   UpdateHealthServing();
 
@@ -266,8 +268,8 @@ void ServiceHost::Shutdown() {
     if (auto* health = grpc_server_->GetHealthCheckService()) health->Shutdown();
     // In-flight calls get a fifth of the grace; long-lived streams are cancelled after that.
     // (gRPC 1.51 waits out this deadline even when idle, so it is kept short.)
-    auto deadline = std::chrono::system_clock::now() +
-                    absl::ToChronoMilliseconds(options_.shutdown_grace / 5);
+    auto deadline =
+        std::chrono::system_clock::now() + absl::ToChronoMilliseconds(options_.shutdown_grace / 5);
     grpc_server_->Shutdown(deadline);
     grpc_server_->Wait();
   }
@@ -275,7 +277,27 @@ void ServiceHost::Shutdown() {
   http_.Stop();
   if (process_monitor_) caf::anon_send_exit(process_monitor_, caf::exit_reason::user_shutdown);
   process_monitor_ = nullptr;
-  actor_system_.reset();  // joins every actor
+  // ~actor_system joins every actor and waits until no thread holds its logger. The services drop
+  // what their own threads hold (caf_thread.h); a reference left on a thread they do not control
+  // would make it wait for ever, so the join runs on a thread of its own, bounded by the grace,
+  // and past it the system is left to the process's exit, logged as an error.
+  ReleaseCafThreadLogger();
+  const size_t running = actor_system_->registry().running();
+  const size_t detached = actor_system_->detached_actors();
+  auto joined = std::make_shared<std::promise<void>>();
+  std::future<void> done = joined->get_future();
+  std::thread([system = std::move(actor_system_), config = std::move(actor_config_),
+               joined]() mutable {
+    system.reset();
+    config.reset();
+    joined->set_value();
+  }).detach();
+  if (done.wait_for(absl::ToChronoMilliseconds(options_.shutdown_grace)) !=
+      std::future_status::ready) {
+    LogError("the actor system did not stop within the shutdown grace; left to the process's exit",
+             {{"running_actors", static_cast<long long>(running)},
+              {"detached_actors", static_cast<long long>(detached)}});
+  }
   LogInfo("stopped", {{"shutdown_ms", absl::ToInt64Milliseconds(absl::Now() - start)}});
 }
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/time/time.h"
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "libs/runtime/admin_review.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/http_server.h"
@@ -32,12 +32,12 @@ namespace reverser::runtime {
 
 // Settings every service takes from its command line (see flags.h for the flag names).
 struct ServiceHostOptions {
-  std::string service;            // catalog, materializer, splicer, gitworker
+  std::string service;  // catalog, materializer, splicer, gitworker
   std::string listen_address = "0.0.0.0";
-  int grpc_port = 9090;           // 0: pick a free port (logged, and written to endpoints_file)
+  int grpc_port = 9090;  // 0: pick a free port (logged, and written to endpoints_file)
   int http_port = 8080;
-  std::string endpoints_file;     // if set: JSON {"grpc_port":..,"http_port":..} once listening
-  std::string instance;           // replica identity; default: hostname
+  std::string endpoints_file;  // if set: JSON {"grpc_port":..,"http_port":..} once listening
+  std::string instance;        // replica identity; default: hostname
   absl::Duration shutdown_grace = absl::Seconds(5);
   size_t actor_threads = 2;
   // mTLS and per-call authorization; Start() refuses neither TLS files nor insecure.

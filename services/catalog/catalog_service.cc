@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/kube/api_error.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/log.h"
 
 namespace reverser::catalog {
@@ -101,6 +102,7 @@ void CatalogService::Stop() {
   if (gitworkers_) gitworkers_->Stop();
   watches_->Stop();
   discovery_->Stop();
+  runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
   caf::scoped_actor self{host_.actors()};
   self->send_exit(actor_, caf::exit_reason::user_shutdown);
   self->wait_for(actor_);

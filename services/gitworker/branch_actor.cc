@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/log.h"
 #include "services/gitworker/branch_ownership.h"
 #include "services/gitworker/secret_source.h"
@@ -160,6 +161,8 @@ BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   runtime::LogInfo("branch worker started",
                    {{"branch", key.ToString()}, {"remote", settings.remote_url}});
   BranchActor actor = SpawnBranchActor(system_, std::move(options));
+  // Asked from a target stream (a CAF thread) or a gRPC handler (not one): caf_thread.h.
+  runtime::ReleaseCafThreadLogger();
   if (stopping_) {
     // It pushes what reaches it before the stop; the rest is redelivered after the restart. It
     // is not kept: a detached actor's thread ends only once no handle to it is left.
@@ -224,6 +227,7 @@ void BranchRegistry::StopAll(absl::Duration timeout) {
     branches_.clear();
   }
   // Every branch is asked before any answer is awaited: they finalize and push in parallel.
+  runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
   caf::scoped_actor self{system_};
   const auto wait = ToChrono(std::max(timeout, absl::Milliseconds(1)));
   using Pending = decltype(self->request(actors.front(), wait, stop_atom::value));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/core/proto_convert.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/log.h"
 #include "services/gitworker/refusal.h"
 #include "services/gitworker/target_stream.h"
@@ -296,6 +297,7 @@ class DeliverReactor final : public grpc::ServerBidiReactor<Message, Feedback> {
       options.limits = options_.limits;
       options.ownership = options_.ownership;
       it = targets_.emplace(key, SpawnTargetStream(system_, options)).first;
+      runtime::ReleaseCafThreadLogger();  // a gRPC callback thread (caf_thread.h)
       if (options_.ownership != nullptr) {
         ownership_subscriptions_.push_back(
             options_.ownership->Subscribe(caf::actor_cast<caf::actor>(it->second)));

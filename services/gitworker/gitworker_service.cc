@@ -5,6 +5,7 @@
 #include "libs/kube/access_review.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 #include "proto/reverser/v1/catalog.grpc.pb.h"
@@ -214,6 +215,7 @@ void GitWorkerService::Stop() {
   if (ownership_actor_) {
     // Stop accepting: deliveries are answered not_owner (naming the owners without this
     // replica) while what is owned is finished below.
+    runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
     caf::scoped_actor self{host_.actors()};
     self->request(*ownership_actor_, std::chrono::seconds(2), leave_atom::value)
         .receive([](bool) {},

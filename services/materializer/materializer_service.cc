@@ -14,6 +14,7 @@
 #include "libs/kube/httplib_transport.h"
 #include "libs/redisstore/redis_flags.h"
 #include "libs/rules/claim_syntax.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 #include "libs/typeset/policy.h"
@@ -335,6 +336,7 @@ void MaterializerService::Stop() {
   if (replica_) {
     // Units first (every worker stopped, nothing written after this), then the Lease.
     if (supervisor_) {
+      runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
       caf::scoped_actor self{host_.actors()};
       self->send_exit(supervisor_, caf::exit_reason::user_shutdown);
       self->wait_for(supervisor_);

@@ -11,6 +11,7 @@
 #include "libs/core/clock.h"
 #include "libs/kube/config.h"
 #include "libs/kube/httplib_transport.h"
+#include "libs/runtime/caf_thread.h"
 #include "libs/runtime/grpc_security.h"
 #include "libs/runtime/log.h"
 
@@ -116,6 +117,7 @@ void SplicerService::ConnectSingleGitworker() {
     host->SetComponent("gitworker", true, "delivery stream open", /*gating=*/false);
     // Configs before anything else on the new stream: this thread (the delivery client's
     // connection thread, an adapter) waits for them to be sent.
+    runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
     caf::scoped_actor self(*system);
     self->request(actor, kAdapterWait, configs_atom::value)
         .receive(
@@ -130,6 +132,7 @@ void SplicerService::ConnectSingleGitworker() {
 
 std::optional<AppliedReply> SplicerService::ApplyAndWait(const reverser::v1::TableUpdate& update) {
   std::optional<AppliedReply> out;
+  runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
   caf::scoped_actor self(host_.actors());
   self->request(actor_, kAdapterWait, apply_atom::value, update)
       .receive([&](AppliedReply& reply) { out = reply; },
@@ -209,6 +212,7 @@ void SplicerService::Stop() {
   if (gitworkers_) gitworkers_->Stop();
   {
     // The actor ends before the manager is stopped here: from then on nothing else touches it.
+    runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
     caf::scoped_actor self(host_.actors());
     self->send_exit(actor_, caf::exit_reason::user_shutdown);
     self->wait_for(actor_);
@@ -236,6 +240,7 @@ void SplicerService::ReportSummaries() {
   while (!stopping_) {
     std::vector<reverser::v1::StreamSummary> summaries;
     {
+      runtime::CafThreadLoggerRelease release_logger;  // after `self` (caf_thread.h)
       caf::scoped_actor self(host_.actors());
       self->request(actor_, kAdapterWait, summaries_atom::value)
           .receive([&](SummariesReply& reply) { summaries = std::move(reply.summaries); },

@@ -55,6 +55,23 @@ def failures(xml_path):
     return out
 
 
+LOG_TAIL_LINES = 60
+
+
+def log_tail(log_path):
+    """The last LOG_TAIL_LINES lines of a test's log, from its first traceback or failure on."""
+    try:
+        with open(log_path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        return f"(no log: {e})"
+    start = next((i for i, line in enumerate(lines)
+                  if line.startswith(("Traceback", "FAIL:", "ERROR:", "[  FAILED"))), len(lines))
+    tail = lines[start:] if start < len(lines) else lines
+    tail = tail[-LOG_TAIL_LINES:]
+    return "\n".join(tail)[:MESSAGE_LIMIT * 2]
+
+
 def result_files(target_dir):
     """test.xml of a target, or one per shard (shard_K_of_N/test.xml); [] when any is missing."""
     single = os.path.join(target_dir, "test.xml")
@@ -109,6 +126,10 @@ def main():
             for xml_path in xml_paths:
                 for name, text in failures(xml_path):
                     print(f"--- {target} {name}\n{text}", file=sys.stderr)
+                    if text.startswith("exited with error code"):
+                        # Bazel wrote this XML itself: the reason is in the log beside it.
+                        print(log_tail(os.path.join(os.path.dirname(xml_path), "test.log")),
+                              file=sys.stderr)
             print(f"FAILED: {target} ({f} failing case(s))", file=sys.stderr)
         passed += p
         failed += f
