@@ -147,6 +147,9 @@ BranchActor BranchRegistry::Get(const TargetSettings& settings) {
   if (options_.may_write) {
     options.may_push = [may_write = options_.may_write, key] { return may_write(key); };
   }
+  if (options_.begin_write) {
+    options.begin_push = [begin_write = options_.begin_write, key] { return begin_write(key); };
+  }
   options.clock = options_.clock;
   options.metrics = options_.metrics;
   if (!settings.credentials_secret.empty() && options_.credentials) {

@@ -53,6 +53,8 @@ struct BranchRegistryOptions {
   // Items for a branch it may not write are dropped unapplied, and nothing is pushed. Null:
   // every branch is this replica's.
   std::function<bool(const BranchKey&)> may_write;
+  // With may_write: a grant for one push cycle of the branch (BranchWorkerOptions::begin_push).
+  std::function<std::shared_ptr<void>(const BranchKey&)> begin_write;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();
 };

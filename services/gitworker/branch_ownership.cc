@@ -63,13 +63,50 @@ void BranchOwnership::Unsubscribe(uint64_t id) {
   subscribers_.erase(id);
 }
 
+std::shared_ptr<void> BranchOwnership::BeginWrite(const std::string& unit) {
+  if (!Held()) return nullptr;
+  absl::MutexLock lock(&mu_);
+  if (!current_->owned.contains(unit) || revoking_.contains(unit)) return nullptr;
+  ++writing_[unit];
+  // Non-null (a shared_ptr holding null compares equal to nullptr): the grant's release.
+  struct Grant {
+    Grant(BranchOwnership* ownership, std::string unit)
+        : ownership(ownership), unit(std::move(unit)) {}
+    Grant(const Grant&) = delete;
+    Grant& operator=(const Grant&) = delete;
+    BranchOwnership* const ownership;
+    const std::string unit;
+    ~Grant() {
+      absl::MutexLock lock(&ownership->mu_);
+      if (--ownership->writing_[unit] == 0) ownership->writing_.erase(unit);
+    }
+  };
+  return std::make_shared<Grant>(this, unit);
+}
+
+bool BranchOwnership::Revoke(const std::vector<std::string>& units, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  revoking_.insert(units.begin(), units.end());
+  auto drained = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const std::string& unit : units) {
+      if (writing_.contains(unit)) return false;
+    }
+    return true;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
+}
+
 void BranchOwnership::Publish(std::shared_ptr<const OwnershipSnapshot> snapshot) {
   absl::MutexLock lock(&mu_);
   current_ = std::move(snapshot);
+  revoking_.clear();
   for (const auto& [id, actor] : subscribers_) caf::anon_send(actor, ownership_atom::value);
 }
 
 namespace {
+
+// How long a publication that loses branches waits for their pushes in flight.
+constexpr absl::Duration kRevokeWait = absl::Seconds(10);
 
 struct OwnershipState {
   OwnershipActorOptions options;
@@ -121,12 +158,13 @@ void Publish(Self self, bool force = false) {
                       snapshot->owned.end(), std::back_inserter(lost));
   const bool changed = !gained.empty() || !lost.empty();
   if (!changed && !force) return;
+  // A lost branch's push in flight finishes first (its "pushed" line precedes the loss's); the
+  // change is logged before it takes effect, so no push of a gained branch precedes the gain's.
+  if (!lost.empty() && !state.options.ownership->Revoke(lost, kRevokeWait)) {
+    runtime::LogWarning("a lost branch's push still runs; the loss takes effect now",
+                        {{"replica", state.options.me}, {"lost", absl::StrJoin(lost, ",")}});
+  }
   state.published = snapshot->owned;
-  state.options.ownership->Publish(snapshot);
-  state.options.metrics
-      ->GetGauge("reverser_gitworker_owned_branches",
-                 "Branches this gitworker replica owns (all it writes without --membership).")
-      .Set(static_cast<double>(snapshot->owned.size()));
   if (changed) {
     runtime::LogInfo("branch ownership changed", {{"replica", state.options.me},
                                                   {"gained", absl::StrJoin(gained, ",")},
@@ -137,6 +175,11 @@ void Publish(Self self, bool force = false) {
                                                   {"held", state.held},
                                                   {"leaving", state.leaving}});
   }
+  state.options.ownership->Publish(snapshot);
+  state.options.metrics
+      ->GetGauge("reverser_gitworker_owned_branches",
+                 "Branches this gitworker replica owns (all it writes without --membership).")
+      .Set(static_cast<double>(snapshot->owned.size()));
   if (!lost.empty() && state.options.on_lost) state.options.on_lost(lost);
   if (state.options.on_published) state.options.on_published(*snapshot);
 }

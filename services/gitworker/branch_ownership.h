@@ -57,6 +57,14 @@ class BranchOwnership {
   bool Accepts(const std::string& unit) const;
   // The branch may be written (committed, pushed): owned and the Lease held.
   bool MayWrite(const std::string& unit) const;
+  // A push of the branch may begin: as MayWrite, and the unit is not being revoked. While the
+  // returned grant lives, a publication that loses the unit waits for it (Revoke), so a push
+  // (and its "pushed" log line) never lands after this replica published the loss. Null: no.
+  std::shared_ptr<void> BeginWrite(const std::string& unit);
+  // Refuses new writes of `units` and waits (at most `timeout`) until their grants are gone;
+  // false when some are still held then (the compare-and-swap push stays the fence). Publish
+  // ends the refusal.
+  bool Revoke(const std::vector<std::string>& units, absl::Duration timeout);
   // What a stream is told about a target on a branch this replica does not own.
   reverser::v1::NotOwner NotOwnerFor(const reverser::v1::GitTargetRef& target,
                                      const std::string& unit) const;
@@ -75,6 +83,8 @@ class BranchOwnership {
   mutable absl::Mutex mu_;
   std::shared_ptr<const OwnershipSnapshot> current_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, caf::actor> subscribers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> writing_ ABSL_GUARDED_BY(mu_);  // unit → grants alive
+  std::set<std::string> revoking_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

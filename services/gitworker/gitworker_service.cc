@@ -85,6 +85,9 @@ absl::Status GitWorkerService::Register() {
     registry.may_write = [ownership](const BranchKey& key) {
       return ownership->MayWrite(UnitOf(key));
     };
+    registry.begin_write = [ownership](const BranchKey& key) {
+      return ownership->BeginWrite(UnitOf(key));
+    };
   }
   registry_ = std::make_unique<BranchRegistry>(host_.actors(), registry);
   if (ownership_) {
