@@ -25,9 +25,15 @@ from branch_fleet import (branch, log_entry, log_time, mirror_manifest, namespac
                           ownership_change, resyncs_sent, target_path)
 
 TARGETS = 30
-OBJECTS = 3  # ConfigMaps per namespace
+OBJECTS = 1  # ConfigMaps per namespace (a round is one kubectl apply of TARGETS * OBJECTS)
 REPLICAS = {"gitworker": 3, "splicer": 2, "materializer": 2}
 CONVERGE = 240  # seconds: a bound for a failing run, not a speed assertion
+STARTED = time.monotonic()
+
+
+def phase(what):
+    """Where the test is, with the seconds since it started (CI shows where the time goes)."""
+    print(f"[{time.monotonic() - STARTED:6.1f} s] {what}", file=sys.stderr, flush=True)
 
 
 def configmaps(round_number, names):
@@ -86,12 +92,14 @@ class ReplicasTest(unittest.TestCase):
                                       attribution_grace="1s", log=lambda *_: None, replicas=REPLICAS)
 
         def prepare():
-            for i in range(TARGETS):
-                cls.stack.kubectl("apply", "--validate=false", "-f", "-",
-                                  input=json.dumps(mirror_manifest(cls.stack, i)))
+            # One kubectl for all 30 targets (a kubectl process costs about a CPU-second).
+            items = [item for i in range(TARGETS) for item in mirror_manifest(cls.stack, i)["items"]]
+            cls.stack.kubectl("apply", "--validate=false", "-f", "-",
+                              input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
             local_stack.wait_until(lambda: resyncs_sent(cls.stack) >= TARGETS, 300,
                                    f"{TARGETS} targets to send their first resync", poll=0.2)
         cls.stack.start_then(prepare)
+        phase(f"stack up, {TARGETS} targets resynced")
 
     @classmethod
     def tearDownClass(cls):
@@ -199,6 +207,7 @@ class ReplicasTest(unittest.TestCase):
                 after_rounds(2)
                 self.stack.start_service(name)
                 after_rounds(2)
+                phase(f"{name} killed and restarted (round {rounds[0]})")
             # A gitworker paused past its Lease: the others take its branches; resumed, it learns
             # it lost them (its pushes are refused by compare-and-swap, its view moves on).
             self.silenced.append(("gitworker-2", "paused", time.time()))
@@ -212,6 +221,7 @@ class ReplicasTest(unittest.TestCase):
                 self.resumed["gitworker-2"] = time.time()
                 self.stack.resume("gitworker-2")
             after_rounds(2)
+            phase(f"gitworker-2 paused and resumed (round {rounds[0]})")
         finally:
             stop.set()
             thread.join()
@@ -225,6 +235,7 @@ class ReplicasTest(unittest.TestCase):
                     print(f"{branch(i)}: git {self.git_state(i)} cluster {self.cluster_state(i)}", file=sys.stderr)
             self.stack.print_log_tails(lines=15)
             raise
+        phase("every branch converged")
         for i in range(TARGETS):
             values = self.git_state(i)
             self.assertEqual(sorted(values), [f"cm-{k}" for k in range(OBJECTS)], branch(i))
@@ -247,6 +258,7 @@ class ReplicasTest(unittest.TestCase):
             return (owned.get(added, 0) > 0 and sum(owned.values()) == TARGETS and
                     all(len(logs[r].owned) == n for r, n in owned.items()))
         local_stack.wait_until(settled, 60, f"{added} to take its branches")
+        phase(f"{added} added and settled")
         after = self.owners()
         self.assertEqual(len(after), TARGETS)
         moved = {unit: (before[unit], after[unit]) for unit in after if after[unit] != before[unit]}
@@ -269,6 +281,7 @@ class ReplicasTest(unittest.TestCase):
         self.stack.kubectl("apply", "--validate=false", "-f", "-", input=configmaps(final_round, names))
         local_stack.wait_until(lambda: all(set(self.git_state(i).values()) == {str(final_round)} for i in range(TARGETS)),
                                CONVERGE, "every branch to hold the round written after the scale-up", poll=0.5)
+        phase("every branch holds the round written after the scale-up")
         for i in range(TARGETS):
             self.assertEqual(self.git_state(i), self.cluster_state(i), branch(i))
             self.assertEqual(self.empty_commits(i), [], f"empty commits on {branch(i)}")
