@@ -459,7 +459,7 @@ def new_stack(args, gitworkers):
     workdir = tempfile.mkdtemp(prefix="reverser-replicas-bench.", dir=args.tmpdir)
     stack = local_stack.Stack(args.bin_dir, ROOT, workdir=workdir, commit_window="0s", push_cooldown="0s",
                               attribution_grace=args.attribution_grace, log=lambda *_: None,
-                              replicas={"gitworker": gitworkers})
+                              replicas={"gitworker": gitworkers}, git_server=args.git_server)
     # Leases on at every size (the 1-replica stack too), so the sizes differ only in replicas.
     stack.membership = True
     return stack
@@ -516,7 +516,7 @@ def failover(args):
         print(f"failover: 3 gitworkers, 1 splicer, 1 materializer, {TARGETS} branches; writer {args.write_rate:g} "
               f"changes/s per branch + the branch under test every 100 ms; membership lease {lease:g} s, "
               f"renew deadline {duration_flag('membership_renew_deadline'):g} s, renew period {renew:g} s, "
-              f"grace {grace:g} s; remote: git gc --auto every {args.remote_gc:g} s (0: never); build {args.build}",
+              f"grace {grace:g} s; remote: {args.git_server}, git gc --auto every {args.remote_gc:g} s (0: never); build {args.build}",
               flush=True)
         try:
             order = list(range(TARGETS))
@@ -786,6 +786,10 @@ def main():
     parser.add_argument("--remote-gc", type=float, default=5.0,
                         help="failover: run git gc --auto on the remote every N s, as a Git server does "
                              "after pushes (0: never; the remote then keeps one pack per push)")
+    parser.add_argument("--git-server", choices=("http", "file"), default="http",
+                        help="the remote as a Git host serves it (smart HTTP: git's upload-pack and "
+                             "receive-pack) or as a file:// path (libgit2's local transport packs "
+                             "every fetch itself, without reusing deltas)")
     parser.add_argument("--seed", type=int, default=17, help="failover: the order branches are picked in")
     parser.add_argument("--throughput", action="store_true", help="1, 2 and 3 gitworkers, commits/s and CPU/commit")
     parser.add_argument("--seconds", type=float, default=30.0, help="throughput: measured seconds per size")

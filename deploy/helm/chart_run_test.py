@@ -332,9 +332,12 @@ class Cluster:
         run(["git", "-C", seed, "add", "."])
         run(["git", "-C", seed, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "-qm", "seed"])
         run(["git", "-C", seed, "push", "-q", "origin", "main"])
-        server = self.write("git/server.py", GIT_SERVER)
+        # The local stack's smart-HTTP server (git http-backend), with basic auth, in a container.
+        with open(os.path.join(ROOT, "deploy", "local", "git_http_server.py")) as f:
+            server = self.write("git/server.py", f.read())
         self.host_container("git", 3, ["git.example.test"],
-                            [sys.executable, server, self.folder("git"), self.git_user, self.git_password],
+                            [sys.executable, server, self.folder("git"), "8080",
+                             "--user", self.git_user, "--password", self.git_password],
                             [self.work])
         self.git_url = "http://git.example.test:8080/repo.git"
         wait_until(lambda: http_status(f"http://{self.ip(3)}:8080/healthz") == 200, 30, "the Git server")
@@ -556,64 +559,6 @@ def http_status(url):
         return e.code
     except OSError:
         return None
-
-
-# A smart-HTTP Git server with basic auth (git http-backend as CGI), run on the network.
-GIT_SERVER = r'''
-import base64, http.server, os, subprocess, sys
-root, user, password = sys.argv[1], sys.argv[2], sys.argv[3]
-want = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self): self.handle_git()
-    def do_POST(self): self.handle_git()
-    def handle_git(self):
-        if self.path == "/healthz":
-            self.send_response(200); self.end_headers(); return
-        if self.headers.get("Authorization") != want:
-            self.send_response(401); self.send_header("WWW-Authenticate", 'Basic realm="git"')
-            self.end_headers(); return
-        path, _, query = self.path.partition("?")
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            body = b""  # libgit2 sends pushes chunked
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                body += self.rfile.read(size)
-                self.rfile.readline()
-        else:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        env = {"GIT_PROJECT_ROOT": root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
-               "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": user,
-               "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-               "GIT_CONFIG_NOSYSTEM": "1", "HOME": root}
-        if self.headers.get("Content-Encoding"):
-            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
-        if self.headers.get("Git-Protocol"):
-            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
-        out = subprocess.run(["/usr/lib/git-core/git-http-backend"], input=body, env=env,
-                             capture_output=True).stdout
-        head, _, payload = out.partition(b"\r\n\r\n")
-        if not _:
-            head, _, payload = out.partition(b"\n\n")
-        status = 200
-        headers = []
-        for line in head.decode().splitlines():
-            k, _, v = line.partition(":")
-            if k.lower() == "status":
-                status = int(v.strip().split()[0])
-            else:
-                headers.append((k, v.strip()))
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("0.0.0.0", 8080), Handler).serve_forever()
-'''
 
 
 # ---- the story --------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def mirror_manifest(stack, i):
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
         {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
          "metadata": {"name": "local", "namespace": ns},
-         "spec": {"url": f"file://{stack.remote}", "allowedBranches": [branch(i)],
+         "spec": {"url": stack.remote_url, "allowedBranches": [branch(i)],
                   "push": {"commitWindow": "0s"}}},
         {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
          "metadata": {"name": "mirror", "namespace": ns},

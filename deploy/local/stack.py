@@ -91,7 +91,8 @@ def run(cmd, check=True, **kw):
 class Stack:
     def __init__(self, bin_dir, repo_root, workdir=None, commit_window="0s", push_cooldown="0s",
                  attribution_grace="3s", log=print, profile="modern", materializer_rbac=None,
-                 grpc_tls=True, attribution="audit", redis_sentinel=False, replicas=None):
+                 grpc_tls=True, attribution="audit", redis_sentinel=False, replicas=None,
+                 git_server="file"):
         """commit_window: the GitProvider's spec.push.commitWindow (apply_mirror);
         push_cooldown: the gitworker's --push_cooldown; attribution_grace: the splicer's wait for
         an author fact; profile: kube-sim's API server profile, "modern" (WatchList served) or
@@ -110,7 +111,13 @@ class Stack:
         ({"gitworker": 3, ...}; default one each). With more than one of any, every one of them
         joins with --membership (Leases in MEMBERSHIP_NAMESPACE, short timing) and the splicers
         route by the gitworkers' Leases. Replica 0 keeps the plain name ("gitworker"), the others
-        are "gitworker-1", ...; each has its own log, ports and work dir."""
+        are "gitworker-1", ...; each has its own log, ports and work dir; git_server: how the
+        gitworkers reach the bare remote, "file" (a file:// URL: libgit2's local transport, which
+        packs what a fetch needs itself) or "http" (smart HTTP from git_http_server.py on
+        loopback: Git's upload-pack and receive-pack, as a Git host serves it)."""
+        if git_server not in ("file", "http"):
+            raise ValueError(f"git_server: {git_server!r} (file, http)")
+        self.git_server = git_server
         self.redis_sentinel = redis_sentinel
         self.replicas = {"materializer": 1, "splicer": 1, "gitworker": 1, **(replicas or {})}
         for service, count in self.replicas.items():
@@ -274,6 +281,17 @@ class Stack:
         run(["git", "-C", seed, "commit", "-q", "-m", "initial commit"], env=git_env)
         run(["git", "-C", seed, "push", "-q", "origin", "main"])
         shutil.rmtree(seed)
+        if self.git_server == "http":
+            run(["git", "-C", self.remote, "config", "http.receivepack", "true"])
+            self.ports["git"] = free_port()
+            self._spawn("git-server", [sys.executable, os.path.join(self.root, "deploy", "local", "git_http_server.py"),
+                                      self.dir, str(self.ports["git"]), "--bind", "127.0.0.1"])
+            self.remote_url = f"http://127.0.0.1:{self.ports['git']}/remote.git"
+            wait_until(lambda: run(["git", "ls-remote", self.remote_url], check=False).returncode == 0, 30,
+                       "the Git server")
+        else:
+            self.remote_url = f"file://{self.remote}"
+        self.log(f"==> git remote         {self.remote_url}")
 
         pki = self._pki()
         self.pki = pki
@@ -657,7 +675,8 @@ current-context: local
         if proc and proc.poll() is None:
             proc.send_signal(sig)
             proc.wait(timeout=10)
-        if sig == signal.SIGKILL and self.service_of(name) == "gitworker" and getattr(self, "remote", None):
+        if (sig == signal.SIGKILL and self.service_of(name) == "gitworker" and getattr(self, "remote", None)
+                and self.git_server == "file"):
             self.release_remote_locks()
 
     def release_remote_locks(self):
@@ -810,7 +829,7 @@ current-context: local
             "apiVersion": "v1", "kind": "List", "items": [
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitProvider",
                  "metadata": {"name": "local", "namespace": "demo"},
-                 "spec": {"url": f"file://{self.remote}", "allowedBranches": [branch],
+                 "spec": {"url": self.remote_url, "allowedBranches": [branch],
                           "push": {"commitWindow": self.commit_window},
                           **({"commit": {"signing": signing}} if signing else {})}},
                 {"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
