@@ -15,9 +15,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "libs/git/test_support.h"
 #include "libs/git/libgit2.h"
 #include "libs/git/repository.h"
+#include "libs/git/test_support.h"
 #include "tests/fixtures/git_repos.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/temp_dir.h"
@@ -174,6 +174,37 @@ TEST_F(HttpTransportTest, BasicAuthFetchAndPush) {
   ASSERT_TRUE(creds.ok());
   RoundTrip(*creds, server.Url("remote.git"));
   EXPECT_GT(server.authorized_requests(), 0);
+}
+
+// A clone that writes one branch of a remote with several fetches that branch and the default
+// branch only; deleted on the remote, the branch is pruned and starts from the default branch.
+// (A local remote fetches every branch: repository.h.)
+TEST_F(HttpTransportTest, FetchOfOneBranchDownloadsItAndTheDefaultBranchOnly) {
+  GitHttpServer server(dir_.path(), "Basic " + absl::Base64Escape("robot:s3cret"));
+  auto creds = CredentialsFromSecretData({{"username", "robot"}, {"password", "s3cret"}});
+  ASSERT_TRUE(creds.ok());
+  ASSERT_TRUE(testing::Git(remote_, {"branch", "mine", "main"}).ok());
+  ASSERT_TRUE(testing::Git(remote_, {"branch", "other", "main"}).ok());
+  auto opened = Repository::Open({dir_.path() + "/clone", server.Url("remote.git"), *creds});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Repository& repo = **opened;
+  ASSERT_TRUE(repo.Fetch("mine").ok());
+  auto tip = [&](const char* branch) { return repo.FetchedTip(branch).value_or(std::nullopt); };
+  const std::string main_tip = Trim(testing::Git(remote_, {"rev-parse", "main"}).value_or(""));
+  EXPECT_EQ(tip("mine").value_or(""), main_tip);
+  EXPECT_EQ(tip("main").value_or(""), main_tip);
+  EXPECT_FALSE(tip("other").has_value());  // another branch is not downloaded
+  EXPECT_EQ(repo.FetchedDefaultBranch().value_or(std::nullopt).value_or(""), "main");
+
+  ASSERT_TRUE(testing::Git(remote_, {"branch", "-D", "mine"}).ok());
+  ASSERT_TRUE(repo.Fetch("mine").ok());
+  EXPECT_FALSE(tip("mine").has_value());
+  auto base = repo.ResolveBranchBase("mine");
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_TRUE(base->from_default_branch);
+
+  ASSERT_TRUE(repo.Fetch().ok());  // without a branch: every branch
+  EXPECT_EQ(tip("other").value_or(""), main_tip);
 }
 
 TEST_F(HttpTransportTest, BearerTokenHeaderOnEveryRequest) {

@@ -225,7 +225,7 @@ absl::StatusOr<RemoteRefs> Repository::ListRemote() {
   return refs;
 }
 
-absl::Status Repository::Fetch() {
+absl::Status Repository::Fetch(absl::string_view only_branch) {
   ASSIGN_OR_RETURN(GitPtr<git_remote> remote, Origin());
   RemoteSession session(options_.remote_url, options_.credentials);
   git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
@@ -239,7 +239,23 @@ absl::Status Repository::Fetch() {
   fetch.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
   fetch.prune = GIT_FETCH_PRUNE;
   fetch.update_fetchhead = 0;
-  RETURN_IF_ERROR(GitStatus(git_remote_download(remote.get(), nullptr, &fetch), "fetching"));
+  // The remote's configured refspec (every branch), or that branch and the default branch:
+  // update_tips and prune then act on those refspecs alone (a branch deleted on the remote is
+  // still pruned).
+  std::vector<std::string> specs;
+  const bool local = absl::StartsWith(options_.remote_url, "file://") ||
+                     absl::StartsWith(options_.remote_url, "/");
+  if (!only_branch.empty() && !local) {
+    specs.push_back(absl::StrCat("+refs/heads/", only_branch, ":", kTrackingPrefix, only_branch));
+    if (refs.default_branch.has_value() && *refs.default_branch != only_branch) {
+      specs.push_back(absl::StrCat("+refs/heads/", *refs.default_branch, ":", kTrackingPrefix,
+                                   *refs.default_branch));
+    }
+  }
+  StrArray refspecs(specs);
+  RETURN_IF_ERROR(
+      GitStatus(git_remote_download(remote.get(), specs.empty() ? nullptr : refspecs.get(), &fetch),
+                "fetching"));
   RETURN_IF_ERROR(GitStatus(
       git_remote_update_tips(remote.get(), &callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
       "updating remote-tracking refs"));

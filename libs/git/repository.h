@@ -108,9 +108,14 @@ class Repository {
   // Lists the remote's refs without downloading objects.
   absl::StatusOr<RemoteRefs> ListRemote();
   // Downloads every remote branch into refs/remotes/origin/* (pruning deleted ones) and records
-  // the remote's default branch. Errors: Unavailable (network), Unauthenticated, PermissionDenied
-  // (host key), NotFound (no repository at the URL) …
-  absl::Status Fetch();
+  // the remote's default branch. With `only_branch`, over HTTP(S) and SSH: that branch and the
+  // default branch only (what ResolveBranchBase reads), so a clone that writes one branch of a
+  // remote with many does not download the others' history. A local remote (a path, file://)
+  // always fetches every branch: libgit2's local transport packs every object reachable from
+  // any remote ref the clone has no ref for, whatever is asked, so fewer refs would only make it
+  // send more. Errors: Unavailable (network), Unauthenticated, PermissionDenied (host key),
+  // NotFound (no repository at the URL) …
+  absl::Status Fetch(absl::string_view only_branch = {});
   // The remote branch tip as of the last Fetch (nullopt: absent on the remote).
   absl::StatusOr<std::optional<std::string>> FetchedTip(absl::string_view branch);
   // The remote default branch as of the last Fetch (nullopt: empty remote).

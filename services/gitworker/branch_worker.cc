@@ -247,7 +247,9 @@ absl::Status BranchWorker::EnsureRepo() {
                          {"locks", static_cast<long long>(repo->stale_locks_removed())}});
   }
   count("fetch");
-  RETURN_IF_ERROR(repo->Fetch());
+  // This clone writes one branch: only it and the default branch (a new branch's base) are
+  // fetched where the transport allows (Repository::Fetch).
+  RETURN_IF_ERROR(repo->Fetch(options_.key.branch));
   ASSIGN_OR_RETURN(git::BranchBase base, repo->ResolveBranchBase(options_.key.branch));
   RETURN_IF_ERROR(repo->ResetBranch(options_.key.branch, base.commit));
   ASSIGN_OR_RETURN(expected_remote_, repo->FetchedTip(options_.key.branch));
@@ -860,7 +862,7 @@ void BranchWorker::PushIfDue(bool force) {
                      BranchLabels())
         .Increment();
     count("fetch");
-    if (auto s = repo_->Fetch(); !s.ok()) return fail(std::string(s.message()));
+    if (auto s = repo_->Fetch(branch); !s.ok()) return fail(std::string(s.message()));
     const std::optional<std::string> ours = expected_remote_;
     auto base = repo_->ResolveBranchBase(branch);
     if (!base.ok()) return fail(std::string(base.status().message()));
