@@ -786,10 +786,11 @@ def main():
     parser.add_argument("--remote-gc", type=float, default=5.0,
                         help="failover: run git gc --auto on the remote every N s, as a Git server does "
                              "after pushes (0: never; the remote then keeps one pack per push)")
-    parser.add_argument("--git-server", choices=("http", "file"), default="http",
-                        help="the remote as a Git host serves it (smart HTTP: git's upload-pack and "
-                             "receive-pack) or as a file:// path (libgit2's local transport packs "
-                             "every fetch itself, without reusing deltas)")
+    parser.add_argument("--git-server", choices=("file", "http"), default="file",
+                        help="the remote as a file:// path (libgit2's local transport packs every "
+                             "fetch itself) or served over smart HTTP by deploy/local/git_http_server.py "
+                             "(git's upload-pack and receive-pack; a process per request: on 2 cores "
+                             "it takes most of the machine at this bench's push rate)")
     parser.add_argument("--seed", type=int, default=17, help="failover: the order branches are picked in")
     parser.add_argument("--throughput", action="store_true", help="1, 2 and 3 gitworkers, commits/s and CPU/commit")
     parser.add_argument("--seconds", type=float, default=30.0, help="throughput: measured seconds per size")
