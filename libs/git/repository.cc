@@ -243,9 +243,7 @@ absl::Status Repository::Fetch(absl::string_view only_branch) {
   // update_tips and prune then act on those refspecs alone (a branch deleted on the remote is
   // still pruned).
   std::vector<std::string> specs;
-  const bool local = absl::StartsWith(options_.remote_url, "file://") ||
-                     absl::StartsWith(options_.remote_url, "/");
-  if (!only_branch.empty() && !local) {
+  if (!only_branch.empty() && !IsLocalUrl(options_.remote_url)) {
     specs.push_back(absl::StrCat("+refs/heads/", only_branch, ":", kTrackingPrefix, only_branch));
     if (refs.default_branch.has_value() && *refs.default_branch != only_branch) {
       specs.push_back(absl::StrCat("+refs/heads/", *refs.default_branch, ":", kTrackingPrefix,
