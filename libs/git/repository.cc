@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -140,6 +143,103 @@ namespace {
 // Removes `*.lock` files older than `cutoff` at the top of a bare clone and under refs/;
 // how many. Errors (a file that vanished, an unreadable folder) are skipped: a lock that stays
 // fails the next update with libgit2's own message.
+// Hard-links every object of clone `from` into clone `to` (both bare, same file system): each
+// pack with its index (the pack first), then loose objects. Existing names are kept.
+absl::Status LinkObjects(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto link = [](const fs::path& source, const fs::path& target) -> absl::Status {
+    if (::link(source.c_str(), target.c_str()) != 0 && errno != EEXIST) {
+      return absl::InternalError(absl::StrCat("linking ", source.string(), ": ", strerror(errno)));
+    }
+    return absl::OkStatus();
+  };
+  const fs::path into_packs = fs::path(to) / "objects" / "pack";
+  fs::create_directories(into_packs, ec);
+  for (const auto& entry : fs::directory_iterator(fs::path(from) / "objects" / "pack", ec)) {
+    const fs::path idx = entry.path();
+    if (idx.extension() != ".idx" || !absl::StartsWith(idx.filename().string(), "pack-")) continue;
+    fs::path pack = idx;
+    pack.replace_extension(".pack");
+    if (!fs::exists(pack, ec)) continue;
+    RETURN_IF_ERROR(link(pack, into_packs / pack.filename()));
+    RETURN_IF_ERROR(link(idx, into_packs / idx.filename()));
+  }
+  for (const auto& dir : fs::directory_iterator(fs::path(from) / "objects", ec)) {
+    const std::string name = dir.path().filename().string();
+    if (name.size() != 2 || !absl::ascii_isxdigit(name[0]) || !absl::ascii_isxdigit(name[1])) {
+      continue;
+    }
+    const fs::path target = fs::path(to) / "objects" / name;
+    fs::create_directories(target, ec);
+    for (const auto& object : fs::directory_iterator(dir.path(), ec)) {
+      if (object.path().filename().string().size() != 38) continue;  // tmp_obj_* and the like
+      RETURN_IF_ERROR(link(object.path(), target / object.path().filename()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Seeds the new clone `fresh` (at `fresh_path`) from a sibling clone of `url` in its folder:
+// the sibling's remote-tracking refs are read first (objects are written before refs point at
+// them and are never removed, so every object they need exists when the objects are linked
+// next), then each ref whose commit the fresh clone now has is created. Returns the refs made.
+absl::StatusOr<size_t> SeedFromSibling(git_repository* fresh, const std::string& fresh_path,
+                                       const std::string& url) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path self = fs::path(fresh_path).lexically_normal();
+  for (const auto& entry : fs::directory_iterator(self.parent_path(), ec)) {
+    if (!entry.is_directory(ec) || entry.path().lexically_normal() == self) continue;
+    git_repository* raw = nullptr;
+    if (git_repository_open_bare(&raw, entry.path().c_str()) != 0) {
+      git_error_clear();
+      continue;
+    }
+    GitPtr<git_repository> sibling(raw);
+    git_remote* remote = nullptr;
+    if (git_remote_lookup(&remote, sibling.get(), kRemoteName) != 0) {
+      git_error_clear();
+      continue;
+    }
+    GitPtr<git_remote> origin(remote);
+    if (RemoteUrl(remote) != url) continue;
+
+    std::vector<std::pair<std::string, git_oid>> refs;
+    git_reference_iterator* it = nullptr;
+    RETURN_IF_ERROR(
+        GitStatus(git_reference_iterator_glob_new(&it, sibling.get(), "refs/remotes/origin/*"),
+                  "listing the sibling clone's refs"));
+    git_reference* ref = nullptr;
+    while (git_reference_next(&ref, it) == 0) {
+      if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+        refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
+      }
+      git_reference_free(ref);
+    }
+    git_reference_iterator_free(it);
+    git_error_clear();
+    if (refs.empty()) continue;
+    RETURN_IF_ERROR(LinkObjects(entry.path().string(), fresh_path));
+    git_odb* odb = nullptr;
+    RETURN_IF_ERROR(GitStatus(git_repository_odb(&odb, fresh), "opening the object database"));
+    GitPtr<git_odb> objects(odb);
+    RETURN_IF_ERROR(GitStatus(git_odb_refresh(odb), "re-reading the packs"));
+    size_t made = 0;
+    for (const auto& [name, oid] : refs) {
+      if (!git_odb_exists(odb, &oid)) continue;
+      git_reference* created = nullptr;
+      RETURN_IF_ERROR(GitStatus(git_reference_create(&created, fresh, name.c_str(), &oid,
+                                                     /*force=*/1, "seeded from a sibling clone"),
+                                "seeding a remote-tracking ref"));
+      git_reference_free(created);
+      ++made;
+    }
+    return made;
+  }
+  return size_t{0};
+}
+
 size_t RemoveStaleLocks(const std::string& clone, absl::Time cutoff) {
   if (cutoff == absl::InfinitePast()) return 0;
   namespace fs = std::filesystem;
@@ -179,7 +279,8 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
   }
   git_repository* raw = nullptr;
   int rc = git_repository_open_bare(&raw, options.local_path.c_str());
-  if (rc == GIT_ENOTFOUND) {
+  const bool created = rc == GIT_ENOTFOUND;
+  if (created) {
     git_error_clear();
     git_repository_init_options init = GIT_REPOSITORY_INIT_OPTIONS_INIT;
     init.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
@@ -202,8 +303,15 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
   }
   RETURN_IF_ERROR(GitStatus(rc, "configuring remote origin"));
   const size_t removed = RemoveStaleLocks(options.local_path, options.stale_lock_cutoff);
+  size_t seeded = 0;
+  if (created && options.seed_from_siblings) {
+    // Best effort: a clone that could not be seeded fetches everything, as a new one always did.
+    auto made = SeedFromSibling(repo.get(), options.local_path, options.remote_url);
+    if (made.ok()) seeded = *made;
+  }
   auto opened = std::unique_ptr<Repository>(new Repository(std::move(options), std::move(repo)));
   opened->stale_locks_removed_ = removed;
+  opened->seeded_refs_ = seeded;
   return opened;
 }
 
@@ -254,6 +362,7 @@ absl::Status Repository::Fetch(absl::string_view only_branch) {
   RETURN_IF_ERROR(
       GitStatus(git_remote_download(remote.get(), specs.empty() ? nullptr : refspecs.get(), &fetch),
                 "fetching"));
+  last_fetch_received_objects_ = git_remote_stats(remote.get())->received_objects;
   RETURN_IF_ERROR(GitStatus(
       git_remote_update_tips(remote.get(), &callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
       "updating remote-tracking refs"));

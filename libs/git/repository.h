@@ -43,6 +43,12 @@ struct RepositoryOptions {
   // update of that ref would fail on them for good. Only for a caller that owns the clone
   // exclusively since this time (the gitworker holds its work dir's lock); InfinitePast: never.
   absl::Time stale_lock_cutoff = absl::InfinitePast();
+  // A clone made new starts from a sibling: another clone of the same remote URL in the same
+  // folder (the gitworker's other branches). Its remote-tracking refs are copied and its objects
+  // hard-linked (Git objects are never changed, and clones here never remove any), so the first
+  // fetch sends only what the sibling lacks: a replica taking a branch over does not download
+  // the remote's whole history again. No sibling, or any error: an empty clone, as before.
+  bool seed_from_siblings = false;
 };
 
 // Where a branch worker keeps its clone (docs/behaviour.md, Local clones):
@@ -104,6 +110,11 @@ class Repository {
   ~Repository();
   // How many stale lock files Open removed (RepositoryOptions::stale_lock_cutoff).
   size_t stale_locks_removed() const { return stale_locks_removed_; }
+  // Remote-tracking refs this clone was seeded with at Open
+  // (RepositoryOptions::seed_from_siblings).
+  size_t seeded_refs() const { return seeded_refs_; }
+  // Objects the last Fetch received (0: the clone had everything).
+  size_t last_fetch_received_objects() const { return last_fetch_received_objects_; }
 
   // Lists the remote's refs without downloading objects.
   absl::StatusOr<RemoteRefs> ListRemote();
@@ -183,6 +194,8 @@ class Repository {
 
   RepositoryOptions options_;
   size_t stale_locks_removed_ = 0;
+  size_t seeded_refs_ = 0;
+  size_t last_fetch_received_objects_ = 0;
   GitPtr<git_repository> repo_;
   // Packs written by large commits and not yet offered to a local remote ("pack-<checksum>"):
   // a local push links them into the remote instead of copying their objects one by one.

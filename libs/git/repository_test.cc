@@ -112,6 +112,49 @@ TEST_F(RepositoryTest, LockFilesAKilledProcessLeftAreRemovedAtOpenAndNewerOnesKe
   EXPECT_EQ(access(live.c_str(), F_OK), 0);
 }
 
+// A clone made beside another clone of the same remote starts from it: the sibling's tracking
+// refs and objects, so its first fetch receives nothing the sibling had. Without the option, or
+// beside a clone of another remote, a new clone receives everything.
+TEST_F(RepositoryTest, ANewCloneIsSeededFromASiblingCloneOfTheSameRemote) {
+  auto remote = testing::CreateBareRemote(dir_.path() + "/remote");
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  ASSERT_TRUE(Git(*remote, {"branch", "other", "main"}).ok());
+  auto first = Repository::Open({dir_.path() + "/repos/a", *remote});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)->seeded_refs(), 0u);  // nothing beside it yet
+  ASSERT_TRUE((*first)->Fetch().ok());
+  EXPECT_GT((*first)->last_fetch_received_objects(), 0u);
+
+  RepositoryOptions options{dir_.path() + "/repos/b", *remote};
+  options.seed_from_siblings = true;
+  auto seeded = Repository::Open(options);
+  ASSERT_TRUE(seeded.ok()) << seeded.status();
+  EXPECT_EQ((*seeded)->seeded_refs(), 2u);  // main and other
+  ASSERT_TRUE((*seeded)->Fetch().ok());
+  EXPECT_EQ((*seeded)->last_fetch_received_objects(), 0u);
+  EXPECT_EQ((*seeded)->FetchedTip("other").value_or(std::nullopt).value_or(""),
+            RemoteTip(*remote, "other"));
+  // The seeded clone reads and writes as any other.
+  auto base = (*seeded)->ResolveBranchBase("other");
+  ASSERT_TRUE(base.ok()) << base.status();
+  ASSERT_TRUE((*seeded)->ResetBranch("other", base->commit).ok());
+  ASSERT_TRUE((*seeded)->CommitOnBranch("other", {{"x.yaml", "x\n"}}, Spec("seeded")).ok());
+
+  RepositoryOptions unseeded{dir_.path() + "/repos/c", *remote};
+  auto plain = Repository::Open(unseeded);
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE((*plain)->Fetch().ok());
+  EXPECT_GT((*plain)->last_fetch_received_objects(), 0u);
+
+  auto elsewhere = testing::CreateBareRemote(dir_.path() + "/elsewhere");
+  ASSERT_TRUE(elsewhere.ok());
+  RepositoryOptions stranger{dir_.path() + "/repos/d", *elsewhere};
+  stranger.seed_from_siblings = true;
+  auto other_remote = Repository::Open(stranger);
+  ASSERT_TRUE(other_remote.ok());
+  EXPECT_EQ((*other_remote)->seeded_refs(), 0u);
+}
+
 TEST_F(RepositoryTest, FileUrlWorksAndMissingRemoteIsAnError) {
   auto remote = testing::CreateBareRemote(dir_.path());
   ASSERT_TRUE(remote.ok());

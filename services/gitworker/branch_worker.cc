@@ -240,6 +240,9 @@ absl::Status BranchWorker::EnsureRepo() {
   repo_options.credentials = options_.credentials;
   repo_options.pack_threshold = options_.pack_threshold;
   repo_options.stale_lock_cutoff = options_.stale_lock_cutoff;
+  // A branch taken over starts from this replica's other clones of the remote: its first fetch
+  // then sends only what they lack.
+  repo_options.seed_from_siblings = true;
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
   if (repo->stale_locks_removed() > 0) {
     runtime::LogWarning("removed lock files a killed process left in the branch clone",
@@ -258,8 +261,12 @@ absl::Status BranchWorker::EnsureRepo() {
                      {{"branch", options_.key.ToString()}, {"from", base.from_branch}});
   }
   // The folder is a digest: this line says whose it is (never the URL, which may carry a token).
-  runtime::LogInfo("branch clone ready",
-                   {{"branch", options_.key.ToString()}, {"clone", repo_options.local_path}});
+  runtime::LogInfo(
+      "branch clone ready",
+      {{"branch", options_.key.ToString()},
+       {"clone", repo_options.local_path},
+       {"seeded_refs", static_cast<long long>(repo->seeded_refs())},
+       {"fetched_objects", static_cast<long long>(repo->last_fetch_received_objects())}});
   repo_ = std::move(repo);
   for (Unit& unit : units_) {
     if (unit.state != State::kPushed && unit.kind != Kind::kEmpty) unit.state = State::kUncommitted;

@@ -1,3 +1,5 @@
+#include "tests/fixtures/service_process.h"
+
 #include <grpcpp/grpcpp.h>
 #include <sys/wait.h>
 
@@ -10,7 +12,6 @@
 #include "proto/reverser/v1/splicer.grpc.pb.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
-#include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
 #include "tools/kube-sim/kube_sim.h"
 
@@ -48,8 +49,8 @@ class ServiceProcessTest : public ::testing::TestWithParam<ServiceCase> {
     sim_ = sim->release();
     ASSERT_TRUE(sim_->WriteKubeconfig(dir_->path() + "/kubeconfig").ok());
     // The catalog becomes ready once it can list its own kinds: install the CRDs.
-    for (const char* kind : {"gitproviders", "gittargets", "watchrules", "clusterwatchrules",
-                             "commitrequests"}) {
+    for (const char* kind :
+         {"gitproviders", "gittargets", "watchrules", "clusterwatchrules", "commitrequests"}) {
       auto yaml = testing::ReadFile(
           testing::RunfilePath(std::string("deploy/crds/configbutler.ai_") + kind + ".yaml"));
       ASSERT_TRUE(yaml.ok()) << yaml.status();
@@ -137,8 +138,8 @@ TEST_P(ServiceProcessTest, ServesHealthMetricsAdminAndStopsOnSigterm) {
   EXPECT_EQ(status.http_port(), static_cast<uint32_t>(s.http_port()));
 
   // The chosen ports are logged as a structured line.
-  EXPECT_TRUE(absl::StrContains(s.Logs(), "\"msg\":\"listening\",\"grpc_port\":" +
-                                              std::to_string(s.grpc_port())));
+  EXPECT_TRUE(absl::StrContains(
+      s.Logs(), "\"msg\":\"listening\",\"grpc_port\":" + std::to_string(s.grpc_port())));
 
   // SIGTERM: orderly exit with status 0 inside the 5 s budget.
   auto exit_status = s.process().Terminate(absl::Seconds(5));
@@ -146,6 +147,8 @@ TEST_P(ServiceProcessTest, ServesHealthMetricsAdminAndStopsOnSigterm) {
   EXPECT_TRUE(WIFEXITED(*exit_status));
   EXPECT_EQ(WEXITSTATUS(*exit_status), 0);
   EXPECT_TRUE(absl::StrContains(s.Logs(), "\"msg\":\"stopped\"")) << s.Logs();
+  // The actor system joined: no thread kept it waiting (libs/runtime/caf_thread.h).
+  EXPECT_FALSE(absl::StrContains(s.Logs(), "did not stop within the shutdown grace")) << s.Logs();
 }
 
 TEST_P(ServiceProcessTest, HelpListsFlags) {
