@@ -139,6 +139,10 @@ absl::Status ServiceHost::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second process given the same port would bind it too
+  // and take half of the connections (seen in a test run: splicers' TLS handshakes with another
+  // test's server). Off, the second one fails to start with a clear error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(absl::StrCat(options_.listen_address, ":", options_.grpc_port),
                            MeshServerCredentials(security, options_.service, &metrics(),
                                                  ReviewsOperators() ? admin_reviewer_ : nullptr),
