@@ -801,9 +801,12 @@ void BranchWorker::PushIfDue(bool force) {
   if (!HasUnpushed()) return;
   const absl::Time now = options_.clock->Now();
   if (!force && now < next_push_allowed_) return;
-  std::shared_ptr<void> grant;  // held until the cycle (and its "pushed" line) is done
-  if (options_.begin_push) grant = options_.begin_push();
-  if ((options_.begin_push && grant == nullptr) || (options_.may_push && !options_.may_push())) {
+  // The grant (owned, Lease held, not being revoked) is held until the cycle and its "pushed"
+  // line are done; without one, may_push alone decides.
+  std::shared_ptr<void> grant;
+  const bool refused = options_.begin_push ? (grant = options_.begin_push()) == nullptr
+                                           : options_.may_push && !options_.may_push();
+  if (refused) {
     // Not the owner (or the membership Lease is not held): nothing is pushed; the branch actor
     // is abandoned once the ownership change is published.
     last_error_ = "not the owner of this branch (or its membership Lease is not held)";

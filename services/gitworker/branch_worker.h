@@ -80,8 +80,9 @@ struct BranchWorkerOptions {
   // Whether this replica may push the branch now (it owns it and holds its membership Lease,
   // branch_ownership.h); null: always. Looked at before every push cycle.
   std::function<bool()> may_push;
-  // With may_push: a grant held for the whole push cycle (BranchOwnership::BeginWrite), null
-  // when the branch may not be pushed now; a loss of the branch waits until it is released.
+  // When set, decides instead of may_push: a grant held for the whole push cycle
+  // (BranchOwnership::BeginWrite), null when the branch may not be pushed now; a loss of the
+  // branch waits until it is released.
   std::function<std::shared_ptr<void>()> begin_push;
   const core::Clock* clock = &core::Clock::Real();
   runtime::MetricsRegistry* metrics = &runtime::MetricsRegistry::Global();

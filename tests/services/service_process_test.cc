@@ -1,5 +1,3 @@
-#include "tests/fixtures/service_process.h"
-
 #include <grpcpp/grpcpp.h>
 #include <sys/wait.h>
 
@@ -12,6 +10,7 @@
 #include "proto/reverser/v1/splicer.grpc.pb.h"
 #include "tests/fixtures/process.h"
 #include "tests/fixtures/redis_server.h"
+#include "tests/fixtures/service_process.h"
 #include "tests/fixtures/temp_dir.h"
 #include "tools/kube-sim/kube_sim.h"
 
