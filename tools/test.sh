@@ -5,7 +5,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's wall time goes to stderr ("test.sh: <phase> took N s"), so a slow CI run says where.
+phase_start=$SECONDS
+phase_done() { echo "test.sh: $1 took $((SECONDS - phase_start)) s" >&2; phase_start=$SECONDS; }
+
 bash tools/install-deps.sh || exit 1
+phase_done install
 
 # Tests tagged manual (benchmarks) are not part of `bazel test //...`.
 targets=$(bazel query 'tests(//...) except attr(tags, "manual", tests(//...))' 2>/dev/null | sort)
@@ -21,12 +26,14 @@ fi
 bazel test --keep_going --nocache_test_results --build_tests_only "$@" //... 2>&1 | tee /tmp/reverser-test.log |
   grep -E '^(//|FAIL|ERROR|INFO: (Elapsed|Build))' || true
 bazel_rc=${PIPESTATUS[0]}
+phase_done "bazel test"
 
 # Fuzzing: each libFuzzer target of //fuzz for a bounded number of inputs (clang build in its own
 # output base); one result per fuzzer, counted in the closing line (no results: one failure).
 fuzz_xml=/tmp/reverser-fuzz.xml
 rm -f "$fuzz_xml"
 bash tools/fuzz.sh --junit "$fuzz_xml" 2>&1 | tee /tmp/reverser-fuzz.log | grep -E '^fuzz: ' || true
+phase_done fuzz
 
 # Thread-safety analysis: clang's -Wthread-safety over every source with annotated locks (seconds:
 # syntax only, over the headers the Bazel build generated); one result per source.
@@ -34,6 +41,7 @@ tsa_xml=/tmp/reverser-thread-safety.xml
 rm -f "$tsa_xml"
 bash tools/thread_safety.sh --junit "$tsa_xml" 2>&1 | tee /tmp/reverser-thread-safety.log |
   grep -E '^thread-safety: ' || true
+phase_done thread-safety
 
 # Container images (deploy/image): built from this build's (fastbuild) binaries, each built twice
 # to prove the same inputs give the same image ID, and exported as OCI archives; the archives are
@@ -51,6 +59,7 @@ export REVERSER_IMAGE_STATE=$image_out/state
     --junit "$image_build_xml"
   bash deploy/image/smoke_test.sh --archives "$image_out" --junit "$image_smoke_xml"; } 2>&1 |
   tee /tmp/reverser-image.log | grep -E '^(build.sh|image-smoke): ' || true
+phase_done images
 
 # The chart's default render (plus the quickstart mirror of run.values.yaml) run as containers
 # from those images (deploy/helm/chart_run_test.py): kube-sim as the API server, a Git remote over
@@ -68,6 +77,8 @@ chart_dir=$(mktemp -d /tmp/reverser-chart.XXXXXX)
   tee /tmp/reverser-chart-run.log | grep -E '^chart-run: (passed|FAILED)' || true
 rm -rf "$chart_dir"
 rm -rf "$image_out"
+phase_done chart-run
+echo "test.sh: $SECONDS s in all" >&2
 
 python3 tools/ci/summarize_tests.py --bazel-exit "$bazel_rc" --extra-junit "$fuzz_xml" \
   --extra-junit "$tsa_xml" --extra-junit "$image_build_xml" --extra-junit "$image_smoke_xml" \
