@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -180,17 +181,40 @@ absl::Status LinkObjects(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
-// Seeds the new clone `fresh` (at `fresh_path`) from a sibling clone of `url` in its folder:
-// the sibling's remote-tracking refs are read first (objects are written before refs point at
-// them and are never removed, so every object they need exists when the objects are linked
-// next), then each ref whose commit the fresh clone now has is created. Returns the refs made.
-absl::StatusOr<size_t> SeedFromSibling(git_repository* fresh, const std::string& fresh_path,
-                                       const std::string& url) {
+// How fresh a clone's view of the remote is: the newest modification time among its
+// remote-tracking refs (a fetch rewrites every ref it moves; libgit2 never packs them).
+// InfinitePast: none.
+absl::Time TrackingRefsFreshness(const std::filesystem::path& clone) {
+  namespace fs = std::filesystem;
+  absl::Time newest = absl::InfinitePast();
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(clone / "refs" / "remotes" / kRemoteName, error), end;
+       !error && it != end; it.increment(error)) {
+    struct stat info;
+    if (it->is_regular_file(error) && stat(it->path().c_str(), &info) == 0) {
+      newest = std::max(newest, absl::TimeFromTimespec(info.st_mtim));
+    }
+  }
+  return newest;
+}
+
+// Brings clone `own` (at `own_path`) up to its freshest sibling: the clone of `url` in the same
+// folder whose remote-tracking refs moved last, if they moved after `own`'s. The sibling's refs
+// are read first (objects are written before refs point at them and are never removed, so every
+// object they need exists when the objects are linked next); then each ref `own` lacks, or
+// holds at an ancestor of the sibling's, is set to the sibling's. A ref that diverged (a
+// force-push seen by one of them) is left to the fetch. Returns the refs set.
+absl::StatusOr<size_t> SeedFromFreshestSibling(git_repository* own, const std::string& own_path,
+                                               const std::string& url) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path self = fs::path(fresh_path).lexically_normal();
+  const fs::path self = fs::path(own_path).lexically_normal();
+  absl::Time freshest = TrackingRefsFreshness(self);
+  std::optional<fs::path> source;
   for (const auto& entry : fs::directory_iterator(self.parent_path(), ec)) {
     if (!entry.is_directory(ec) || entry.path().lexically_normal() == self) continue;
+    const absl::Time fresh = TrackingRefsFreshness(entry.path());
+    if (fresh <= freshest) continue;
     git_repository* raw = nullptr;
     if (git_repository_open_bare(&raw, entry.path().c_str()) != 0) {
       git_error_clear();
@@ -204,40 +228,55 @@ absl::StatusOr<size_t> SeedFromSibling(git_repository* fresh, const std::string&
     }
     GitPtr<git_remote> origin(remote);
     if (RemoteUrl(remote) != url) continue;
-
-    std::vector<std::pair<std::string, git_oid>> refs;
-    git_reference_iterator* it = nullptr;
-    RETURN_IF_ERROR(
-        GitStatus(git_reference_iterator_glob_new(&it, sibling.get(), "refs/remotes/origin/*"),
-                  "listing the sibling clone's refs"));
-    git_reference* ref = nullptr;
-    while (git_reference_next(&ref, it) == 0) {
-      if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-        refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
-      }
-      git_reference_free(ref);
-    }
-    git_reference_iterator_free(it);
-    git_error_clear();
-    if (refs.empty()) continue;
-    RETURN_IF_ERROR(LinkObjects(entry.path().string(), fresh_path));
-    git_odb* odb = nullptr;
-    RETURN_IF_ERROR(GitStatus(git_repository_odb(&odb, fresh), "opening the object database"));
-    GitPtr<git_odb> objects(odb);
-    RETURN_IF_ERROR(GitStatus(git_odb_refresh(odb), "re-reading the packs"));
-    size_t made = 0;
-    for (const auto& [name, oid] : refs) {
-      if (!git_odb_exists(odb, &oid)) continue;
-      git_reference* created = nullptr;
-      RETURN_IF_ERROR(GitStatus(git_reference_create(&created, fresh, name.c_str(), &oid,
-                                                     /*force=*/1, "seeded from a sibling clone"),
-                                "seeding a remote-tracking ref"));
-      git_reference_free(created);
-      ++made;
-    }
-    return made;
+    freshest = fresh;
+    source = entry.path();
   }
-  return size_t{0};
+  if (!source.has_value()) return size_t{0};
+
+  git_repository* raw = nullptr;
+  RETURN_IF_ERROR(
+      GitStatus(git_repository_open_bare(&raw, source->c_str()), "opening the sibling clone"));
+  GitPtr<git_repository> sibling(raw);
+  std::vector<std::pair<std::string, git_oid>> refs;
+  git_reference_iterator* it = nullptr;
+  RETURN_IF_ERROR(
+      GitStatus(git_reference_iterator_glob_new(&it, sibling.get(), "refs/remotes/origin/*"),
+                "listing the sibling clone's refs"));
+  git_reference* ref = nullptr;
+  while (git_reference_next(&ref, it) == 0) {
+    if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+      refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
+    }
+    git_reference_free(ref);
+  }
+  git_reference_iterator_free(it);
+  git_error_clear();
+  if (refs.empty()) return size_t{0};
+  RETURN_IF_ERROR(LinkObjects(source->string(), own_path));
+  git_odb* odb = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_repository_odb(&odb, own), "opening the object database"));
+  GitPtr<git_odb> objects(odb);
+  RETURN_IF_ERROR(GitStatus(git_odb_refresh(odb), "re-reading the packs"));
+  size_t made = 0;
+  for (const auto& [name, oid] : refs) {
+    if (!git_odb_exists(odb, &oid)) continue;
+    git_oid current;
+    if (git_reference_name_to_id(&current, own, name.c_str()) == 0) {
+      if (git_oid_equal(&current, &oid)) continue;
+      if (git_graph_descendant_of(own, &oid, &current) != 1) {
+        git_error_clear();
+        continue;
+      }
+    }
+    git_error_clear();
+    git_reference* created = nullptr;
+    RETURN_IF_ERROR(GitStatus(git_reference_create(&created, own, name.c_str(), &oid,
+                                                   /*force=*/1, "seeded from a sibling clone"),
+                              "seeding a remote-tracking ref"));
+    git_reference_free(created);
+    ++made;
+  }
+  return made;
 }
 
 size_t RemoveStaleLocks(const std::string& clone, absl::Time cutoff) {
@@ -304,9 +343,9 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
   RETURN_IF_ERROR(GitStatus(rc, "configuring remote origin"));
   const size_t removed = RemoveStaleLocks(options.local_path, options.stale_lock_cutoff);
   size_t seeded = 0;
-  if (created && options.seed_from_siblings) {
-    // Best effort: a clone that could not be seeded fetches everything, as a new one always did.
-    auto made = SeedFromSibling(repo.get(), options.local_path, options.remote_url);
+  if (options.seed_from_siblings) {
+    // Best effort: a clone that could not be seeded fetches what it lacks, as it always did.
+    auto made = SeedFromFreshestSibling(repo.get(), options.local_path, options.remote_url);
     if (made.ok()) seeded = *made;
   }
   auto opened = std::unique_ptr<Repository>(new Repository(std::move(options), std::move(repo)));
@@ -341,33 +380,38 @@ absl::Status Repository::Fetch(absl::string_view only_branch) {
   ASSIGN_OR_RETURN(RemoteRefs refs,
                    ConnectAndList(remote.get(), GIT_DIRECTION_FETCH, session, callbacks));
 
-  git_fetch_options fetch = GIT_FETCH_OPTIONS_INIT;
-  fetch.callbacks = callbacks;
-  fetch.custom_headers = *session.headers();
-  fetch.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-  fetch.prune = GIT_FETCH_PRUNE;
-  fetch.update_fetchhead = 0;
-  // The remote's configured refspec (every branch), or that branch and the default branch:
-  // update_tips and prune then act on those refspecs alone (a branch deleted on the remote is
-  // still pruned).
-  std::vector<std::string> specs;
-  if (!only_branch.empty() && !IsLocalUrl(options_.remote_url)) {
-    specs.push_back(absl::StrCat("+refs/heads/", only_branch, ":", kTrackingPrefix, only_branch));
-    if (refs.default_branch.has_value() && *refs.default_branch != only_branch) {
-      specs.push_back(absl::StrCat("+refs/heads/", *refs.default_branch, ":", kTrackingPrefix,
-                                   *refs.default_branch));
+  if (IsLocalUrl(options_.remote_url)) {
+    git_remote_disconnect(remote.get());
+    RETURN_IF_ERROR(FetchLocal(refs, only_branch));
+  } else {
+    git_fetch_options fetch = GIT_FETCH_OPTIONS_INIT;
+    fetch.callbacks = callbacks;
+    fetch.custom_headers = *session.headers();
+    fetch.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    fetch.prune = GIT_FETCH_PRUNE;
+    fetch.update_fetchhead = 0;
+    // The remote's configured refspec (every branch), or that branch and the default branch:
+    // update_tips and prune then act on those refspecs alone (a branch deleted on the remote is
+    // still pruned).
+    std::vector<std::string> specs;
+    if (!only_branch.empty()) {
+      specs.push_back(absl::StrCat("+refs/heads/", only_branch, ":", kTrackingPrefix, only_branch));
+      if (refs.default_branch.has_value() && *refs.default_branch != only_branch) {
+        specs.push_back(absl::StrCat("+refs/heads/", *refs.default_branch, ":", kTrackingPrefix,
+                                     *refs.default_branch));
+      }
     }
+    StrArray refspecs(specs);
+    RETURN_IF_ERROR(GitStatus(
+        git_remote_download(remote.get(), specs.empty() ? nullptr : refspecs.get(), &fetch),
+        "fetching"));
+    last_fetch_received_objects_ = git_remote_stats(remote.get())->received_objects;
+    RETURN_IF_ERROR(GitStatus(
+        git_remote_update_tips(remote.get(), &callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
+        "updating remote-tracking refs"));
+    RETURN_IF_ERROR(GitStatus(git_remote_prune(remote.get(), &callbacks), "pruning"));
+    git_remote_disconnect(remote.get());
   }
-  StrArray refspecs(specs);
-  RETURN_IF_ERROR(
-      GitStatus(git_remote_download(remote.get(), specs.empty() ? nullptr : refspecs.get(), &fetch),
-                "fetching"));
-  last_fetch_received_objects_ = git_remote_stats(remote.get())->received_objects;
-  RETURN_IF_ERROR(GitStatus(
-      git_remote_update_tips(remote.get(), &callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE, "fetch"),
-      "updating remote-tracking refs"));
-  RETURN_IF_ERROR(GitStatus(git_remote_prune(remote.get(), &callbacks), "pruning"));
-  git_remote_disconnect(remote.get());
 
   // Record the default branch as refs/remotes/origin/HEAD (like git clone does).
   if (refs.default_branch.has_value() && refs.Tip(*refs.default_branch).has_value()) {
@@ -745,23 +789,88 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
   return absl::UnavailableError(absl::StrCat("push rejected by the remote: ", result->detail));
 }
 
+absl::StatusOr<git_repository*> Repository::LocalRemote() {
+  if (local_remote_ == nullptr) {
+    const std::string remote_path = LocalPathFromUrl(options_.remote_url);
+    git_repository* opened = nullptr;
+    RETURN_IF_ERROR(GitStatus(git_repository_open(&opened, remote_path.c_str()),
+                              absl::StrCat("opening ", remote_path)));
+    local_remote_.reset(opened);
+  }
+  return local_remote_.get();
+}
+
+// libgit2's local transport packs every object reachable from *every* remote branch the clone
+// lacks, with a delta search, and then indexes that pack again on this side: a stale clone of a
+// remote with many busy branches paid seconds of CPU for history it never reads. Both sides are
+// on this machine, so the objects of the wanted branches are copied as a push copies them
+// (CopyMissingObjects: the walk stops at what the clone has, one pack, no delta search).
+absl::Status Repository::FetchLocal(const RemoteRefs& refs, absl::string_view only_branch) {
+  ASSIGN_OR_RETURN(git_repository * remote, LocalRemote());
+  size_t copied = 0;
+  absl::flat_hash_set<std::string> on_remote;
+  for (const auto& [name, hex] : refs.heads) {
+    absl::string_view branch = name;
+    if (!absl::ConsumePrefix(&branch, "refs/heads/")) continue;
+    on_remote.insert(std::string(branch));
+    const bool wanted = only_branch.empty() || branch == only_branch ||
+                        (refs.default_branch.has_value() && branch == *refs.default_branch);
+    if (!wanted) continue;
+    git_oid tip;
+    RETURN_IF_ERROR(OidFromHex(hex, &tip));
+    ASSIGN_OR_RETURN(size_t objects, CopyMissingObjects(remote, repo_.get(), tip));
+    copied += objects;
+    git_oid current;
+    if (git_reference_name_to_id(&current, repo_.get(),
+                                 absl::StrCat(kTrackingPrefix, branch).c_str()) == 0 &&
+        git_oid_equal(&current, &tip)) {
+      continue;
+    }
+    git_error_clear();
+    RETURN_IF_ERROR(SetTracking(branch, tip));
+  }
+  last_fetch_received_objects_ = copied;
+
+  // Prune the tracking refs of branches the remote no longer has.
+  std::vector<std::string> gone;
+  git_reference_iterator* it = nullptr;
+  RETURN_IF_ERROR(
+      GitStatus(git_reference_iterator_glob_new(&it, repo_.get(), "refs/remotes/origin/*"),
+                "listing remote-tracking refs"));
+  git_reference* ref = nullptr;
+  while (git_reference_next(&ref, it) == 0) {
+    absl::string_view branch = git_reference_name(ref);
+    if (git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
+        absl::ConsumePrefix(&branch, kTrackingPrefix) && !on_remote.contains(branch)) {
+      gone.emplace_back(git_reference_name(ref));
+    }
+    git_reference_free(ref);
+  }
+  git_reference_iterator_free(it);
+  git_error_clear();
+  for (const std::string& name : gone) {
+    git_reference* stale = nullptr;
+    if (git_reference_lookup(&stale, repo_.get(), name.c_str()) != 0) {
+      git_error_clear();
+      continue;
+    }
+    const int rc = git_reference_delete(stale);
+    git_reference_free(stale);
+    RETURN_IF_ERROR(GitStatus(rc, "pruning a remote-tracking ref"));
+  }
+  return absl::OkStatus();
+}
+
 // libgit2's local transport updates the remote ref without checking its old value, so the
 // compare-and-swap is done here: write the pack into the remote's object store, then update the
 // ref under its lock only if it still holds the expected value (the same guarantee git's
 // receive-pack gives).
 absl::StatusOr<PushResult> Repository::PushLocal(const std::string& ref, const git_oid& local,
                                                  const std::optional<git_oid>& expected) {
-  const std::string remote_path = LocalPathFromUrl(options_.remote_url);
-  if (local_remote_ == nullptr) {
-    git_repository* opened = nullptr;
-    RETURN_IF_ERROR(GitStatus(git_repository_open(&opened, remote_path.c_str()),
-                              absl::StrCat("opening ", remote_path)));
-    local_remote_.reset(opened);
-  }
-  git_repository* raw_remote = local_remote_.get();
+  ASSIGN_OR_RETURN(git_repository * raw_remote, LocalRemote());
   if (!git_repository_is_bare(raw_remote)) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot push to non-bare repository ", remote_path));
+        absl::StrCat("cannot push to non-bare repository ", LocalPathFromUrl(options_.remote_url)));
   }
 
   // Packs of large commits are linked whole (a first mirror moves no object by hand). Whatever

@@ -43,11 +43,14 @@ struct RepositoryOptions {
   // update of that ref would fail on them for good. Only for a caller that owns the clone
   // exclusively since this time (the gitworker holds its work dir's lock); InfinitePast: never.
   absl::Time stale_lock_cutoff = absl::InfinitePast();
-  // A clone made new starts from a sibling: another clone of the same remote URL in the same
-  // folder (the gitworker's other branches). Its remote-tracking refs are copied and its objects
-  // hard-linked (Git objects are never changed, and clones here never remove any), so the first
-  // fetch sends only what the sibling lacks: a replica taking a branch over does not download
-  // the remote's whole history again. No sibling, or any error: an empty clone, as before.
+  // A clone starts from its freshest sibling: the clone of the same remote URL in the same
+  // folder (the gitworker's other branches) whose remote-tracking refs moved last, when they
+  // moved after this clone's. Its objects are hard-linked (Git objects are never changed, and
+  // clones here never remove any) and each of its refs this clone lacks, or holds at an
+  // ancestor, is copied, so the first fetch sends only what the sibling lacks: a replica taking
+  // a branch over, with a new clone or one that went stale while another replica owned the
+  // branch, does not download the remote's history again. No sibling, or any error: the clone
+  // as it was.
   bool seed_from_siblings = false;
 };
 
@@ -110,7 +113,7 @@ class Repository {
   ~Repository();
   // How many stale lock files Open removed (RepositoryOptions::stale_lock_cutoff).
   size_t stale_locks_removed() const { return stale_locks_removed_; }
-  // Remote-tracking refs this clone was seeded with at Open
+  // Remote-tracking refs this clone was seeded with (set or moved) at Open
   // (RepositoryOptions::seed_from_siblings).
   size_t seeded_refs() const { return seeded_refs_; }
   // Objects the last Fetch received (0: the clone had everything).
@@ -119,13 +122,12 @@ class Repository {
   // Lists the remote's refs without downloading objects.
   absl::StatusOr<RemoteRefs> ListRemote();
   // Downloads every remote branch into refs/remotes/origin/* (pruning deleted ones) and records
-  // the remote's default branch. With `only_branch`, over HTTP(S) and SSH: that branch and the
-  // default branch only (what ResolveBranchBase reads), so a clone that writes one branch of a
-  // remote with many does not download the others' history. A local remote (a path, file://)
-  // always fetches every branch: libgit2's local transport packs every object reachable from
-  // any remote ref the clone has no ref for, whatever is asked, so fewer refs would only make it
-  // send more. Errors: Unavailable (network), Unauthenticated, PermissionDenied (host key),
-  // NotFound (no repository at the URL) …
+  // the remote's default branch. With `only_branch`: that branch and the default branch only
+  // (what ResolveBranchBase reads), so a clone that writes one branch of a remote with many does
+  // not download the others' history. A local remote (a path, file://) is read directly: the
+  // objects the clone lacks are copied as a local push copies them (object_copy.h), not packed
+  // by libgit2's local transport, which packs every branch with a delta search. Errors: Unavailable
+  // (network), Unauthenticated, PermissionDenied (host key), NotFound (no repository at the URL) …
   absl::Status Fetch(absl::string_view only_branch = {});
   // The remote branch tip as of the last Fetch (nullopt: absent on the remote).
   absl::StatusOr<std::optional<std::string>> FetchedTip(absl::string_view branch);
@@ -186,6 +188,9 @@ class Repository {
  private:
   Repository(RepositoryOptions options, GitPtr<git_repository> repo);
   absl::StatusOr<GitPtr<git_remote>> Origin();
+  // The local-path remote, opened once (local_remote_).
+  absl::StatusOr<git_repository*> LocalRemote();
+  absl::Status FetchLocal(const RemoteRefs& refs, absl::string_view only_branch);
   absl::StatusOr<PushResult> PushLocal(const std::string& ref, const git_oid& local,
                                        const std::optional<git_oid>& expected);
   absl::StatusOr<PushResult> PushSmart(git_remote* remote, const std::string& ref,
@@ -200,8 +205,8 @@ class Repository {
   // Packs written by large commits and not yet offered to a local remote ("pack-<checksum>"):
   // a local push links them into the remote instead of copying their objects one by one.
   std::vector<std::string> unshared_packs_;
-  // A local-path remote stays open between pushes: reopening it would load every pack index
-  // again on each push, and a remote written one pack per push holds thousands.
+  // A local-path remote stays open between pushes and fetches: reopening it would load every
+  // pack index again each time, and a remote written one pack per push holds thousands.
   GitPtr<git_repository> local_remote_;
 };
 

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -153,6 +155,81 @@ TEST_F(RepositoryTest, ANewCloneIsSeededFromASiblingCloneOfTheSameRemote) {
   auto other_remote = Repository::Open(stranger);
   ASSERT_TRUE(other_remote.ok());
   EXPECT_EQ((*other_remote)->seeded_refs(), 0u);
+}
+
+// A clone that went stale beside a fresher sibling (a branch taken over again after another
+// replica wrote the remote meanwhile) is brought up to the sibling: its refs move forward to the
+// sibling's, so its fetch receives nothing the sibling had. A fresher clone is left alone.
+TEST_F(RepositoryTest, AStaleCloneCatchesUpWithItsFreshestSibling) {
+  auto remote = testing::CreateBareRemote(dir_.path() + "/remote");
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  RepositoryOptions options{dir_.path() + "/repos/stale", *remote};
+  options.seed_from_siblings = true;
+  {
+    auto stale = Repository::Open(options);
+    ASSERT_TRUE(stale.ok()) << stale.status();
+    ASSERT_TRUE((*stale)->Fetch().ok());
+  }
+  // Its refs moved an hour ago; the remote moves on and a sibling fetches it.
+  const std::string stale_ref = options.local_path + "/refs/remotes/origin/main";
+  std::filesystem::last_write_time(
+      stale_ref, std::filesystem::last_write_time(stale_ref) - std::chrono::hours(1));
+  auto moved = Git(*remote, {"commit-tree", "-p", "main", "-m", "moved", "main^{tree}"});
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  ASSERT_TRUE(Git(*remote, {"update-ref", "refs/heads/main", Trim(*moved)}).ok());
+  ASSERT_TRUE(Git(*remote, {"branch", "other", "main"}).ok());
+  auto sibling = Repository::Open({dir_.path() + "/repos/fresh", *remote});
+  ASSERT_TRUE(sibling.ok());
+  ASSERT_TRUE((*sibling)->Fetch().ok());
+
+  auto caught_up = Repository::Open(options);
+  ASSERT_TRUE(caught_up.ok()) << caught_up.status();
+  EXPECT_EQ((*caught_up)->seeded_refs(), 2u);  // main moved forward, other added
+  EXPECT_EQ((*caught_up)->FetchedTip("main").value_or(std::nullopt).value_or(""), Trim(*moved));
+  ASSERT_TRUE((*caught_up)->Fetch().ok());
+  EXPECT_EQ((*caught_up)->last_fetch_received_objects(), 0u);
+  caught_up->reset();
+
+  // Now the freshest of the two: nothing to take from the other.
+  auto again = Repository::Open(options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->seeded_refs(), 0u);
+}
+
+// A local remote is read directly: a fetch of one branch copies that branch and the default
+// branch only, a fetch of all copies the rest, and a branch deleted on the remote is pruned.
+TEST_F(RepositoryTest, ALocalFetchOfOneBranchCopiesItAndTheDefaultBranch) {
+  auto remote = testing::CreateBareRemote(dir_.path() + "/remote");
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  for (const std::string branch : {"mine", "theirs"}) {
+    auto commit = Git(*remote, {"commit-tree", "-p", "main", "-m", branch, "main^{tree}"});
+    ASSERT_TRUE(commit.ok()) << commit.status();
+    ASSERT_TRUE(Git(*remote, {"update-ref", "refs/heads/" + branch, Trim(*commit)}).ok());
+  }
+  auto clone = Repository::Open({dir_.path() + "/clone", "file://" + *remote});
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  Repository& repo = **clone;
+  ASSERT_TRUE(repo.Fetch("mine").ok());
+  EXPECT_GT(repo.last_fetch_received_objects(), 0u);
+  EXPECT_EQ(repo.FetchedTip("mine").value_or(std::nullopt).value_or(""),
+            RemoteTip(*remote, "mine"));
+  EXPECT_EQ(repo.FetchedTip("main").value_or(std::nullopt).value_or(""),
+            RemoteTip(*remote, "main"));
+  EXPECT_EQ(repo.FetchedDefaultBranch().value_or(std::nullopt).value_or(""), "main");
+  EXPECT_FALSE(repo.FetchedTip("theirs").value_or(std::nullopt).has_value());
+  ASSERT_TRUE(repo.Fetch("mine").ok());
+  EXPECT_EQ(repo.last_fetch_received_objects(), 0u);  // nothing new
+
+  ASSERT_TRUE(repo.Fetch().ok());
+  EXPECT_EQ(repo.last_fetch_received_objects(), 1u);  // the commit of "theirs" (same tree)
+  EXPECT_EQ(repo.FetchedTip("theirs").value_or(std::nullopt).value_or(""),
+            RemoteTip(*remote, "theirs"));
+  auto files = repo.ListFiles(RemoteTip(*remote, "theirs"));
+  ASSERT_TRUE(files.ok()) << files.status();
+
+  ASSERT_TRUE(Git(*remote, {"branch", "-D", "theirs"}).ok());
+  ASSERT_TRUE(repo.Fetch("mine").ok());
+  EXPECT_FALSE(repo.FetchedTip("theirs").value_or(std::nullopt).has_value());
 }
 
 TEST_F(RepositoryTest, FileUrlWorksAndMissingRemoteIsAnError) {
