@@ -35,6 +35,9 @@ refused "- attribution.admission.enabeld: unknown field" --set attribution.admis
 refused "servers.admission.caBundle is required with certificates.source existing" --set certificates.source=existing
 # Attribution from admission is recorded by the admission webhook.
 refused "attribution.admission.enabled needs servers.admission.enabled" --set attribution.admission.enabled=true,servers.admission.enabled=false
+# Replicas share work only through Leases; the audit intake runs as one materializer.
+refused "gitworker.replicas=2 needs membership.enabled=true" --set gitworker.replicas=2
+refused "materializer.replicas=2 with materializer.intake=audit" --set membership.enabled=true,materializer.replicas=2,materializer.intake=audit
 # Every level with named properties refuses others (free-form maps name none).
 if ! python3 - "$chart/values.schema.json" <<'PY'
 import json, sys
@@ -62,4 +65,27 @@ for values in deploy/helm/testdata/*.values.yaml deploy/helm/install.values.yaml
     echo "FAIL: $values is refused:"; cat "$TEST_TMPDIR/err"; status=1
   fi
 done
+# With Leases on and the audit intake, the materializer runs once without a Lease, the others
+# keep theirs.
+if "$renderer" --fake-secrets --set membership.enabled=true,materializer.intake=audit "$chart" \
+    >"$TEST_TMPDIR/audit.yaml" 2>"$TEST_TMPDIR/err"; then
+  if ! python3 - "$TEST_TMPDIR/audit.yaml" <<'PY'
+import sys, yaml
+args = {}
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if doc and doc.get("kind") == "Deployment":
+        component = doc["metadata"]["labels"]["app.kubernetes.io/component"]
+        args[component] = doc["spec"]["template"]["spec"]["containers"][0]["args"]
+wrong = [c for c in ("splicer", "gitworker") if "--membership=true" not in args.get(c, [])]
+if "--membership=true" in args.get("materializer", []) or wrong:
+    print(f"FAIL: membership with the audit intake: materializer {args.get('materializer')}, without a Lease: {wrong}")
+    sys.exit(1)
+print("ok: with the audit intake the materializer runs without a Lease, the splicer and gitworker with one")
+PY
+  then
+    status=1
+  fi
+else
+  echo "FAIL: membership.enabled with materializer.intake=audit is refused:"; cat "$TEST_TMPDIR/err"; status=1
+fi
 exit $status

@@ -480,7 +480,9 @@ TEST_F(BranchWorkerTest, LargeResyncsArePackedAndReplayedAfterAForeignPush) {
   ASSERT_TRUE(counts.ok());
   EXPECT_THAT(Lines(*counts), Contains(::testing::StartsWith("count: ")));
   for (const std::string& line : Lines(*counts)) {
-    if (absl::StartsWith(line, "count: ")) EXPECT_LT(std::stoi(line.substr(7)), 50) << line;
+    if (absl::StartsWith(line, "count: ")) {
+      EXPECT_LT(std::stoi(line.substr(7)), 50) << line;
+    }
   }
 
   // Later edits find the packed documents (match-first), and a smaller resync sweeps the rest.

@@ -159,10 +159,12 @@ advertises its pod IP, where the splicers that route a branch to it dial; the ca
 replicas of its own but routes CommitRequests by the gitworkers' Leases too. A routed client (and
 a gitworker asking the others for `reverserctl branches`) dials a pod IP, which the gitworker's
 certificate does not name: it checks the gitworker Service's name, which the certificate carries
-(reverser.certificateList). */}}
+(reverser.certificateList). A materializer with the audit intake runs once, without a Lease
+(deployments.yaml refuses more than one replica of it). */}}
 {{- define "reverser.membershipArgs" -}}
 {{- $m := .root.Values.membership -}}
-{{- if and $m.enabled (or (eq .component "materializer") (eq .component "splicer") (eq .component "gitworker") (eq .component "catalog")) }}
+{{- $auditIntake := and (eq .component "materializer") (eq .root.Values.materializer.intake "audit") }}
+{{- if and $m.enabled (not $auditIntake) (or (eq .component "materializer") (eq .component "splicer") (eq .component "gitworker") (eq .component "catalog")) }}
 {{- if ne .component "catalog" }}
 - --membership=true
 {{- end }}
