@@ -35,8 +35,8 @@ rm -f "$fuzz_xml"
 bash tools/fuzz.sh --junit "$fuzz_xml" 2>&1 | tee /tmp/reverser-fuzz.log | grep -E '^fuzz: ' || true
 phase_done fuzz
 
-# Thread-safety analysis: clang's -Wthread-safety over every source with annotated locks (seconds:
-# syntax only, over the headers the Bazel build generated); one result per source.
+# Thread-safety analysis: clang's -Wthread-safety over every source with annotated locks (syntax
+# only, one clang per core, over the headers the Bazel build generated); one result per source.
 tsa_xml=/tmp/reverser-thread-safety.xml
 rm -f "$tsa_xml"
 bash tools/thread_safety.sh --junit "$tsa_xml" 2>&1 | tee /tmp/reverser-thread-safety.log |

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Clang's thread-safety analysis (-Wthread-safety) over every source whose locks are annotated
 # (ABSL_GUARDED_BY and friends on absl::Mutex, docs/conventions.md): each translation unit is
-# checked with `clang++-14 -fsyntax-only`, one result per file. Nothing is compiled to objects,
-# so it costs seconds, not a second build; it needs the generated protocol headers of a Bazel
-# build (bazel-bin), which tools/test.sh has made by then.
+# checked with `clang++-14 -fsyntax-only`, one result per file, one clang per core. Nothing is
+# compiled to objects (each unit costs a few seconds of parsing, not a second build); it needs
+# the generated protocol headers of a Bazel build (bazel-bin), which tools/test.sh has made by
+# then.
 #
 # Usage: tools/thread_safety.sh [--junit FILE]
 set -uo pipefail
@@ -33,13 +34,23 @@ else
         git ls-files 'libs/*.cc' 'services/*.cc' 'tools/*.cc' | xargs grep -l "#include \"$h\"" 2>/dev/null
       done; } | grep -v '_test\.cc$' | sort -u)
   work=$(mktemp -d "${TMPDIR:-/tmp}/reverser-tsa.XXXXXX")
+  log_of() { echo "$work/$(echo "$1" | tr / _).log"; }
+  # One clang per core: each unit is independent, and the parse is the whole cost.
+  check_unit() {  # unit log
+    # The defines third_party/BUILD.bazel gives cpp-httplib (its class layouts depend on them).
+    "$clang" -fsyntax-only -std=c++20 -Wthread-safety -Werror=thread-safety \
+      -Wno-unknown-warning-option -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT \
+      -DCPPHTTPLIB_BROTLI_SUPPORT -I. -I"$bin" "$1" >"$2" 2>&1
+    echo $? >"$2.rc"
+  }
+  export -f check_unit
+  export clang bin
+  for unit in "${units[@]}"; do printf '%s\0%s\0' "$unit" "$(log_of "$unit")"; done |
+    xargs -0 -n 2 -P "$(nproc)" bash -c 'check_unit "$0" "$1"'
   failed=0
   for unit in "${units[@]}"; do
-    log="$work/$(echo "$unit" | tr / _).log"
-    # The defines third_party/BUILD.bazel gives cpp-httplib (its class layouts depend on them).
-    if "$clang" -fsyntax-only -std=c++20 -Wthread-safety -Werror=thread-safety \
-        -Wno-unknown-warning-option -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT \
-        -DCPPHTTPLIB_BROTLI_SUPPORT -I. -I"$bin" "$unit" >"$log" 2>&1; then
+    log=$(log_of "$unit")
+    if [ "$(cat "$log.rc" 2>/dev/null)" = 0 ]; then
       rows+=("$unit" PASS "" "$log")
     else
       failed=$((failed + 1))

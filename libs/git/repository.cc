@@ -181,40 +181,17 @@ absl::Status LinkObjects(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
-// How fresh a clone's view of the remote is: the newest modification time among its
-// remote-tracking refs (a fetch rewrites every ref it moves; libgit2 never packs them).
-// InfinitePast: none.
-absl::Time TrackingRefsFreshness(const std::filesystem::path& clone) {
-  namespace fs = std::filesystem;
-  absl::Time newest = absl::InfinitePast();
-  std::error_code error;
-  for (fs::recursive_directory_iterator it(clone / "refs" / "remotes" / kRemoteName, error), end;
-       !error && it != end; it.increment(error)) {
-    struct stat info;
-    if (it->is_regular_file(error) && stat(it->path().c_str(), &info) == 0) {
-      newest = std::max(newest, absl::TimeFromTimespec(info.st_mtim));
-    }
-  }
-  return newest;
-}
-
-// Brings clone `own` (at `own_path`) up to its freshest sibling: the clone of `url` in the same
-// folder whose remote-tracking refs moved last, if they moved after `own`'s. The sibling's refs
-// are read first (objects are written before refs point at them and are never removed, so every
-// object they need exists when the objects are linked next); then each ref `own` lacks, or
-// holds at an ancestor of the sibling's, is set to the sibling's. A ref that diverged (a
-// force-push seen by one of them) is left to the fetch. Returns the refs set.
-absl::StatusOr<size_t> SeedFromFreshestSibling(git_repository* own, const std::string& own_path,
-                                               const std::string& url) {
+// Seeds the new clone `fresh` (at `fresh_path`) from a sibling clone of `url` in its folder:
+// the sibling's remote-tracking refs are read first (objects are written before refs point at
+// them and are never removed, so every object they need exists when the objects are linked
+// next), then each ref whose commit the fresh clone now has is created. Returns the refs made.
+absl::StatusOr<size_t> SeedFromSibling(git_repository* fresh, const std::string& fresh_path,
+                                       const std::string& url) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path self = fs::path(own_path).lexically_normal();
-  absl::Time freshest = TrackingRefsFreshness(self);
-  std::optional<fs::path> source;
+  const fs::path self = fs::path(fresh_path).lexically_normal();
   for (const auto& entry : fs::directory_iterator(self.parent_path(), ec)) {
     if (!entry.is_directory(ec) || entry.path().lexically_normal() == self) continue;
-    const absl::Time fresh = TrackingRefsFreshness(entry.path());
-    if (fresh <= freshest) continue;
     git_repository* raw = nullptr;
     if (git_repository_open_bare(&raw, entry.path().c_str()) != 0) {
       git_error_clear();
@@ -228,55 +205,40 @@ absl::StatusOr<size_t> SeedFromFreshestSibling(git_repository* own, const std::s
     }
     GitPtr<git_remote> origin(remote);
     if (RemoteUrl(remote) != url) continue;
-    freshest = fresh;
-    source = entry.path();
-  }
-  if (!source.has_value()) return size_t{0};
 
-  git_repository* raw = nullptr;
-  RETURN_IF_ERROR(
-      GitStatus(git_repository_open_bare(&raw, source->c_str()), "opening the sibling clone"));
-  GitPtr<git_repository> sibling(raw);
-  std::vector<std::pair<std::string, git_oid>> refs;
-  git_reference_iterator* it = nullptr;
-  RETURN_IF_ERROR(
-      GitStatus(git_reference_iterator_glob_new(&it, sibling.get(), "refs/remotes/origin/*"),
-                "listing the sibling clone's refs"));
-  git_reference* ref = nullptr;
-  while (git_reference_next(&ref, it) == 0) {
-    if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-      refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
-    }
-    git_reference_free(ref);
-  }
-  git_reference_iterator_free(it);
-  git_error_clear();
-  if (refs.empty()) return size_t{0};
-  RETURN_IF_ERROR(LinkObjects(source->string(), own_path));
-  git_odb* odb = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_repository_odb(&odb, own), "opening the object database"));
-  GitPtr<git_odb> objects(odb);
-  RETURN_IF_ERROR(GitStatus(git_odb_refresh(odb), "re-reading the packs"));
-  size_t made = 0;
-  for (const auto& [name, oid] : refs) {
-    if (!git_odb_exists(odb, &oid)) continue;
-    git_oid current;
-    if (git_reference_name_to_id(&current, own, name.c_str()) == 0) {
-      if (git_oid_equal(&current, &oid)) continue;
-      if (git_graph_descendant_of(own, &oid, &current) != 1) {
-        git_error_clear();
-        continue;
+    std::vector<std::pair<std::string, git_oid>> refs;
+    git_reference_iterator* it = nullptr;
+    RETURN_IF_ERROR(
+        GitStatus(git_reference_iterator_glob_new(&it, sibling.get(), "refs/remotes/origin/*"),
+                  "listing the sibling clone's refs"));
+    git_reference* ref = nullptr;
+    while (git_reference_next(&ref, it) == 0) {
+      if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+        refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
       }
+      git_reference_free(ref);
     }
+    git_reference_iterator_free(it);
     git_error_clear();
-    git_reference* created = nullptr;
-    RETURN_IF_ERROR(GitStatus(git_reference_create(&created, own, name.c_str(), &oid,
-                                                   /*force=*/1, "seeded from a sibling clone"),
-                              "seeding a remote-tracking ref"));
-    git_reference_free(created);
-    ++made;
+    if (refs.empty()) continue;
+    RETURN_IF_ERROR(LinkObjects(entry.path().string(), fresh_path));
+    git_odb* odb = nullptr;
+    RETURN_IF_ERROR(GitStatus(git_repository_odb(&odb, fresh), "opening the object database"));
+    GitPtr<git_odb> objects(odb);
+    RETURN_IF_ERROR(GitStatus(git_odb_refresh(odb), "re-reading the packs"));
+    size_t made = 0;
+    for (const auto& [name, oid] : refs) {
+      if (!git_odb_exists(odb, &oid)) continue;
+      git_reference* created = nullptr;
+      RETURN_IF_ERROR(GitStatus(git_reference_create(&created, fresh, name.c_str(), &oid,
+                                                     /*force=*/1, "seeded from a sibling clone"),
+                                "seeding a remote-tracking ref"));
+      git_reference_free(created);
+      ++made;
+    }
+    return made;
   }
-  return made;
+  return size_t{0};
 }
 
 size_t RemoveStaleLocks(const std::string& clone, absl::Time cutoff) {
@@ -343,9 +305,9 @@ absl::StatusOr<std::unique_ptr<Repository>> Repository::Open(RepositoryOptions o
   RETURN_IF_ERROR(GitStatus(rc, "configuring remote origin"));
   const size_t removed = RemoveStaleLocks(options.local_path, options.stale_lock_cutoff);
   size_t seeded = 0;
-  if (options.seed_from_siblings) {
+  if (created && options.seed_from_siblings) {
     // Best effort: a clone that could not be seeded fetches what it lacks, as it always did.
-    auto made = SeedFromFreshestSibling(repo.get(), options.local_path, options.remote_url);
+    auto made = SeedFromSibling(repo.get(), options.local_path, options.remote_url);
     if (made.ok()) seeded = *made;
   }
   auto opened = std::unique_ptr<Repository>(new Repository(std::move(options), std::move(repo)));

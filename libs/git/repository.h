@@ -43,14 +43,13 @@ struct RepositoryOptions {
   // update of that ref would fail on them for good. Only for a caller that owns the clone
   // exclusively since this time (the gitworker holds its work dir's lock); InfinitePast: never.
   absl::Time stale_lock_cutoff = absl::InfinitePast();
-  // A clone starts from its freshest sibling: the clone of the same remote URL in the same
-  // folder (the gitworker's other branches) whose remote-tracking refs moved last, when they
-  // moved after this clone's. Its objects are hard-linked (Git objects are never changed, and
-  // clones here never remove any) and each of its refs this clone lacks, or holds at an
-  // ancestor, is copied, so the first fetch sends only what the sibling lacks: a replica taking
-  // a branch over, with a new clone or one that went stale while another replica owned the
-  // branch, does not download the remote's history again. No sibling, or any error: the clone
-  // as it was.
+  // A clone made new starts from a sibling: another clone of the same remote URL in the same
+  // folder (the gitworker's other branches). Its remote-tracking refs are copied and its objects
+  // hard-linked (Git objects are never changed, and clones here never remove any), so the first
+  // fetch sends only what the sibling lacks (the default branch's history, which every clone
+  // fetches): a replica taking a branch over does not download it again. An existing clone is
+  // not seeded: it has that history, and linking a busy sibling's loose objects costs more than
+  // its fetch. No sibling, or any error: an empty clone, as before.
   bool seed_from_siblings = false;
 };
 
@@ -113,7 +112,7 @@ class Repository {
   ~Repository();
   // How many stale lock files Open removed (RepositoryOptions::stale_lock_cutoff).
   size_t stale_locks_removed() const { return stale_locks_removed_; }
-  // Remote-tracking refs this clone was seeded with (set or moved) at Open
+  // Remote-tracking refs this clone was seeded with at Open
   // (RepositoryOptions::seed_from_siblings).
   size_t seeded_refs() const { return seeded_refs_; }
   // Objects the last Fetch received (0: the clone had everything).

@@ -157,45 +157,6 @@ TEST_F(RepositoryTest, ANewCloneIsSeededFromASiblingCloneOfTheSameRemote) {
   EXPECT_EQ((*other_remote)->seeded_refs(), 0u);
 }
 
-// A clone that went stale beside a fresher sibling (a branch taken over again after another
-// replica wrote the remote meanwhile) is brought up to the sibling: its refs move forward to the
-// sibling's, so its fetch receives nothing the sibling had. A fresher clone is left alone.
-TEST_F(RepositoryTest, AStaleCloneCatchesUpWithItsFreshestSibling) {
-  auto remote = testing::CreateBareRemote(dir_.path() + "/remote");
-  ASSERT_TRUE(remote.ok()) << remote.status();
-  RepositoryOptions options{dir_.path() + "/repos/stale", *remote};
-  options.seed_from_siblings = true;
-  {
-    auto stale = Repository::Open(options);
-    ASSERT_TRUE(stale.ok()) << stale.status();
-    ASSERT_TRUE((*stale)->Fetch().ok());
-  }
-  // Its refs moved an hour ago; the remote moves on and a sibling fetches it.
-  const std::string stale_ref = options.local_path + "/refs/remotes/origin/main";
-  std::filesystem::last_write_time(
-      stale_ref, std::filesystem::last_write_time(stale_ref) - std::chrono::hours(1));
-  auto moved = Git(*remote, {"commit-tree", "-p", "main", "-m", "moved", "main^{tree}"});
-  ASSERT_TRUE(moved.ok()) << moved.status();
-  ASSERT_TRUE(Git(*remote, {"update-ref", "refs/heads/main", Trim(*moved)}).ok());
-  ASSERT_TRUE(Git(*remote, {"branch", "other", "main"}).ok());
-  auto sibling = Repository::Open({dir_.path() + "/repos/fresh", *remote});
-  ASSERT_TRUE(sibling.ok());
-  ASSERT_TRUE((*sibling)->Fetch().ok());
-
-  auto caught_up = Repository::Open(options);
-  ASSERT_TRUE(caught_up.ok()) << caught_up.status();
-  EXPECT_EQ((*caught_up)->seeded_refs(), 2u);  // main moved forward, other added
-  EXPECT_EQ((*caught_up)->FetchedTip("main").value_or(std::nullopt).value_or(""), Trim(*moved));
-  ASSERT_TRUE((*caught_up)->Fetch().ok());
-  EXPECT_EQ((*caught_up)->last_fetch_received_objects(), 0u);
-  caught_up->reset();
-
-  // Now the freshest of the two: nothing to take from the other.
-  auto again = Repository::Open(options);
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ((*again)->seeded_refs(), 0u);
-}
-
 // A local remote is read directly: a fetch of one branch copies that branch and the default
 // branch only, a fetch of all copies the rest, and a branch deleted on the remote is pruned.
 TEST_F(RepositoryTest, ALocalFetchOfOneBranchCopiesItAndTheDefaultBranch) {

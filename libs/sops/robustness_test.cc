@@ -71,7 +71,9 @@ TEST(RobustnessTest, MutatedAgeFilesNeverCrashTheDecrypter) {
   for (int i = 0; i < 3000; ++i) {
     const std::string mutated = Mutate(*binary, rng);
     auto plain = age::Decrypt(mutated, *identities);
-    if (plain.ok()) EXPECT_EQ(*plain, "payload");  // only harmless edits may pass
+    if (plain.ok()) {
+      EXPECT_EQ(*plain, "payload");  // only harmless edits may pass
+    }
     (void)age::Dearmor(Mutate(age::Armor(*binary), rng));
   }
 }

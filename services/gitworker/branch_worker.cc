@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
 #include "libs/core/proto_convert.h"
 #include "libs/core/status.h"
@@ -243,7 +244,9 @@ absl::Status BranchWorker::EnsureRepo() {
   // A branch taken over starts from this replica's other clones of the remote: its first fetch
   // then sends only what they lack.
   repo_options.seed_from_siblings = true;
+  const absl::Time open_started = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
+  const absl::Time fetch_started = absl::Now();
   if (repo->stale_locks_removed() > 0) {
     runtime::LogWarning("removed lock files a killed process left in the branch clone",
                         {{"branch", options_.key.ToString()},
@@ -253,6 +256,7 @@ absl::Status BranchWorker::EnsureRepo() {
   // This clone writes one branch: only it and the default branch (a new branch's base) are
   // fetched where the transport allows (Repository::Fetch).
   RETURN_IF_ERROR(repo->Fetch(options_.key.branch));
+  const absl::Duration fetch_took = absl::Now() - fetch_started;
   ASSIGN_OR_RETURN(git::BranchBase base, repo->ResolveBranchBase(options_.key.branch));
   RETURN_IF_ERROR(repo->ResetBranch(options_.key.branch, base.commit));
   ASSIGN_OR_RETURN(expected_remote_, repo->FetchedTip(options_.key.branch));
@@ -266,7 +270,9 @@ absl::Status BranchWorker::EnsureRepo() {
       {{"branch", options_.key.ToString()},
        {"clone", repo_options.local_path},
        {"seeded_refs", static_cast<long long>(repo->seeded_refs())},
-       {"fetched_objects", static_cast<long long>(repo->last_fetch_received_objects())}});
+       {"fetched_objects", static_cast<long long>(repo->last_fetch_received_objects())},
+       {"open_ms", absl::ToInt64Milliseconds(fetch_started - open_started)},
+       {"fetch_ms", absl::ToInt64Milliseconds(fetch_took)}});
   repo_ = std::move(repo);
   for (Unit& unit : units_) {
     if (unit.state != State::kPushed && unit.kind != Kind::kEmpty) unit.state = State::kUncommitted;
