@@ -324,6 +324,24 @@ TEST(AcceptanceGateTest, UnsupportedKustomize) {
                   "kustomization"));
 }
 
+TEST(AcceptanceGateTest, AHostileKustomizationGivesOneShortLine) {
+  std::string keys;
+  for (int i = 0; i < 10000; ++i) absl::StrAppend(&keys, "k", i, ": 1\n");
+  const std::string long_key(5000, 'x');
+  auto issues = CheckFiles({
+      {"t/a/kustomization.yaml", keys},
+      {"t/b/kustomization.yaml", absl::StrCat("\"\\xff\\u0007 ", long_key, "\": 1\n")},
+      {"t/c/kustomization.yaml", "resources: [" + std::string(300, '[') + "]\n"},
+  });
+  ASSERT_EQ(issues.size(), 3u);
+  EXPECT_EQ(issues[0].text,
+            "unsupported-kustomize: t/a/kustomization.yaml uses k0, k1, k10, k100, k1000 (and "
+            "9995 more), which reverser does not model");
+  EXPECT_LT(issues[1].text.size(), 250u) << issues[1].text;
+  EXPECT_EQ(issues[1].text.find_first_of("\n\x07\xff"), std::string::npos) << issues[1].text;
+  EXPECT_EQ(issues[2].kind, IssueKind::kInvalidYaml) << issues[2].text;
+}
+
 TEST(AcceptanceGateTest, UnsupportedKustomizeWithoutASuffixIgnoredOrUnread) {
   // `Kustomization` is read by the gate itself (the index reads only .yaml/.yml files).
   EXPECT_THAT(Texts(CheckFiles(
