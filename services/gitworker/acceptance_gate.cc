@@ -381,8 +381,14 @@ std::vector<GateIssue> CheckPath(const GateInput& input) {
     }
   }
   for (const auto& [path, ignored] : index.ignored()) {
-    // .gittargetignore cannot hide what a kustomization renders from the path's writer.
-    if (IsKustomization(path)) check_kustomization(path, ignored.blob_id);
+    // A pattern naming a kustomization cannot silence its check (as in the reference); one in
+    // an ignored folder is out of the path, as that folder is.
+    if (IsKustomization(path)) {
+      const absl::string_view folder = Dir(Relative(path, root));
+      const bool folder_ignored = input.ignore.rules != nullptr && !folder.empty() &&
+                                  input.ignore.rules->Ignored(folder, /*is_dir=*/true);
+      if (!folder_ignored) check_kustomization(path, ignored.blob_id);
+    }
     // What .gittargetignore hides that reverser manages: documents an earlier read saw there.
     for (const DocumentKey& key : ignored.known) {
       if (!managed(key)) continue;

@@ -382,6 +382,18 @@ TEST(AcceptanceGateTest, UnsupportedKustomizeWithoutASuffixIgnoredOrUnread) {
   EXPECT_THAT(Texts(Check(ignoring, Reading({{"x", generator}}))),
               ElementsAre("unsupported-kustomize: t/legacy/kustomization.yaml uses "
                           "configMapGenerator, which reverser does not model"));
+  // Named by a pattern it is still checked; in an ignored folder it is out of the path.
+  for (const auto& [patterns, refused] :
+       std::vector<std::pair<std::string, bool>>{{"kustomization.yaml\n", true},
+                                                 {"legacy/kustomization.yaml\n", true},
+                                                 {"legacy/\n", false},
+                                                 {"leg*/\n", false}}) {
+    auto rules = gitignore::IgnoreRules::Parse(patterns);
+    ASSERT_TRUE(rules.ok()) << rules.status();
+    GateInput input = Reading({{"x", generator}});
+    input.ignore.rules = &*rules;
+    EXPECT_EQ(Check(ignoring, input).size(), refused ? 1u : 0u) << patterns;
+  }
 }
 
 TEST(AcceptanceGateTest, MixedManagedAllowlisted) {
