@@ -685,6 +685,16 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
   gate.followed = &followed;
   gate.ignore.rules = cached->ignore.has_value() ? &*cached->ignore : nullptr;
   gate.ignore.error = cached->ignore_error;
+  // Kustomizations are read within the limits every file read from Git has.
+  gate.read_blob = [this](const std::string& blob_id) -> absl::StatusOr<std::string> {
+    ASSIGN_OR_RETURN(uint64_t size, repo_->BlobSize(blob_id));
+    if (size > options_.limits.max_file_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          size, " bytes, more than the limit of ", options_.limits.max_file_bytes));
+    }
+    return repo_->ReadBlob(blob_id);
+  };
+  gate.yaml_limits = options_.limits.yaml;
   const std::vector<GateIssue> issues = CheckPath(gate);
   ReportPathGate(unit, issues);
   if (!issues.empty()) {

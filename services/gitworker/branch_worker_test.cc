@@ -1256,11 +1256,53 @@ TEST_F(BranchWorkerTest, AnIgnorePatternShadowingAManagedPathRefusesTheWrite) {
   clock_.Advance(absl::Seconds(1));
   worker->PushIfDue();
   const auto invalid = sink_->path_refusals().back();
-  EXPECT_EQ(invalid.reason(), "UnsupportedContent");
+  EXPECT_EQ(invalid.reason(), "IgnoreShadowsManagedPath");
   EXPECT_EQ(invalid.issues(0).kind(), "invalid-ignore");
   EXPECT_NE(invalid.message().find("clusters/a/.gittargetignore line 2: "), std::string::npos)
       << invalid.message();
   EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
+}
+
+// What the gate reads from the tree itself: a non-YAML file and a kustomization's text.
+TEST_F(BranchWorkerTest, AForeignFileAndAnUnsupportedKustomizationRefuseThePathUntilFixed) {
+  auto clone = testing::CloneRepo(remote_, dir_.path());
+  ASSERT_TRUE(clone.ok()) << clone.status();
+  std::filesystem::create_directories(*clone + "/clusters/a");
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/notes.txt", "hand-written\n").ok());
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/kustomization.yaml",
+                                 "configMapGenerator:\n  - name: c\n    literals: [a=b]\n")
+                  .ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "notes and a generator").ok());
+
+  auto worker = MakeWorker();
+  auto config = Config(remote_, 0);
+  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                      "default", "a", "1", 10)));
+  worker->PushIfDue();
+  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/a.yaml")));
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
+  ASSERT_FALSE(sink_->path_refusals().empty());
+  const auto refused = sink_->path_refusals().back();
+  EXPECT_EQ(refused.reason(), "UnsupportedContent");
+  EXPECT_EQ(refused.message(),
+            "Git path refused at clusters/a: unsupported-kustomize: clusters/a/kustomization.yaml "
+            "uses configMapGenerator, which reverser does not model (and 1 more issue(s))");
+  ASSERT_EQ(refused.issues_size(), 2);
+  EXPECT_EQ(refused.issues(1).text(),
+            "foreign-file: clusters/a/notes.txt is no .yaml/.yml file (to keep it, name it in "
+            "clusters/a/.gittargetignore)");
+
+  // A person names the notes in .gittargetignore and keeps only resources: the write lands.
+  ASSERT_TRUE(testing::WriteFile(*clone + "/clusters/a/.gittargetignore", "notes.txt\n").ok());
+  ASSERT_TRUE(
+      testing::WriteFile(*clone + "/clusters/a/kustomization.yaml", "resources: []\n").ok());
+  ASSERT_TRUE(testing::CommitAndPush(*clone, "accept the notes, drop the generator").ok());
+  clock_.Advance(absl::Seconds(1));
+  worker->PushIfDue();
+  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 10u);
+  EXPECT_THAT(Files(), Contains("clusters/a/default/configmaps/a.yaml"));
+  EXPECT_THAT(Files(), Contains("clusters/a/notes.txt"));
+  EXPECT_EQ(sink_->path_refusals().back().issue_count(), 0u) << "the refusal ends";
 }
 
 TEST_F(BranchWorkerTest, IgnoredFilesAreNeverReadSweptOrWritten) {

@@ -117,7 +117,10 @@ absl::StatusOr<IdentityIndex> IdentityIndex::Build(
       index.foreign_[file.path] = file.kind;
       continue;
     }
-    if (!IsYamlFile(file.path)) continue;
+    if (!IsYamlFile(file.path)) {
+      index.other_[file.path] = file.blob_id;
+      continue;
+    }
     if (known_refused != nullptr) {
       if (auto refused = known_refused->find(file.blob_id); refused != known_refused->end()) {
         index.RefuseFile(file.path, refused->second);
@@ -236,7 +239,15 @@ void IdentityIndex::Apply(const git::ChangeSet& changes,
                           std::map<std::string, FileDocuments>* known) {
   const std::string prefix = path_.empty() ? "" : path_ + "/";
   for (const auto& [path, content] : changes) {
-    if (!absl::StartsWith(path, prefix) || !IsYamlFile(path)) continue;
+    if (!absl::StartsWith(path, prefix)) continue;
+    if (!IsYamlFile(path)) {
+      if (content.has_value()) {
+        other_[path] = git::BlobIdOf(*content);
+      } else {
+        other_.erase(path);
+      }
+      continue;
+    }
     Remove(path);
     if (!content.has_value()) continue;
     std::string blob_id = git::BlobIdOf(*content);

@@ -69,8 +69,8 @@ class IdentityIndex {
   // its refusal, from an earlier scan) is refused again without being read; a file whose blob
   // `previous` (an index of the same path) holds is taken from it without being read. Entries
   // `ignore` (the path's .gittargetignore) names are never read: they are listed as ignored,
-  // with the objects an earlier index saw in that very blob. Symlinks and submodules are listed,
-  // never read.
+  // with the objects an earlier index saw in that very blob. Symlinks, submodules and non-YAML
+  // files are listed, never read.
   static absl::StatusOr<IdentityIndex> Build(
       git::Repository& repo, const std::optional<std::string>& base, const std::string& path,
       const IndexLimits& limits = {},
@@ -98,6 +98,9 @@ class IdentityIndex {
   const std::map<std::string, IgnoredFile>& ignored() const { return ignored_; }
   // Tree entries under the path that are no files: symlinks and submodules (never read).
   const std::map<std::string, git::FileEntry::Kind>& foreign_entries() const { return foreign_; }
+  // Regular files under the path that are not .yaml/.yml (path → blob id), never read here:
+  // the acceptance gate judges them by name.
+  const std::map<std::string, std::string>& other_files() const { return other_; }
   const std::string& path() const { return path_; }
   // Records what Build records for such entries (for tests of what reads an index).
   void RecordForeign(const std::string& path, git::FileEntry::Kind kind) { foreign_[path] = kind; }
@@ -161,6 +164,7 @@ class IdentityIndex {
   std::map<std::string, RefusedFile> refused_;
   std::map<std::string, IgnoredFile> ignored_;
   std::map<std::string, git::FileEntry::Kind> foreign_;
+  std::map<std::string, std::string> other_;
   // Each identity once (files point at these keys, whose nodes never move), with its files.
   std::map<DocumentKey, Holders> by_key_;
   std::map<std::string, File> files_;
