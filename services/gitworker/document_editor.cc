@@ -113,7 +113,7 @@ DocumentEditor::Result DocumentEditor::Finish() && {
   Result result;
   for (auto& [path, working] : files_) {
     if (working.changed == 0) continue;
-    auto refuse = [&](absl::Status status) {
+    auto refuse = [&, &path = path, &working = working](absl::Status status) {
       result.refused.push_back({path, std::move(status), std::move(working.edited)});
     };
     if (working.documents.CountNonEmpty() == 0 && (working.had_objects || !working.existed)) {

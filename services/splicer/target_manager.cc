@@ -245,7 +245,8 @@ void TargetManager::Reconcile() {
     std::optional<redisstore::Fence> fence;
     if (auto it = fences_.find(uid); it != fences_.end()) fence = it->second;
     for (const auto& type : table.types()) {
-      auto add = [&](const reverser::v1::WatchScope& source, const TargetScope& scope) {
+      auto add = [&, &table = table](const reverser::v1::WatchScope& source,
+                                     const TargetScope& scope) {
         SpliceStreamOptions o = options_.stream_defaults;
         o.refusals = &refusals_;
         o.target = table.target();

@@ -529,7 +529,7 @@ int Run(const std::vector<std::string>& argv, std::ostream& out, std::ostream& e
   }
   for (const auto& [name, value] : inv.values) {
     if (std::none_of(command->values.begin(), command->values.end(),
-                     [&](const ValueOption& option) { return option.name == name; })) {
+                     [&name = name](const ValueOption& option) { return option.name == name; })) {
       return usage_error(absl::StrCat(command->name, " has no option --", name));
     }
   }
