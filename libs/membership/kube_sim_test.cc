@@ -196,6 +196,15 @@ TEST_F(MembershipKubeSimTest, TheViewSeesMembersJoinExpireAndLeave) {
   EXPECT_FALSE(GetLease("splicer-b").ok());
   ASSERT_TRUE(view.WaitFor([](const Membership& m) { return Ids(m, {"a"}); }, kWait));
   EXPECT_FALSE(b.HeldAt(clock.Now()));
+  {
+    // Current() moves before the callback runs: wait for the callback to see the last change
+    // too, or Stop() would drop it.
+    absl::MutexLock lock(&mu);
+    auto saw_last = [](std::vector<std::vector<std::string>>* published) {
+      return !published->empty() && published->back() == std::vector<std::string>{"a"};
+    };
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(+saw_last, &seen), kWait));
+  }
 
   view.Stop();
   absl::MutexLock lock(&mu);
