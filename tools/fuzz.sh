@@ -13,7 +13,7 @@
 #                 the output base; findings are kept and listed at the end
 #   --crashes     run the known failing inputs of fuzz/crashes/<target>/ and say for each whether
 #                 it still fails (exit 1) or is fixed (move it to fuzz/corpus/<target>/ then)
-#   target        fuzzer names (default: all seven)
+#   target        fuzzer names (default: all eight)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,13 +42,14 @@ declare -A max_len=(
   [audit_eventlist_fuzzer]=65536
   [watch_frame_fuzzer]=65536
   [yaml_reader_fuzzer]=16384
+  [yaml_documents_fuzzer]=16384
   [sops_file_fuzzer]=16384
   [gotemplate_fuzzer]=4096
   [placement_fuzzer]=1024
   [gitignore_fuzzer]=4096
 )
-all=(audit_eventlist_fuzzer watch_frame_fuzzer yaml_reader_fuzzer sops_file_fuzzer
-     gotemplate_fuzzer placement_fuzzer gitignore_fuzzer)
+all=(audit_eventlist_fuzzer watch_frame_fuzzer yaml_reader_fuzzer yaml_documents_fuzzer
+     sops_file_fuzzer gotemplate_fuzzer placement_fuzzer gitignore_fuzzer)
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [ -n "${max_len[$t]:-}" ] || { echo "fuzz.sh: unknown fuzzer $t" >&2; exit 2; }

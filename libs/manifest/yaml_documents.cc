@@ -196,6 +196,11 @@ bool YamlDocuments::Replace(size_t i, absl::string_view yaml) {
   std::string content = ToFileNewlines(yaml);
   if (doc.content == content) return false;
   if (doc.head.empty() && IsMarker(doc.content, "---")) doc.head = absl::StrCat("---", newline_);
+  // A null document on the file's last line ("---" and no line break after it) gets one, so
+  // the new content starts a line of its own instead of running on in the marker's comment.
+  if (!doc.head.empty() && doc.head.back() != '\n' && doc.head.back() != '\r') {
+    doc.head += newline_;
+  }
   doc.content = std::move(content);
   return true;
 }

@@ -177,6 +177,20 @@ TEST(YamlDocumentsTest, AppendAddsASeparatorAndTheMissingLineBreak) {
   EXPECT_EQ(file.Text(), "a: 1\n");
 }
 
+// A null document on the file's last line, its marker unterminated (found by
+// yaml_documents_fuzzer): the content written into it starts a line of its own, so it is not
+// swallowed by the marker's comment.
+TEST(YamlDocumentsTest, ReplacingANullDocumentOnTheLastLineBreaksTheLine) {
+  YamlDocuments file = SplitBack("a: 1\n---  # later");
+  ASSERT_EQ(file.size(), 2u);
+  ASSERT_TRUE(file.empty(1));
+  EXPECT_TRUE(file.Replace(1, "b: 2\n"));
+  EXPECT_EQ(file.Text(), "a: 1\n---  # later\nb: 2\n");
+  YamlDocuments crlf = SplitBack("a: 1\r\n---");
+  EXPECT_TRUE(crlf.Replace(1, "b: 2\n"));
+  EXPECT_EQ(crlf.Text(), "a: 1\r\n---\r\nb: 2\r\n");
+}
+
 // What this library's writer renders reads back as exactly its bytes, whatever stands around
 // it, so repeated updates never grow a file.
 TEST(YamlDocumentsTest, RenderedDocumentsReadBackExactly) {
