@@ -144,6 +144,24 @@ namespace {
 // Removes `*.lock` files older than `cutoff` at the top of a bare clone and under refs/;
 // how many. Errors (a file that vanished, an unreadable folder) are skipped: a lock that stays
 // fails the next update with libgit2's own message.
+// The remote-tracking refs of `repo` that point at a commit (not the symbolic HEAD), by name.
+absl::StatusOr<std::vector<std::pair<std::string, git_oid>>> TrackingRefs(git_repository* repo) {
+  std::vector<std::pair<std::string, git_oid>> refs;
+  git_reference_iterator* it = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_reference_iterator_glob_new(&it, repo, "refs/remotes/origin/*"),
+                            "listing remote-tracking refs"));
+  git_reference* ref = nullptr;
+  while (git_reference_next(&ref, it) == 0) {
+    if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+      refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
+    }
+    git_reference_free(ref);
+  }
+  git_reference_iterator_free(it);
+  git_error_clear();
+  return refs;
+}
+
 // Hard-links every object of clone `from` into clone `to` (both bare, same file system): each
 // pack with its index (the pack first), then loose objects. Existing names are kept.
 absl::Status LinkObjects(const std::string& from, const std::string& to) {
@@ -206,20 +224,7 @@ absl::StatusOr<size_t> SeedFromSibling(git_repository* fresh, const std::string&
     GitPtr<git_remote> origin(remote);
     if (RemoteUrl(remote) != url) continue;
 
-    std::vector<std::pair<std::string, git_oid>> refs;
-    git_reference_iterator* it = nullptr;
-    RETURN_IF_ERROR(
-        GitStatus(git_reference_iterator_glob_new(&it, sibling.get(), "refs/remotes/origin/*"),
-                  "listing the sibling clone's refs"));
-    git_reference* ref = nullptr;
-    while (git_reference_next(&ref, it) == 0) {
-      if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-        refs.emplace_back(git_reference_name(ref), *git_reference_target(ref));
-      }
-      git_reference_free(ref);
-    }
-    git_reference_iterator_free(it);
-    git_error_clear();
+    ASSIGN_OR_RETURN(auto refs, TrackingRefs(sibling.get()));
     if (refs.empty()) continue;
     RETURN_IF_ERROR(LinkObjects(entry.path().string(), fresh_path));
     git_odb* odb = nullptr;
@@ -794,31 +799,13 @@ absl::Status Repository::FetchLocal(const RemoteRefs& refs, absl::string_view on
   last_fetch_received_objects_ = copied;
 
   // Prune the tracking refs of branches the remote no longer has.
-  std::vector<std::string> gone;
-  git_reference_iterator* it = nullptr;
-  RETURN_IF_ERROR(
-      GitStatus(git_reference_iterator_glob_new(&it, repo_.get(), "refs/remotes/origin/*"),
-                "listing remote-tracking refs"));
-  git_reference* ref = nullptr;
-  while (git_reference_next(&ref, it) == 0) {
-    absl::string_view branch = git_reference_name(ref);
-    if (git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
-        absl::ConsumePrefix(&branch, kTrackingPrefix) && !on_remote.contains(branch)) {
-      gone.emplace_back(git_reference_name(ref));
+  ASSIGN_OR_RETURN(auto tracking, TrackingRefs(repo_.get()));
+  for (const auto& [name, oid] : tracking) {
+    absl::string_view branch = name;
+    if (absl::ConsumePrefix(&branch, kTrackingPrefix) && !on_remote.contains(branch)) {
+      RETURN_IF_ERROR(GitStatus(git_reference_remove(repo_.get(), name.c_str()),
+                                "pruning a remote-tracking ref"));
     }
-    git_reference_free(ref);
-  }
-  git_reference_iterator_free(it);
-  git_error_clear();
-  for (const std::string& name : gone) {
-    git_reference* stale = nullptr;
-    if (git_reference_lookup(&stale, repo_.get(), name.c_str()) != 0) {
-      git_error_clear();
-      continue;
-    }
-    const int rc = git_reference_delete(stale);
-    git_reference_free(stale);
-    RETURN_IF_ERROR(GitStatus(rc, "pruning a remote-tracking ref"));
   }
   return absl::OkStatus();
 }

@@ -44,6 +44,13 @@ std::vector<GateIssue> Check(const IdentityIndex& index, GateInput input = {}) {
   return CheckPath(input);
 }
 
+// A gate input for a target that follows `followed`.
+GateInput Following(const std::set<std::pair<std::string, std::string>>* followed) {
+  GateInput input;
+  input.followed = followed;
+  return input;
+}
+
 // A gate input whose reader serves the blobs of `files` (as a repository would).
 GateInput Reading(const std::map<std::string, std::string>& files) {
   std::map<std::string, std::string> blobs;
@@ -111,9 +118,7 @@ TEST(AcceptanceGateTest, NonKrm) {
        "---\n# only a comment\n---\n- a list\n"},
   });
   std::set<std::pair<std::string, std::string>> followed = {{"", "ConfigMap"}};
-  GateInput input;
-  input.followed = &followed;
-  auto issues = Check(index, input);
+  auto issues = Check(index, Following(&followed));
   EXPECT_THAT(Texts(issues),
               ElementsAre("non-krm: t/mixed.yaml (document 3) has no apiVersion, kind or "
                           "metadata.name",
@@ -131,9 +136,7 @@ TEST(AcceptanceGateTest, ImpureManagedFile) {
       {"t/clean.yaml", "---\n" + CmYaml("c") + "---\n" + CmYaml("d")},
   });
   std::set<std::pair<std::string, std::string>> followed = {{"", "ConfigMap"}};
-  GateInput input;
-  input.followed = &followed;
-  auto issues = Check(index, input);
+  auto issues = Check(index, Following(&followed));
   EXPECT_THAT(Texts(issues),
               ElementsAre("impure-managed-file: t/bundle.yaml (document 2) is empty in a file of "
                           "managed objects",
@@ -145,7 +148,7 @@ TEST(AcceptanceGateTest, ImpureManagedFile) {
   EXPECT_EQ(GitPathReason(issues), "UnsupportedContent");
   // Once Deployments are followed, that file is managed too.
   followed.insert({"apps", "Deployment"});
-  EXPECT_EQ(Check(index, input).front().text,
+  EXPECT_EQ(Check(index, Following(&followed)).front().text,
             "impure-managed-file: t/apps.yaml (document 2) is empty in a file of managed objects");
 }
 
@@ -176,8 +179,7 @@ TEST(AcceptanceGateTest, IgnoreShadowsAWrittenPathAndAKnownManagedDocument) {
   index.RecordIgnored("t/legacy/web.yaml", {"blob", {Cm("web")}});
   index.RecordIgnored("t/legacy/unfollowed.yaml", {"blob2", {{"apps", "Deployment", "demo", "d"}}});
   std::set<std::pair<std::string, std::string>> followed = {{"", "ConfigMap"}};
-  GateInput input;
-  input.followed = &followed;
+  GateInput input = Following(&followed);
   input.ignore.rules = &*rules;
   input.changed_files = {"t/demo/configmaps/a.yaml"};
   input.writes = {{Cm("a"), "t/demo/configmaps/a.yaml"}};

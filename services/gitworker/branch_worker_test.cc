@@ -95,6 +95,19 @@ class BranchWorkerTest : public ::testing::Test {
     EXPECT_TRUE(files.ok()) << files.status();
     return files.value_or(std::vector<std::string>{});
   }
+  // Sends `worker` one CREATE of ConfigMap default/a under clusters/a and pushes: the gate must
+  // hold it (not written, not acked) and report the path. The last refusal reported.
+  reverser::v1::PathRefusal CreateHeldByTheGate(BranchWorker& worker) {
+    auto config = Config(remote_, 0);
+    worker.Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
+                                       "default", "a", "1", 10)));
+    worker.PushIfDue();
+    EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/a.yaml")));
+    EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
+    EXPECT_FALSE(sink_->path_refusals().empty());
+    return sink_->path_refusals().empty() ? reverser::v1::PathRefusal()
+                                          : sink_->path_refusals().back();
+  }
   void ExpectFsckClean() {
     auto fsck = Git(remote_, {"fsck", "--strict"});
     EXPECT_TRUE(fsck.ok()) << fsck.status();
@@ -1237,14 +1250,7 @@ TEST_F(BranchWorkerTest, AnIgnorePatternShadowingAManagedPathRefusesTheWrite) {
   ASSERT_TRUE(testing::CommitAndPush(*clone, "ignore configmaps").ok());
 
   auto worker = MakeWorker();
-  auto config = Config(remote_, 0);
-  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
-                                      "default", "a", "1", 10)));
-  worker->PushIfDue();
-  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/a.yaml")));
-  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
-  ASSERT_FALSE(sink_->path_refusals().empty());
-  const auto refused = sink_->path_refusals().back();
+  const auto refused = CreateHeldByTheGate(*worker);
   EXPECT_EQ(refused.reason(), "IgnoreShadowsManagedPath");
   EXPECT_EQ(refused.message(),
             "Git path refused at clusters/a: ignore-shadows-managed: clusters/a/.gittargetignore "
@@ -1275,14 +1281,7 @@ TEST_F(BranchWorkerTest, AForeignFileAndAnUnsupportedKustomizationRefuseThePathU
   ASSERT_TRUE(testing::CommitAndPush(*clone, "notes and a generator").ok());
 
   auto worker = MakeWorker();
-  auto config = Config(remote_, 0);
-  worker->Add(EventItem(config, Event(config, ConfigMaps(), reverser::v1::OPERATION_CREATE,
-                                      "default", "a", "1", 10)));
-  worker->PushIfDue();
-  EXPECT_THAT(Files(), Not(Contains("clusters/a/default/configmaps/a.yaml")));
-  EXPECT_EQ(sink_->AckedRv(ConfigMaps()), 0u);
-  ASSERT_FALSE(sink_->path_refusals().empty());
-  const auto refused = sink_->path_refusals().back();
+  const auto refused = CreateHeldByTheGate(*worker);
   EXPECT_EQ(refused.reason(), "UnsupportedContent");
   EXPECT_EQ(refused.message(),
             "Git path refused at clusters/a: unsupported-kustomize: clusters/a/kustomization.yaml "
