@@ -241,8 +241,8 @@ absl::Status BranchWorker::EnsureRepo() {
   repo_options.credentials = options_.credentials;
   repo_options.pack_threshold = options_.pack_threshold;
   repo_options.stale_lock_cutoff = options_.stale_lock_cutoff;
-  // A branch taken over starts from this replica's other clones of the remote: its first fetch
-  // then sends only what they lack.
+  // A branch this replica never held gets a new clone seeded from one of its other clones of
+  // the remote: its first fetch then sends only what that one lacks.
   repo_options.seed_from_siblings = true;
   const absl::Time open_started = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
@@ -254,7 +254,7 @@ absl::Status BranchWorker::EnsureRepo() {
   }
   count("fetch");
   // This clone writes one branch: only it and the default branch (a new branch's base) are
-  // fetched where the transport allows (Repository::Fetch).
+  // fetched (Repository::Fetch).
   RETURN_IF_ERROR(repo->Fetch(options_.key.branch));
   const absl::Duration fetch_took = absl::Now() - fetch_started;
   ASSIGN_OR_RETURN(git::BranchBase base, repo->ResolveBranchBase(options_.key.branch));
