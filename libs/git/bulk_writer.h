@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "libs/git/libgit2.h"
@@ -39,6 +40,8 @@ class BulkWriter {
   git_repository* repo() { return handle_.get(); }
   // Objects written into the pack so far.
   size_t object_count() const { return pack_->object_count(); }
+  // Their ids, in pack order.
+  std::vector<git_oid> object_ids() const { return pack_->ObjectIds(); }
 
   // Closes the handle, finishes the pack and makes `main` (the repository Begin was given)
   // see it. Returns the pack's checksum, or nullopt when nothing new was written.

@@ -310,6 +310,13 @@ std::string PackWriter::BuildIndex(const std::string& pack_checksum) const {
   return idx;
 }
 
+std::vector<git_oid> PackWriter::ObjectIds() const {
+  std::vector<git_oid> ids;
+  ids.reserve(entries_.size());
+  for (const Entry& entry : entries_) ids.push_back(entry.id);
+  return ids;
+}
+
 absl::StatusOr<std::optional<std::string>> PackWriter::Finish() {
   if (finished_) return absl::FailedPreconditionError("pack already finished");
   if (entries_.empty()) {

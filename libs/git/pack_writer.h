@@ -48,6 +48,8 @@ class PackWriter {
   absl::StatusOr<std::string> Read(const git_oid& id, git_object_t* type) const;
 
   size_t object_count() const { return entries_.size(); }
+  // The ids of the objects added so far, in pack order.
+  std::vector<git_oid> ObjectIds() const;
 
   // Completes the pack (object count, trailing checksum), writes its index and moves both into
   // the pack directory. Returns the pack's checksum in hex, or nullopt when no object was added

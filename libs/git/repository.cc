@@ -21,6 +21,7 @@
 #include "libs/core/url_redaction.h"
 #include "libs/git/bulk_writer.h"
 #include "libs/git/object_copy.h"
+#include "libs/git/pack_writer.h"
 #include "libs/git/repo_path.h"
 #include "libs/git/transport.h"
 
@@ -340,6 +341,7 @@ absl::StatusOr<RemoteRefs> Repository::ListRemote() {
 }
 
 absl::Status Repository::Fetch(absl::string_view only_branch) {
+  RETURN_IF_ERROR(FlushStaged());
   ASSIGN_OR_RETURN(GitPtr<git_remote> remote, Origin());
   RemoteSession session(options_.remote_url, options_.credentials);
   git_remote_callbacks callbacks = GIT_REMOTE_CALLBACKS_INIT;
@@ -442,7 +444,7 @@ absl::StatusOr<bool> Repository::IsAncestor(absl::string_view ancestor,
   RETURN_IF_ERROR(OidFromHex(ancestor, &old));
   RETURN_IF_ERROR(OidFromHex(descendant, &tip));
   if (git_oid_equal(&old, &tip)) return true;
-  const int found = git_graph_descendant_of(repo_.get(), &tip, &old);
+  const int found = git_graph_descendant_of(Objects(), &tip, &old);
   if (found < 0) {
     // An object missing locally (a rewritten history's commit was never fetched) is no ancestor.
     if (found == GIT_ENOTFOUND) {
@@ -456,13 +458,108 @@ absl::StatusOr<bool> Repository::IsAncestor(absl::string_view ancestor,
 
 absl::StatusOr<std::optional<std::string>> Repository::LocalTip(absl::string_view branch) {
   ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
-  ASSIGN_OR_RETURN(std::optional<git_oid> tip, ResolveRef(repo_.get(), ref));
+  ASSIGN_OR_RETURN(std::optional<git_oid> tip, CurrentRef(ref));
   return ToHex(tip);
+}
+
+absl::StatusOr<std::optional<git_oid>> Repository::CurrentRef(const std::string& ref) {
+  RETURN_IF_ERROR(staging_lost_);
+  if (auto staged = staged_tips_.find(ref); staged != staged_tips_.end()) return staged->second;
+  return ResolveRef(repo_.get(), ref);
+}
+
+absl::Status Repository::FlushStaged() {
+  RETURN_IF_ERROR(staging_lost_);
+  if (staging_) {
+    std::vector<git_oid> ids = staging_->object_ids();
+    absl::StatusOr<std::optional<std::string>> pack = staging_->Commit(repo_.get());
+    staging_.reset();
+    if (!pack.ok()) {
+      // The staged commits are gone and the refs on disk never named them: every later call
+      // says so, and the owner opens the clone again (and commits again from its own records).
+      staging_lost_ = absl::UnavailableError(
+          absl::StrCat("staged commits could not be written: ", pack.status().message()));
+      staged_tips_.clear();
+      return staging_lost_;
+    }
+    if (pack->has_value()) {
+      const std::string name = absl::StrCat("pack-", **pack);
+      if (IsLocalUrl(options_.remote_url)) unshared_packs_.push_back(name);
+      staged_packs_.push_back({name, std::move(ids)});
+    }
+  }
+  // The pack is in place before any ref names its objects.
+  for (auto it = staged_tips_.begin(); it != staged_tips_.end(); it = staged_tips_.erase(it)) {
+    git_reference* updated = nullptr;
+    int rc = git_reference_create(&updated, repo_.get(), it->first.c_str(), &it->second,
+                                  /*force=*/1, "commit");
+    git_reference_free(updated);
+    RETURN_IF_ERROR(GitStatus(rc, absl::StrCat("advancing ", it->first)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Repository::MergeStagedPacks() {
+  if (staged_packs_.size() <= options_.staged_pack_limit) return absl::OkStatus();
+  // Geometric, as `git repack --geometric=2`: the newest packs, and each older one holding at
+  // most twice what is taken so far. Each object is copied O(log n) times over its life.
+  size_t take = 0;
+  size_t objects = 0;
+  for (auto it = staged_packs_.rbegin(); it != staged_packs_.rend(); ++it) {
+    if (take >= 2 && it->ids.size() > 2 * objects) break;
+    objects += it->ids.size();
+    ++take;
+  }
+  const std::string pack_dir = absl::StrCat(git_repository_path(repo_.get()), "objects/pack");
+  ASSIGN_OR_RETURN(std::unique_ptr<PackWriter> merged, PackWriter::Create(pack_dir));
+  git_odb* raw_odb = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_repository_odb(&raw_odb, repo_.get()), "opening the object store"));
+  GitPtr<git_odb> odb(raw_odb);
+  const size_t first = staged_packs_.size() - take;
+  std::vector<git_oid> ids;
+  ids.reserve(objects);
+  for (size_t i = first; i < staged_packs_.size(); ++i) {
+    for (const git_oid& id : staged_packs_[i].ids) {
+      git_odb_object* raw = nullptr;
+      RETURN_IF_ERROR(GitStatus(git_odb_read(&raw, odb.get(), &id), "reading a staged object"));
+      GitPtr<git_odb_object> object(raw);
+      RETURN_IF_ERROR(
+          merged->Add(id, git_odb_object_type(raw),
+                      absl::string_view(static_cast<const char*>(git_odb_object_data(raw)),
+                                        git_odb_object_size(raw))));
+      ids.push_back(id);
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> checksum, merged->Finish());
+  if (!checksum.has_value()) return absl::OkStatus();
+  // The merged pack is in place; the old ones go (index first: a pack without one is ignored).
+  // Another process may read them right now: a reader that opened them keeps them; one that
+  // looks them up afresh finds the merged pack. The clone is opened again so this process's
+  // object store forgets them.
+  const std::string merged_name = absl::StrCat("pack-", *checksum);
+  for (size_t i = first; i < staged_packs_.size(); ++i) {
+    if (staged_packs_[i].name == merged_name) continue;
+    for (const char* ext : {".idx", ".pack"}) {
+      const std::string file = absl::StrCat(pack_dir, "/", staged_packs_[i].name, ext);
+      if (unlink(file.c_str()) != 0 && errno != ENOENT) {
+        return absl::UnavailableError(absl::StrCat("removing ", file, ": ", strerror(errno)));
+      }
+    }
+  }
+  staged_packs_.resize(first);
+  staged_packs_.push_back({merged_name, std::move(ids)});
+  git_repository* reopened = nullptr;
+  RETURN_IF_ERROR(GitStatus(git_repository_open_bare(&reopened, options_.local_path.c_str()),
+                            absl::StrCat("opening clone at ", options_.local_path)));
+  odb.reset();
+  repo_.reset(reopened);
+  return absl::OkStatus();
 }
 
 absl::Status Repository::ResetBranch(absl::string_view branch,
                                      const std::optional<std::string>& commit) {
   ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  RETURN_IF_ERROR(FlushStaged());
   if (!commit.has_value()) {
     git_reference* existing = nullptr;
     int rc = git_reference_lookup(&existing, repo_.get(), ref.c_str());
@@ -493,6 +590,21 @@ absl::StatusOr<std::optional<std::string>> Repository::CommitOnBranch(absl::stri
                                                                       const ChangeSet& changes,
                                                                       const CommitSpec& spec) {
   ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  if (options_.stage_small_commits && changes.size() < options_.pack_threshold) {
+    ASSIGN_OR_RETURN(std::optional<git_oid> staged_base, CurrentRef(ref));
+    if (!staging_) {
+      ASSIGN_OR_RETURN(staging_, BulkWriter::Begin(repo_.get()));
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> commit,
+                     CreateCommit(staging_->repo(), ToHex(staged_base), changes, spec));
+    if (!commit.has_value()) return std::nullopt;
+    git_oid oid;
+    RETURN_IF_ERROR(OidFromHex(*commit, &oid));
+    staged_tips_[ref] = oid;
+    if (staging_->object_count() >= options_.staged_object_limit) RETURN_IF_ERROR(FlushStaged());
+    return commit;
+  }
+  RETURN_IF_ERROR(FlushStaged());
   ASSIGN_OR_RETURN(std::optional<git_oid> tip, ResolveRef(repo_.get(), ref));
   std::unique_ptr<BulkWriter> bulk;
   if (changes.size() >= options_.pack_threshold) {
@@ -578,14 +690,14 @@ absl::StatusOr<std::string> ReadBlobOid(git_repository* repo, const git_oid& oid
 
 absl::StatusOr<std::optional<std::string>> Repository::ReadFile(absl::string_view commit,
                                                                 absl::string_view path) {
-  ASSIGN_OR_RETURN(std::optional<git_oid> oid, FileOid(repo_.get(), commit, path));
+  ASSIGN_OR_RETURN(std::optional<git_oid> oid, FileOid(Objects(), commit, path));
   if (!oid.has_value()) return std::nullopt;
-  return ReadBlobOid(repo_.get(), *oid, path);
+  return ReadBlobOid(Objects(), *oid, path);
 }
 
 absl::StatusOr<std::optional<std::string>> Repository::FileBlobId(absl::string_view commit,
                                                                   absl::string_view path) {
-  ASSIGN_OR_RETURN(std::optional<git_oid> oid, FileOid(repo_.get(), commit, path));
+  ASSIGN_OR_RETURN(std::optional<git_oid> oid, FileOid(Objects(), commit, path));
   if (!oid.has_value()) return std::nullopt;
   return OidToHex(*oid);
 }
@@ -594,7 +706,7 @@ absl::StatusOr<uint64_t> Repository::BlobSize(absl::string_view blob_id) {
   git_oid oid;
   RETURN_IF_ERROR(OidFromHex(blob_id, &oid));
   git_odb* raw_odb = nullptr;
-  RETURN_IF_ERROR(GitStatus(git_repository_odb(&raw_odb, repo_.get()), "opening the object store"));
+  RETURN_IF_ERROR(GitStatus(git_repository_odb(&raw_odb, Objects()), "opening the object store"));
   GitPtr<git_odb> odb(raw_odb);
   size_t size = 0;
   git_object_t type = GIT_OBJECT_INVALID;
@@ -609,7 +721,7 @@ absl::StatusOr<uint64_t> Repository::BlobSize(absl::string_view blob_id) {
 absl::StatusOr<std::string> Repository::ReadBlob(absl::string_view blob_id) {
   git_oid oid;
   RETURN_IF_ERROR(OidFromHex(blob_id, &oid));
-  return ReadBlobOid(repo_.get(), oid, blob_id);
+  return ReadBlobOid(Objects(), oid, blob_id);
 }
 
 absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view commit,
@@ -624,7 +736,7 @@ absl::StatusOr<std::vector<std::string>> Repository::ListFiles(absl::string_view
 absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_view commit,
                                                                    absl::string_view prefix,
                                                                    bool with_submodules) {
-  ASSIGN_OR_RETURN(GitPtr<git_tree> tree, CommitTree(repo_.get(), commit));
+  ASSIGN_OR_RETURN(GitPtr<git_tree> tree, CommitTree(Objects(), commit));
   std::string root;
   if (!prefix.empty()) {
     RETURN_IF_ERROR(ValidateRepoPath(prefix));
@@ -639,7 +751,7 @@ absl::StatusOr<std::vector<FileEntry>> Repository::ListFileEntries(absl::string_
     GitPtr<git_tree_entry> entry(raw_entry);
     if (git_tree_entry_type(raw_entry) != GIT_OBJECT_TREE) return std::vector<FileEntry>{};
     git_tree* raw_tree = nullptr;
-    RETURN_IF_ERROR(GitStatus(git_tree_lookup(&raw_tree, repo_.get(), git_tree_entry_id(raw_entry)),
+    RETURN_IF_ERROR(GitStatus(git_tree_lookup(&raw_tree, Objects(), git_tree_entry_id(raw_entry)),
                               absl::StrCat("reading ", prefix)));
     tree.reset(raw_tree);
     root += "/";
@@ -681,6 +793,8 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
                                             absl::string_view local_commit,
                                             const std::optional<std::string>& expected_old) {
   ASSIGN_OR_RETURN(std::string ref, BranchRef(branch));
+  // Staged commits are written first: a push sends only what is in place.
+  RETURN_IF_ERROR(FlushStaged());
   git_oid local;
   RETURN_IF_ERROR(OidFromHex(local_commit, &local));
   git_commit* raw_commit = nullptr;
@@ -733,6 +847,9 @@ absl::StatusOr<PushResult> Repository::Push(absl::string_view branch,
 
   if (result->outcome == PushOutcome::kPushed) {
     RETURN_IF_ERROR(SetTracking(branch, local));
+    // After the push, which linked the staged packs into a local remote: a merge never
+    // deletes a pack a push still has to offer.
+    RETURN_IF_ERROR(MergeStagedPacks());
     return result;
   }
   if (result->outcome != PushOutcome::kConflict || result->remote_tip.has_value()) {

@@ -13,6 +13,7 @@
 
 #include <git2.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "libs/git/bulk_writer.h"
 #include "libs/git/credentials.h"
 #include "libs/git/libgit2.h"
 #include "libs/git/tree_editor.h"
@@ -51,6 +53,17 @@ struct RepositoryOptions {
   // not seeded: it has that history, and linking a busy sibling's loose objects costs more than
   // its fetch. No sibling, or any error: an empty clone, as before.
   bool seed_from_siblings = false;
+  // Small commits are staged (the gitworker's one commit per change): their new objects go into
+  // one open pack and the branch ref moves in memory, until the next Push, Fetch or ResetBranch
+  // (or `staged_object_limit` objects) writes the pack into place and then the refs. Without it
+  // every small commit creates a loose file per object plus a ref lock file, and file creation is
+  // what bounds the commit rate. On disk the clone stays consistent at every moment (a ref names
+  // only objects already in place); a crash loses only unpushed commits, which the gitworker
+  // makes again from its unacknowledged writes. The packs this leaves are merged (geometrically)
+  // once more than `staged_pack_limit` of them exist, so lookups never scan many packs.
+  bool stage_small_commits = false;
+  size_t staged_object_limit = 20000;
+  size_t staged_pack_limit = 16;
 };
 
 // Where a branch worker keeps its clone (docs/behaviour.md, Local clones):
@@ -181,6 +194,14 @@ class Repository {
   absl::StatusOr<PushResult> Push(absl::string_view branch, absl::string_view local_commit,
                                   const std::optional<std::string>& expected_old);
 
+  // Writes staged commits (RepositoryOptions::stage_small_commits): their pack, then the branch
+  // refs. Push, Fetch and ResetBranch do it first by themselves.
+  absl::Status FlushStaged();
+  // Packs written by staging in this process that are still separate (merges make them fewer).
+  size_t staged_pack_count() const { return staged_packs_.size(); }
+  // Whether staged commits were lost (FlushStaged failed): the clone must be opened again.
+  bool staging_lost() const { return !staging_lost_.ok(); }
+
   git_repository* raw() { return repo_.get(); }
   const std::string& path() const { return options_.local_path; }
 
@@ -195,6 +216,13 @@ class Repository {
   absl::StatusOr<PushResult> PushSmart(git_remote* remote, const std::string& ref,
                                        const git_oid& local);
   absl::Status SetTracking(absl::string_view branch, const git_oid& commit);
+  // Where objects are read: the staging handle while staged objects exist (it sees the clone's
+  // objects too), else the clone.
+  git_repository* Objects() { return staging_ ? staging_->repo() : repo_.get(); }
+  // A ref as this process sees it: a staged tip first, else the ref on disk.
+  absl::StatusOr<std::optional<git_oid>> CurrentRef(const std::string& ref);
+  // Merges the newest staged packs into one while there are more than the limit.
+  absl::Status MergeStagedPacks();
 
   RepositoryOptions options_;
   size_t stale_locks_removed_ = 0;
@@ -207,6 +235,19 @@ class Repository {
   // A local-path remote stays open between pushes and fetches: reopening it would load every
   // pack index again each time, and a remote written one pack per push holds thousands.
   GitPtr<git_repository> local_remote_;
+  // Staged commits (RepositoryOptions::stage_small_commits): the open pack and the branch tips
+  // not yet written (ref name → commit).
+  std::unique_ptr<BulkWriter> staging_;
+  std::map<std::string, git_oid> staged_tips_;
+  // Packs staging wrote in this process, oldest first, with their objects (a merge rereads them).
+  struct StagedPack {
+    std::string name;  // "pack-<checksum>"
+    std::vector<git_oid> ids;
+  };
+  std::vector<StagedPack> staged_packs_;
+  // Set when staged commits could not be written: they are lost, and every call that would
+  // build on them says so (the owner opens the clone again).
+  absl::Status staging_lost_;
 };
 
 }  // namespace reverser::git

@@ -504,6 +504,127 @@ TEST_F(RepositoryTest, PushOutcomesFromTheAdvertisement) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// Staged commits (one per change) live in one open pack and an in-memory ref until the push:
+// the clone on disk never names them before their objects are in place, reads see them at once,
+// and what is pushed is exactly the chain of commits, which git's fsck accepts on both sides.
+TEST_F(RepositoryTest, StagedCommitsReachTheDiskOnlyWithTheirPushAndStayReadable) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  RepositoryOptions options{absl::StrCat(dir_.path(), "/clone"), *remote, {}};
+  options.stage_small_commits = true;
+  auto opened = Repository::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto& repo = *opened;
+  ASSERT_TRUE(repo->Fetch().ok());
+  const std::string root = *repo->ResolveBranchBase("main")->commit;
+  ASSERT_TRUE(repo->ResetBranch("main", root).ok());
+
+  std::vector<std::string> commits;
+  for (int i = 0; i < 5; ++i) {
+    auto commit = repo->CommitOnBranch(
+        "main", {{absl::StrCat("ns/cm-", i, ".yaml"), absl::StrCat("v: ", i, "\n")}},
+        Spec(absl::StrCat("change ", i)));
+    ASSERT_TRUE(commit.ok() && commit->has_value()) << commit.status();
+    commits.push_back(**commit);
+  }
+  // In memory: the local tip and the files of every staged commit.
+  EXPECT_EQ(repo->LocalTip("main")->value_or(""), commits.back());
+  EXPECT_EQ(repo->ReadFile(commits[1], "ns/cm-1.yaml")->value_or(""), "v: 1\n");
+  EXPECT_EQ(repo->ListFiles(commits.back(), "ns")->size(), 5u);
+  EXPECT_TRUE(*repo->IsAncestor(commits[0], commits.back()));
+  // On disk: the branch has not moved, and none of their objects is there yet.
+  const std::string clone = options.local_path;
+  EXPECT_EQ(Trim(*Git(clone, {"rev-parse", "refs/heads/main"})), root);
+  EXPECT_FALSE(Git(clone, {"cat-file", "-e", commits.back()}).ok());
+  EXPECT_TRUE(Git(clone, {"fsck", "--strict"}).ok());
+
+  auto push = repo->Push("main", commits.back(), root);
+  ASSERT_TRUE(push.ok()) << push.status();
+  EXPECT_EQ(push->outcome, PushOutcome::kPushed);
+  EXPECT_EQ(Trim(*Git(clone, {"rev-parse", "refs/heads/main"})), commits.back());
+  EXPECT_EQ(RemoteTip(*remote, "main"), commits.back());
+  auto log = Git(*remote, {"log", "--format=%s", absl::StrCat(root, "..main")});
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(Trim(*log), "change 4\nchange 3\nchange 2\nchange 1\nchange 0");
+  EXPECT_TRUE(Git(clone, {"fsck", "--strict"}).ok());
+  EXPECT_TRUE(Git(*remote, {"fsck", "--strict"}).ok());
+}
+
+// Every push of staged commits leaves a pack; past the limit they are merged (geometrically), so
+// the clone holds few packs however many pushes it made, and every object stays readable.
+TEST_F(RepositoryTest, StagedPacksAreMergedPastTheLimit) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  RepositoryOptions options{absl::StrCat(dir_.path(), "/clone"), *remote, {}};
+  options.stage_small_commits = true;
+  options.staged_pack_limit = 4;
+  auto opened = Repository::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto& repo = *opened;
+  ASSERT_TRUE(repo->Fetch().ok());
+  std::optional<std::string> pushed = *repo->ResolveBranchBase("main")->commit;
+  ASSERT_TRUE(repo->ResetBranch("main", pushed).ok());
+  std::vector<std::string> commits;
+  size_t most_packs = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto commit = repo->CommitOnBranch(
+        "main", {{absl::StrCat("ns/cm-", i % 7, ".yaml"), absl::StrCat("v: ", i, "\n")}},
+        Spec(absl::StrCat("change ", i)));
+    ASSERT_TRUE(commit.ok() && commit->has_value()) << commit.status();
+    commits.push_back(**commit);
+    auto push = repo->Push("main", **commit, pushed);
+    ASSERT_TRUE(push.ok() && push->outcome == PushOutcome::kPushed) << push.status();
+    pushed = **commit;
+    most_packs = std::max(most_packs, repo->staged_pack_count());
+  }
+  EXPECT_LE(most_packs, 4u);
+  size_t packs_on_disk = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options.local_path + "/objects/pack")) {
+    if (entry.path().extension() == ".pack") ++packs_on_disk;
+  }
+  EXPECT_LE(packs_on_disk, 4u);
+  // Every commit and file is still there, through this handle and for git.
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(repo->ReadFile(commits[i], absl::StrCat("ns/cm-", i % 7, ".yaml"))->value_or(""),
+              absl::StrCat("v: ", i, "\n"));
+  }
+  EXPECT_TRUE(Git(options.local_path, {"fsck", "--strict"}).ok());
+  EXPECT_TRUE(Git(*remote, {"fsck", "--strict"}).ok());
+  EXPECT_EQ(RemoteTip(*remote, "main"), commits.back());
+}
+
+// Staged commits whose pack cannot be put in place are lost, and the clone says so on every call
+// that would build on them, instead of pushing the old tip as if it held them.
+TEST_F(RepositoryTest, StagedCommitsThatCannotBeWrittenAreReportedLost) {
+  auto remote = testing::CreateBareRemote(dir_.path());
+  ASSERT_TRUE(remote.ok());
+  RepositoryOptions options{absl::StrCat(dir_.path(), "/clone"), *remote, {}};
+  options.stage_small_commits = true;
+  auto opened = Repository::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto& repo = *opened;
+  ASSERT_TRUE(repo->Fetch().ok());
+  const std::string root = *repo->ResolveBranchBase("main")->commit;
+  ASSERT_TRUE(repo->ResetBranch("main", root).ok());
+  auto commit = repo->CommitOnBranch("main", {{"a.yaml", "a\n"}}, Spec("a"));
+  ASSERT_TRUE(commit.ok() && commit->has_value());
+  // The open pack's temporary file vanishes (a disk error would do the same to its rename).
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options.local_path + "/objects/pack")) {
+    if (entry.path().filename().string().rfind("tmp_pack_", 0) == 0) {
+      std::filesystem::remove(entry.path());
+    }
+  }
+  auto push = repo->Push("main", **commit, root);
+  EXPECT_FALSE(push.ok());
+  EXPECT_TRUE(repo->staging_lost());
+  EXPECT_FALSE(repo->LocalTip("main").ok());
+  EXPECT_FALSE(repo->CommitOnBranch("main", {{"b.yaml", "b\n"}}, Spec("b")).ok());
+  EXPECT_EQ(RemoteTip(*remote, "main"), root);
+  EXPECT_EQ(Trim(*Git(options.local_path, {"rev-parse", "refs/heads/main"})), root);
+}
+
 TEST_F(RepositoryTest, RefusesToTurnAWorkingTreeIntoABareClone) {
   auto remote = testing::CreateBareRemote(dir_.path());
   ASSERT_TRUE(remote.ok());

@@ -244,6 +244,9 @@ absl::Status BranchWorker::EnsureRepo() {
   // A branch this replica never held gets a new clone seeded from one of its other clones of
   // the remote: its first fetch then sends only what that one lacks.
   repo_options.seed_from_siblings = true;
+  // One commit per change: objects and the ref move in memory until the push (file creation,
+  // not hashing or compression, is what bounds a loose-object commit).
+  repo_options.stage_small_commits = true;
   const absl::Time open_started = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<git::Repository> repo, git::Repository::Open(repo_options));
   const absl::Time fetch_started = absl::Now();
@@ -498,6 +501,7 @@ void BranchWorker::CommitPending() {
       sha = absl::InternalError("internal error: unknown exception");
     }
     if (!sha.ok()) {
+      if (repo_->staging_lost()) return DropClone(std::string(sha.status().message()));
       RejectUnit(unit, sha.status());
       continue;
     }
@@ -514,6 +518,15 @@ void BranchWorker::CommitPending() {
     held_recheck_at_ =
         options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
   }
+}
+
+void BranchWorker::DropClone(const std::string& error) {
+  last_error_ = error;
+  runtime::LogWarning("staged commits lost; the clone is opened again",
+                      {{"branch", options_.key.ToString()}, {"error", error}});
+  repo_.reset();
+  next_push_allowed_ =
+      options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);
 }
 
 void BranchWorker::RejectUnit(Unit& unit, const absl::Status& status) {
@@ -689,8 +702,8 @@ absl::StatusOr<std::optional<std::string>> BranchWorker::CommitUnit(
   gate.read_blob = [this](const std::string& blob_id) -> absl::StatusOr<std::string> {
     ASSIGN_OR_RETURN(uint64_t size, repo_->BlobSize(blob_id));
     if (size > options_.limits.max_file_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          size, " bytes, more than the limit of ", options_.limits.max_file_bytes));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(size, " bytes, more than the limit of ", options_.limits.max_file_bytes));
     }
     return repo_->ReadBlob(blob_id);
   };
@@ -830,6 +843,9 @@ void BranchWorker::PushIfDue(bool force) {
     return;
   }
   auto fail = [&](const std::string& error) {
+    // Staged commits that could not be written are gone: the clone is opened (and fetched and
+    // reset) again, and every unpushed write is committed again.
+    if (repo_ && repo_->staging_lost()) repo_.reset();
     last_error_ = error;
     next_push_allowed_ =
         options_.clock->Now() + std::max(options_.push_cooldown, options_.retry_backoff);

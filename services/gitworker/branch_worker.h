@@ -204,6 +204,9 @@ class BranchWorker {
                       const absl::Status& status);
   // The key a unit's commit is signed with (null: its target does not sign).
   absl::StatusOr<std::shared_ptr<const git::SshSigningKey>> SignerFor(const Unit& unit);
+  // Forgets the clone after its staged commits were lost (git::Repository::staging_lost): the
+  // next cycle opens it again and commits every unpushed write again.
+  void DropClone(const std::string& error);
   void RejectUnit(Unit& unit, const absl::Status& status);
   // Counts each pending resync, once, as a background failure (a commit or push cycle failed).
   void CountPendingResyncFailures();

@@ -65,5 +65,54 @@ TEST(CommitRateBench, BranchWorkerAgainstGitCli) {
             << their_rate << "/s, ratio " << our_rate / their_rate << "\n";
 }
 
+// The commit path alone: the same single-object commits with pushes held back (a long cooldown),
+// then one push of them all, timed separately, so the per-commit cost and the push cost show
+// apart.
+TEST(CommitRateBench, CommitsThenOnePush) {
+  const char* env = std::getenv("COMMIT_ROUNDS");
+  const int n = env ? std::atoi(env) : 200;
+  testing::ScopedTempDir dir("rate");
+  auto remote = testing::CreateBareRemote(dir.path());
+  ASSERT_TRUE(remote.ok());
+  auto config = Config(*remote, 0);
+  runtime::MetricsRegistry metrics;
+  BranchWorkerOptions options;
+  options.key = {"team", "repo", "main"};
+  options.remote_url = *remote;
+  options.work_dir = dir.path() + "/work";
+  options.push_cooldown = absl::Hours(1);
+  options.metrics = &metrics;
+  BranchWorker worker(options);
+  auto sink = std::make_shared<RecordingSink>();
+  auto settings = *SettingsFromConfig(config);
+  // The clone is made (and the first push done) before the clock starts.
+  {
+    WorkItem item;
+    item.settings = settings;
+    item.event =
+        Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", "cm", "v-first", 9);
+    item.covers.push_back(CoverageOf(item, sink));
+    worker.Add(std::move(item));
+    worker.PushIfDue(/*force=*/true);
+  }
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < n; ++i) {
+    WorkItem item;
+    item.settings = settings;
+    item.event = Event(config, ConfigMaps(), reverser::v1::OPERATION_UPDATE, "default", "cm",
+                       absl::StrCat("v", i), 10 + i);
+    item.covers.push_back(CoverageOf(item, sink));
+    worker.Add(std::move(item));
+  }
+  const absl::Duration commits = absl::Now() - start;
+  const absl::Time push_start = absl::Now();
+  worker.PushIfDue(/*force=*/true);
+  const absl::Duration push = absl::Now() - push_start;
+  ASSERT_EQ(sink->AckedRv(ConfigMaps()), 10u + n - 1);
+  std::cout << n << " single-object commits: " << n / absl::ToDoubleSeconds(commits) << "/s ("
+            << absl::ToDoubleMilliseconds(commits) / n << " ms each); one push of them "
+            << absl::ToDoubleMilliseconds(push) << " ms\n";
+}
+
 }  // namespace
 }  // namespace reverser::gitworker
